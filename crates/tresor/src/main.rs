@@ -1,5 +1,13 @@
 //! The `tresor` binary: the server and every operator command.
 
-fn main() {
-    println!("tresor");
+use clap::Parser;
+use std::process::ExitCode;
+use tresor::cli::Cli;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return tresor::cli::usage_error(error),
+    };
+    tresor::cli::run(cli)
 }
