@@ -1,0 +1,63 @@
+//! The HTTP API client: JSON in and out, the session cookie, the CSRF header
+//! on every POST, and errors turned into `ApiError` values the screens show.
+
+/** A refusal or failure from the server, with its stable `code`. */
+export class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+async function request(method, path, body, headers = {}) {
+  const init = { method, credentials: 'same-origin', headers: { Accept: 'application/json', ...headers } };
+  if (method === 'POST') {
+    init.headers['X-Requested-With'] = 'tresor';
+    init.headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body ?? {});
+  }
+  let response;
+  try {
+    response = await fetch(path, init);
+  } catch (cause) {
+    // The request may or may not have reached the server: callers that must
+    // not repeat an effect retry with the same idempotency key.
+    throw new ApiError(0, 'network', String(cause));
+  }
+  if (response.status === 204) return null;
+  let data = null;
+  try {
+    data = await response.json();
+  } catch {
+    data = null;
+  }
+  if (!response.ok) {
+    const error = data && data.error ? data.error : {};
+    throw new ApiError(response.status, error.code || `http_${response.status}`, error.message || response.statusText);
+  }
+  return data;
+}
+
+/** A fresh idempotency key for one click on "Jouer". */
+export function newIdempotencyKey() {
+  if (crypto.randomUUID) return crypto.randomUUID();
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+export const api = {
+  status: () => request('GET', '/api/status'),
+  island: () => request('GET', '/api/island'),
+  me: () => request('GET', '/api/me'),
+  register: (username, password, adult, acceptRules) =>
+    request('POST', '/api/register', { username, password, adult, accept_rules: acceptRules }),
+  login: (username, password) => request('POST', '/api/login', { username, password }),
+  logout: () => request('POST', '/api/logout', {}),
+  demoDeposit: (amountCents) => request('POST', '/api/demo/deposit', { amount_cents: amountCents }),
+  buy: (stakeCents, key) => request('POST', '/api/plays', { stake_cents: stakeCents }, { 'Idempotency-Key': key }),
+  throwOnce: (playId) => request('POST', `/api/plays/${encodeURIComponent(playId)}/throws`, {}),
+  play: (playId) => request('GET', `/api/plays/${encodeURIComponent(playId)}`),
+  plays: (cursor, limit = 20) =>
+    request('GET', `/api/plays?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`),
+};

@@ -1,0 +1,213 @@
+//! The page's entry point: loads the sale status, the island and the player,
+//! routes between screens with the URL hash (#/, #/history, #/account,
+//! #/rules, #/login, #/register, #/replay/ID), keeps the balance, the site
+//! message and the language in step, and speaks to screen readers.
+
+import { api } from './api.js';
+import { t, money, dateTime, setLang, currentLang, applyStatic, onLangChange } from './i18n.js';
+import { installDefs } from './scene.js';
+import { EMBLEM } from './art.js';
+import { Game } from './game.js';
+import { setupAuth, setupAccount, setupHistory, loadRules } from './screens.js';
+import { $ } from './util.js';
+
+const FALLBACK_ISLAND = { width: 12, height: 9, land: [], start: [5, 4] };
+
+const state = { status: null, island: null, me: null };
+let meVersion = 0;
+
+const app = {
+  state,
+  dateTime,
+
+  /** Speaks `text` to screen readers through the live region. */
+  say(text) {
+    const live = $('#live');
+    const line = document.createElement('p');
+    line.textContent = text;
+    live.append(line);
+    while (live.children.length > 6) live.firstElementChild.remove();
+  },
+
+  /** Shows an API error's message in `node` (and logs the player out on 401). */
+  showError(error, node) {
+    if (error && error.code === 'unauthorized') {
+      app.loggedOut();
+      return;
+    }
+    const message = error?.code === 'network' ? t('error.network') : error?.message || t('error.generic');
+    node.textContent = message;
+    node.dataset.kind = 'error';
+    node.dataset.code = error?.code ?? '';
+  },
+
+  setMe(me) {
+    meVersion++;
+    state.me = me;
+    renderUser();
+  },
+
+  /** Fetches the player again; an answer older than a later change is dropped. */
+  async refreshMe() {
+    const version = ++meVersion;
+    try {
+      const me = await api.me();
+      if (version === meVersion) {
+        state.me = me;
+        renderUser();
+      }
+    } catch (error) {
+      if (error.code === 'unauthorized') app.loggedOut();
+    }
+  },
+
+  /** Moves the balance shown at once, before the server confirms it. */
+  adjustBalance(cents) {
+    if (!state.me) return;
+    meVersion++;
+    state.me.balance_cents += cents;
+    renderUser();
+  },
+
+  async refreshStatus() {
+    try {
+      state.status = await api.status();
+    } catch {
+      // Keep the last known status.
+    }
+    renderStatus();
+    game.update();
+  },
+
+  loggedIn(me) {
+    app.setMe(me);
+    if (currentRoute().name === 'game') route();
+    else location.hash = '#/';
+  },
+
+  loggedOut() {
+    state.me = null;
+    meVersion++;
+    renderUser();
+    if (game.mode !== 'idle') game.showIdle();
+    const route = currentRoute().name;
+    if (route === 'account' || route === 'history') location.hash = '#/login';
+  },
+};
+
+let game;
+let account;
+let history;
+
+function renderUser() {
+  const me = state.me;
+  document.body.dataset.user = me ? 'in' : 'out';
+  for (const node of document.querySelectorAll('[data-needs]')) {
+    node.hidden = node.dataset.needs === 'user' ? !me : Boolean(me);
+  }
+  const text = me ? money(me.balance_cents) : t('balance.none');
+  for (const node of [$('#balance'), $('#foot-balance')]) {
+    if (node.textContent !== text && me) {
+      node.classList.remove('flash');
+      void node.offsetWidth;
+      node.classList.add('flash');
+    }
+    node.textContent = text;
+    node.dataset.cents = me ? String(me.balance_cents) : '';
+  }
+  account?.render();
+  game?.update();
+}
+
+function renderStatus() {
+  const node = $('#site-message');
+  const status = state.status;
+  const lines = [];
+  if (status && !status.sales_open) {
+    lines.push(status.opens_at ? t('sales.opens', { date: dateTime(status.opens_at) }) : t('sales.closed'));
+  }
+  if (status && status.message) lines.push(status.message);
+  node.textContent = lines.join(' ');
+  node.hidden = lines.length === 0;
+}
+
+function currentRoute() {
+  const hash = location.hash.replace(/^#\/?/, '');
+  const [name, arg] = hash.split('/');
+  return { name: name || 'game', arg };
+}
+
+const SCREENS = ['game', 'history', 'account', 'login', 'register', 'rules'];
+
+async function route() {
+  let { name, arg } = currentRoute();
+  if ((name === 'history' || name === 'account') && !state.me) name = 'login';
+  if ((name === 'login' || name === 'register') && state.me) name = 'game';
+  const screen = name === 'replay' ? 'game' : SCREENS.includes(name) ? name : 'game';
+  for (const id of SCREENS) $(`#screen-${id}`).hidden = id !== screen;
+  for (const link of document.querySelectorAll('.nav a')) {
+    if (link.dataset.route === screen) link.setAttribute('aria-current', 'page');
+    else link.removeAttribute('aria-current');
+  }
+  document.body.dataset.screen = screen;
+  if (screen !== 'game') {
+    const heading = $(`#screen-${screen} h1`);
+    heading.tabIndex = -1;
+    heading.focus({ preventScroll: true });
+    window.scrollTo(0, 0);
+  }
+  if (screen === 'game' && name === 'replay' && arg) await game.replay(Number(arg));
+  else if (screen === 'game') await game.enter();
+  else if (screen === 'history') await history.show();
+  else if (screen === 'account') account.render();
+  else if (screen === 'rules') await loadRules($('#rules-text'), currentLang());
+}
+
+async function boot() {
+  installDefs();
+  $('#emblem').innerHTML = EMBLEM;
+  applyStatic(document);
+  game = new Game(app);
+  account = setupAccount(app);
+  history = setupHistory(app);
+  setupAuth(app);
+
+  $('#lang').addEventListener('click', () => setLang(currentLang() === 'fr' ? 'en' : 'fr'));
+  $('#logout').addEventListener('click', async () => {
+    try {
+      await api.logout();
+    } catch {
+      // Logged out here all the same.
+    }
+    app.loggedOut();
+    location.hash = '#/';
+  });
+  $('#rules-other').addEventListener('click', () => {
+    const rules = $('#rules-text');
+    loadRules(rules, rules.dataset.lang === 'fr' ? 'en' : 'fr');
+    $('#rules-other').textContent = rules.dataset.lang === 'fr' ? 'Lire en français' : 'Read in English';
+  });
+  onLangChange(() => {
+    renderUser();
+    renderStatus();
+    game.relabel();
+    if (currentRoute().name === 'history' && state.me) history.show();
+    const rules = $('#rules-text');
+    if (!$('#screen-rules').hidden) loadRules(rules, currentLang());
+  });
+  window.addEventListener('hashchange', route);
+
+  const [status, island, me] = await Promise.allSettled([api.status(), api.island(), api.me()]);
+  state.status = status.status === 'fulfilled' ? status.value : null;
+  state.island = island.status === 'fulfilled' ? island.value : FALLBACK_ISLAND;
+  state.me = me.status === 'fulfilled' ? me.value : null;
+  renderStatus();
+  renderUser();
+  await route();
+  document.body.dataset.ready = 'true';
+  // The status can change while the page stays open (sales opening, a
+  // message from the operator): look again now and then.
+  setInterval(() => app.refreshStatus(), 60000);
+}
+
+boot();

@@ -1,0 +1,209 @@
+//! The screens around the game: log in, register, account (with the demo
+//! deposit), play history, and the rules text in French and English.
+
+import { api } from './api.js';
+import { t, money, dateTime, currentLang } from './i18n.js';
+import { $, h } from './util.js';
+
+const DEMO_DEPOSIT_CENTS = 2000;
+
+/** The log-in and registration forms. */
+export function setupAuth(app) {
+  const login = $('#login-form');
+  login.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const error = $('#login-error');
+    error.textContent = '';
+    const button = login.querySelector('button[type=submit]');
+    button.disabled = true;
+    try {
+      const me = await api.login($('#login-username').value.trim(), $('#login-password').value);
+      $('#login-password').value = '';
+      app.loggedIn(me);
+    } catch (e) {
+      app.showError(e, error);
+    } finally {
+      button.disabled = false;
+    }
+  });
+
+  const register = $('#register-form');
+  register.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const error = $('#register-error');
+    error.textContent = '';
+    const username = $('#reg-username').value.trim();
+    const password = $('#reg-password').value;
+    const adult = $('#reg-adult').checked;
+    const accept = $('#reg-accept').checked;
+    // The server checks all of this too; checking here first spares a round trip.
+    let problem = null;
+    if (!username) problem = [t('username'), '#reg-username'];
+    else if (password.length < 10) problem = [t('password.hint'), '#reg-password'];
+    else if (!adult) problem = [t('adult'), '#reg-adult'];
+    else if (!accept) problem = [t('accept'), '#reg-accept'];
+    if (problem) {
+      error.textContent = `${t('error.generic')} ${problem[0]}`;
+      $(problem[1]).focus();
+      return;
+    }
+    const button = register.querySelector('button[type=submit]');
+    button.disabled = true;
+    try {
+      const me = await api.register(username, password, adult, accept);
+      $('#reg-password').value = '';
+      app.loggedIn(me);
+    } catch (e) {
+      app.showError(e, error);
+    } finally {
+      button.disabled = false;
+    }
+  });
+
+  const rulesDialog = $('#dlg-rules');
+  $('#reg-read-rules').addEventListener('click', async () => {
+    rulesDialog.showModal();
+    await loadRules($('#dlg-rules-text'), currentLang());
+  });
+  $('#dlg-rules-close').addEventListener('click', () => rulesDialog.close());
+}
+
+/** The account screen: who, how much, and the demo deposit. */
+export function setupAccount(app) {
+  const deposit = $('#deposit');
+  deposit.addEventListener('click', async () => {
+    deposit.disabled = true;
+    $('#account-error').textContent = '';
+    $('#account-notice').textContent = '';
+    try {
+      const me = await api.demoDeposit(DEMO_DEPOSIT_CENTS);
+      app.setMe(me);
+      $('#account-notice').textContent = t('account.deposited', { amount: money(DEMO_DEPOSIT_CENTS) });
+    } catch (e) {
+      app.showError(e, $('#account-error'));
+    } finally {
+      deposit.disabled = false;
+    }
+  });
+  return {
+    render() {
+      const me = app.state.me;
+      if (!me) return;
+      $('#account-user').textContent = me.username;
+      $('#account-balance').textContent = money(me.balance_cents);
+      $('#account-balance').dataset.cents = String(me.balance_cents);
+      const demo = Boolean(me.demo || app.state.status?.demo);
+      $('#demo-box').hidden = !demo;
+      deposit.textContent = t('account.deposit', { amount: money(DEMO_DEPOSIT_CENTS) });
+    },
+  };
+}
+
+/** The history: every play, newest first, with a replay or resume button. */
+export function setupHistory(app) {
+  const rows = $('#history-rows');
+  const more = $('#history-more');
+  let cursor = null;
+  let plays = [];
+
+  function row(play) {
+    const prize = play.outcome?.prize_cents ?? 0;
+    const finished = play.state === 'finished';
+    const action = finished
+      ? h('a', { class: 'button small', href: `#/replay/${play.id}`, 'data-testid': 'history-replay' }, t('history.replay'))
+      : h('a', { class: 'button small primary', href: '#/', 'data-testid': 'history-resume' }, t('history.resume'));
+    return h(
+      'tr',
+      { 'data-testid': 'history-row', 'data-play-id': play.id, 'data-state': play.state, 'data-prize-cents': prize },
+      h('td', { class: 'num' }, String(play.id)),
+      h('td', {}, h('time', { datetime: play.created_at }, dateTime(play.created_at))),
+      h('td', { class: 'unit' }, t('history.unit.ref', { e: play.unit.emission, b: play.unit.block, i: play.unit.index })),
+      h('td', { class: 'money' }, money(play.stake_cents)),
+      h('td', {}, h('span', { class: `tag ${play.state}` }, t(`state.${play.state}`))),
+      h(
+        'td',
+        { class: prize > 0 ? 'outcome won' : 'outcome' },
+        prize > 0 ? t('outcome.win', { amount: money(prize) }) : t('outcome.lose'),
+      ),
+      h('td', {}, action),
+    );
+  }
+
+  function render() {
+    rows.replaceChildren(...plays.map(row));
+    $('#history-empty').hidden = plays.length > 0;
+    more.hidden = !cursor;
+  }
+
+  async function load(next) {
+    $('#history-error').textContent = '';
+    try {
+      const page = await api.plays(next ? cursor : null);
+      plays = next ? plays.concat(page.plays) : page.plays;
+      cursor = page.next_cursor;
+      render();
+    } catch (e) {
+      app.showError(e, $('#history-error'));
+    }
+  }
+
+  more.addEventListener('click', () => load(true));
+  return { show: () => load(false), render };
+}
+
+const rulesCache = new Map();
+
+/** Loads the rules text in `lang` into `container`, tables and headings included. */
+export async function loadRules(container, lang) {
+  container.dataset.lang = lang;
+  container.lang = lang;
+  if (!rulesCache.has(lang)) {
+    container.replaceChildren(h('p', {}, t('rules.loading')));
+    const url = new URL(`../rules/${lang}.txt`, import.meta.url);
+    const response = await fetch(url);
+    rulesCache.set(lang, await response.text());
+  }
+  if (container.dataset.lang !== lang) return;
+  container.replaceChildren(...renderRules(rulesCache.get(lang)));
+}
+
+/**
+ * Turns the rules' plain text into HTML: "Article N" lines and the title
+ * after them become headings, paragraphs stay paragraphs, and the
+ * pipe-separated tables (one table per paragraph) become real tables.
+ */
+export function renderRules(text) {
+  const lines = text.replace(/\r\n/g, '\n').split('\n');
+  const nodes = [];
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    if (!line.trim()) continue;
+    if (/^Article \d+/.test(line)) {
+      const title = lines[i + 1] && lines[i + 1].trim() ? lines[++i] : '';
+      nodes.push(h('h3', {}, line.trim(), title ? h('span', { class: 'article-title' }, ` — ${title.trim()}`) : null));
+    } else if (line.startsWith('|')) {
+      let block = line;
+      while (i + 1 < lines.length && lines[i + 1].trim()) block += `\n${lines[++i]}`;
+      nodes.push(renderTable(block));
+    } else {
+      nodes.push(h('p', {}, line));
+    }
+  }
+  return nodes;
+}
+
+function renderTable(block) {
+  const tokens = block.split('|').slice(1, -1);
+  const dash = tokens.findIndex((cell) => /^-+$/.test(cell.trim()));
+  const columns = dash - 1;
+  if (dash < 2) return h('pre', {}, block);
+  const rows = [];
+  for (let at = 0; at + columns <= tokens.length; at += columns + 1) {
+    rows.push(tokens.slice(at, at + columns).map((c) => c.trim()));
+  }
+  const [head, , ...body] = rows;
+  const table = h('table', { class: 'rules-table' });
+  table.append(h('thead', {}, h('tr', {}, head.map((c) => h('th', { scope: 'col' }, c)))));
+  table.append(h('tbody', {}, body.map((r) => h('tr', {}, r.map((c) => h('td', {}, c))))));
+  return h('div', { class: 'table-wrap' }, table);
+}

@@ -1,0 +1,65 @@
+//! Small helpers shared by the modules: DOM building, timing and the
+//! animation speed (normal, fast for tests, or none for reduced motion).
+
+/** Creates an HTML element with attributes and children (strings become text). */
+export function h(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === false || value === null || value === undefined) continue;
+    if (name === 'class') node.className = value;
+    else if (name === 'text') node.textContent = value;
+    else if (name.startsWith('on') && typeof value === 'function') node.addEventListener(name.slice(2), value);
+    else node.setAttribute(name, value === true ? '' : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+/** `document.querySelector`, failing loudly when the page lacks the node. */
+export function $(selector, root = document) {
+  const node = root.querySelector(selector);
+  if (!node) throw new Error(`missing ${selector}`);
+  return node;
+}
+
+const params = new URLSearchParams(location.search);
+const fastFlag = params.get('fast') === '1' || safeStorage('tresor.fast') === '1';
+const reducedMotion = matchMedia('(prefers-reduced-motion: reduce)');
+
+function safeStorage(key) {
+  try {
+    return localStorage.getItem(key);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * How long an animation of nominal length `ms` lasts now: a tenth when the
+ * page runs fast (`?fast=1` or localStorage `tresor.fast=1`), none at all
+ * when the player asked the system for reduced motion.
+ */
+export function duration(ms) {
+  if (reducedMotion.matches) return 0;
+  return fastFlag ? Math.round(ms / 10) : ms;
+}
+
+/** Whether movement is animated at all. */
+export function animated() {
+  return !reducedMotion.matches;
+}
+
+if (fastFlag) document.documentElement.classList.add('fast');
+
+/** Resolves after `ms` milliseconds (at once for 0). */
+export function sleep(ms) {
+  return ms > 0 ? new Promise((resolve) => setTimeout(resolve, ms)) : Promise.resolve();
+}
+
+/** Resolves on the next animation frame, so a style change gets painted. */
+export function nextFrame() {
+  return new Promise((resolve) => requestAnimationFrame(() => resolve()));
+}
