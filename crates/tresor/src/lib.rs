@@ -2,3 +2,8 @@
 //! commands, around the pure rules of `tresor_game`.
 
 pub mod cli;
+pub mod error;
+pub mod http;
+pub mod metrics;
+pub mod service;
+pub mod store;

@@ -4,6 +4,7 @@
 //! not hold (a block that fails verification, a broken audit chain) exits 1.
 
 pub mod game;
+pub mod operator;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -18,6 +19,14 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run the game server and the web page (the default, in demo mode).
+    Serve(operator::ServeArgs),
+    /// Create, list and close emissions.
+    #[command(subcommand)]
+    Emission(operator::EmissionCommand),
+    /// Operator actions on players.
+    #[command(subcommand)]
+    Player(operator::PlayerCommand),
     /// Re-derive, check or print a block from its secret.
     #[command(subcommand)]
     Block(game::BlockCommand),
@@ -52,12 +61,49 @@ pub fn usage_error(error: clap::Error) -> ExitCode {
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
-        None => {
-            eprintln!("tresor serve is not built yet");
-            ExitCode::from(2)
-        }
+        None => run_async(operator::run_serve(operator::ServeArgs::default())),
+        Some(Command::Serve(args)) => run_async(operator::run_serve(args)),
+        Some(Command::Emission(command)) => run_async(operator::run_emission(command)),
+        Some(Command::Player(command)) => run_async(operator::run_player(command)),
         Some(Command::Block(command)) => game::run_block(command),
         Some(Command::Scenario(args)) => game::run_scenario(args),
         Some(Command::Simulate(args)) => game::run_simulate(args),
     }
+}
+
+/// Bad input found after parsing (an unknown stake, say): exit code 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Usage(pub String);
+
+/// Runs an async command on a fresh runtime; errors are printed as one line.
+fn run_async(command: impl std::future::Future<Output = anyhow::Result<()>>) -> ExitCode {
+    init_tracing();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            if error.downcast_ref::<Usage>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+    }
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
 }

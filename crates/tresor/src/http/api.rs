@@ -1,0 +1,350 @@
+//! The JSON API under `/api` (SPEC §6), `/healthz` and `/metrics`.
+
+use super::{ApiError, AppState};
+use crate::error::Error;
+use crate::service::{IdempotencyKey, MAX_DEMO_DEPOSIT_CENTS, Me, Player, Purchase, Registration};
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::json;
+use tresor_game::{Square, Stake, island};
+
+/// The session cookie's name.
+pub const SESSION_COOKIE: &str = "tresor_session";
+/// The header every state-changing request must carry (CSRF proof): a
+/// cross-site form cannot set it, and a cross-site script may not without a
+/// CORS preflight this server never grants.
+pub const CSRF_HEADER: &str = "x-requested-with";
+pub const CSRF_VALUE: &str = "tresor";
+
+pub fn routes() -> Router<AppState> {
+    let api = Router::new()
+        .route("/api/status", get(status))
+        .route("/api/island", get(island_map))
+        .route("/api/register", post(register))
+        .route("/api/login", post(login))
+        .route("/api/logout", post(logout))
+        .route("/api/me", get(me))
+        .route("/api/demo/deposit", post(demo_deposit))
+        .route("/api/plays", post(buy).get(history))
+        .route("/api/plays/{id}", get(play))
+        .route("/api/plays/{id}/throws", post(throw))
+        .route("/api/blocks", get(blocks))
+        .fallback(|| async {
+            ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such API endpoint")
+        })
+        .layer(middleware::from_fn(require_csrf_proof));
+    Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/metrics", get(metrics))
+        .merge(api)
+}
+
+async fn require_csrf_proof(request: Request, next: Next) -> Response {
+    let safe = matches!(
+        *request.method(),
+        Method::GET | Method::HEAD | Method::OPTIONS
+    );
+    let proven = request
+        .headers()
+        .get(CSRF_HEADER)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(CSRF_VALUE.as_bytes()));
+    if safe || proven {
+        next.run(request).await
+    } else {
+        ApiError::new(
+            StatusCode::FORBIDDEN,
+            "csrf",
+            format!("state-changing requests must carry the header {CSRF_HEADER}: {CSRF_VALUE}"),
+        )
+        .into_response()
+    }
+}
+
+/// `Json` whose rejections are API errors.
+struct Body<T>(T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match Json::<T>::from_request(request, state).await {
+            Ok(Json(value)) => Ok(Body(value)),
+            Err(rejection) => Err(match rejection {
+                JsonRejection::JsonDataError(error) => ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "validation",
+                    error.body_text(),
+                ),
+                JsonRejection::MissingJsonContentType(_) => ApiError::new(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    "invalid_json",
+                    "the body must be JSON, with Content-Type: application/json",
+                ),
+                other => ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", other.body_text()),
+            }),
+        }
+    }
+}
+
+fn session_token(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .find_map(|pair| {
+            let (name, value) = pair.trim().split_once('=')?;
+            (name == SESSION_COOKIE && !value.is_empty()).then(|| value.to_owned())
+        })
+}
+
+/// The logged-in player of a request; 401 without a live session.
+struct CurrentPlayer {
+    player: Player,
+}
+
+impl FromRequestParts<AppState> for CurrentPlayer {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let token = session_token(&parts.headers).ok_or(Error::Unauthorized)?;
+        let player = state.service.session_player(&token).await?;
+        Ok(CurrentPlayer { player })
+    }
+}
+
+fn session_cookie(state: &AppState, token: &str, max_age_s: i64) -> HeaderValue {
+    let secure = if state.secure_cookies { "; Secure" } else { "" };
+    HeaderValue::from_str(&format!(
+        "{SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age_s}{secure}"
+    ))
+    .expect("a cookie of hex digits is a valid header")
+}
+
+async fn status(State(state): State<AppState>) -> Result<Response, ApiError> {
+    Ok(Json(state.service.status().await?).into_response())
+}
+
+async fn island_map() -> Response {
+    let map = island();
+    // The idle screen shows the totem on the land square nearest the centre.
+    let centre = (map.width / 2, map.height / 2);
+    let start = map
+        .land
+        .iter()
+        .min_by_key(|Square(x, y)| (x - centre.0).pow(2) + (y - centre.1).pow(2))
+        .copied();
+    Json(json!({"width": map.width, "height": map.height, "land": map.land, "start": start}))
+        .into_response()
+}
+
+#[derive(Deserialize)]
+struct RegisterBody {
+    username: String,
+    password: String,
+    #[serde(default)]
+    adult: bool,
+    #[serde(default)]
+    accept_rules: bool,
+}
+
+async fn logged_in(
+    state: &AppState,
+    player: &Player,
+    status: StatusCode,
+) -> Result<Response, ApiError> {
+    let token = state.service.open_session(player.id).await?;
+    let me = state.service.me(player).await?;
+    let cookie = session_cookie(state, &token, state.service.settings.session_max_s);
+    Ok((status, [(header::SET_COOKIE, cookie)], Json(me)).into_response())
+}
+
+async fn register(
+    State(state): State<AppState>,
+    Body(body): Body<RegisterBody>,
+) -> Result<Response, ApiError> {
+    let registration = Registration::parse(
+        &body.username,
+        &body.password,
+        body.adult,
+        body.accept_rules,
+    )?;
+    let player = state.service.register(registration).await?;
+    logged_in(&state, &player, StatusCode::CREATED).await
+}
+
+#[derive(Deserialize)]
+struct LoginBody {
+    username: String,
+    password: String,
+}
+
+async fn login(
+    State(state): State<AppState>,
+    Body(body): Body<LoginBody>,
+) -> Result<Response, ApiError> {
+    let player = state
+        .service
+        .authenticate(&body.username, &body.password)
+        .await?;
+    logged_in(&state, &player, StatusCode::OK).await
+}
+
+async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
+    if let Some(token) = session_token(&headers) {
+        state.service.close_session(&token).await?;
+    }
+    Ok((
+        StatusCode::NO_CONTENT,
+        [(header::SET_COOKIE, session_cookie(&state, "", 0))],
+    )
+        .into_response())
+}
+
+async fn me(State(state): State<AppState>, current: CurrentPlayer) -> Result<Json<Me>, ApiError> {
+    Ok(Json(state.service.me(&current.player).await?))
+}
+
+#[derive(Deserialize)]
+struct DepositBody {
+    amount_cents: i64,
+}
+
+async fn demo_deposit(
+    State(state): State<AppState>,
+    current: CurrentPlayer,
+    Body(body): Body<DepositBody>,
+) -> Result<Json<Me>, ApiError> {
+    if !state.service.is_demo().await? {
+        return Err(Error::DemoOnly.into());
+    }
+    if !(1..=MAX_DEMO_DEPOSIT_CENTS).contains(&body.amount_cents) {
+        return Err(Error::Validation(format!(
+            "amount_cents: between 1 and {MAX_DEMO_DEPOSIT_CENTS}"
+        ))
+        .into());
+    }
+    state
+        .service
+        .deposit(&current.player, body.amount_cents)
+        .await?;
+    Ok(Json(state.service.me(&current.player).await?))
+}
+
+#[derive(Deserialize)]
+struct BuyBody {
+    stake_cents: i64,
+}
+
+async fn buy(
+    State(state): State<AppState>,
+    current: CurrentPlayer,
+    headers: HeaderMap,
+    Body(body): Body<BuyBody>,
+) -> Result<Response, ApiError> {
+    let key = headers
+        .get("idempotency-key")
+        .and_then(|v| v.to_str().ok())
+        .ok_or(Error::InvalidIdempotencyKey)?;
+    let purchase = Purchase {
+        stake: Stake::try_from(body.stake_cents).map_err(Error::from)?,
+        idempotency_key: IdempotencyKey::parse(key)?,
+    };
+    let bought = state.service.buy(&current.player, purchase).await?;
+    if !bought.replayed {
+        state.metrics.purchases.inc();
+    }
+    let play = state.service.play(&current.player, bought.play_id).await?;
+    Ok((StatusCode::CREATED, Json(play)).into_response())
+}
+
+fn play_id(text: &str) -> Result<i64, ApiError> {
+    text.parse::<i64>().map_err(|_| Error::NotFound.into())
+}
+
+async fn play(
+    State(state): State<AppState>,
+    current: CurrentPlayer,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    Ok(Json(state.service.play(&current.player, play_id(&id)?).await?).into_response())
+}
+
+async fn throw(
+    State(state): State<AppState>,
+    current: CurrentPlayer,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let id = play_id(&id)?;
+    state.service.throw(&current.player, id).await?;
+    state.metrics.throws.inc();
+    let play = state.service.play(&current.player, id).await?;
+    if play.throws_left == 0 && play.outcome.prize_cents > 0 {
+        state
+            .metrics
+            .wins_paid_cents
+            .inc_by(play.outcome.prize_cents as u64);
+    }
+    Ok(Json(play).into_response())
+}
+
+#[derive(Deserialize)]
+struct HistoryQuery {
+    limit: Option<String>,
+    cursor: Option<String>,
+}
+
+async fn history(
+    State(state): State<AppState>,
+    current: CurrentPlayer,
+    Query(query): Query<HistoryQuery>,
+) -> Result<Response, ApiError> {
+    let limit = match query.limit.as_deref() {
+        None => 20,
+        Some(text) => text
+            .parse::<i64>()
+            .ok()
+            .filter(|n| (1..=100).contains(n))
+            .ok_or_else(|| Error::Validation("limit: a number from 1 to 100".to_owned()))?,
+    };
+    let cursor = match query.cursor.as_deref() {
+        None | Some("") => None,
+        Some(text) => Some(
+            text.parse::<i64>()
+                .map_err(|_| Error::Validation("cursor: not a cursor".to_owned()))?,
+        ),
+    };
+    Ok(Json(
+        state
+            .service
+            .history(&current.player, limit, cursor)
+            .await?,
+    )
+    .into_response())
+}
+
+async fn blocks(State(state): State<AppState>) -> Result<Response, ApiError> {
+    Ok(Json(json!({"blocks": state.service.blocks().await?})).into_response())
+}
+
+async fn metrics(State(state): State<AppState>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        state.metrics.render(),
+    )
+        .into_response()
+}

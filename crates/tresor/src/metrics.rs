@@ -1,0 +1,91 @@
+//! Prometheus metrics: purchases, throws, wins paid, request latency and the
+//! writer's batch sizes, rendered by `GET /metrics`.
+
+use crate::store::WriterStats;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use std::time::Duration;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    method: String,
+    route: String,
+    status: u16,
+}
+
+type LatencyFamily = Family<RequestLabels, Histogram, fn() -> Histogram>;
+
+/// Every metric the server exports.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    pub purchases: Counter,
+    pub throws: Counter,
+    pub wins_paid_cents: Counter,
+    requests: LatencyFamily,
+}
+
+fn latency_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.000_05, 2.0, 18))
+}
+
+impl Metrics {
+    pub fn new(writer: &WriterStats) -> Metrics {
+        let mut registry = Registry::with_prefix("tresor");
+        let purchases = Counter::default();
+        let throws = Counter::default();
+        let wins_paid_cents = Counter::default();
+        let requests: LatencyFamily = Family::new_with_constructor(latency_histogram);
+        registry.register("purchases", "Units bought", purchases.clone());
+        registry.register("throws", "Throws revealed", throws.clone());
+        registry.register(
+            "wins_paid_cents",
+            "Prizes credited to players, in cents",
+            wins_paid_cents.clone(),
+        );
+        registry.register(
+            "http_request_duration_seconds",
+            "HTTP request latency",
+            requests.clone(),
+        );
+        registry.register(
+            "writer_batch_size",
+            "Jobs committed per batch",
+            writer.batch_size.clone(),
+        );
+        registry.register(
+            "writer_batch_retries",
+            "Batches retried job by job",
+            writer.batch_retries.clone(),
+        );
+        Metrics {
+            registry,
+            purchases,
+            throws,
+            wins_paid_cents,
+            requests,
+        }
+    }
+
+    pub fn observe_request(&self, method: &str, route: &str, status: u16, elapsed: Duration) {
+        let labels = RequestLabels {
+            method: method.to_owned(),
+            route: route.to_owned(),
+            status,
+        };
+        self.requests
+            .get_or_create(&labels)
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// The metrics in the Prometheus/OpenMetrics text format.
+    pub fn render(&self) -> String {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &self.registry)
+            .expect("writing to a String");
+        text
+    }
+}

@@ -1,0 +1,1313 @@
+//! The service layer: players, the ledger, emissions and blocks, and plays.
+//! Every change is a job run by the single [`Writer`]; reads go straight to
+//! the pool. HTTP handlers and operator commands both call this module.
+
+use crate::error::Error;
+use crate::store::{Db, Writer};
+use futures_util::future::BoxFuture;
+use serde::Serialize;
+use sqlx::{AnyConnection, Row};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use tresor_game::{
+    BlockSecret, Level, Outcome, Scenario, ScenarioSeeder, Stake, UNITS_PER_BLOCK, block_outcomes,
+    generate_scenario,
+};
+
+/// The ledger's system accounts (created by the first migration).
+pub const DEPOSITS_ACCOUNT: i64 = 1;
+pub const STAKES_ACCOUNT: i64 = 2;
+pub const PRIZES_ACCOUNT: i64 = 3;
+
+/// The largest single deposit, a guard against typing mistakes.
+pub const MAX_DEPOSIT_CENTS: i64 = 100_000_000;
+/// The largest single demo deposit.
+pub const MAX_DEMO_DEPOSIT_CENTS: i64 = 100_000;
+
+/// Where time comes from: the system clock in production, a hand-moved clock
+/// in tests.
+pub trait Clock: Send + Sync + fmt::Debug {
+    /// Milliseconds since the Unix epoch.
+    fn now_ms(&self) -> i64;
+}
+
+#[derive(Debug, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_ms(&self) -> i64 {
+        let since = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("the clock is after 1970");
+        since.as_millis() as i64
+    }
+}
+
+/// A clock that moves only when told to.
+#[derive(Debug)]
+pub struct ManualClock(AtomicI64);
+
+impl ManualClock {
+    pub fn new(now_ms: i64) -> Self {
+        ManualClock(AtomicI64::new(now_ms))
+    }
+
+    pub fn advance_ms(&self, ms: i64) {
+        self.0.fetch_add(ms, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_ms(&self) -> i64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// Service settings, parsed once at start.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// A play its player never finishes is settled after this many seconds.
+    pub auto_settle_after_s: i64,
+    /// A session unused for this long ends.
+    pub session_idle_s: i64,
+    /// A session ends this long after login, used or not.
+    pub session_max_s: i64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            auto_settle_after_s: 24 * 3600,
+            session_idle_s: 30 * 60,
+            session_max_s: 12 * 3600,
+        }
+    }
+}
+
+/// What the service keeps in memory of a block: its outcomes and the keyed
+/// HMAC that derives its scenario seeds. Both are recomputed from the secret.
+struct BlockData {
+    outcomes: Vec<Level>,
+    seeder: ScenarioSeeder,
+}
+
+#[derive(Default)]
+struct BlockCache(Mutex<HashMap<i64, Arc<BlockData>>>);
+
+impl BlockCache {
+    fn get(&self, block_id: i64) -> Option<Arc<BlockData>> {
+        self.0
+            .lock()
+            .expect("block cache lock")
+            .get(&block_id)
+            .cloned()
+    }
+
+    fn insert(&self, block_id: i64, secret: &BlockSecret) -> Arc<BlockData> {
+        let data = Arc::new(BlockData {
+            outcomes: block_outcomes(secret),
+            seeder: ScenarioSeeder::new(secret),
+        });
+        self.0
+            .lock()
+            .expect("block cache lock")
+            .insert(block_id, data.clone());
+        data
+    }
+}
+
+/// The service: cheap to clone, shared by every request.
+#[derive(Clone)]
+pub struct Service {
+    pub db: Db,
+    pub writer: Writer,
+    pub clock: Arc<dyn Clock>,
+    pub settings: Arc<Settings>,
+    blocks: Arc<BlockCache>,
+}
+
+impl fmt::Debug for Service {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Service")
+            .field("backend", &self.db.backend)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A logged-in player.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Player {
+    pub id: i64,
+    pub username: String,
+    pub account_id: i64,
+}
+
+/// A player's view of themselves.
+#[derive(Debug, Clone, Serialize)]
+pub struct Me {
+    pub username: String,
+    pub balance_cents: i64,
+    pub demo: bool,
+    pub current_play_id: Option<i64>,
+}
+
+/// The unit a play bought: emission, block and index in the block.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct UnitRef {
+    pub emission: i64,
+    pub block: i64,
+    pub index: i64,
+}
+
+/// A play as the API shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlayView {
+    pub id: i64,
+    pub stake_cents: i64,
+    pub unit: UnitRef,
+    pub created_at: String,
+    pub state: &'static str,
+    pub outcome: Outcome,
+    pub throws_left: i64,
+    pub finished_at: Option<String>,
+    pub scenario: RevealedScenario,
+}
+
+/// A scenario with only its first `throws` throws revealed.
+#[derive(Debug, Clone)]
+pub struct RevealedScenario {
+    pub scenario: Scenario,
+    pub throws: usize,
+}
+
+impl Serialize for RevealedScenario {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.scenario.view(self.throws).serialize(serializer)
+    }
+}
+
+/// One page of a player's history, newest first.
+#[derive(Debug, Clone, Serialize)]
+pub struct History {
+    pub plays: Vec<PlayView>,
+    pub next_cursor: Option<String>,
+}
+
+/// A block as the public sees it: the secret only once it is published.
+#[derive(Debug, Clone, Serialize)]
+pub struct BlockView {
+    pub id: i64,
+    pub emission: i64,
+    pub stake_cents: i64,
+    pub state: String,
+    pub commitment: String,
+    pub units_sold: i64,
+    pub units_per_block: u32,
+    pub secret: Option<String>,
+}
+
+/// An emission with its blocks, for the operator.
+#[derive(Debug, Clone, Serialize)]
+pub struct EmissionView {
+    pub id: i64,
+    pub name: String,
+    pub state: String,
+    pub created_at: String,
+    pub blocks: Vec<BlockView>,
+}
+
+/// The sales window and site message (Article 1).
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    pub sales_open: bool,
+    pub opens_at: Option<String>,
+    pub message: Option<String>,
+    pub demo: bool,
+    pub stakes: Vec<i64>,
+}
+
+/// A purchase's validated request.
+#[derive(Debug, Clone)]
+pub struct Purchase {
+    pub stake: Stake,
+    pub idempotency_key: IdempotencyKey,
+}
+
+/// An `Idempotency-Key`: 1 to 64 characters among `A-Z a-z 0-9 - _ :`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdempotencyKey(String);
+
+impl IdempotencyKey {
+    pub fn parse(text: &str) -> Result<Self, Error> {
+        let ok = (1..=64).contains(&text.len())
+            && text
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b':'));
+        if ok {
+            Ok(IdempotencyKey(text.to_owned()))
+        } else {
+            Err(Error::InvalidIdempotencyKey)
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A registration request, checked.
+#[derive(Debug, Clone)]
+pub struct Registration {
+    pub username: String,
+    pub password: String,
+}
+
+impl Registration {
+    pub fn parse(
+        username: &str,
+        password: &str,
+        adult: bool,
+        accept_rules: bool,
+    ) -> Result<Self, Error> {
+        let username = username.trim();
+        let username_ok = (3..=32).contains(&username.chars().count())
+            && username
+                .chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'));
+        if !username_ok {
+            return Err(Error::Validation(
+                "username: 3 to 32 letters, digits, '.', '-' or '_'".to_owned(),
+            ));
+        }
+        if password.chars().count() < 10 {
+            return Err(Error::Validation(
+                "password: at least 10 characters".to_owned(),
+            ));
+        }
+        if password.len() > 1024 {
+            return Err(Error::Validation("password: at most 1024 bytes".to_owned()));
+        }
+        if !adult {
+            return Err(Error::Validation(
+                "adult: you must declare that you are of age to play".to_owned(),
+            ));
+        }
+        if !accept_rules {
+            return Err(Error::Validation(
+                "accept_rules: you must accept the rules of the game".to_owned(),
+            ));
+        }
+        Ok(Registration {
+            username: username.to_owned(),
+            password: password.to_owned(),
+        })
+    }
+}
+
+/// Formats milliseconds since the epoch as RFC 3339 UTC.
+pub fn rfc3339(ms: i64) -> String {
+    let time = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    let format = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
+    time.format(&format).unwrap_or_default()
+}
+
+/// Parses an RFC 3339 time into milliseconds since the epoch.
+pub fn parse_rfc3339(text: &str) -> Result<i64, Error> {
+    let time = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
+        .map_err(|_| Error::Validation(format!("not an RFC 3339 time: {text}")))?;
+    Ok((time.unix_timestamp_nanos() / 1_000_000) as i64)
+}
+
+/// 32 bytes from the operating system's CSPRNG.
+pub fn os_random_32() -> [u8; 32] {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).expect("the operating system's random generator works");
+    bytes
+}
+
+pub fn sha256_hex(data: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(data))
+}
+
+// ---------------------------------------------------------------------------
+// Ledger primitives, run inside writer jobs.
+
+/// Moves `amount_cents` from `debit` to `credit`, refusing to take a player
+/// account below zero.
+async fn transfer(
+    conn: &mut AnyConnection,
+    debit: i64,
+    credit: i64,
+    amount_cents: i64,
+    kind: &str,
+    play_id: Option<i64>,
+    now_ms: i64,
+) -> Result<(), Error> {
+    assert!(amount_cents > 0, "a transfer moves a positive amount");
+    let debited = sqlx::query(
+        "UPDATE accounts SET balance_cents = balance_cents - $1 \
+         WHERE id = $2 AND (kind <> 'player' OR balance_cents >= $1) RETURNING balance_cents",
+    )
+    .bind(amount_cents)
+    .bind(debit)
+    .fetch_optional(&mut *conn)
+    .await?;
+    if debited.is_none() {
+        let balance_cents: i64 =
+            sqlx::query_scalar("SELECT balance_cents FROM accounts WHERE id = $1")
+                .bind(debit)
+                .fetch_one(&mut *conn)
+                .await?;
+        return Err(Error::InsufficientFunds {
+            balance_cents,
+            needed_cents: amount_cents,
+        });
+    }
+    sqlx::query("UPDATE accounts SET balance_cents = balance_cents + $1 WHERE id = $2")
+        .bind(amount_cents)
+        .bind(credit)
+        .execute(&mut *conn)
+        .await?;
+    sqlx::query(
+        "INSERT INTO transfers (debit_account_id, credit_account_id, amount_cents, kind, play_id, created_at_ms) \
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(debit)
+    .bind(credit)
+    .bind(amount_cents)
+    .bind(kind)
+    .bind(play_id)
+    .bind(now_ms)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// Finishes a play and credits its win, once: a play already finished is left
+/// as it is. Returns whether this call settled it.
+async fn settle(conn: &mut AnyConnection, play_id: i64, now_ms: i64) -> Result<bool, Error> {
+    let row = sqlx::query(
+        "UPDATE plays SET state = 'finished', throws_made = 4, finished_at_ms = $1 \
+         WHERE id = $2 AND state = 'in_progress' \
+         RETURNING prize_cents, (SELECT account_id FROM players WHERE players.id = plays.player_id) AS account_id",
+    )
+    .bind(now_ms)
+    .bind(play_id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some(row) = row else { return Ok(false) };
+    let prize_cents: i64 = row.try_get("prize_cents")?;
+    let account_id: i64 = row.try_get("account_id")?;
+    if prize_cents > 0 {
+        transfer(
+            conn,
+            PRIZES_ACCOUNT,
+            account_id,
+            prize_cents,
+            "prize",
+            Some(play_id),
+            now_ms,
+        )
+        .await?;
+    }
+    Ok(true)
+}
+
+async fn setting(conn: &mut AnyConnection, key: &str) -> Result<Option<String>, sqlx::Error> {
+    sqlx::query_scalar("SELECT value FROM settings WHERE key = $1")
+        .bind(key)
+        .fetch_optional(conn)
+        .await
+}
+
+async fn put_setting(
+    conn: &mut AnyConnection,
+    key: &str,
+    value: Option<&str>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("DELETE FROM settings WHERE key = $1")
+        .bind(key)
+        .execute(&mut *conn)
+        .await?;
+    if let Some(value) = value {
+        sqlx::query("INSERT INTO settings (key, value) VALUES ($1, $2)")
+            .bind(key)
+            .bind(value)
+            .execute(&mut *conn)
+            .await?;
+    }
+    Ok(())
+}
+
+const PLAY_COLUMNS: &str = "p.id, p.player_id, p.block_id, b.emission_id, p.unit_index, p.stake_cents, p.level, \
+     p.prize_cents, p.throws_made, p.state, p.created_at_ms, p.finished_at_ms";
+
+#[derive(Debug, Clone)]
+struct PlayRow {
+    id: i64,
+    block_id: i64,
+    emission_id: i64,
+    unit_index: i64,
+    stake_cents: i64,
+    level: i64,
+    prize_cents: i64,
+    throws_made: i64,
+    state: String,
+    created_at_ms: i64,
+    finished_at_ms: Option<i64>,
+}
+
+impl PlayRow {
+    fn from_row(row: &sqlx::any::AnyRow) -> Result<Self, sqlx::Error> {
+        Ok(PlayRow {
+            id: row.try_get("id")?,
+            block_id: row.try_get("block_id")?,
+            emission_id: row.try_get("emission_id")?,
+            unit_index: row.try_get("unit_index")?,
+            stake_cents: row.try_get("stake_cents")?,
+            level: row.try_get("level")?,
+            prize_cents: row.try_get("prize_cents")?,
+            throws_made: row.try_get("throws_made")?,
+            state: row.try_get("state")?,
+            created_at_ms: row.try_get("created_at_ms")?,
+            finished_at_ms: row.try_get("finished_at_ms")?,
+        })
+    }
+}
+
+/// What a purchase job hands back: the play, and whether it was an earlier
+/// purchase replayed by its idempotency key.
+#[derive(Debug, Clone, Copy)]
+pub struct Bought {
+    pub play_id: i64,
+    pub replayed: bool,
+}
+
+impl Service {
+    pub fn new(db: Db, clock: Arc<dyn Clock>, settings: Settings) -> Service {
+        let writer = Writer::start(db.clone());
+        Service {
+            db,
+            writer,
+            clock,
+            settings: Arc::new(settings),
+            blocks: Arc::default(),
+        }
+    }
+
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    /// Runs a writer job (see [`Writer::run`]).
+    pub async fn write<T, F>(&self, job: F) -> Result<T, Error>
+    where
+        T: Send + 'static,
+        F: for<'c> Fn(&'c mut AnyConnection) -> BoxFuture<'c, Result<T, Error>>
+            + Send
+            + Sync
+            + 'static,
+    {
+        self.writer.run(job).await
+    }
+
+    async fn block_data(&self, block_id: i64) -> Result<Arc<BlockData>, Error> {
+        if let Some(data) = self.blocks.get(block_id) {
+            return Ok(data);
+        }
+        let secret: Vec<u8> = sqlx::query_scalar("SELECT secret FROM blocks WHERE id = $1")
+            .bind(block_id)
+            .fetch_one(&self.db.pool)
+            .await?;
+        let secret =
+            BlockSecret::from_bytes(secret.try_into().expect("a stored secret is 32 bytes"));
+        let cache = self.blocks.clone();
+        Ok(
+            tokio::task::spawn_blocking(move || cache.insert(block_id, &secret))
+                .await
+                .expect("shuffle task"),
+        )
+    }
+
+    /// Computes the outcomes of every block on sale, so that no purchase waits
+    /// for a shuffle.
+    pub async fn warm_block_cache(&self) -> Result<(), Error> {
+        let ids: Vec<i64> =
+            sqlx::query_scalar("SELECT id FROM blocks WHERE state IN ('open', 'suspended')")
+                .fetch_all(&self.db.pool)
+                .await?;
+        for id in ids {
+            self.block_data(id).await?;
+        }
+        Ok(())
+    }
+
+    // -- Players --------------------------------------------------------------
+
+    /// Registers a player; returns the new player.
+    pub async fn register(&self, registration: Registration) -> Result<Player, Error> {
+        let password = registration.password.clone();
+        let password_hash = tokio::task::spawn_blocking(move || hash_password(&password))
+            .await
+            .expect("hashing task")?;
+        let username = registration.username.clone();
+        let now_ms = self.now_ms();
+        self.write(move |conn| {
+            let username = username.clone();
+            let password_hash = password_hash.clone();
+            Box::pin(async move {
+                let key = username.to_lowercase();
+                let taken: Option<i64> =
+                    sqlx::query_scalar("SELECT id FROM players WHERE username_key = $1")
+                        .bind(&key)
+                        .fetch_optional(&mut *conn)
+                        .await?;
+                if taken.is_some() {
+                    return Err(Error::UsernameTaken);
+                }
+                let account_id: i64 = sqlx::query_scalar(
+                    "INSERT INTO accounts (kind, balance_cents) VALUES ('player', 0) RETURNING id",
+                )
+                .fetch_one(&mut *conn)
+                .await?;
+                let id: i64 = sqlx::query_scalar(
+                    "INSERT INTO players (username, username_key, password_hash, account_id, \
+                     adult_declared_at_ms, rules_accepted_at_ms, created_at_ms) \
+                     VALUES ($1, $2, $3, $4, $5, $5, $5) RETURNING id",
+                )
+                .bind(&username)
+                .bind(&key)
+                .bind(&password_hash)
+                .bind(account_id)
+                .bind(now_ms)
+                .fetch_one(&mut *conn)
+                .await?;
+                Ok(Player {
+                    id,
+                    username,
+                    account_id,
+                })
+            })
+        })
+        .await
+    }
+
+    /// Checks a username and password.
+    pub async fn authenticate(&self, username: &str, password: &str) -> Result<Player, Error> {
+        let row = sqlx::query(
+            "SELECT id, username, account_id, password_hash FROM players WHERE username_key = $1",
+        )
+        .bind(username.trim().to_lowercase())
+        .fetch_optional(&self.db.pool)
+        .await?;
+        // Hash even for an unknown name, so that timing does not tell which
+        // usernames exist.
+        let (player, hash) = match row {
+            Some(row) => (
+                Some(Player {
+                    id: row.try_get("id")?,
+                    username: row.try_get("username")?,
+                    account_id: row.try_get("account_id")?,
+                }),
+                row.try_get::<String, _>("password_hash")?,
+            ),
+            None => (None, DUMMY_HASH.to_owned()),
+        };
+        let password = password.to_owned();
+        let ok = tokio::task::spawn_blocking(move || verify_password(&password, &hash))
+            .await
+            .expect("verify task");
+        match player {
+            Some(player) if ok => Ok(player),
+            _ => Err(Error::InvalidCredentials),
+        }
+    }
+
+    pub async fn player_by_username(&self, username: &str) -> Result<Player, Error> {
+        let row =
+            sqlx::query("SELECT id, username, account_id FROM players WHERE username_key = $1")
+                .bind(username.trim().to_lowercase())
+                .fetch_optional(&self.db.pool)
+                .await?
+                .ok_or(Error::NotFound)?;
+        Ok(Player {
+            id: row.try_get("id")?,
+            username: row.try_get("username")?,
+            account_id: row.try_get("account_id")?,
+        })
+    }
+
+    // -- Sessions -------------------------------------------------------------
+
+    /// Opens a session and returns its token (only its hash is stored).
+    pub async fn open_session(&self, player_id: i64) -> Result<String, Error> {
+        let token = hex::encode(os_random_32());
+        let token_hash = sha256_hex(token.as_bytes());
+        let now_ms = self.now_ms();
+        self.write(move |conn| {
+            let token_hash = token_hash.clone();
+            Box::pin(async move {
+                sqlx::query(
+                    "INSERT INTO sessions (token_hash, player_id, created_at_ms, last_seen_at_ms) VALUES ($1, $2, $3, $3)",
+                )
+                .bind(token_hash)
+                .bind(player_id)
+                .bind(now_ms)
+                .execute(&mut *conn)
+                .await?;
+                Ok(())
+            })
+        })
+        .await?;
+        Ok(token)
+    }
+
+    /// The player of a live session; refreshes its idle timer now and then.
+    pub async fn session_player(&self, token: &str) -> Result<Player, Error> {
+        let token_hash = sha256_hex(token.as_bytes());
+        let row = sqlx::query(
+            "SELECT s.created_at_ms, s.last_seen_at_ms, p.id, p.username, p.account_id \
+             FROM sessions s JOIN players p ON p.id = s.player_id \
+             WHERE s.token_hash = $1 AND s.ended_at_ms IS NULL",
+        )
+        .bind(&token_hash)
+        .fetch_optional(&self.db.pool)
+        .await?
+        .ok_or(Error::Unauthorized)?;
+        let now_ms = self.now_ms();
+        let created_at_ms: i64 = row.try_get("created_at_ms")?;
+        let last_seen_at_ms: i64 = row.try_get("last_seen_at_ms")?;
+        if now_ms - last_seen_at_ms > self.settings.session_idle_s * 1000
+            || now_ms - created_at_ms > self.settings.session_max_s * 1000
+        {
+            return Err(Error::Unauthorized);
+        }
+        // Refreshing the idle timer costs a write; once a minute is enough.
+        if now_ms - last_seen_at_ms > 60_000 {
+            self.write(move |conn| {
+                let token_hash = token_hash.clone();
+                Box::pin(async move {
+                    sqlx::query("UPDATE sessions SET last_seen_at_ms = $1 WHERE token_hash = $2")
+                        .bind(now_ms)
+                        .bind(token_hash)
+                        .execute(&mut *conn)
+                        .await?;
+                    Ok(())
+                })
+            })
+            .await?;
+        }
+        Ok(Player {
+            id: row.try_get("id")?,
+            username: row.try_get("username")?,
+            account_id: row.try_get("account_id")?,
+        })
+    }
+
+    pub async fn close_session(&self, token: &str) -> Result<(), Error> {
+        let token_hash = sha256_hex(token.as_bytes());
+        let now_ms = self.now_ms();
+        self.write(move |conn| {
+            let token_hash = token_hash.clone();
+            Box::pin(async move {
+                sqlx::query("UPDATE sessions SET ended_at_ms = $1 WHERE token_hash = $2 AND ended_at_ms IS NULL")
+                    .bind(now_ms)
+                    .bind(token_hash)
+                    .execute(&mut *conn)
+                    .await?;
+                Ok(())
+            })
+        })
+        .await
+    }
+
+    // -- Money ----------------------------------------------------------------
+
+    pub async fn balance_cents(&self, account_id: i64) -> Result<i64, Error> {
+        Ok(
+            sqlx::query_scalar("SELECT balance_cents FROM accounts WHERE id = $1")
+                .bind(account_id)
+                .fetch_one(&self.db.pool)
+                .await?,
+        )
+    }
+
+    pub async fn me(&self, player: &Player) -> Result<Me, Error> {
+        let balance_cents = self.balance_cents(player.account_id).await?;
+        let current_play_id: Option<i64> = sqlx::query_scalar(
+            "SELECT id FROM plays WHERE player_id = $1 AND state = 'in_progress' ORDER BY id DESC LIMIT 1",
+        )
+        .bind(player.id)
+        .fetch_optional(&self.db.pool)
+        .await?;
+        Ok(Me {
+            username: player.username.clone(),
+            balance_cents,
+            demo: self.is_demo().await?,
+            current_play_id,
+        })
+    }
+
+    /// Credits a player's account from the deposits account.
+    pub async fn deposit(&self, player: &Player, amount_cents: i64) -> Result<i64, Error> {
+        if !(1..=MAX_DEPOSIT_CENTS).contains(&amount_cents) {
+            return Err(Error::Validation(format!(
+                "amount_cents: between 1 and {MAX_DEPOSIT_CENTS}"
+            )));
+        }
+        let account_id = player.account_id;
+        let now_ms = self.now_ms();
+        self.write(move |conn| {
+            Box::pin(async move {
+                transfer(
+                    conn,
+                    DEPOSITS_ACCOUNT,
+                    account_id,
+                    amount_cents,
+                    "deposit",
+                    None,
+                    now_ms,
+                )
+                .await?;
+                Ok(())
+            })
+        })
+        .await?;
+        self.balance_cents(account_id).await
+    }
+
+    // -- Status ---------------------------------------------------------------
+
+    pub async fn is_demo(&self) -> Result<bool, Error> {
+        let mut conn = self.db.pool.acquire().await?;
+        Ok(setting(&mut conn, "demo").await?.as_deref() == Some("1"))
+    }
+
+    /// Marks this database as a demo database, for good.
+    pub async fn set_demo(&self) -> Result<(), Error> {
+        self.write(|conn| Box::pin(async move { Ok(put_setting(conn, "demo", Some("1")).await?) }))
+            .await
+    }
+
+    pub async fn status(&self) -> Result<Status, Error> {
+        let mut conn = self.db.pool.acquire().await?;
+        let opens_at_ms: Option<i64> = setting(&mut conn, "sales_open_at_ms")
+            .await?
+            .and_then(|v| v.parse().ok());
+        let message = setting(&mut conn, "announcement").await?;
+        let demo = setting(&mut conn, "demo").await?.as_deref() == Some("1");
+        let stakes: Vec<i64> = sqlx::query_scalar(
+            "SELECT DISTINCT b.stake_cents FROM blocks b JOIN emissions e ON e.id = b.emission_id \
+             WHERE b.state = 'open' AND e.state = 'open' ORDER BY b.stake_cents",
+        )
+        .fetch_all(&mut *conn)
+        .await?;
+        let now_ms = self.now_ms();
+        Ok(Status {
+            sales_open: opens_at_ms.is_none_or(|t| t <= now_ms) && !stakes.is_empty(),
+            opens_at: opens_at_ms.map(rfc3339),
+            message,
+            demo,
+            stakes,
+        })
+    }
+
+    /// Sets (or clears) when sales open.
+    pub async fn set_sales_open_at(&self, opens_at_ms: Option<i64>) -> Result<(), Error> {
+        self.write(move |conn| {
+            Box::pin(async move {
+                Ok(put_setting(
+                    conn,
+                    "sales_open_at_ms",
+                    opens_at_ms.map(|t| t.to_string()).as_deref(),
+                )
+                .await?)
+            })
+        })
+        .await
+    }
+
+    /// Sets (or clears) the message shown on the site.
+    pub async fn set_announcement(&self, message: Option<String>) -> Result<(), Error> {
+        self.write(move |conn| {
+            let message = message.clone();
+            Box::pin(
+                async move { Ok(put_setting(conn, "announcement", message.as_deref()).await?) },
+            )
+        })
+        .await
+    }
+
+    // -- Emissions and blocks -------------------------------------------------
+
+    /// Creates an emission with `blocks_per_stake` blocks of each stake, each
+    /// with a fresh secret from the OS CSPRNG. Returns the emission id.
+    pub async fn create_emission(
+        &self,
+        name: &str,
+        stakes: &[Stake],
+        blocks_per_stake: u32,
+    ) -> Result<i64, Error> {
+        if stakes.is_empty() || !(1..=1000).contains(&blocks_per_stake) {
+            return Err(Error::Validation(
+                "an emission needs at least one stake and 1 to 1000 blocks".to_owned(),
+            ));
+        }
+        let mut blocks = Vec::new();
+        for stake in stakes {
+            for _ in 0..blocks_per_stake {
+                blocks.push((stake.cents(), BlockSecret::from_bytes(os_random_32())));
+            }
+        }
+        let name = name.to_owned();
+        let now_ms = self.now_ms();
+        self.write(move |conn| {
+            let name = name.clone();
+            let blocks = blocks.clone();
+            Box::pin(async move {
+                let emission_id: i64 = sqlx::query_scalar(
+                    "INSERT INTO emissions (name, state, created_at_ms) VALUES ($1, 'open', $2) RETURNING id",
+                )
+                .bind(&name)
+                .bind(now_ms)
+                .fetch_one(&mut *conn)
+                .await?;
+                for (stake_cents, secret) in &blocks {
+                    sqlx::query(
+                        "INSERT INTO blocks (emission_id, stake_cents, secret, commitment, state, created_at_ms) \
+                         VALUES ($1, $2, $3, $4, 'open', $5)",
+                    )
+                    .bind(emission_id)
+                    .bind(*stake_cents)
+                    .bind(secret.as_bytes().to_vec())
+                    .bind(secret.commitment().to_hex())
+                    .bind(now_ms)
+                    .execute(&mut *conn)
+                    .await?;
+                }
+                Ok(emission_id)
+            })
+        })
+        .await
+    }
+
+    /// Closes an emission: its sales stop and the secrets of its blocks are
+    /// published. Units left unsold stay counted as such.
+    pub async fn close_emission(&self, emission_id: i64) -> Result<(), Error> {
+        let now_ms = self.now_ms();
+        self.write(move |conn| {
+            Box::pin(async move {
+                let state: Option<String> =
+                    sqlx::query_scalar("SELECT state FROM emissions WHERE id = $1")
+                        .bind(emission_id)
+                        .fetch_optional(&mut *conn)
+                        .await?;
+                match state.as_deref() {
+                    None => return Err(Error::NotFound),
+                    Some("closed") => {
+                        return Err(Error::Validation(format!(
+                            "emission {emission_id} is already closed"
+                        )));
+                    }
+                    Some(_) => {}
+                }
+                sqlx::query(
+                    "UPDATE emissions SET state = 'closed', closed_at_ms = $1 WHERE id = $2",
+                )
+                .bind(now_ms)
+                .bind(emission_id)
+                .execute(&mut *conn)
+                .await?;
+                sqlx::query(
+                    "UPDATE blocks SET state = 'closed', published_at_ms = $1 \
+                     WHERE emission_id = $2 AND state IN ('open', 'suspended')",
+                )
+                .bind(now_ms)
+                .bind(emission_id)
+                .execute(&mut *conn)
+                .await?;
+                Ok(())
+            })
+        })
+        .await
+    }
+
+    fn block_view(row: &sqlx::any::AnyRow) -> Result<BlockView, Error> {
+        let published: Option<i64> = row.try_get("published_at_ms")?;
+        let secret: Vec<u8> = row.try_get("secret")?;
+        Ok(BlockView {
+            id: row.try_get("id")?,
+            emission: row.try_get("emission_id")?,
+            stake_cents: row.try_get("stake_cents")?,
+            state: row.try_get("state")?,
+            commitment: row.try_get("commitment")?,
+            units_sold: row.try_get("units_sold")?,
+            units_per_block: UNITS_PER_BLOCK,
+            // The secret leaves the server only once the block is closed.
+            secret: published.map(|_| hex::encode(&secret)),
+        })
+    }
+
+    /// Every block, oldest first, with secrets only where published.
+    pub async fn blocks(&self) -> Result<Vec<BlockView>, Error> {
+        let rows = sqlx::query(
+            "SELECT id, emission_id, stake_cents, state, commitment, units_sold, secret, published_at_ms \
+             FROM blocks ORDER BY id",
+        )
+        .fetch_all(&self.db.pool)
+        .await?;
+        rows.iter().map(Self::block_view).collect()
+    }
+
+    pub async fn emissions(&self) -> Result<Vec<EmissionView>, Error> {
+        let rows = sqlx::query("SELECT id, name, state, created_at_ms FROM emissions ORDER BY id")
+            .fetch_all(&self.db.pool)
+            .await?;
+        let blocks = self.blocks().await?;
+        let mut emissions = Vec::with_capacity(rows.len());
+        for row in rows {
+            let id: i64 = row.try_get("id")?;
+            emissions.push(EmissionView {
+                id,
+                name: row.try_get("name")?,
+                state: row.try_get("state")?,
+                created_at: rfc3339(row.try_get("created_at_ms")?),
+                blocks: blocks
+                    .iter()
+                    .filter(|b| b.emission == id)
+                    .cloned()
+                    .collect(),
+            });
+        }
+        Ok(emissions)
+    }
+
+    // -- Plays ----------------------------------------------------------------
+
+    /// Buys the next unit of an open block of the stake for the player: in one
+    /// transaction the stake is debited, the unit assigned and the play
+    /// recorded with its outcome. A play the player left unfinished is settled
+    /// first. The same idempotency key returns the first play again.
+    pub async fn buy(&self, player: &Player, purchase: Purchase) -> Result<Bought, Error> {
+        let request_hash = sha256_hex(format!("stake_cents={}", purchase.stake.cents()).as_bytes());
+        // Make sure the block that will be sold from is in memory, so the
+        // writer never waits for a shuffle (best effort: the job checks again).
+        let candidate: Option<i64> = sqlx::query_scalar(
+            "SELECT b.id FROM blocks b JOIN emissions e ON e.id = b.emission_id \
+             WHERE b.stake_cents = $1 AND b.state = 'open' AND e.state = 'open' ORDER BY b.id LIMIT 1",
+        )
+        .bind(purchase.stake.cents())
+        .fetch_optional(&self.db.pool)
+        .await?;
+        if let Some(block_id) = candidate {
+            self.block_data(block_id).await?;
+        }
+        let player = player.clone();
+        let now_ms = self.now_ms();
+        let blocks = self.blocks.clone();
+        self.write(move |conn| {
+            let player = player.clone();
+            let purchase = purchase.clone();
+            let request_hash = request_hash.clone();
+            let blocks = blocks.clone();
+            Box::pin(async move {
+                buy_job(conn, &player, &purchase, &request_hash, now_ms, &blocks).await
+            })
+        })
+        .await
+    }
+
+    /// Reveals the next throw of a play; the fourth finishes it and credits
+    /// its win.
+    pub async fn throw(&self, player: &Player, play_id: i64) -> Result<(), Error> {
+        let player_id = player.id;
+        let now_ms = self.now_ms();
+        self.write(move |conn| {
+            Box::pin(async move {
+                let row: Option<(i64, String)> = sqlx::query_as(
+                    "SELECT throws_made, state FROM plays WHERE id = $1 AND player_id = $2",
+                )
+                .bind(play_id)
+                .bind(player_id)
+                .fetch_optional(&mut *conn)
+                .await?;
+                let Some((throws_made, state)) = row else {
+                    return Err(Error::NotFound);
+                };
+                if state != "in_progress" || throws_made >= 4 {
+                    return Err(Error::PlayFinished);
+                }
+                if throws_made == 3 {
+                    settle(conn, play_id, now_ms).await?;
+                } else {
+                    sqlx::query("UPDATE plays SET throws_made = throws_made + 1 WHERE id = $1")
+                        .bind(play_id)
+                        .execute(&mut *conn)
+                        .await?;
+                }
+                Ok(())
+            })
+        })
+        .await
+    }
+
+    /// Settles every play left unfinished for longer than the configured
+    /// delay. Returns how many were settled.
+    pub async fn settle_abandoned(&self) -> Result<usize, Error> {
+        let now_ms = self.now_ms();
+        let before_ms = now_ms - self.settings.auto_settle_after_s * 1000;
+        let ids: Vec<i64> = sqlx::query_scalar(
+            "SELECT id FROM plays WHERE state = 'in_progress' AND created_at_ms <= $1 ORDER BY id LIMIT 1000",
+        )
+        .bind(before_ms)
+        .fetch_all(&self.db.pool)
+        .await?;
+        let mut settled = 0;
+        for chunk in ids.chunks(100) {
+            let chunk = chunk.to_vec();
+            settled += self
+                .write(move |conn| {
+                    let chunk = chunk.clone();
+                    Box::pin(async move {
+                        let mut settled = 0;
+                        for id in chunk {
+                            if settle(conn, id, now_ms).await? {
+                                settled += 1;
+                            }
+                        }
+                        Ok(settled)
+                    })
+                })
+                .await?;
+        }
+        Ok(settled)
+    }
+
+    async fn play_view(&self, row: PlayRow) -> Result<PlayView, Error> {
+        let data = self.block_data(row.block_id).await?;
+        let stake = Stake::try_from(row.stake_cents).expect("a stored stake is valid");
+        let level = Level::new(row.level as u8).expect("a stored level is valid");
+        let seed = data.seeder.seed(row.unit_index as u32);
+        let scenario = generate_scenario(stake, level, &seed);
+        debug_assert_eq!(scenario.outcome.prize_cents, row.prize_cents);
+        Ok(PlayView {
+            id: row.id,
+            stake_cents: row.stake_cents,
+            unit: UnitRef {
+                emission: row.emission_id,
+                block: row.block_id,
+                index: row.unit_index,
+            },
+            created_at: rfc3339(row.created_at_ms),
+            state: if row.state == "finished" {
+                "finished"
+            } else {
+                "in_progress"
+            },
+            outcome: Outcome {
+                level,
+                prize_cents: row.prize_cents,
+            },
+            throws_left: 4 - row.throws_made,
+            finished_at: row.finished_at_ms.map(rfc3339),
+            scenario: RevealedScenario {
+                scenario,
+                throws: row.throws_made as usize,
+            },
+        })
+    }
+
+    /// One of the player's plays; another player's play is "not found".
+    pub async fn play(&self, player: &Player, play_id: i64) -> Result<PlayView, Error> {
+        let row = sqlx::query(&format!(
+            "SELECT {PLAY_COLUMNS} FROM plays p JOIN blocks b ON b.id = p.block_id WHERE p.id = $1 AND p.player_id = $2"
+        ))
+        .bind(play_id)
+        .bind(player.id)
+        .fetch_optional(&self.db.pool)
+        .await?
+        .ok_or(Error::NotFound)?;
+        self.play_view(PlayRow::from_row(&row)?).await
+    }
+
+    /// The player's plays, newest first, `limit` at a time.
+    pub async fn history(
+        &self,
+        player: &Player,
+        limit: i64,
+        cursor: Option<i64>,
+    ) -> Result<History, Error> {
+        let limit = limit.clamp(1, 100);
+        let rows = sqlx::query(&format!(
+            "SELECT {PLAY_COLUMNS} FROM plays p JOIN blocks b ON b.id = p.block_id \
+             WHERE p.player_id = $1 AND p.id < $2 ORDER BY p.id DESC LIMIT $3"
+        ))
+        .bind(player.id)
+        .bind(cursor.unwrap_or(i64::MAX))
+        .bind(limit + 1)
+        .fetch_all(&self.db.pool)
+        .await?;
+        let mut plays = Vec::with_capacity(rows.len());
+        for row in rows.iter().take(limit as usize) {
+            plays.push(self.play_view(PlayRow::from_row(row)?).await?);
+        }
+        let next_cursor = if rows.len() as i64 > limit {
+            plays.last().map(|p| p.id.to_string())
+        } else {
+            None
+        };
+        Ok(History { plays, next_cursor })
+    }
+}
+
+async fn buy_job(
+    conn: &mut AnyConnection,
+    player: &Player,
+    purchase: &Purchase,
+    request_hash: &str,
+    now_ms: i64,
+    blocks: &BlockCache,
+) -> Result<Bought, Error> {
+    let stake_cents = purchase.stake.cents();
+    let earlier: Option<(i64, String)> = sqlx::query_as(
+        "SELECT id, request_hash FROM plays WHERE player_id = $1 AND idempotency_key = $2",
+    )
+    .bind(player.id)
+    .bind(purchase.idempotency_key.as_str())
+    .fetch_optional(&mut *conn)
+    .await?;
+    if let Some((play_id, earlier_hash)) = earlier {
+        if earlier_hash != request_hash {
+            return Err(Error::IdempotencyConflict);
+        }
+        return Ok(Bought {
+            play_id,
+            replayed: true,
+        });
+    }
+
+    let opens_at_ms: Option<i64> = setting(conn, "sales_open_at_ms")
+        .await?
+        .and_then(|v| v.parse().ok());
+    if opens_at_ms.is_some_and(|t| t > now_ms) {
+        return Err(Error::SalesClosed { opens_at_ms });
+    }
+
+    // A game the player left mid-way is settled before the next one starts.
+    let unfinished: Vec<i64> =
+        sqlx::query_scalar("SELECT id FROM plays WHERE player_id = $1 AND state = 'in_progress'")
+            .bind(player.id)
+            .fetch_all(&mut *conn)
+            .await?;
+    for play_id in unfinished {
+        settle(conn, play_id, now_ms).await?;
+    }
+
+    let unit = sqlx::query(
+        "UPDATE blocks SET units_sold = units_sold + 1 WHERE id = ( \
+             SELECT b.id FROM blocks b JOIN emissions e ON e.id = b.emission_id \
+             WHERE b.stake_cents = $1 AND b.state = 'open' AND e.state = 'open' AND b.units_sold < $2 \
+             ORDER BY b.id LIMIT 1) \
+         RETURNING id, units_sold, secret",
+    )
+    .bind(stake_cents)
+    .bind(i64::from(UNITS_PER_BLOCK))
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some(unit) = unit else {
+        let any_block: Option<i64> =
+            sqlx::query_scalar("SELECT id FROM blocks WHERE stake_cents = $1 LIMIT 1")
+                .bind(stake_cents)
+                .fetch_optional(&mut *conn)
+                .await?;
+        return Err(if any_block.is_some() {
+            Error::SoldOut
+        } else {
+            Error::SalesClosed { opens_at_ms: None }
+        });
+    };
+    let block_id: i64 = unit.try_get("id")?;
+    let units_sold: i64 = unit.try_get("units_sold")?;
+    let unit_index = units_sold - 1;
+    if units_sold == i64::from(UNITS_PER_BLOCK) {
+        // The last unit: the block is sold out and its secret is published.
+        sqlx::query("UPDATE blocks SET state = 'sold_out', published_at_ms = $1 WHERE id = $2")
+            .bind(now_ms)
+            .bind(block_id)
+            .execute(&mut *conn)
+            .await?;
+    }
+    let data = match blocks.get(block_id) {
+        Some(data) => data,
+        None => {
+            let secret: Vec<u8> = unit.try_get("secret")?;
+            blocks.insert(
+                block_id,
+                &BlockSecret::from_bytes(secret.try_into().expect("a stored secret is 32 bytes")),
+            )
+        }
+    };
+    let level = data.outcomes[unit_index as usize];
+    let prize_cents = purchase.stake.prize_cents(level);
+
+    let play_id: i64 = sqlx::query_scalar(
+        "INSERT INTO plays (player_id, block_id, unit_index, stake_cents, level, prize_cents, throws_made, state, \
+         idempotency_key, request_hash, created_at_ms) \
+         VALUES ($1, $2, $3, $4, $5, $6, 0, 'in_progress', $7, $8, $9) RETURNING id",
+    )
+    .bind(player.id)
+    .bind(block_id)
+    .bind(unit_index)
+    .bind(stake_cents)
+    .bind(i64::from(level.get()))
+    .bind(prize_cents)
+    .bind(purchase.idempotency_key.as_str())
+    .bind(request_hash)
+    .bind(now_ms)
+    .fetch_one(&mut *conn)
+    .await?;
+    transfer(
+        conn,
+        player.account_id,
+        STAKES_ACCOUNT,
+        stake_cents,
+        "stake",
+        Some(play_id),
+        now_ms,
+    )
+    .await?;
+    Ok(Bought {
+        play_id,
+        replayed: false,
+    })
+}
+
+/// A valid argon2id hash of a random password, checked against when the
+/// username is unknown so that a login takes as long either way.
+const DUMMY_HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$JtqWGUn4JF+8dWmFSkU+UeL2sbU2hSQyk4Uu6BtLvNY";
+
+fn hash_password(password: &str) -> Result<String, Error> {
+    use argon2::password_hash::{PasswordHasher, SaltString, rand_core::OsRng};
+    let salt = SaltString::generate(&mut OsRng);
+    argon2::Argon2::default()
+        .hash_password(password.as_bytes(), &salt)
+        .map(|hash| hash.to_string())
+        .map_err(|_| Error::Unavailable("password hashing failed"))
+}
+
+fn verify_password(password: &str, hash: &str) -> bool {
+    use argon2::password_hash::{PasswordHash, PasswordVerifier};
+    PasswordHash::new(hash)
+        .map(|parsed| {
+            argon2::Argon2::default()
+                .verify_password(password.as_bytes(), &parsed)
+                .is_ok()
+        })
+        .unwrap_or(false)
+}

@@ -1,0 +1,90 @@
+//! Storage: one code path over two real databases (SQLite by default,
+//! PostgreSQL with a `postgres://` URL), its migrations, and the single writer
+//! that commits every change in batches (group commit).
+
+mod writer;
+
+pub use writer::{Job, Writer, WriterStats};
+
+use anyhow::Context;
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::{AnyPool, Executor};
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// Which database a [`Db`] talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// A connected, migrated database.
+#[derive(Debug, Clone)]
+pub struct Db {
+    pub pool: AnyPool,
+    pub backend: Backend,
+}
+
+static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
+static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
+
+/// The database URL for the SQLite file under `data_dir`.
+pub fn sqlite_url(data_dir: &Path) -> String {
+    format!("sqlite://{}?mode=rwc", data_dir.join("tresor.db").display())
+}
+
+impl Db {
+    /// Connects to `url` (`sqlite://…` or `postgres://…`) and brings its schema
+    /// up to date.
+    pub async fn connect(url: &str) -> anyhow::Result<Db> {
+        sqlx::any::install_default_drivers();
+        let backend = if url.starts_with("sqlite:") {
+            Backend::Sqlite
+        } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            Backend::Postgres
+        } else {
+            anyhow::bail!("unsupported database URL: use sqlite://PATH or postgres://…");
+        };
+        let options = AnyConnectOptions::from_str(url).context("invalid database URL")?;
+        let pool_options = AnyPoolOptions::new()
+            .max_connections(if backend == Backend::Sqlite { 8 } else { 16 })
+            .acquire_timeout(Duration::from_secs(30));
+        let pool_options = match backend {
+            // WAL lets readers run beside the one writer; synchronous=FULL makes
+            // every acknowledged commit survive a power cut.
+            Backend::Sqlite => pool_options.after_connect(|conn, _| {
+                Box::pin(async move {
+                    conn.execute(
+                        "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; \
+                         PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;",
+                    )
+                    .await?;
+                    Ok(())
+                })
+            }),
+            Backend::Postgres => pool_options,
+        };
+        let pool = pool_options
+            .connect_with(options)
+            .await
+            .with_context(|| format!("cannot open the {backend:?} database"))?;
+        let migrator = match backend {
+            Backend::Sqlite => &SQLITE_MIGRATIONS,
+            Backend::Postgres => &POSTGRES_MIGRATIONS,
+        };
+        migrator
+            .run(&pool)
+            .await
+            .context("cannot migrate the database")?;
+        Ok(Db { pool, backend })
+    }
+
+    /// Opens the SQLite database under `data_dir`, creating the folder.
+    pub async fn open_data_dir(data_dir: &Path) -> anyhow::Result<Db> {
+        std::fs::create_dir_all(data_dir)
+            .with_context(|| format!("cannot create the data folder {}", data_dir.display()))?;
+        Db::connect(&sqlite_url(data_dir)).await
+    }
+}

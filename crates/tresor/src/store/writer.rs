@@ -1,0 +1,182 @@
+//! The single writer: every change to the database goes through one task that
+//! commits whatever is queued in one transaction (group commit). A lone
+//! request is committed at once; under load the queue fills while the previous
+//! batch is being made durable, so batches grow with the load by themselves.
+//! A request is answered only after its batch has committed.
+
+use crate::error::Error;
+use crate::store::Db;
+use futures_util::future::BoxFuture;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use sqlx::{Acquire, AnyConnection};
+use std::any::Any;
+use std::sync::Arc;
+use tokio::sync::{mpsc, oneshot};
+
+type Boxed = Box<dyn Any + Send>;
+
+/// A unit of work run inside the writer's transaction. It may be run more than
+/// once (a batch that fails on a transient error is retried job by job), so it
+/// must not have effects outside the connection it is given.
+pub type Job =
+    Box<dyn for<'c> Fn(&'c mut AnyConnection) -> BoxFuture<'c, Result<Boxed, Error>> + Send + Sync>;
+
+struct Request {
+    job: Job,
+    reply: oneshot::Sender<Result<Boxed, Error>>,
+}
+
+/// What the writer measures of itself, for the metrics endpoint.
+#[derive(Debug)]
+pub struct WriterStats {
+    /// Jobs per committed batch.
+    pub batch_size: Histogram,
+    /// Batches that failed as a whole and were retried job by job.
+    pub batch_retries: Counter,
+}
+
+impl Default for WriterStats {
+    fn default() -> Self {
+        WriterStats {
+            batch_size: Histogram::new(exponential_buckets(1.0, 2.0, 12)),
+            batch_retries: Counter::default(),
+        }
+    }
+}
+
+/// The handle through which requests reach the writer task.
+#[derive(Debug, Clone)]
+pub struct Writer {
+    queue: mpsc::Sender<Request>,
+    pub stats: Arc<WriterStats>,
+}
+
+impl std::fmt::Debug for Request {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Request")
+    }
+}
+
+const MAX_BATCH: usize = 1024;
+const MAX_ATTEMPTS: usize = 8;
+
+impl Writer {
+    /// Starts the writer task on the current runtime.
+    pub fn start(db: Db) -> Writer {
+        let (queue, receiver) = mpsc::channel(16 * MAX_BATCH);
+        let stats = Arc::new(WriterStats::default());
+        tokio::spawn(run(db, receiver, stats.clone()));
+        Writer { queue, stats }
+    }
+
+    /// Runs `job` in the next batch and returns its result once the batch is
+    /// durable. A job that returns an error has its changes rolled back alone.
+    pub async fn run<T, F>(&self, job: F) -> Result<T, Error>
+    where
+        T: Send + 'static,
+        F: for<'c> Fn(&'c mut AnyConnection) -> BoxFuture<'c, Result<T, Error>>
+            + Send
+            + Sync
+            + 'static,
+    {
+        let job: Job = Box::new(move |conn| {
+            let future = job(conn);
+            Box::pin(async move { future.await.map(|value| Box::new(value) as Boxed) })
+        });
+        let (reply, answer) = oneshot::channel();
+        self.queue
+            .send(Request { job, reply })
+            .await
+            .map_err(|_| Error::Unavailable("the writer has stopped"))?;
+        let value = answer
+            .await
+            .map_err(|_| Error::Unavailable("the writer has stopped"))??;
+        Ok(*value
+            .downcast::<T>()
+            .expect("a job's reply has the job's type"))
+    }
+}
+
+async fn run(db: Db, mut receiver: mpsc::Receiver<Request>, stats: Arc<WriterStats>) {
+    let mut batch = Vec::with_capacity(MAX_BATCH);
+    while receiver.recv_many(&mut batch, MAX_BATCH).await > 0 {
+        stats.batch_size.observe(batch.len() as f64);
+        let results = match commit_batch(&db, &batch).await {
+            Ok(results) => results,
+            Err(error) => {
+                // The batch as a whole failed (a deadlock with another server,
+                // a lost connection): retry each job in its own transaction so
+                // one job's trouble cannot sink the others.
+                stats.batch_retries.inc();
+                tracing::warn!(error = %error, size = batch.len(), "batch failed; retrying job by job");
+                let mut results = Vec::with_capacity(batch.len());
+                for request in &batch {
+                    results.push(commit_alone(&db, &request.job).await);
+                }
+                results
+            }
+        };
+        for (request, result) in batch.drain(..).zip(results) {
+            let _ = request.reply.send(result);
+        }
+    }
+}
+
+/// Runs every job of the batch in one transaction, each in its own savepoint.
+async fn commit_batch(
+    db: &Db,
+    batch: &[Request],
+) -> Result<Vec<Result<Boxed, Error>>, sqlx::Error> {
+    let mut tx = db.pool.begin().await?;
+    let mut results = Vec::with_capacity(batch.len());
+    for request in batch {
+        let mut savepoint = tx.begin().await?;
+        match (request.job)(&mut savepoint).await {
+            Ok(value) => {
+                savepoint.commit().await?;
+                results.push(Ok(value));
+            }
+            Err(Error::Database(error)) if is_transient(&error) => return Err(error),
+            Err(error) => {
+                savepoint.rollback().await?;
+                results.push(Err(error));
+            }
+        }
+    }
+    tx.commit().await?;
+    Ok(results)
+}
+
+async fn commit_alone(db: &Db, job: &Job) -> Result<Boxed, Error> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let result = async {
+            let mut tx = db.pool.begin().await?;
+            let value = job(&mut tx).await?;
+            tx.commit().await?;
+            Ok(value)
+        }
+        .await;
+        match result {
+            Err(Error::Database(error)) if is_transient(&error) && attempt < MAX_ATTEMPTS => {
+                tokio::time::sleep(std::time::Duration::from_millis(2 << attempt)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Errors that go away when the transaction is tried again.
+fn is_transient(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Database(db) => matches!(
+            db.code().as_deref(),
+            // PostgreSQL: serialization failure, deadlock; SQLite: busy, locked.
+            Some("40001" | "40P01" | "5" | "6" | "517" | "262")
+        ),
+        sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed => false,
+        _ => false,
+    }
+}
