@@ -35,7 +35,7 @@ impl Asset {
 }
 
 macro_rules! asset {
-    ($path:literal, $content_type:literal) => {
+    ($path:literal, $content_type:expr) => {
         Asset {
             path: $path,
             content_type: $content_type,
@@ -108,7 +108,10 @@ async fn index() -> Response {
         .into_response()
 }
 
-async fn asset(Path((asset_version, path)): Path<(String, String)>, headers: HeaderMap) -> Response {
+async fn asset(
+    Path((asset_version, path)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
     match ASSETS.iter().find(|a| a.url_path() == path) {
         Some(found) => serve(found, asset_version == version(), &headers),
         None => (StatusCode::NOT_FOUND, "not found").into_response(),
@@ -126,7 +129,10 @@ fn serve(found: &Asset, current: bool, headers: &HeaderMap) -> Response {
     let common = [
         (header::CACHE_CONTROL, HeaderValue::from_static(cache)),
         (header::ETAG, etag_value),
-        (header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")),
+        (
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ),
     ];
     if headers
         .get(header::IF_NONE_MATCH)
@@ -154,7 +160,10 @@ mod tests {
             let rest = &page[i + prefix.len()..];
             let end = rest.find('"').unwrap();
             let path = &rest[..end];
-            assert!(ASSETS.iter().any(|a| a.url_path() == path), "{path} is not embedded");
+            assert!(
+                ASSETS.iter().any(|a| a.url_path() == path),
+                "{path} is not embedded"
+            );
         }
         assert!(!page.contains("{{V}}"));
     }

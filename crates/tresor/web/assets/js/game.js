@@ -293,7 +293,7 @@ export class Game {
     const art = $('#howto-art');
     art.replaceChildren(...SYMBOLS.map((s) => symbolSvg(s, 'sym big')));
     const table = $('#howto-prizes');
-    table.replaceChildren(
+    table.replaceChildren(h('tbody', {},
       ...COMBINATIONS.map(([count, symbol, cents]) =>
         h(
           'tr',
@@ -303,7 +303,7 @@ export class Game {
           h('td', { class: 'amount' }, money((cents * stake) / 50)),
         ),
       ),
-    );
+    ));
   }
 
   fillWin(play, prize) {

@@ -11,6 +11,24 @@ import { Game } from './game.js';
 import { setupAuth, setupAccount, setupHistory, loadRules } from './screens.js';
 import { $ } from './util.js';
 
+/**
+ * Whether this browser was logged in when last seen. The session cookie is
+ * HttpOnly, so the page cannot see it; without this hint a visitor's first
+ * load would ask `/api/me` only to be told 401, an error in the console.
+ */
+const SESSION_HINT = 'tresor.session';
+
+function sessionHint(on) {
+  try {
+    if (on === undefined) return localStorage.getItem(SESSION_HINT) === '1';
+    if (on) localStorage.setItem(SESSION_HINT, '1');
+    else localStorage.removeItem(SESSION_HINT);
+  } catch {
+    return true;
+  }
+  return on;
+}
+
 const FALLBACK_ISLAND = { width: 12, height: 9, land: [], start: [5, 4] };
 
 const state = { status: null, island: null, me: null };
@@ -43,6 +61,7 @@ const app = {
 
   setMe(me) {
     meVersion++;
+    sessionHint(true);
     state.me = me;
     renderUser();
   },
@@ -87,6 +106,7 @@ const app = {
 
   loggedOut() {
     state.me = null;
+    sessionHint(false);
     meVersion++;
     renderUser();
     if (game.mode !== 'idle') game.showIdle();
@@ -197,10 +217,11 @@ async function boot() {
   });
   window.addEventListener('hashchange', route);
 
-  const [status, island, me] = await Promise.allSettled([api.status(), api.island(), api.me()]);
+  const [status, island, me] = await Promise.allSettled([api.status(), api.island(), sessionHint() ? api.me() : Promise.reject(new Error('logged out'))]);
   state.status = status.status === 'fulfilled' ? status.value : null;
   state.island = island.status === 'fulfilled' ? island.value : FALLBACK_ISLAND;
   state.me = me.status === 'fulfilled' ? me.value : null;
+  if (!state.me) sessionHint(false);
   renderStatus();
   renderUser();
   await route();

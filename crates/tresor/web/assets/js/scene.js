@@ -49,6 +49,7 @@ export class Scene {
     const root = this.els.map;
     root.setAttribute('viewBox', `${-PAD} ${-PAD - 30} ${width * S + 2 * PAD} ${height * S + 2 * PAD + 30}`);
     root.setAttribute('aria-label', t('map.label', { w: width, h: height }));
+    root.parentElement.style.setProperty('--map-aspect', String((width * S + 2 * PAD) / (height * S + 2 * PAD + 30)));
     root.replaceChildren();
 
     const sea = svg('g', { class: 'sea' });
