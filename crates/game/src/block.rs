@@ -88,7 +88,7 @@ impl fmt::Display for Commitment {
 /// every value below `n` is exactly equally likely.
 fn uniform(rng: &mut ChaCha20Rng, n: u32) -> u32 {
     debug_assert!(n > 0);
-    let zone = ((1u64 << 32) / u64::from(n) * u64::from(n)) as u64;
+    let zone = (1u64 << 32) / u64::from(n) * u64::from(n);
     loop {
         let r = rng.next_u32();
         if u64::from(r) < zone {
