@@ -291,7 +291,7 @@ export class Game {
 
   fillHowto(stake) {
     const art = $('#howto-art');
-    art.replaceChildren(...SYMBOLS.map((s) => symbolSvg(s, 'sym big')));
+    art.replaceChildren(...SYMBOLS.map((s) => symbolSvg(s, 'sym sym-lg')));
     const table = $('#howto-prizes');
     table.replaceChildren(h('tbody', {},
       ...COMBINATIONS.map(([count, symbol, cents]) =>
@@ -310,7 +310,7 @@ export class Game {
     $('#win-amount').textContent = money(prize);
     const combination = combinationOf(play.outcome?.level ?? play.scenario.outcome.level);
     const art = $('#win-art');
-    art.replaceChildren(...(combination ? Array.from({ length: combination[0] }, () => symbolSvg(combination[1], 'sym big')) : []));
+    art.replaceChildren(...(combination ? Array.from({ length: combination[0] }, () => symbolSvg(combination[1], 'sym sym-lg')) : []));
   }
 
   /** Why "Jouer" cannot be pressed now, or null when it can. */
