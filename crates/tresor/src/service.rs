@@ -4,8 +4,10 @@
 
 use crate::error::Error;
 use crate::store::{Db, Writer};
+use crate::trail::{self, Actor};
 use futures_util::future::BoxFuture;
 use serde::Serialize;
+use serde_json::json;
 use sqlx::{AnyConnection, Row};
 use std::collections::HashMap;
 use std::fmt;
@@ -390,18 +392,28 @@ async fn transfer(
 }
 
 /// Finishes a play and credits its win, once: a play already finished is left
-/// as it is. Returns whether this call settled it.
-async fn settle(conn: &mut AnyConnection, play_id: i64, now_ms: i64) -> Result<bool, Error> {
+/// as it is. Returns whether this call settled it. The settlement goes into
+/// the trail with `reason`: the fourth throw, the next purchase, or the play
+/// being abandoned.
+async fn settle(
+    conn: &mut AnyConnection,
+    play_id: i64,
+    now_ms: i64,
+    actor: &Actor,
+    reason: &str,
+) -> Result<bool, Error> {
     let row = sqlx::query(
         "UPDATE plays SET state = 'finished', throws_made = 4, finished_at_ms = $1 \
          WHERE id = $2 AND state = 'in_progress' \
-         RETURNING prize_cents, (SELECT account_id FROM players WHERE players.id = plays.player_id) AS account_id",
+         RETURNING player_id, prize_cents, \
+         (SELECT account_id FROM players WHERE players.id = plays.player_id) AS account_id",
     )
     .bind(now_ms)
     .bind(play_id)
     .fetch_optional(&mut *conn)
     .await?;
     let Some(row) = row else { return Ok(false) };
+    let player_id: i64 = row.try_get("player_id")?;
     let prize_cents: i64 = row.try_get("prize_cents")?;
     let account_id: i64 = row.try_get("account_id")?;
     if prize_cents > 0 {
@@ -416,7 +428,31 @@ async fn settle(conn: &mut AnyConnection, play_id: i64, now_ms: i64) -> Result<b
         )
         .await?;
     }
+    let balance_cents = account_balance(conn, account_id).await?;
+    trail::append(
+        conn,
+        now_ms,
+        actor,
+        "settle",
+        json!({"play_id": play_id, "reason": reason}),
+        json!({
+            "player_id": player_id,
+            "prize_cents": prize_cents,
+            "credited_cents": prize_cents,
+            "balance_cents": balance_cents,
+        }),
+    )
+    .await?;
     Ok(true)
+}
+
+async fn account_balance(conn: &mut AnyConnection, account_id: i64) -> Result<i64, Error> {
+    Ok(
+        sqlx::query_scalar("SELECT balance_cents FROM accounts WHERE id = $1")
+            .bind(account_id)
+            .fetch_one(&mut *conn)
+            .await?,
+    )
 }
 
 async fn setting(conn: &mut AnyConnection, key: &str) -> Result<Option<String>, sqlx::Error> {
@@ -588,6 +624,15 @@ impl Service {
                 .bind(now_ms)
                 .fetch_one(&mut *conn)
                 .await?;
+                trail::append(
+                    conn,
+                    now_ms,
+                    &Actor::player(id, &username),
+                    "register",
+                    json!({"username": username, "adult": true, "accept_rules": true}),
+                    json!({"player_id": id, "account_id": account_id}),
+                )
+                .await?;
                 Ok(Player {
                     id,
                     username,
@@ -625,8 +670,38 @@ impl Service {
             .expect("verify task");
         match player {
             Some(player) if ok => Ok(player),
-            _ => Err(Error::InvalidCredentials),
+            player => {
+                self.record_failed_login(player).await?;
+                Err(Error::InvalidCredentials)
+            }
         }
+    }
+
+    /// Puts a refused login into the trail. The username typed is kept only
+    /// when it names a player: an unknown "username" is often a password typed
+    /// in the wrong field, which must not be archived.
+    async fn record_failed_login(&self, player: Option<Player>) -> Result<(), Error> {
+        let now_ms = self.now_ms();
+        self.write(move |conn| {
+            let player = player.clone();
+            Box::pin(async move {
+                let actor = match &player {
+                    Some(player) => Actor::player(player.id, &player.username),
+                    None => Actor::Anonymous,
+                };
+                trail::append(
+                    conn,
+                    now_ms,
+                    &actor,
+                    "login_failed",
+                    json!({"username_known": player.is_some()}),
+                    json!({"error": "invalid_credentials"}),
+                )
+                .await?;
+                Ok(())
+            })
+        })
+        .await
     }
 
     pub async fn player_by_username(&self, username: &str) -> Result<Player, Error> {
@@ -660,6 +735,21 @@ impl Service {
                 .bind(player_id)
                 .bind(now_ms)
                 .execute(&mut *conn)
+                .await?;
+                // The trail records that a session opened, never its token.
+                let username: String =
+                    sqlx::query_scalar("SELECT username FROM players WHERE id = $1")
+                        .bind(player_id)
+                        .fetch_one(&mut *conn)
+                        .await?;
+                trail::append(
+                    conn,
+                    now_ms,
+                    &Actor::player(player_id, &username),
+                    "login",
+                    json!({"username": username}),
+                    json!({"session": "opened"}),
+                )
                 .await?;
                 Ok(())
             })
@@ -716,11 +806,25 @@ impl Service {
         self.write(move |conn| {
             let token_hash = token_hash.clone();
             Box::pin(async move {
-                sqlx::query("UPDATE sessions SET ended_at_ms = $1 WHERE token_hash = $2 AND ended_at_ms IS NULL")
-                    .bind(now_ms)
-                    .bind(token_hash)
-                    .execute(&mut *conn)
+                let closed: Option<(i64, String)> = sqlx::query_as(
+                    "UPDATE sessions SET ended_at_ms = $1 WHERE token_hash = $2 AND ended_at_ms IS NULL \
+                     RETURNING player_id, (SELECT username FROM players WHERE players.id = sessions.player_id)",
+                )
+                .bind(now_ms)
+                .bind(token_hash)
+                .fetch_optional(&mut *conn)
+                .await?;
+                if let Some((player_id, username)) = closed {
+                    trail::append(
+                        conn,
+                        now_ms,
+                        &Actor::player(player_id, &username),
+                        "logout",
+                        json!({}),
+                        json!({"session": "closed"}),
+                    )
                     .await?;
+                }
                 Ok(())
             })
         })
@@ -754,16 +858,38 @@ impl Service {
         })
     }
 
-    /// Credits a player's account from the deposits account.
+    /// Credits a player's account from the deposits account, at the player's
+    /// request (the demo deposit). Returns the new balance.
     pub async fn deposit(&self, player: &Player, amount_cents: i64) -> Result<i64, Error> {
+        let actor = Actor::player(player.id, &player.username);
+        self.deposit_as(actor, "deposit", player, amount_cents)
+            .await
+    }
+
+    /// Credits a player's account at the operator's command (`tresor player
+    /// credit`). Returns the new balance.
+    pub async fn credit(&self, player: &Player, amount_cents: i64) -> Result<i64, Error> {
+        self.deposit_as(Actor::Operator, "credit", player, amount_cents)
+            .await
+    }
+
+    async fn deposit_as(
+        &self,
+        actor: Actor,
+        action: &'static str,
+        player: &Player,
+        amount_cents: i64,
+    ) -> Result<i64, Error> {
         if !(1..=MAX_DEPOSIT_CENTS).contains(&amount_cents) {
             return Err(Error::Validation(format!(
                 "amount_cents: between 1 and {MAX_DEPOSIT_CENTS}"
             )));
         }
         let account_id = player.account_id;
+        let player_id = player.id;
         let now_ms = self.now_ms();
         self.write(move |conn| {
+            let actor = actor.clone();
             Box::pin(async move {
                 transfer(
                     conn,
@@ -775,11 +901,20 @@ impl Service {
                     now_ms,
                 )
                 .await?;
-                Ok(())
+                let balance_cents = account_balance(conn, account_id).await?;
+                trail::append(
+                    conn,
+                    now_ms,
+                    &actor,
+                    action,
+                    json!({"player_id": player_id, "amount_cents": amount_cents}),
+                    json!({"balance_cents": balance_cents}),
+                )
+                .await?;
+                Ok(balance_cents)
             })
         })
-        .await?;
-        self.balance_cents(account_id).await
+        .await
     }
 
     // -- Status ---------------------------------------------------------------
@@ -791,8 +926,23 @@ impl Service {
 
     /// Marks this database as a demo database, for good.
     pub async fn set_demo(&self) -> Result<(), Error> {
-        self.write(|conn| Box::pin(async move { Ok(put_setting(conn, "demo", Some("1")).await?) }))
-            .await
+        let now_ms = self.now_ms();
+        self.write(move |conn| {
+            Box::pin(async move {
+                put_setting(conn, "demo", Some("1")).await?;
+                trail::append(
+                    conn,
+                    now_ms,
+                    &Actor::System,
+                    "demo_mode",
+                    json!({}),
+                    json!({"demo": true}),
+                )
+                .await?;
+                Ok(())
+            })
+        })
+        .await
     }
 
     pub async fn status(&self) -> Result<Status, Error> {
@@ -820,14 +970,25 @@ impl Service {
 
     /// Sets (or clears) when sales open.
     pub async fn set_sales_open_at(&self, opens_at_ms: Option<i64>) -> Result<(), Error> {
+        let now_ms = self.now_ms();
         self.write(move |conn| {
             Box::pin(async move {
-                Ok(put_setting(
+                put_setting(
                     conn,
                     "sales_open_at_ms",
                     opens_at_ms.map(|t| t.to_string()).as_deref(),
                 )
-                .await?)
+                .await?;
+                trail::append(
+                    conn,
+                    now_ms,
+                    &Actor::Operator,
+                    "sales_open_at",
+                    json!({"opens_at": opens_at_ms.map(rfc3339), "opens_at_ms": opens_at_ms}),
+                    json!({}),
+                )
+                .await?;
+                Ok(())
             })
         })
         .await
@@ -835,11 +996,29 @@ impl Service {
 
     /// Sets (or clears) the message shown on the site.
     pub async fn set_announcement(&self, message: Option<String>) -> Result<(), Error> {
+        if let Some(text) = &message
+            && (text.trim().is_empty() || text.chars().count() > 1000)
+        {
+            return Err(Error::Validation(
+                "announcement: 1 to 1000 characters, not only spaces".to_owned(),
+            ));
+        }
+        let now_ms = self.now_ms();
         self.write(move |conn| {
             let message = message.clone();
-            Box::pin(
-                async move { Ok(put_setting(conn, "announcement", message.as_deref()).await?) },
-            )
+            Box::pin(async move {
+                put_setting(conn, "announcement", message.as_deref()).await?;
+                trail::append(
+                    conn,
+                    now_ms,
+                    &Actor::Operator,
+                    "announce",
+                    json!({"message": message}),
+                    json!({}),
+                )
+                .await?;
+                Ok(())
+            })
         })
         .await
     }
@@ -850,6 +1029,19 @@ impl Service {
     /// with a fresh secret from the OS CSPRNG. Returns the emission id.
     pub async fn create_emission(
         &self,
+        name: &str,
+        stakes: &[Stake],
+        blocks_per_stake: u32,
+    ) -> Result<i64, Error> {
+        self.create_emission_as(Actor::Operator, name, stakes, blocks_per_stake)
+            .await
+    }
+
+    /// [`Service::create_emission`], recorded in the trail as `actor`'s (the
+    /// demo emission is the system's).
+    pub async fn create_emission_as(
+        &self,
+        actor: Actor,
         name: &str,
         stakes: &[Stake],
         blocks_per_stake: u32,
@@ -870,6 +1062,7 @@ impl Service {
         self.write(move |conn| {
             let name = name.clone();
             let blocks = blocks.clone();
+            let actor = actor.clone();
             Box::pin(async move {
                 let emission_id: i64 = sqlx::query_scalar(
                     "INSERT INTO emissions (name, state, created_at_ms) VALUES ($1, 'open', $2) RETURNING id",
@@ -878,19 +1071,38 @@ impl Service {
                 .bind(now_ms)
                 .fetch_one(&mut *conn)
                 .await?;
+                let mut created = Vec::with_capacity(blocks.len());
                 for (stake_cents, secret) in &blocks {
-                    sqlx::query(
+                    let commitment = secret.commitment().to_hex();
+                    let block_id: i64 = sqlx::query_scalar(
                         "INSERT INTO blocks (emission_id, stake_cents, secret, commitment, state, created_at_ms) \
-                         VALUES ($1, $2, $3, $4, 'open', $5)",
+                         VALUES ($1, $2, $3, $4, 'open', $5) RETURNING id",
                     )
                     .bind(emission_id)
                     .bind(*stake_cents)
                     .bind(secret.as_bytes().to_vec())
-                    .bind(secret.commitment().to_hex())
+                    .bind(&commitment)
                     .bind(now_ms)
-                    .execute(&mut *conn)
+                    .fetch_one(&mut *conn)
                     .await?;
+                    // The commitment is public from now on; the secret never
+                    // enters the trail.
+                    created.push(json!({
+                        "block_id": block_id,
+                        "stake_cents": stake_cents,
+                        "commitment": commitment,
+                    }));
                 }
+                let stakes: Vec<i64> = blocks.iter().map(|(stake, _)| *stake).collect();
+                trail::append(
+                    conn,
+                    now_ms,
+                    &actor,
+                    "emission_create",
+                    json!({"name": name, "stakes_cents": stakes}),
+                    json!({"emission_id": emission_id, "blocks": created}),
+                )
+                .await?;
                 Ok(emission_id)
             })
         })
@@ -924,13 +1136,86 @@ impl Service {
                 .bind(emission_id)
                 .execute(&mut *conn)
                 .await?;
-                sqlx::query(
+                let closed: Vec<i64> = sqlx::query_scalar(
                     "UPDATE blocks SET state = 'closed', published_at_ms = $1 \
-                     WHERE emission_id = $2 AND state IN ('open', 'suspended')",
+                     WHERE emission_id = $2 AND state IN ('open', 'suspended') RETURNING id",
                 )
                 .bind(now_ms)
                 .bind(emission_id)
-                .execute(&mut *conn)
+                .fetch_all(&mut *conn)
+                .await?;
+                trail::append(
+                    conn,
+                    now_ms,
+                    &Actor::Operator,
+                    "emission_close",
+                    json!({"emission_id": emission_id}),
+                    json!({"blocks_closed": closed}),
+                )
+                .await?;
+                Ok(())
+            })
+        })
+        .await
+    }
+
+    /// Takes an open block out of sale; sales go on from the other open
+    /// blocks of its stake, if any.
+    pub async fn suspend_block(&self, block_id: i64) -> Result<(), Error> {
+        self.move_block(block_id, "open", "suspended", "block_suspend")
+            .await
+    }
+
+    /// Puts a suspended block back on sale (its emission must be open).
+    pub async fn resume_block(&self, block_id: i64) -> Result<(), Error> {
+        self.move_block(block_id, "suspended", "open", "block_resume")
+            .await
+    }
+
+    async fn move_block(
+        &self,
+        block_id: i64,
+        from: &'static str,
+        to: &'static str,
+        action: &'static str,
+    ) -> Result<(), Error> {
+        let now_ms = self.now_ms();
+        self.write(move |conn| {
+            Box::pin(async move {
+                let row: Option<(String, String)> = sqlx::query_as(
+                    "SELECT b.state, e.state FROM blocks b JOIN emissions e ON e.id = b.emission_id \
+                     WHERE b.id = $1",
+                )
+                .bind(block_id)
+                .fetch_optional(&mut *conn)
+                .await?;
+                let Some((state, emission_state)) = row else {
+                    return Err(Error::NotFound);
+                };
+                if state != from {
+                    return Err(Error::Validation(format!(
+                        "block {block_id} is {state}, not {from}"
+                    )));
+                }
+                if emission_state != "open" {
+                    return Err(Error::Validation(format!(
+                        "the emission of block {block_id} is closed"
+                    )));
+                }
+                sqlx::query("UPDATE blocks SET state = $1 WHERE id = $2 AND state = $3")
+                    .bind(to)
+                    .bind(block_id)
+                    .bind(from)
+                    .execute(&mut *conn)
+                    .await?;
+                trail::append(
+                    conn,
+                    now_ms,
+                    &Actor::Operator,
+                    action,
+                    json!({"block_id": block_id}),
+                    json!({"state": to}),
+                )
                 .await?;
                 Ok(())
             })
@@ -1028,7 +1313,9 @@ impl Service {
     pub async fn throw(&self, player: &Player, play_id: i64) -> Result<(), Error> {
         let player_id = player.id;
         let now_ms = self.now_ms();
+        let player = player.clone();
         self.write(move |conn| {
+            let player = player.clone();
             Box::pin(async move {
                 let row: Option<(i64, String)> = sqlx::query_as(
                     "SELECT throws_made, state FROM plays WHERE id = $1 AND player_id = $2",
@@ -1043,8 +1330,18 @@ impl Service {
                 if state != "in_progress" || throws_made >= 4 {
                     return Err(Error::PlayFinished);
                 }
+                let actor = Actor::player(player.id, &player.username);
+                trail::append(
+                    conn,
+                    now_ms,
+                    &actor,
+                    "throw",
+                    json!({"play_id": play_id}),
+                    json!({"throw": throws_made + 1, "throws_left": 3 - throws_made}),
+                )
+                .await?;
                 if throws_made == 3 {
-                    settle(conn, play_id, now_ms).await?;
+                    settle(conn, play_id, now_ms, &actor, "fourth_throw").await?;
                 } else {
                     sqlx::query("UPDATE plays SET throws_made = throws_made + 1 WHERE id = $1")
                         .bind(play_id)
@@ -1077,7 +1374,7 @@ impl Service {
                     Box::pin(async move {
                         let mut settled = 0;
                         for id in chunk {
-                            if settle(conn, id, now_ms).await? {
+                            if settle(conn, id, now_ms, &Actor::System, "abandoned").await? {
                                 settled += 1;
                             }
                         }
@@ -1182,10 +1479,21 @@ async fn buy_job(
     .bind(purchase.idempotency_key.as_str())
     .fetch_optional(&mut *conn)
     .await?;
+    let actor = Actor::player(player.id, &player.username);
     if let Some((play_id, earlier_hash)) = earlier {
         if earlier_hash != request_hash {
             return Err(Error::IdempotencyConflict);
         }
+        // A replay changes nothing but shows the play again: recorded too.
+        trail::append(
+            conn,
+            now_ms,
+            &actor,
+            "buy",
+            json!({"stake_cents": stake_cents, "idempotency_key": purchase.idempotency_key.as_str()}),
+            json!({"play_id": play_id, "replayed": true}),
+        )
+        .await?;
         return Ok(Bought {
             play_id,
             replayed: true,
@@ -1206,7 +1514,7 @@ async fn buy_job(
             .fetch_all(&mut *conn)
             .await?;
     for play_id in unfinished {
-        settle(conn, play_id, now_ms).await?;
+        settle(conn, play_id, now_ms, &actor, "next_purchase").await?;
     }
 
     let unit = sqlx::query(
@@ -1214,7 +1522,7 @@ async fn buy_job(
              SELECT b.id FROM blocks b JOIN emissions e ON e.id = b.emission_id \
              WHERE b.stake_cents = $1 AND b.state = 'open' AND e.state = 'open' AND b.units_sold < $2 \
              ORDER BY b.id LIMIT 1) \
-         RETURNING id, units_sold, secret",
+         RETURNING id, emission_id, units_sold, secret",
     )
     .bind(stake_cents)
     .bind(i64::from(UNITS_PER_BLOCK))
@@ -1233,9 +1541,11 @@ async fn buy_job(
         });
     };
     let block_id: i64 = unit.try_get("id")?;
+    let emission_id: i64 = unit.try_get("emission_id")?;
     let units_sold: i64 = unit.try_get("units_sold")?;
     let unit_index = units_sold - 1;
-    if units_sold == i64::from(UNITS_PER_BLOCK) {
+    let sold_out = units_sold == i64::from(UNITS_PER_BLOCK);
+    if sold_out {
         // The last unit: the block is sold out and its secret is published.
         sqlx::query("UPDATE blocks SET state = 'sold_out', published_at_ms = $1 WHERE id = $2")
             .bind(now_ms)
@@ -1280,6 +1590,25 @@ async fn buy_job(
         "stake",
         Some(play_id),
         now_ms,
+    )
+    .await?;
+    let balance_cents = account_balance(conn, player.account_id).await?;
+    trail::append(
+        conn,
+        now_ms,
+        &actor,
+        "buy",
+        json!({"stake_cents": stake_cents, "idempotency_key": purchase.idempotency_key.as_str()}),
+        json!({
+            "play_id": play_id,
+            "emission_id": emission_id,
+            "block_id": block_id,
+            "unit_index": unit_index,
+            "level": level.get(),
+            "prize_cents": prize_cents,
+            "balance_cents": balance_cents,
+            "block_sold_out": sold_out,
+        }),
     )
     .await?;
     Ok(Bought {

@@ -3,6 +3,7 @@
 //! Bad input gets one clear line on stderr and exit code 2; a check that does
 //! not hold (a block that fails verification, a broken audit chain) exits 1.
 
+pub mod audit;
 pub mod game;
 pub mod operator;
 
@@ -27,13 +28,36 @@ pub enum Command {
     /// Operator actions on players.
     #[command(subcommand)]
     Player(operator::PlayerCommand),
-    /// Re-derive, check or print a block from its secret.
+    /// Re-derive, check or print a block from its secret; suspend or resume
+    /// its sales.
     #[command(subcommand)]
-    Block(game::BlockCommand),
+    Block(BlockCli),
     /// Print one unit's outcome and scenario as JSON.
     Scenario(game::ScenarioArgs),
     /// Deal whole blocks through the generator and evaluator and report.
     Simulate(game::SimulateArgs),
+    /// Check or export the game trail.
+    #[command(subcommand)]
+    Audit(audit::AuditCommand),
+    /// Units, stakes, wins and prizes left per emission, stake and block.
+    Report(audit::ReportArgs),
+    /// Set when sales open.
+    #[command(subcommand)]
+    Sales(operator::SalesCommand),
+    /// Set or clear the message shown on the site.
+    Announce(operator::AnnounceArgs),
+}
+
+/// `tresor block`: the game crate's commands (generate, verify) beside the
+/// operator's sales control (suspend, resume), kept in separate enums.
+#[derive(Debug, Subcommand)]
+pub enum BlockCli {
+    #[command(flatten)]
+    Game(game::BlockCommand),
+    /// Take a block out of sale (recorded in the game trail).
+    Suspend(operator::BlockIdArgs),
+    /// Put a suspended block back on sale (recorded in the game trail).
+    Resume(operator::BlockIdArgs),
 }
 
 /// Prints a command-line error as one line (help and version as they are).
@@ -65,9 +89,19 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Serve(args)) => run_async(operator::run_serve(args)),
         Some(Command::Emission(command)) => run_async(operator::run_emission(command)),
         Some(Command::Player(command)) => run_async(operator::run_player(command)),
-        Some(Command::Block(command)) => game::run_block(command),
+        Some(Command::Block(BlockCli::Game(command))) => game::run_block(command),
+        Some(Command::Block(BlockCli::Suspend(args))) => {
+            run_async(operator::run_block_control(args, true))
+        }
+        Some(Command::Block(BlockCli::Resume(args))) => {
+            run_async(operator::run_block_control(args, false))
+        }
         Some(Command::Scenario(args)) => game::run_scenario(args),
         Some(Command::Simulate(args)) => game::run_simulate(args),
+        Some(Command::Audit(command)) => run_async(audit::run_audit(command)),
+        Some(Command::Report(args)) => run_async(audit::run_report(args)),
+        Some(Command::Sales(command)) => run_async(operator::run_sales(command)),
+        Some(Command::Announce(args)) => run_async(operator::run_announce(args)),
     }
 }
 

@@ -1,15 +1,20 @@
-//! The server and the operator's commands: `serve`, `emission`, `player`.
-//! Each opens the same database as the server (`--data` or `--database-url`).
+//! The server and the operator's commands: `serve`, `emission`, `player`,
+//! `block suspend|resume`, `sales`, `announce`. Each opens the same database
+//! as the server (`--data` or `--database-url`); every change it makes is
+//! recorded in the game trail as the operator's.
 
+use crate::error::Error;
 use crate::http::{AppState, serve};
 use crate::metrics::Metrics;
-use crate::service::{Service, Settings, SystemClock};
+use crate::service::{Service, Settings, SystemClock, parse_rfc3339, rfc3339};
 use crate::store::{Db, sqlite_url};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use std::sync::Arc;
 use tresor_game::Stake;
+
+use super::Usage;
 
 /// Where the data lives.
 #[derive(Debug, Clone, Args)]
@@ -93,7 +98,9 @@ pub async fn run_serve(args: ServeArgs) -> anyhow::Result<()> {
         let fresh = service.emissions().await?.is_empty();
         if fresh {
             service.set_demo().await?;
-            let id = service.create_emission("Démo", &Stake::ALL, 2).await?;
+            let id = service
+                .create_emission_as(crate::trail::Actor::System, "Démo", &Stake::ALL, 2)
+                .await?;
             tracing::info!(emission = id, "demo mode: created a demo emission");
         }
     }
@@ -191,7 +198,7 @@ pub async fn run_emission(command: EmissionCommand) -> anyhow::Result<()> {
             name,
             db,
         } => {
-            let stakes = parse_stakes(&stakes).map_err(super::Usage)?;
+            let stakes = parse_stakes(&stakes).map_err(Usage)?;
             let service = open_service(&db, Settings::default()).await?;
             let id = service.create_emission(&name, &stakes, blocks).await?;
             let emission = service
@@ -241,10 +248,10 @@ pub async fn run_emission(command: EmissionCommand) -> anyhow::Result<()> {
         }
         EmissionCommand::Close { id, db } => {
             let service = open_service(&db, Settings::default()).await?;
-            service
-                .close_emission(id)
-                .await
-                .map_err(|e| anyhow::anyhow!("cannot close emission {id}: {e}"))?;
+            service.close_emission(id).await.map_err(|e| match e {
+                Error::NotFound => Usage(format!("no emission {id}")).into(),
+                e => anyhow::anyhow!("cannot close emission {id}: {e}"),
+            })?;
             println!("closed emission {id}; its block secrets are published");
         }
     }
@@ -262,16 +269,130 @@ pub async fn run_player(command: PlayerCommand) -> anyhow::Result<()> {
             let player = service
                 .player_by_username(&username)
                 .await
-                .map_err(|_| super::Usage(format!("no player named {username}")))?;
-            let balance = service
-                .deposit(&player, cents)
-                .await
-                .map_err(anyhow::Error::msg)?;
+                .map_err(|_| Usage(format!("no player named {username}")))?;
+            let balance = service.credit(&player, cents).await.map_err(refusal)?;
             println!(
                 "credited {cents} cents to {}; balance {balance} cents",
                 player.username
             );
         }
+    }
+    Ok(())
+}
+
+/// Maps a service refusal to the command line: bad input (a validation
+/// error, an unknown id) exits 2, anything else 1.
+fn refusal(error: Error) -> anyhow::Error {
+    match error {
+        Error::Validation(message) => Usage(message).into(),
+        Error::NotFound => Usage("not found".to_owned()).into(),
+        other => other.into(),
+    }
+}
+
+/// `tresor block suspend|resume ID`.
+#[derive(Debug, Clone, Args)]
+pub struct BlockIdArgs {
+    /// The block's id (see `tresor emission list`).
+    pub id: i64,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// Takes a block out of sale (`suspend: true`) or puts it back.
+pub async fn run_block_control(args: BlockIdArgs, suspend: bool) -> anyhow::Result<()> {
+    let service = open_service(&args.db, Settings::default()).await?;
+    let id = args.id;
+    let done = if suspend {
+        service.suspend_block(id).await
+    } else {
+        service.resume_block(id).await
+    };
+    done.map_err(|e| match e {
+        Error::NotFound => Usage(format!("no block {id}")).into(),
+        e => refusal(e),
+    })?;
+    if suspend {
+        println!("block {id} is suspended: no unit of it is sold until it is resumed");
+    } else {
+        println!("block {id} is on sale again");
+    }
+    Ok(())
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SalesCommand {
+    /// Set when sales open (Article 1): purchases before it are refused.
+    OpenAt {
+        /// The opening time, RFC 3339 (2026-03-01T09:00:00+01:00).
+        #[arg(required_unless_present = "clear")]
+        time: Option<String>,
+        /// Remove the opening time: sales are open.
+        #[arg(long, conflicts_with = "time")]
+        clear: bool,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Show whether sales are open, when they open and the site message.
+    Status {
+        #[command(flatten)]
+        db: DbArgs,
+    },
+}
+
+pub async fn run_sales(command: SalesCommand) -> anyhow::Result<()> {
+    match command {
+        SalesCommand::OpenAt { time, clear, db } => {
+            let opens_at_ms = match (&time, clear) {
+                (Some(text), false) => Some(parse_rfc3339(text).map_err(|_| {
+                    Usage(format!(
+                        "not an RFC 3339 time (like 2026-03-01T09:00:00+01:00): {text}"
+                    ))
+                })?),
+                _ => None,
+            };
+            let service = open_service(&db, Settings::default()).await?;
+            service
+                .set_sales_open_at(opens_at_ms)
+                .await
+                .map_err(refusal)?;
+            match opens_at_ms {
+                Some(t) => println!("sales open at {}", rfc3339(t)),
+                None => println!("the sales opening time is cleared: sales are open"),
+            }
+        }
+        SalesCommand::Status { db } => {
+            let service = open_service(&db, Settings::default()).await?;
+            let status = service.status().await?;
+            println!("{}", serde_json::to_string_pretty(&status)?);
+        }
+    }
+    Ok(())
+}
+
+/// `tresor announce "TEXT"` or `tresor announce --clear`.
+#[derive(Debug, Clone, Args)]
+pub struct AnnounceArgs {
+    /// The message shown on the site.
+    #[arg(required_unless_present = "clear")]
+    pub text: Option<String>,
+    /// Remove the message.
+    #[arg(long, conflicts_with = "text")]
+    pub clear: bool,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+pub async fn run_announce(args: AnnounceArgs) -> anyhow::Result<()> {
+    let message = if args.clear { None } else { args.text };
+    let service = open_service(&args.db, Settings::default()).await?;
+    service
+        .set_announcement(message.clone())
+        .await
+        .map_err(refusal)?;
+    match message {
+        Some(text) => println!("the site shows: {text}"),
+        None => println!("the site message is cleared"),
     }
     Ok(())
 }

@@ -1,0 +1,154 @@
+//! The auditor's and accountant's commands: `audit verify|export` over the
+//! game trail, and `report` over the plays and the ledger.
+
+use super::Usage;
+use super::operator::DbArgs;
+use crate::report;
+use crate::service::parse_rfc3339;
+use crate::trail::{self, Verdict};
+use anyhow::Context;
+use clap::{Args, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::Write;
+
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Check the whole hash chain of the game trail; name the first bad
+    /// record (exit 1) or say it is intact (exit 0).
+    Verify {
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Write the trail as JSON lines to stdout, oldest first.
+    Export {
+        /// Only records at or after this time (RFC 3339).
+        #[arg(long)]
+        from: Option<String>,
+        /// Only records before this time (RFC 3339).
+        #[arg(long)]
+        to: Option<String>,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+}
+
+/// `tresor report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Only this emission.
+    #[arg(long)]
+    pub emission: Option<i64>,
+    /// How to print it.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+    Csv,
+}
+
+/// A check that did not hold: exit code 1 (not a usage error).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct CheckFailed(pub String);
+
+fn progress_bar(total: u64, what: &str) -> ProgressBar {
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template(&format!(
+            "{what} [{{bar:40}}] {{pos}}/{{len}} records ({{eta}} left)"
+        ))
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+fn parse_time(flag: &str, text: Option<&str>) -> anyhow::Result<Option<i64>> {
+    text.map(|t| {
+        parse_rfc3339(t).map_err(|_| {
+            anyhow::Error::new(Usage(format!(
+                "--{flag}: not an RFC 3339 time (like 2026-01-31T12:00:00Z): {t}"
+            )))
+        })
+    })
+    .transpose()
+}
+
+pub async fn run_audit(command: AuditCommand) -> anyhow::Result<()> {
+    match command {
+        AuditCommand::Verify { db } => {
+            let db = db.open().await?;
+            let total = trail::count(&db.pool).await?;
+            let bar = progress_bar(total.max(0) as u64, "verifying");
+            let verdict = trail::verify(&db.pool, |done| bar.inc(done)).await;
+            bar.finish_and_clear();
+            match verdict.context("reading the trail")? {
+                Verdict::Intact { records, head_hash } => {
+                    println!("the trail is intact: {records} records, head hash {head_hash}");
+                    Ok(())
+                }
+                Verdict::Broken { seq, reason } => Err(CheckFailed(format!(
+                    "the trail is broken at record {seq}: {reason}"
+                ))
+                .into()),
+            }
+        }
+        AuditCommand::Export { from, to, db } => {
+            let from_ms = parse_time("from", from.as_deref())?;
+            let to_ms = parse_time("to", to.as_deref())?;
+            if let (Some(from), Some(to)) = (from_ms, to_ms)
+                && from >= to
+            {
+                return Err(Usage("--from must be before --to".to_owned()).into());
+            }
+            let window = (from_ms.is_some() || to_ms.is_some())
+                .then(|| (from_ms.unwrap_or(i64::MIN), to_ms.unwrap_or(i64::MAX)));
+            let db = db.open().await?;
+            let bar = ProgressBar::new_spinner();
+            bar.set_message("exporting");
+            let stdout = std::io::stdout();
+            let mut out = std::io::BufWriter::new(stdout.lock());
+            let mut failed: Option<std::io::Error> = None;
+            trail::export(&db.pool, window, |record| {
+                let mut line = serde_json::to_value(record).expect("a record is JSON");
+                line["at"] = serde_json::Value::String(crate::service::rfc3339(record.at_ms));
+                if let Err(error) = writeln!(out, "{line}") {
+                    failed.get_or_insert(error);
+                }
+                bar.inc(1);
+                Ok(())
+            })
+            .await?;
+            bar.finish_and_clear();
+            if let Some(error) = failed {
+                return Err(error).context("writing the export");
+            }
+            out.flush().context("writing the export")?;
+            Ok(())
+        }
+    }
+}
+
+pub async fn run_report(args: ReportArgs) -> anyhow::Result<()> {
+    let db = args.db.open().await?;
+    let bar = ProgressBar::new_spinner();
+    bar.set_message("summing plays and transfers");
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    let report = report::build(&db.pool, args.emission).await;
+    bar.finish_and_clear();
+    let report = report.map_err(|error| match error {
+        crate::error::Error::Validation(message) => anyhow::Error::new(Usage(message)),
+        other => anyhow::Error::new(other),
+    })?;
+    match args.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        Format::Csv => print!("{}", report::csv(&report)),
+        Format::Table => print!("{}", report::table(&report)),
+    }
+    Ok(())
+}

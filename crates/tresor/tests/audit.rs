@@ -1,0 +1,365 @@
+//! The game trail: every exchange is in it, in order, and `tresor audit
+//! verify` catches any record changed, removed, added or moved. Each test runs
+//! on SQLite and on PostgreSQL.
+
+mod common;
+
+use common::{TestDb, describe, player};
+use sqlx::AnyPool;
+use std::collections::HashMap;
+use tresor::service::{IdempotencyKey, Purchase, Service};
+use tresor::store::Backend;
+use tresor::trail::{self, Record, Verdict};
+use tresor_game::Stake;
+
+/// Gives the trail a few dozen records of every kind.
+async fn some_activity(service: &Service) {
+    service
+        .create_emission("Test", &Stake::ALL, 1)
+        .await
+        .expect("create an emission");
+    for name in ["alice", "bruno"] {
+        let player = player(service, name).await;
+        service.open_session(player.id).await.expect("login");
+        service.credit(&player, 10_000).await.expect("credit");
+        for game in 0..3 {
+            let bought = service
+                .buy(&player, purchase(100, &format!("{name}-{game}")))
+                .await
+                .expect("buy");
+            for _ in 0..game + 1 {
+                service.throw(&player, bought.play_id).await.expect("throw");
+            }
+        }
+    }
+    service
+        .set_announcement(Some("Bonne chance".to_owned()))
+        .await
+        .expect("announce");
+}
+
+fn purchase(stake_cents: i64, key: &str) -> Purchase {
+    Purchase {
+        stake: Stake::try_from(stake_cents).expect("a stake"),
+        idempotency_key: IdempotencyKey::parse(key).expect("a key"),
+    }
+}
+
+/// Lets the test edit the trail as an intruder with full rights would: the
+/// append-only triggers go first.
+async fn drop_guards(pool: &AnyPool, backend: Backend) {
+    let statements: &[&str] = match backend {
+        Backend::Sqlite => &[
+            "DROP TRIGGER trail_no_update",
+            "DROP TRIGGER trail_no_delete",
+        ],
+        Backend::Postgres => &[
+            "DROP TRIGGER trail_append_only ON trail",
+            "DROP TRIGGER trail_no_truncate ON trail",
+        ],
+    };
+    for statement in statements {
+        sqlx::query(statement)
+            .execute(pool)
+            .await
+            .expect("drop a trigger");
+    }
+}
+
+/// Runs `tresor audit verify` and returns (exit code, stdout + stderr).
+fn verify(db: &TestDb) -> (Option<i32>, String) {
+    let output = db.tresor(&["audit", "verify"]);
+    (output.status.code(), describe(&output))
+}
+
+async fn prepared(db: &TestDb) -> (Service, AnyPool, Vec<Record>) {
+    let (service, _clock) = db.service().await;
+    some_activity(&service).await;
+    let pool = service.db.pool.clone();
+    let records = trail::all(&pool).await.expect("read the trail");
+    assert!(records.len() > 20, "enough records: {}", records.len());
+    let (code, out) = verify(db);
+    assert_eq!(code, Some(0), "an untouched trail verifies: {out}");
+    assert!(out.contains("intact"), "{out}");
+    drop_guards(&pool, db.backend).await;
+    (service, pool, records)
+}
+
+fn assert_broken_at(db: &TestDb, seq: i64) {
+    let (code, out) = verify(db);
+    assert_eq!(code, Some(1), "a tampered trail fails: {out}");
+    assert!(
+        out.contains(&format!("broken at record {seq}:")),
+        "names record {seq}: {out}"
+    );
+}
+
+async fn an_untouched_trail_verifies_and_the_database_refuses_edits(db: &TestDb) {
+    let (service, _clock) = db.service().await;
+    some_activity(&service).await;
+    let (code, out) = verify(db);
+    assert_eq!(code, Some(0), "{out}");
+    let pool = &service.db.pool;
+    for statement in [
+        "UPDATE trail SET actor = 'operator' WHERE seq = 3",
+        "DELETE FROM trail WHERE seq = 3",
+    ] {
+        assert!(
+            sqlx::query(statement).execute(pool).await.is_err(),
+            "the database refuses: {statement}"
+        );
+    }
+    let verdict = trail::verify(pool, |_| {}).await.expect("verify");
+    assert!(matches!(verdict, Verdict::Intact { .. }), "{verdict:?}");
+}
+
+async fn verify_names_a_record_whose_field_was_changed(db: &TestDb) {
+    let (_service, pool, records) = prepared(db).await;
+    let target = records
+        .iter()
+        .find(|r| r.action == "settle")
+        .expect("a settlement");
+    // The intruder doubles a prize in the result text.
+    sqlx::query("UPDATE trail SET result = $1 WHERE seq = $2")
+        .bind(
+            target
+                .result
+                .replace("\"prize_cents\":", "\"prize_cents\":9"),
+        )
+        .bind(target.seq)
+        .execute(&pool)
+        .await
+        .expect("edit a record");
+    assert_broken_at(db, target.seq);
+}
+
+async fn verify_names_a_record_whose_time_was_changed(db: &TestDb) {
+    let (_service, pool, _records) = prepared(db).await;
+    sqlx::query("UPDATE trail SET at_ms = at_ms + 1 WHERE seq = 7")
+        .execute(&pool)
+        .await
+        .expect("edit a record");
+    assert_broken_at(db, 7);
+}
+
+async fn verify_names_a_deleted_record(db: &TestDb) {
+    let (_service, pool, _records) = prepared(db).await;
+    sqlx::query("DELETE FROM trail WHERE seq = 5")
+        .execute(&pool)
+        .await
+        .expect("delete a record");
+    assert_broken_at(db, 5);
+}
+
+async fn verify_names_the_last_record_when_it_was_deleted(db: &TestDb) {
+    let (_service, pool, records) = prepared(db).await;
+    let last = records.last().expect("a record").seq;
+    sqlx::query("DELETE FROM trail WHERE seq = $1")
+        .bind(last)
+        .execute(&pool)
+        .await
+        .expect("delete a record");
+    assert_broken_at(db, last);
+}
+
+async fn verify_names_a_record_inserted_in_the_middle(db: &TestDb) {
+    let (_service, pool, records) = prepared(db).await;
+    // The intruder makes room after record 6 and slips in a deposit whose
+    // hash is computed exactly as the server would: it chains to record 6, so
+    // the first record that no longer holds is the one after it.
+    sqlx::query("UPDATE trail SET seq = -seq WHERE seq > 6")
+        .execute(&pool)
+        .await
+        .expect("renumber");
+    sqlx::query("UPDATE trail SET seq = 1 - seq WHERE seq < 0")
+        .execute(&pool)
+        .await
+        .expect("renumber");
+    let prev = &records[5];
+    assert_eq!(prev.seq, 6);
+    let (actor, action, request, result) = (
+        "operator",
+        "credit",
+        r#"{"amount_cents":1000000,"player_id":1}"#,
+        r#"{"balance_cents":1000000}"#,
+    );
+    let hash = trail::record_hash(7, prev.at_ms, actor, action, request, result, &prev.hash);
+    sqlx::query(
+        "INSERT INTO trail (seq, at_ms, actor, action, request, result, prev_hash, hash) \
+         VALUES (7, $1, $2, $3, $4, $5, $6, $7)",
+    )
+    .bind(prev.at_ms)
+    .bind(actor)
+    .bind(action)
+    .bind(request)
+    .bind(result)
+    .bind(&prev.hash)
+    .bind(hash)
+    .execute(&pool)
+    .await
+    .expect("insert a record");
+    assert_broken_at(db, 8);
+}
+
+async fn verify_names_a_record_added_at_the_end(db: &TestDb) {
+    let (_service, pool, records) = prepared(db).await;
+    let last = records.last().expect("a record");
+    let seq = last.seq + 1;
+    let (request, result) = ("{}", "{}");
+    let hash = trail::record_hash(
+        seq, last.at_ms, "operator", "credit", request, result, &last.hash,
+    );
+    sqlx::query(
+        "INSERT INTO trail (seq, at_ms, actor, action, request, result, prev_hash, hash) \
+         VALUES ($1, $2, 'operator', 'credit', $3, $4, $5, $6)",
+    )
+    .bind(seq)
+    .bind(last.at_ms)
+    .bind(request)
+    .bind(result)
+    .bind(&last.hash)
+    .bind(hash)
+    .execute(&pool)
+    .await
+    .expect("insert a record");
+    // Perfectly chained, but the head (moved by every real append) does not
+    // know it.
+    assert_broken_at(db, seq);
+}
+
+async fn verify_names_the_first_of_two_swapped_records(db: &TestDb) {
+    let (_service, pool, _records) = prepared(db).await;
+    for statement in [
+        "UPDATE trail SET seq = -1 WHERE seq = 9",
+        "UPDATE trail SET seq = 9 WHERE seq = 12",
+        "UPDATE trail SET seq = 12 WHERE seq = -1",
+    ] {
+        sqlx::query(statement)
+            .execute(&pool)
+            .await
+            .expect("swap records");
+    }
+    assert_broken_at(db, 9);
+}
+
+async fn every_purchase_throw_and_settlement_of_a_few_hundred_games_is_in_the_trail_in_order(
+    db: &TestDb,
+) {
+    let (service, clock) = db.service().await;
+    service
+        .create_emission("Test", &Stake::ALL, 1)
+        .await
+        .expect("create an emission");
+    const PLAYERS: usize = 12;
+    const GAMES: usize = 25;
+    let mut tasks = Vec::new();
+    for p in 0..PLAYERS {
+        let service = service.clone();
+        tasks.push(tokio::spawn(async move {
+            let player = player(&service, &format!("player{p}")).await;
+            service.credit(&player, 100_000).await.expect("credit");
+            // (play id, throws made) per game, in the order played.
+            let mut games = Vec::new();
+            for g in 0..GAMES {
+                let stake = [50, 100, 200][(p + g) % 3];
+                let bought = service
+                    .buy(&player, purchase(stake, &format!("p{p}g{g}")))
+                    .await
+                    .expect("buy");
+                // Vary how far each game goes: some finish, some are left
+                // for the next purchase (or, the last, for the background task)
+                // to settle.
+                let throws = (p * 7 + g * 3) % 5;
+                for _ in 0..throws {
+                    service.throw(&player, bought.play_id).await.expect("throw");
+                }
+                games.push((bought.play_id, throws));
+            }
+            (player, games)
+        }));
+    }
+    let mut played = Vec::new();
+    for task in tasks {
+        played.push(task.await.expect("a player's task"));
+    }
+    clock.advance_ms(service.settings.auto_settle_after_s * 1000 + 1);
+    service
+        .settle_abandoned()
+        .await
+        .expect("settle abandoned plays");
+
+    let records = trail::all(&service.db.pool).await.expect("read the trail");
+    let verdict = trail::verify(&service.db.pool, |_| {})
+        .await
+        .expect("verify");
+    assert!(matches!(verdict, Verdict::Intact { .. }), "{verdict:?}");
+    for (i, record) in records.iter().enumerate() {
+        assert_eq!(record.seq, i as i64 + 1, "gapless numbers");
+    }
+
+    // Every record that names a play, grouped by play, in trail order.
+    let mut by_play: HashMap<i64, Vec<(i64, String)>> = HashMap::new();
+    for record in &records {
+        let request: serde_json::Value = serde_json::from_str(&record.request).expect("JSON");
+        let result: serde_json::Value = serde_json::from_str(&record.result).expect("JSON");
+        let play_id = request["play_id"].as_i64().or(result["play_id"].as_i64());
+        if let Some(play_id) = play_id {
+            let what = match record.action.as_str() {
+                "settle" => format!("settle:{}", request["reason"].as_str().unwrap_or("?")),
+                other => other.to_owned(),
+            };
+            by_play.entry(play_id).or_default().push((record.seq, what));
+        }
+    }
+    let mut games = 0;
+    for (player, plays) in &played {
+        let actor = format!("player:{}:{}", player.id, player.username);
+        let mut last_seq = 0;
+        for (i, &(play_id, throws)) in plays.iter().enumerate() {
+            games += 1;
+            let events = &by_play[&play_id];
+            let mut expected = vec!["buy".to_owned()];
+            expected.extend(std::iter::repeat_n("throw".to_owned(), throws));
+            expected.push(match (throws, i + 1 == plays.len()) {
+                (4, _) => "settle:fourth_throw".to_owned(),
+                (_, false) => "settle:next_purchase".to_owned(),
+                (_, true) => "settle:abandoned".to_owned(),
+            });
+            let actual: Vec<String> = events.iter().map(|(_, what)| what.clone()).collect();
+            assert_eq!(actual, expected, "play {play_id} of {actor}");
+            // A player's games come one after the other in the trail, and a
+            // game left mid-way is settled just before the next purchase.
+            let first = events[0].0;
+            assert!(first > last_seq, "play {play_id} after the previous one");
+            last_seq = events.last().expect("events").0;
+            let buy = &records[(first - 1) as usize];
+            assert_eq!(buy.actor, actor);
+        }
+    }
+    assert_eq!(games, PLAYERS * GAMES);
+}
+
+on_both_databases!(
+    an_untouched_trail_verifies_and_the_database_refuses_edits,
+    verify_names_a_record_whose_field_was_changed,
+    verify_names_a_record_whose_time_was_changed,
+    verify_names_a_deleted_record,
+    verify_names_the_last_record_when_it_was_deleted,
+    verify_names_a_record_inserted_in_the_middle,
+    verify_names_a_record_added_at_the_end,
+    verify_names_the_first_of_two_swapped_records,
+    every_purchase_throw_and_settlement_of_a_few_hundred_games_is_in_the_trail_in_order,
+);
+
+#[test]
+fn audit_export_rejects_a_time_that_is_not_rfc_3339() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_tresor"))
+        .args(["audit", "export", "--from", "yesterday", "--data"])
+        .arg(dir.path())
+        .output()
+        .expect("run tresor");
+    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+}
