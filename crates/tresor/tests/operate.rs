@@ -1,0 +1,692 @@
+//! The operator's side: reports that match the ledger and the prize table,
+//! block suspension, the sales opening and the site message, and the public
+//! block list that never shows a secret too early. Each test runs on SQLite
+//! and on PostgreSQL, through the real `tresor` binary and the HTTP router.
+
+mod common;
+
+use axum::http::StatusCode;
+use common::{Api, TestDb, describe, player};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use tresor::service::{IdempotencyKey, Purchase, Service, rfc3339};
+use tresor::store::Backend;
+use tresor::trail;
+use tresor_game::{BlockSecret, LEVELS, Level, Stake, UNITS_PER_BLOCK, block_outcomes};
+
+fn purchase(stake_cents: i64, key: &str) -> Purchase {
+    Purchase {
+        stake: Stake::try_from(stake_cents).expect("a stake"),
+        idempotency_key: IdempotencyKey::parse(key).expect("a key"),
+    }
+}
+
+/// Runs `tresor report --format json` and parses it.
+fn report_json(db: &TestDb, extra: &[&str]) -> Value {
+    let mut args = vec!["report", "--format", "json"];
+    args.extend_from_slice(extra);
+    let output = db.tresor(&args);
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    serde_json::from_slice(&output.stdout).expect("the report is JSON")
+}
+
+fn blocks_of(report: &Value) -> Vec<Value> {
+    let mut blocks = Vec::new();
+    for emission in report["emissions"].as_array().expect("emissions") {
+        for stake in emission["stakes"].as_array().expect("stakes") {
+            for block in stake["blocks"].as_array().expect("blocks") {
+                blocks.push(block.clone());
+            }
+        }
+    }
+    blocks
+}
+
+/// The trail's actions, in order.
+async fn actions(service: &Service) -> Vec<String> {
+    trail::all(&service.db.pool)
+        .await
+        .expect("the trail")
+        .into_iter()
+        .map(|r| r.action)
+        .collect()
+}
+
+async fn report_figures_equal_the_ledger_summed_independently(db: &TestDb) {
+    let (service, _clock) = db.service().await;
+    service
+        .create_emission("Test", &Stake::ALL, 1)
+        .await
+        .expect("create an emission");
+    // Per block: units sold, stakes taken, wins won, wins credited (as seen by
+    // the players' balances), wins pending.
+    #[derive(Default, Debug)]
+    struct Sums {
+        sold: i64,
+        stakes: i64,
+        won: i64,
+        credited: i64,
+        pending: i64,
+        per_level: HashMap<u8, i64>,
+    }
+    let mut sums: HashMap<i64, Sums> = HashMap::new();
+    for p in 0..4 {
+        let player = player(&service, &format!("player{p}")).await;
+        service.credit(&player, 50_000).await.expect("credit");
+        let mut previous: Option<(i64, i64, bool)> = None;
+        for g in 0..50 {
+            let stake = [50, 100, 200][(g + p) % 3];
+            let before = service
+                .balance_cents(player.account_id)
+                .await
+                .expect("balance");
+            let bought = service
+                .buy(&player, purchase(stake, &format!("p{p}g{g}")))
+                .await
+                .expect("buy");
+            let play = service.play(&player, bought.play_id).await.expect("play");
+            let after = service
+                .balance_cents(player.account_id)
+                .await
+                .expect("balance");
+            // A play left mid-way was settled by this purchase: its prize
+            // shows in the balance beside this stake.
+            if let Some((block, prize, false)) = previous {
+                assert_eq!(after, before - stake + prize);
+                let s = sums.entry(block).or_default();
+                s.credited += prize;
+                s.pending -= prize;
+            }
+            let s = sums.entry(play.unit.block).or_default();
+            s.sold += 1;
+            s.stakes += stake;
+            s.won += play.outcome.prize_cents;
+            s.pending += play.outcome.prize_cents;
+            *s.per_level.entry(play.outcome.level.get()).or_default() += 1;
+            let finish = g % 3 != 0;
+            if finish {
+                let before = service
+                    .balance_cents(player.account_id)
+                    .await
+                    .expect("balance");
+                for _ in 0..4 {
+                    service.throw(&player, bought.play_id).await.expect("throw");
+                }
+                let after = service
+                    .balance_cents(player.account_id)
+                    .await
+                    .expect("balance");
+                assert_eq!(after - before, play.outcome.prize_cents);
+                s.credited += play.outcome.prize_cents;
+                s.pending -= play.outcome.prize_cents;
+            }
+            previous = Some((play.unit.block, play.outcome.prize_cents, finish));
+        }
+    }
+    let report = report_json(db, &[]);
+    let blocks = blocks_of(&report);
+    assert_eq!(blocks.len(), 3);
+    for block in &blocks {
+        let id = block["id"].as_i64().expect("an id");
+        let f = &block["figures"];
+        let s = sums.remove(&id).unwrap_or_default();
+        assert_eq!(f["units_sold"], json!(s.sold), "block {id}");
+        assert_eq!(f["units_left"], json!(i64::from(UNITS_PER_BLOCK) - s.sold));
+        assert_eq!(f["stakes_taken_cents"], json!(s.stakes), "block {id}");
+        assert_eq!(f["wins_won_cents"], json!(s.won), "block {id}");
+        assert_eq!(f["wins_credited_cents"], json!(s.credited), "block {id}");
+        assert_eq!(f["wins_pending_cents"], json!(s.pending), "block {id}");
+        for level in f["levels"].as_array().expect("levels") {
+            let n = level["level"].as_u64().expect("a level") as u8;
+            let sold = s.per_level.get(&n).copied().unwrap_or(0);
+            assert_eq!(level["units_sold"], json!(sold), "block {id} level {n}");
+            assert_eq!(
+                level["units_left"].as_i64().expect("left") + sold,
+                level["units_in_table"].as_i64().expect("table")
+            );
+        }
+    }
+    // And the report's totals equal the ledger's transfers.
+    let pool = &service.db.pool;
+    let ledger = |kind: &'static str| async move {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT CAST(COALESCE(SUM(amount_cents), 0) AS BIGINT) FROM transfers WHERE kind = $1",
+        )
+        .bind(kind)
+        .fetch_one(pool)
+        .await
+        .expect("a sum")
+    };
+    let total = &report["emissions"][0]["figures"];
+    assert_eq!(total["stakes_taken_cents"], json!(ledger("stake").await));
+    assert_eq!(total["wins_credited_cents"], json!(ledger("prize").await));
+    let balances: i64 =
+        sqlx::query_scalar("SELECT CAST(SUM(balance_cents) AS BIGINT) FROM accounts")
+            .fetch_one(pool)
+            .await
+            .expect("a sum");
+    assert_eq!(balances, 0, "all balances sum to zero");
+
+    // The other formats say the same.
+    let output = db.tresor(&["report", "--format", "csv"]);
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let csv = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(csv.lines().count(), 1 + 3 * 2 + 1, "{csv}");
+    let output = db.tresor(&["report"]);
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let output = db.tresor(&["report", "--emission", "99"]);
+    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+}
+
+/// Sells every unit of `block_id` but the last `keep`, writing the plays and
+/// transfers the way the service would, in bulk (a whole block through the
+/// service is another test's business and takes minutes on PostgreSQL).
+async fn sell_block_in_bulk(service: &Service, block_id: i64, keep: usize) {
+    let pool = &service.db.pool;
+    let secret: Vec<u8> = sqlx::query_scalar("SELECT secret FROM blocks WHERE id = $1")
+        .bind(block_id)
+        .fetch_one(pool)
+        .await
+        .expect("the secret");
+    let stake_cents: i64 = sqlx::query_scalar("SELECT stake_cents FROM blocks WHERE id = $1")
+        .bind(block_id)
+        .fetch_one(pool)
+        .await
+        .expect("the stake");
+    let stake = Stake::try_from(stake_cents).expect("a stake");
+    let outcomes = block_outcomes(&BlockSecret::from_bytes(
+        secret.try_into().expect("32 bytes"),
+    ));
+    let buyer = player(service, "bulk").await;
+    let sold = outcomes.len() - keep;
+    let first_id: i64 =
+        sqlx::query_scalar::<_, i64>("SELECT CAST(COALESCE(MAX(id), 0) AS BIGINT) FROM plays")
+            .fetch_one(pool)
+            .await
+            .expect("max id")
+            + 1;
+    let mut tx = pool.begin().await.expect("a transaction");
+    let mut stakes = 0i64;
+    let mut prizes = 0i64;
+    for chunk_start in (0..sold).step_by(1000) {
+        let chunk_end = (chunk_start + 1000).min(sold);
+        let mut sql = String::from(
+            "INSERT INTO plays (id, player_id, block_id, unit_index, stake_cents, level, prize_cents, \
+             throws_made, state, idempotency_key, request_hash, created_at_ms, finished_at_ms) VALUES ",
+        );
+        let mut transfers = String::from(
+            "INSERT INTO transfers (debit_account_id, credit_account_id, amount_cents, kind, play_id, \
+             created_at_ms) VALUES ",
+        );
+        let mut first_transfer = true;
+        for index in chunk_start..chunk_end {
+            let id = first_id + index as i64;
+            let level = outcomes[index];
+            let prize = stake.prize_cents(level);
+            stakes += stake_cents;
+            prizes += prize;
+            if index > chunk_start {
+                sql.push(',');
+            }
+            sql.push_str(&format!(
+                "({id}, {}, {block_id}, {index}, {stake_cents}, {}, {prize}, 4, 'finished', 'bulk{index}', 'x', 1, 1)",
+                buyer.id,
+                level.get()
+            ));
+            if !first_transfer {
+                transfers.push(',');
+            }
+            first_transfer = false;
+            transfers.push_str(&format!(
+                "({}, {}, {stake_cents}, 'stake', {id}, 1)",
+                buyer.account_id,
+                tresor::service::STAKES_ACCOUNT
+            ));
+            if prize > 0 {
+                transfers.push_str(&format!(
+                    ",({}, {}, {prize}, 'prize', {id}, 1)",
+                    tresor::service::PRIZES_ACCOUNT,
+                    buyer.account_id
+                ));
+            }
+        }
+        sqlx::raw_sql(&sql)
+            .execute(&mut *tx)
+            .await
+            .expect("insert plays");
+        sqlx::raw_sql(&transfers)
+            .execute(&mut *tx)
+            .await
+            .expect("insert transfers");
+    }
+    // The buyer's deposits paid for the stakes; balances follow the transfers.
+    let deposits = stakes;
+    sqlx::query(
+        "INSERT INTO transfers (debit_account_id, credit_account_id, amount_cents, kind, created_at_ms) \
+         VALUES ($1, $2, $3, 'deposit', 1)",
+    )
+    .bind(tresor::service::DEPOSITS_ACCOUNT)
+    .bind(buyer.account_id)
+    .bind(deposits)
+    .execute(&mut *tx)
+    .await
+    .expect("a deposit");
+    for (account, delta) in [
+        (tresor::service::DEPOSITS_ACCOUNT, -deposits),
+        (buyer.account_id, deposits - stakes + prizes),
+        (tresor::service::STAKES_ACCOUNT, stakes),
+        (tresor::service::PRIZES_ACCOUNT, -prizes),
+    ] {
+        sqlx::query("UPDATE accounts SET balance_cents = balance_cents + $1 WHERE id = $2")
+            .bind(delta)
+            .bind(account)
+            .execute(&mut *tx)
+            .await
+            .expect("a balance");
+    }
+    sqlx::query("UPDATE blocks SET units_sold = $1 WHERE id = $2")
+        .bind(sold as i64)
+        .bind(block_id)
+        .execute(&mut *tx)
+        .await
+        .expect("units sold");
+    if service.db.backend == Backend::Postgres {
+        sqlx::query(
+            "SELECT setval(pg_get_serial_sequence('plays', 'id'), (SELECT MAX(id) FROM plays))",
+        )
+        .execute(&mut *tx)
+        .await
+        .expect("move the id sequence");
+    }
+    tx.commit().await.expect("commit");
+}
+
+async fn a_sold_out_block_reports_exactly_its_table(db: &TestDb) {
+    let (service, _clock) = db.service().await;
+    let emission = service
+        .create_emission("Test", &[Stake::ALL[0]], 1)
+        .await
+        .expect("create an emission");
+    let block_id = service.blocks().await.expect("blocks")[0].id;
+    sell_block_in_bulk(&service, block_id, 20).await;
+    // The last units go through the service, which marks the block sold out.
+    let last = player(&service, "last").await;
+    service.credit(&last, 10_000_000).await.expect("credit");
+    for i in 0..20 {
+        let bought = service
+            .buy(&last, purchase(50, &format!("last{i}")))
+            .await
+            .expect("buy");
+        if i % 2 == 0 {
+            for _ in 0..4 {
+                service.throw(&last, bought.play_id).await.expect("throw");
+            }
+        }
+    }
+    assert_eq!(
+        service
+            .buy(&last, purchase(50, "one-too-many"))
+            .await
+            .err()
+            .map(|e| e.to_string()),
+        Some(tresor::error::Error::SoldOut.to_string())
+    );
+    let report = report_json(db, &["--emission", &emission.to_string()]);
+    let block = &blocks_of(&report)[0];
+    assert_eq!(block["state"], "sold_out");
+    let f = &block["figures"];
+    let stake = Stake::ALL[0];
+    assert_eq!(f["units_sold"], json!(UNITS_PER_BLOCK));
+    assert_eq!(f["units_left"], json!(0));
+    assert_eq!(
+        f["stakes_taken_cents"],
+        json!(i64::from(UNITS_PER_BLOCK) * 50)
+    );
+    assert_eq!(f["wins_won_cents"], json!(stake.block_prizes_cents()));
+    assert_eq!(f["prizes_left_cents"], json!(0));
+    assert_eq!(f["payout_percent"], "70.00");
+    assert_eq!(
+        f["wins_credited_cents"].as_i64().expect("credited")
+            + f["wins_pending_cents"].as_i64().expect("pending"),
+        stake.block_prizes_cents()
+    );
+    for (level, spec) in f["levels"].as_array().expect("levels").iter().zip(&LEVELS) {
+        assert_eq!(level["units_sold"], json!(spec.units_per_block));
+        assert_eq!(level["units_left"], json!(0));
+        assert_eq!(
+            level["prize_cents"],
+            json!(stake.prize_cents(Level::new(spec.level).expect("a level")))
+        );
+    }
+    // Sold out, the block's secret is public and matches its commitment.
+    let api = Api::new(&service);
+    let answer = api.get("/api/blocks").await;
+    let listed = &answer.body["blocks"][0];
+    let secret = listed["secret"].as_str().expect("the secret is published");
+    let bytes = hex::decode(secret).expect("hex");
+    assert_eq!(
+        tresor::service::sha256_hex(&bytes),
+        listed["commitment"].as_str().expect("a commitment")
+    );
+}
+
+async fn a_suspended_block_is_not_sold_and_sales_go_on_from_another_block(db: &TestDb) {
+    let (service, _clock) = db.service().await;
+    service
+        .create_emission("Test", &[Stake::ALL[1]], 2)
+        .await
+        .expect("create an emission");
+    let ids: Vec<i64> = service
+        .blocks()
+        .await
+        .expect("blocks")
+        .iter()
+        .map(|b| b.id)
+        .collect();
+    let (first, second) = (ids[0], ids[1]);
+    let api = Api::new(&service);
+    let cookie = api.register("alice").await;
+    let alice = service.player_by_username("alice").await.expect("alice");
+    service.credit(&alice, 10_000).await.expect("credit");
+    let buy = |key: &'static str| {
+        let api = api.clone();
+        let cookie = cookie.clone();
+        async move {
+            api.call(
+                "POST",
+                "/api/plays",
+                Some(json!({"stake_cents": 100})),
+                Some(&cookie),
+                Some(key),
+            )
+            .await
+        }
+    };
+
+    let out = db.tresor(&["block", "suspend", &first.to_string()]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let answer = buy("k1").await;
+    assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.text);
+    assert_eq!(
+        answer.body["unit"]["block"],
+        json!(second),
+        "sold from the other block"
+    );
+
+    let out = db.tresor(&["block", "suspend", &second.to_string()]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let answer = buy("k2").await;
+    assert_eq!(answer.status, StatusCode::CONFLICT, "{}", answer.text);
+    assert_eq!(answer.body["error"]["code"], "sold_out");
+    let status = api.get("/api/status").await;
+    assert_eq!(status.body["sales_open"], json!(false), "{}", status.text);
+
+    // Suspended blocks keep their secrets.
+    let listed = api.get("/api/blocks").await;
+    for block in listed.body["blocks"].as_array().expect("blocks") {
+        assert_eq!(block["state"], "suspended");
+        assert_eq!(block["secret"], Value::Null);
+    }
+
+    // Bad requests: one line, exit 2.
+    for args in [
+        vec!["block", "suspend", &*second.to_string()]
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>(),
+        vec!["block".into(), "resume".into(), "9999".into()],
+        vec!["block".into(), "suspend".into(), "not-a-number".into()],
+    ] {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = db.tresor(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", describe(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+    }
+
+    let out = db.tresor(&["block", "resume", &first.to_string()]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let answer = buy("k3").await;
+    assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.text);
+    assert_eq!(answer.body["unit"]["block"], json!(first));
+
+    let trail = trail::all(&service.db.pool).await.expect("the trail");
+    let control: Vec<(String, String)> = trail
+        .iter()
+        .filter(|r| r.action.starts_with("block_"))
+        .map(|r| (r.actor.clone(), format!("{} {}", r.action, r.request)))
+        .collect();
+    assert_eq!(
+        control,
+        vec![
+            (
+                "operator".to_owned(),
+                format!("block_suspend {{\"block_id\":{first}}}")
+            ),
+            (
+                "operator".to_owned(),
+                format!("block_suspend {{\"block_id\":{second}}}")
+            ),
+            (
+                "operator".to_owned(),
+                format!("block_resume {{\"block_id\":{first}}}")
+            ),
+        ]
+    );
+}
+
+async fn purchases_before_the_sales_opening_are_refused_with_sales_closed(db: &TestDb) {
+    let (service, clock) = db.service().await;
+    service
+        .create_emission("Test", &Stake::ALL, 1)
+        .await
+        .expect("create an emission");
+    let api = Api::new(&service);
+    let cookie = api.register("alice").await;
+    let alice = service.player_by_username("alice").await.expect("alice");
+    service.credit(&alice, 10_000).await.expect("credit");
+
+    let opening = rfc3339(common::START_MS + 600_000);
+    let out = db.tresor(&["sales", "open-at", &opening]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let status = api.get("/api/status").await;
+    assert_eq!(status.body["sales_open"], json!(false), "{}", status.text);
+    assert_eq!(status.body["opens_at"], json!(opening));
+    let answer = api
+        .call(
+            "POST",
+            "/api/plays",
+            Some(json!({"stake_cents": 50})),
+            Some(&cookie),
+            Some("a"),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::FORBIDDEN, "{}", answer.text);
+    assert_eq!(answer.body["error"]["code"], "sales_closed");
+    assert_eq!(
+        service
+            .balance_cents(alice.account_id)
+            .await
+            .expect("balance"),
+        10_000
+    );
+
+    // At the opening time, sales open by themselves.
+    clock.advance_ms(600_000);
+    assert_eq!(api.get("/api/status").await.body["sales_open"], json!(true));
+    let answer = api
+        .call(
+            "POST",
+            "/api/plays",
+            Some(json!({"stake_cents": 50})),
+            Some(&cookie),
+            Some("b"),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.text);
+
+    // Set far ahead then cleared: open again.
+    let out = db.tresor(&["sales", "open-at", "2099-01-01T00:00:00+01:00"]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert_eq!(
+        api.get("/api/status").await.body["sales_open"],
+        json!(false)
+    );
+    let out = db.tresor(&["sales", "open-at", "--clear"]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let status = api.get("/api/status").await;
+    assert_eq!(status.body["sales_open"], json!(true));
+    assert_eq!(status.body["opens_at"], Value::Null);
+
+    for args in [
+        &["sales", "open-at", "tomorrow"][..],
+        &["sales", "open-at"][..],
+        &["sales", "open-at", "2099-01-01T00:00:00Z", "--clear"][..],
+    ] {
+        let out = db.tresor(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", describe(&out));
+    }
+    let actions = actions(&service).await;
+    assert_eq!(actions.iter().filter(|a| *a == "sales_open_at").count(), 3);
+}
+
+async fn an_announcement_is_shown_by_the_status_api_until_cleared(db: &TestDb) {
+    let (service, _clock) = db.service().await;
+    let api = Api::new(&service);
+    assert_eq!(api.get("/api/status").await.body["message"], Value::Null);
+    let text = "Maintenance ce soir à 22 h — « L'Ile au Trésor » revient demain";
+    let out = db.tresor(&["announce", text]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert_eq!(api.get("/api/status").await.body["message"], json!(text));
+    let out = db.tresor(&["announce", "--clear"]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert_eq!(api.get("/api/status").await.body["message"], Value::Null);
+    for args in [&["announce"][..], &["announce", "   "][..]] {
+        let out = db.tresor(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", describe(&out));
+    }
+    let records = trail::all(&service.db.pool).await.expect("the trail");
+    let announces: Vec<&str> = records
+        .iter()
+        .filter(|r| r.action == "announce")
+        .map(|r| r.actor.as_str())
+        .collect();
+    assert_eq!(announces, ["operator", "operator"]);
+}
+
+async fn the_public_block_list_never_shows_the_secret_of_a_block_on_sale(db: &TestDb) {
+    let (service, _clock) = db.service().await;
+    let emission = service
+        .create_emission("Test", &Stake::ALL, 2)
+        .await
+        .expect("create an emission");
+    let ids: Vec<i64> = service
+        .blocks()
+        .await
+        .expect("blocks")
+        .iter()
+        .map(|b| b.id)
+        .collect();
+    service.suspend_block(ids[1]).await.expect("suspend");
+    let alice = player(&service, "alice").await;
+    service.credit(&alice, 1_000).await.expect("credit");
+    service.buy(&alice, purchase(100, "a")).await.expect("buy");
+    let secrets: Vec<Vec<u8>> = sqlx::query_scalar("SELECT secret FROM blocks ORDER BY id")
+        .fetch_all(&service.db.pool)
+        .await
+        .expect("secrets");
+    let api = Api::new(&service);
+    let answer = api.get("/api/blocks").await;
+    assert_eq!(answer.status, StatusCode::OK);
+    for secret in &secrets {
+        assert!(
+            !answer.text.contains(&hex::encode(secret)),
+            "a secret leaked"
+        );
+        assert!(
+            !answer
+                .text
+                .to_lowercase()
+                .contains(&hex::encode_upper(secret).to_lowercase())
+        );
+    }
+    for block in answer.body["blocks"].as_array().expect("blocks") {
+        assert_eq!(block["secret"], Value::Null, "{block}");
+    }
+    // Nor does the trail or its export hold any secret.
+    let out = db.tresor(&["audit", "export"]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let export = String::from_utf8_lossy(&out.stdout);
+    assert!(export.lines().count() >= 5, "{export}");
+    for secret in &secrets {
+        assert!(
+            !export.contains(&hex::encode(secret)),
+            "a secret is in the trail"
+        );
+    }
+
+    // Closing the emission publishes every secret, each matching its
+    // commitment.
+    let out = db.tresor(&["emission", "close", &emission.to_string()]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let answer = api.get("/api/blocks").await;
+    for block in answer.body["blocks"].as_array().expect("blocks") {
+        let secret = block["secret"].as_str().expect("published");
+        assert_eq!(
+            tresor::service::sha256_hex(&hex::decode(secret).expect("hex")),
+            block["commitment"].as_str().expect("a commitment")
+        );
+    }
+}
+
+async fn audit_export_writes_json_lines_within_the_window(db: &TestDb) {
+    let (service, clock) = db.service().await;
+    service
+        .set_announcement(Some("one".to_owned()))
+        .await
+        .expect("announce");
+    clock.advance_ms(60_000);
+    service
+        .set_announcement(Some("two".to_owned()))
+        .await
+        .expect("announce");
+    clock.advance_ms(60_000);
+    service
+        .set_announcement(Some("three".to_owned()))
+        .await
+        .expect("announce");
+    let from = rfc3339(common::START_MS + 30_000);
+    let to = rfc3339(common::START_MS + 90_000);
+    let out = db.tresor(&["audit", "export", "--from", &from, "--to", &to]);
+    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let line = &lines[0];
+    assert_eq!(line["seq"], json!(2));
+    assert_eq!(line["action"], "announce");
+    assert_eq!(line["at"], json!(rfc3339(common::START_MS + 60_000)));
+    // An export carries what is needed to re-check each hash.
+    let hash = trail::record_hash(
+        line["seq"].as_i64().expect("seq"),
+        line["at_ms"].as_i64().expect("at_ms"),
+        line["actor"].as_str().expect("actor"),
+        line["action"].as_str().expect("action"),
+        line["request"].as_str().expect("request"),
+        line["result"].as_str().expect("result"),
+        line["prev_hash"].as_str().expect("prev_hash"),
+    );
+    assert_eq!(line["hash"], json!(hash));
+}
+
+on_both_databases!(
+    report_figures_equal_the_ledger_summed_independently,
+    a_sold_out_block_reports_exactly_its_table,
+    a_suspended_block_is_not_sold_and_sales_go_on_from_another_block,
+    purchases_before_the_sales_opening_are_refused_with_sales_closed,
+    an_announcement_is_shown_by_the_status_api_until_cleared,
+    the_public_block_list_never_shows_the_secret_of_a_block_on_sale,
+    audit_export_writes_json_lines_within_the_window,
+);
