@@ -178,4 +178,76 @@ mod tests {
             "BlockSecret(<hidden>)"
         );
     }
+
+    /// The known-answer vectors of docs/AUDIT.md, also reproduced there by an
+    /// independent implementation: (secret, commitment, first 32 levels,
+    /// index of the level-1 unit, scenario seeds of units 0 and 449,999).
+    struct Vector {
+        secret: [u8; 32],
+        commitment: &'static str,
+        first: [u8; 32],
+        jackpot: usize,
+        seed_0: &'static str,
+        seed_last: &'static str,
+    }
+
+    const VECTORS: [Vector; 2] = [
+        Vector {
+            secret: [0; 32],
+            commitment: "66687aadf862bd776c8fc18b8e9f8e20089714856ee233b3902a591d0d5f2925",
+            first: [
+                0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 7, 0, 9, 9, 0, 0, 0, 9, 0, 0, 0,
+                8, 0, 0, 0,
+            ],
+            jackpot: 329_825,
+            seed_0: "34f9320b996ecaa23b1f9077a851c40627c44b6220f079042a1c547ade9f0a6c",
+            seed_last: "18eb3613f9067b41d6bf12e909fad5a62925cb41f2046c37911a0c0f64647371",
+        },
+        Vector {
+            secret: counting_bytes(),
+            commitment: "630dcd2966c4336691125448bbb25b4ff412a49c732db2c8abc1b8581bd710dd",
+            first: [
+                9, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 8, 0, 0, 0, 0, 7, 0, 9, 8, 0, 0, 0, 0, 0,
+                0, 9, 0, 0,
+            ],
+            jackpot: 218_399,
+            seed_0: "748ff55c64afd4786d30fdf66c2276a132ce2476cf322c81c9bbeab77f8c8efd",
+            seed_last: "d478394a030b63f16e160712ce23ceb324a4cfa211ee456ce3752d3c9340f9f3",
+        },
+    ];
+
+    const fn counting_bytes() -> [u8; 32] {
+        let mut bytes = [0u8; 32];
+        let mut i = 0;
+        while i < 32 {
+            bytes[i] = i as u8;
+            i += 1;
+        }
+        bytes
+    }
+
+    #[test]
+    fn the_known_answer_vectors_of_the_audit_guide_hold() {
+        for Vector {
+            secret,
+            commitment,
+            first,
+            jackpot,
+            seed_0,
+            seed_last,
+        } in VECTORS
+        {
+            let secret = BlockSecret::from_bytes(secret);
+            assert_eq!(secret.commitment().to_hex(), commitment);
+            let outcomes = block_outcomes(&secret);
+            let levels: Vec<u8> = outcomes[..32].iter().map(|l| l.get()).collect();
+            assert_eq!(levels, first);
+            let ones: Vec<usize> = (0..outcomes.len())
+                .filter(|&i| outcomes[i].get() == 1)
+                .collect();
+            assert_eq!(ones, [jackpot]);
+            assert_eq!(hex::encode(scenario_seed(&secret, 0)), seed_0);
+            assert_eq!(hex::encode(scenario_seed(&secret, 449_999)), seed_last);
+        }
+    }
 }
