@@ -383,7 +383,7 @@ impl Scenario {
 
 /// The scene generator's random draws: the ChaCha8 keystream keyed by the
 /// unit's seed (key = seed, zero nonce, counter from 0), read as LE `u32`
-/// words, with the same unbiased `uniform(n)` as the block shuffle.
+/// words.
 struct SceneRng(ChaCha8Rng);
 
 impl SceneRng {
@@ -391,17 +391,21 @@ impl SceneRng {
         SceneRng(ChaCha8Rng::from_seed(*seed))
     }
 
-    /// A uniform integer in `0..n`. The redraw happens with probability
-    /// below n / 2^32, so the loop ends after one draw in practice.
+    /// A uniform integer in `0..n`, by Lemire's multiply-and-shift with
+    /// rejection: `m = r * n` (64-bit); the low 32 bits of `m` below
+    /// `2^32 mod n` are redrawn; the answer is `m >> 32`. Exactly uniform, and
+    /// unlike the block shuffle's `uniform` it needs no division in the
+    /// common case, which matters at a million scenes per second.
     fn below(&mut self, n: u32) -> u32 {
         debug_assert!(n > 0);
-        let zone = (1u64 << 32) / u64::from(n) * u64::from(n);
-        loop {
-            let r = self.0.next_u32();
-            if u64::from(r) < zone {
-                return r % n;
+        let mut m = u64::from(self.0.next_u32()) * u64::from(n);
+        if (m as u32) < n {
+            let threshold = n.wrapping_neg() % n;
+            while (m as u32) < threshold {
+                m = u64::from(self.0.next_u32()) * u64::from(n);
             }
         }
+        (m >> 32) as u32
     }
 
     /// Picks a count from a table of cumulative weights out of 20.
