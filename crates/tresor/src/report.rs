@@ -338,13 +338,13 @@ fn euros(cents: i64) -> String {
     let sign = if cents < 0 { "-" } else { "" };
     let cents = cents.unsigned_abs();
     let whole = (cents / 100).to_string();
-    let mut grouped = String::new();
-    for (i, c) in whole.chars().enumerate() {
-        if i > 0 && (whole.len() - i) % 3 == 0 {
-            grouped.push(' ');
-        }
-        grouped.push(c);
-    }
+    let groups: Vec<&str> = whole
+        .as_bytes()
+        .rchunks(3)
+        .rev()
+        .map(|g| std::str::from_utf8(g).expect("ASCII digits"))
+        .collect();
+    let grouped = groups.join(" ");
     format!("{sign}{grouped}.{:02}", cents % 100)
 }
 

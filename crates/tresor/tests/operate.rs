@@ -219,9 +219,13 @@ async fn sell_block_in_bulk(service: &Service, block_id: i64, keep: usize) {
              created_at_ms) VALUES ",
         );
         let mut first_transfer = true;
-        for index in chunk_start..chunk_end {
+        for (index, &level) in outcomes
+            .iter()
+            .enumerate()
+            .take(chunk_end)
+            .skip(chunk_start)
+        {
             let id = first_id + index as i64;
-            let level = outcomes[index];
             let prize = stake.prize_cents(level);
             stakes += stake_cents;
             prizes += prize;
@@ -430,12 +434,13 @@ async fn a_suspended_block_is_not_sold_and_sales_go_on_from_another_block(db: &T
 
     // Bad requests: one line, exit 2.
     for args in [
-        vec!["block", "suspend", &*second.to_string()]
-            .iter()
-            .map(|s| s.to_string())
-            .collect::<Vec<_>>(),
-        vec!["block".into(), "resume".into(), "9999".into()],
-        vec!["block".into(), "suspend".into(), "not-a-number".into()],
+        ["block".to_owned(), "suspend".to_owned(), second.to_string()],
+        ["block".to_owned(), "resume".to_owned(), "9999".to_owned()],
+        [
+            "block".to_owned(),
+            "suspend".to_owned(),
+            "not-a-number".to_owned(),
+        ],
     ] {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let out = db.tresor(&args);

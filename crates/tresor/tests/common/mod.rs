@@ -126,15 +126,14 @@ impl TestDb {
 
     /// Runs the real `tresor` binary with `args` and this database's flags.
     pub fn tresor(&self, args: &[&str]) -> Output {
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_tresor"))
+        std::process::Command::new(env!("CARGO_BIN_EXE_tresor"))
             .args(args)
             .args(self.db_args())
             .env_remove("TRESOR_DATA")
             .env_remove("TRESOR_DATABASE_URL")
             .env("RUST_LOG", "warn")
             .output()
-            .expect("run the tresor binary");
-        output
+            .expect("run the tresor binary")
     }
 }
 
