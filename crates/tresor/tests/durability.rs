@@ -1,0 +1,222 @@
+//! The server's promises under stress, through the real binary: a purchase
+//! acknowledged before a SIGKILL is there after the restart, nothing is debited
+//! twice, and the ledger balances; and a whole block sold through the service
+//! pays exactly its table, then verifies once its secret is published.
+
+#[path = "api/helpers.rs"]
+#[expect(dead_code, reason = "the API tests use the rest of the helpers")]
+mod helpers;
+
+use helpers::{Backend, TestDb, assert_ledger_balances};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+use tresor::service::{IdempotencyKey, ManualClock, Purchase, Registration, Service, Settings};
+use tresor::store::Db;
+use tresor_game::{LEVELS, Stake};
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn start_server(db: &TestDb, port: u16) -> Child {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tresor"));
+    command.args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--demo"]);
+    if db.url.starts_with("sqlite:") {
+        let path = db.url.trim_start_matches("sqlite://").trim_end_matches("?mode=rwc");
+        let dir = std::path::Path::new(path).parent().unwrap();
+        command.args(["--data", dir.to_str().unwrap()]);
+    } else {
+        command.args(["--database-url", &db.url]);
+    }
+    command.stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("start tresor serve")
+}
+
+async fn wait_healthy(base: &str) {
+    for _ in 0..200 {
+        if reqwest::get(format!("{base}/healthz")).await.is_ok_and(|r| r.status().is_success()) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the server did not start");
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder().cookie_store(true).timeout(Duration::from_secs(20)).build().unwrap()
+}
+
+async fn post(client: &reqwest::Client, url: String, body: Value, key: Option<&str>) -> Option<(u16, Value)> {
+    let mut request = client.post(url).header("x-requested-with", "tresor").json(&body);
+    if let Some(key) = key {
+        request = request.header("idempotency-key", key);
+    }
+    let response = request.send().await.ok()?;
+    let status = response.status().as_u16();
+    Some((status, response.json().await.ok()?))
+}
+
+async fn survives_a_kill(backend: Backend) {
+    let Some(db) = TestDb::new(backend).await else { return };
+    let port = free_port();
+    let base = format!("http://127.0.0.1:{port}");
+    let mut server = start_server(&db, port);
+    wait_healthy(&base).await;
+
+    const PLAYERS: usize = 16;
+    let mut clients = Vec::new();
+    for p in 0..PLAYERS {
+        let client = client();
+        let body = json!({"username": format!("player{p}"), "password": "a long password", "adult": true, "accept_rules": true});
+        assert_eq!(post(&client, format!("{base}/api/register"), body, None).await.unwrap().0, 201);
+        let deposit = json!({"amount_cents": 100_000});
+        assert_eq!(post(&client, format!("{base}/api/demo/deposit"), deposit, None).await.unwrap().0, 200);
+        clients.push(client);
+    }
+
+    // Every player buys as fast as it can; acknowledged purchases are noted.
+    let mut tasks = Vec::new();
+    for (p, client) in clients.iter().cloned().enumerate() {
+        let base = base.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut acknowledged: Vec<(String, i64, Value)> = Vec::new();
+            let mut attempted = Vec::new();
+            for n in 0.. {
+                let key = format!("p{p}-n{n}");
+                attempted.push(key.clone());
+                match post(&client, format!("{base}/api/plays"), json!({"stake_cents": 50}), Some(&key)).await {
+                    Some((201, play)) => acknowledged.push((key, play["id"].as_i64().unwrap(), play["unit"].clone())),
+                    Some((status, body)) => panic!("unexpected {status}: {body}"),
+                    None => break,
+                }
+            }
+            (acknowledged, attempted)
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    server.kill().expect("SIGKILL the server");
+    server.wait().unwrap();
+    let mut results = Vec::new();
+    for task in tasks {
+        results.push(task.await.unwrap());
+    }
+    let acknowledged: usize = results.iter().map(|(a, _)| a.len()).sum();
+    assert!(acknowledged > 10, "purchases were made before the kill ({acknowledged})");
+
+    let mut server = start_server(&db, port);
+    wait_healthy(&base).await;
+    for (client, (acknowledged, attempted)) in clients.iter().zip(&results) {
+        // Sessions live in the database: the same cookie still works.
+        for (_, id, unit) in acknowledged {
+            let play: Value = client.get(format!("{base}/api/plays/{id}")).send().await.unwrap().json().await.unwrap();
+            assert_eq!(&play["unit"], unit, "acknowledged play {id} survived");
+        }
+        // Retrying every attempted key, acknowledged or not, debits nothing twice.
+        let ids: HashMap<&str, i64> = acknowledged.iter().map(|(k, id, _)| (k.as_str(), *id)).collect();
+        for key in attempted {
+            let (status, play) =
+                post(client, format!("{base}/api/plays"), json!({"stake_cents": 50}), Some(key)).await.unwrap();
+            assert_eq!(status, 201, "{play}");
+            if let Some(id) = ids.get(key.as_str()) {
+                assert_eq!(play["id"].as_i64(), Some(*id), "the same key names the same play");
+            }
+        }
+    }
+    server.kill().unwrap();
+    server.wait().unwrap();
+    let store = Db::connect(&db.url).await.unwrap();
+    assert_ledger_balances(&store).await;
+    let plays: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM plays").fetch_one(&store.pool).await.unwrap();
+    let attempted: usize = results.iter().map(|(_, a)| a.len()).sum();
+    assert_eq!(plays as usize, attempted, "one play per key, none twice");
+    store.pool.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_purchases_survive_a_kill_on_sqlite() {
+    survives_a_kill(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_purchases_survive_a_kill_on_postgres() {
+    survives_a_kill(Backend::Postgres).await;
+}
+
+async fn sells_a_whole_block(backend: Backend) {
+    let Some(db) = TestDb::new(backend).await else { return };
+    let store = Db::connect(&db.url).await.unwrap();
+    let clock = Arc::new(ManualClock::new(helpers::now_ms()));
+    let service = Service::new(store, clock.clone(), Settings::default());
+    let stake = Stake::try_from(200).unwrap();
+    service.create_emission("Whole block", &[stake], 1).await.unwrap();
+    const PLAYERS: usize = 256;
+    let units = tresor_game::UNITS_PER_BLOCK as usize;
+    let mut tasks = Vec::new();
+    for p in 0..PLAYERS {
+        let service = service.clone();
+        tasks.push(tokio::spawn(async move {
+            let player =
+                service.register(Registration::parse(&format!("player{p}"), "a long password", true, true).unwrap()).await.unwrap();
+            service.deposit(&player, 200 * (units / PLAYERS + 1) as i64).await.unwrap();
+            let mut n = 0;
+            loop {
+                let purchase =
+                    Purchase { stake, idempotency_key: IdempotencyKey::parse(&format!("k{n}")).unwrap() };
+                match service.buy(&player, purchase).await {
+                    Ok(_) => n += 1,
+                    Err(tresor::error::Error::SoldOut) => break n,
+                    Err(error) => panic!("{error}"),
+                }
+            }
+        }));
+    }
+    let mut sold = 0;
+    for task in tasks {
+        sold += task.await.unwrap();
+    }
+    assert_eq!(sold, units, "exactly the block's units were sold");
+    // Each player's last play is left unfinished: the settler pays it.
+    clock.advance_ms(service.settings.auto_settle_after_s * 1000 + 1);
+    while service.settle_abandoned().await.unwrap() > 0 {}
+    let pool = &service.db.pool;
+    for spec in &LEVELS {
+        let (count, prizes): (i64, i64) = sqlx::query_as(
+            "SELECT COUNT(*), CAST(COALESCE(SUM(prize_cents), 0) AS BIGINT) FROM plays WHERE level = $1",
+        )
+        .bind(i64::from(spec.level))
+        .fetch_one(pool)
+        .await
+        .unwrap();
+        assert_eq!(count, i64::from(spec.units_per_block), "level {}", spec.level);
+        assert_eq!(prizes, i64::from(spec.units_per_block) * spec.prize_cents_at_50 * 4);
+    }
+    let paid: i64 = sqlx::query_scalar(
+        "SELECT CAST(SUM(amount_cents) AS BIGINT) FROM transfers WHERE kind = 'prize'",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    assert_eq!(paid, stake.block_prizes_cents(), "the block paid exactly its table");
+    assert_ledger_balances(&service.db).await;
+    let blocks = service.blocks().await.unwrap();
+    let block = &blocks[0];
+    assert_eq!(block.state, "sold_out");
+    let secret = block.secret.as_deref().expect("a sold-out block's secret is published");
+    let output = Command::new(env!("CARGO_BIN_EXE_tresor"))
+        .args(["block", "verify", "--secret", secret, "--commitment", &block.commitment, "--stake", "200"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "tresor block verify accepts it: {}", String::from_utf8_lossy(&output.stderr));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_whole_block_sold_through_the_service_pays_exactly_its_table_on_sqlite() {
+    sells_a_whole_block(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_whole_block_sold_through_the_service_pays_exactly_its_table_on_postgres() {
+    sells_a_whole_block(Backend::Postgres).await;
+}
