@@ -72,11 +72,15 @@ pub fn usage_error(error: clap::Error) -> ExitCode {
         }
         _ => {
             let rendered = error.render().to_string();
-            let line = rendered
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("invalid arguments");
-            eprintln!("{}", line.trim());
+            // Clap's first line ends with ':' when the detail (say, which
+            // argument is missing) follows on the next lines: keep them on one.
+            let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
+            let mut line = lines.next().unwrap_or("invalid arguments").to_owned();
+            if line.ends_with(':') {
+                let detail: Vec<&str> = lines.take_while(|l| !l.starts_with("Usage:")).collect();
+                line = format!("{line} {}", detail.join(", "));
+            }
+            eprintln!("{line}");
             ExitCode::from(2)
         }
     }
