@@ -76,6 +76,9 @@ pub struct Settings {
     pub session_idle_s: i64,
     /// A session ends this long after login, used or not.
     pub session_max_s: i64,
+    /// The most jobs the writer commits in one transaction; 1 commits each
+    /// job alone (the baseline that group commit is measured against).
+    pub writer_max_batch: usize,
 }
 
 impl Default for Settings {
@@ -84,6 +87,7 @@ impl Default for Settings {
             auto_settle_after_s: 24 * 3600,
             session_idle_s: 30 * 60,
             session_max_s: 12 * 3600,
+            writer_max_batch: crate::store::DEFAULT_MAX_BATCH,
         }
     }
 }
@@ -527,7 +531,7 @@ pub struct Bought {
 
 impl Service {
     pub fn new(db: Db, clock: Arc<dyn Clock>, settings: Settings) -> Service {
-        let writer = Writer::start(db.clone());
+        let writer = Writer::start_with(db.clone(), settings.writer_max_batch);
         Service {
             db,
             writer,

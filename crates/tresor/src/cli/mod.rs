@@ -4,6 +4,7 @@
 //! not hold (a block that fails verification, a broken audit chain) exits 1.
 
 pub mod audit;
+pub mod bench;
 pub mod game;
 pub mod operator;
 
@@ -46,6 +47,9 @@ pub enum Command {
     Sales(operator::SalesCommand),
     /// Set or clear the message shown on the site.
     Announce(operator::AnnounceArgs),
+    /// Load a server with simulated players over HTTP and measure it beside
+    /// its baselines.
+    Bench(bench::BenchArgs),
 }
 
 /// `tresor block`: the game crate's commands (generate, verify) beside the
@@ -106,6 +110,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Report(args)) => run_async(audit::run_report(args)),
         Some(Command::Sales(command)) => run_async(operator::run_sales(command)),
         Some(Command::Announce(args)) => run_async(operator::run_announce(args)),
+        Some(Command::Bench(args)) => run_async(bench::run_bench(args)),
     }
 }
 

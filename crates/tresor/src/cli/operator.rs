@@ -64,6 +64,10 @@ pub struct ServeArgs {
     /// Mark cookies Secure (set when the site is served over https).
     #[arg(long, env = "TRESOR_SECURE_COOKIES")]
     pub secure_cookies: bool,
+    /// The most jobs the writer commits in one transaction (1: each alone,
+    /// the baseline `tresor bench --baselines` measures group commit against).
+    #[arg(long, env = "TRESOR_MAX_BATCH", default_value_t = crate::store::DEFAULT_MAX_BATCH)]
+    pub max_batch: usize,
 }
 
 impl Default for ServeArgs {
@@ -78,6 +82,7 @@ impl Default for ServeArgs {
             auto_settle_after_s: 24 * 3600,
             session_idle_s: 30 * 60,
             secure_cookies: false,
+            max_batch: crate::store::DEFAULT_MAX_BATCH,
         }
     }
 }
@@ -91,6 +96,7 @@ pub async fn run_serve(args: ServeArgs) -> anyhow::Result<()> {
     let settings = Settings {
         auto_settle_after_s: args.auto_settle_after_s,
         session_idle_s: args.session_idle_s,
+        writer_max_batch: args.max_batch,
         ..Settings::default()
     };
     let service = open_service(&args.db, settings).await?;

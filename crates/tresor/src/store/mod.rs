@@ -4,7 +4,7 @@
 
 mod writer;
 
-pub use writer::{Job, Writer, WriterStats};
+pub use writer::{DEFAULT_MAX_BATCH, Job, Writer, WriterStats};
 
 use anyhow::Context;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};

@@ -58,15 +58,25 @@ impl std::fmt::Debug for Request {
     }
 }
 
-const MAX_BATCH: usize = 1024;
+/// The most jobs committed in one transaction by default. Past a few hundred
+/// a batch gains little (the commit's fsync is already shared) while every
+/// job of it waits for the slowest.
+pub const DEFAULT_MAX_BATCH: usize = 1024;
 const MAX_ATTEMPTS: usize = 8;
 
 impl Writer {
     /// Starts the writer task on the current runtime.
     pub fn start(db: Db) -> Writer {
-        let (queue, receiver) = mpsc::channel(16 * MAX_BATCH);
+        Writer::start_with(db, DEFAULT_MAX_BATCH)
+    }
+
+    /// Starts the writer task, committing at most `max_batch` jobs per
+    /// transaction (1: each job alone).
+    pub fn start_with(db: Db, max_batch: usize) -> Writer {
+        let max_batch = max_batch.max(1);
+        let (queue, receiver) = mpsc::channel(16 * max_batch.max(64));
         let stats = Arc::new(WriterStats::default());
-        tokio::spawn(run(db, receiver, stats.clone()));
+        tokio::spawn(run(db, receiver, stats.clone(), max_batch));
         Writer { queue, stats }
     }
 
@@ -98,9 +108,14 @@ impl Writer {
     }
 }
 
-async fn run(db: Db, mut receiver: mpsc::Receiver<Request>, stats: Arc<WriterStats>) {
-    let mut batch = Vec::with_capacity(MAX_BATCH);
-    while receiver.recv_many(&mut batch, MAX_BATCH).await > 0 {
+async fn run(
+    db: Db,
+    mut receiver: mpsc::Receiver<Request>,
+    stats: Arc<WriterStats>,
+    max_batch: usize,
+) {
+    let mut batch = Vec::with_capacity(max_batch);
+    while receiver.recv_many(&mut batch, max_batch).await > 0 {
         stats.batch_size.observe(batch.len() as f64);
         let results = match commit_batch(&db, &batch).await {
             Ok(results) => results,

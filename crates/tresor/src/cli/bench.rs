@@ -1,0 +1,950 @@
+//! `tresor bench`: a load generator that plays many simulated players against
+//! a running server over real HTTP, and measures the same run's baselines.
+//!
+//! Each simulated player has its own keep-alive connection and its own
+//! session, and loops as fast as the server answers (a closed loop: the
+//! offered load is the concurrency). Set-up (registration, deposits) is not
+//! measured. Latencies go into HDR histograms, one per player, merged at the
+//! end so that measuring takes no lock.
+//!
+//! With `--spawn` the bench starts its own servers (the `tresor` binary it is
+//! part of) on fresh databases, so that a result and its baselines come from
+//! one run on one machine state: `/healthz` at the same concurrency (the HTTP
+//! ceiling), the same mix against a server that commits each job alone
+//! (`TRESOR_MAX_BATCH=1`), and on PostgreSQL pgbench's TPC-B-like script.
+
+use anyhow::{Context, bail};
+use axum::body::Bytes;
+use clap::{Args, ValueEnum};
+use hdrhistogram::Histogram;
+use serde::Deserialize;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// What each simulated player does in a loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Mix {
+    /// Purchases only (`POST /api/plays`).
+    Purchases,
+    /// A purchase and its four throws: five requests per game.
+    Games,
+    /// `GET /healthz` only: the HTTP ceiling of the machine.
+    Healthz,
+}
+
+/// `tresor bench`.
+#[derive(Debug, Clone, Args)]
+pub struct BenchArgs {
+    /// A running server to load (http://127.0.0.1:8080), in demo mode so that
+    /// the bench can deposit. Without it, give `--spawn`.
+    #[arg(long, required_unless_present = "spawn")]
+    pub url: Option<String>,
+    /// Start the servers itself: on a fresh SQLite folder, or on fresh
+    /// databases of the PostgreSQL server named by `--database-url`.
+    #[arg(long, conflicts_with = "url")]
+    pub spawn: bool,
+    /// With `--spawn`: a PostgreSQL URL whose server gets a fresh scratch
+    /// database per run (dropped afterwards).
+    #[arg(long)]
+    pub database_url: Option<String>,
+    /// With `--spawn`: an existing SQLite data folder to serve (kept), for
+    /// measuring a large database; no baseline runs on it.
+    #[arg(long, conflicts_with = "database_url")]
+    pub data: Option<PathBuf>,
+    /// What the simulated players do.
+    #[arg(long, value_enum, default_value = "purchases")]
+    pub mix: Mix,
+    /// Seconds of measured load.
+    #[arg(long, default_value_t = 10.0)]
+    pub duration: f64,
+    /// Seconds of unmeasured load first (connections, caches, page cache).
+    #[arg(long, default_value_t = 1.0)]
+    pub warmup: f64,
+    /// Simulated players, each with one keep-alive connection.
+    #[arg(long, default_value_t = 256)]
+    pub concurrency: usize,
+    /// The stake of every purchase, in cents.
+    #[arg(long, default_value_t = 50)]
+    pub stake_cents: i64,
+    /// Also measure the baselines in the same run (needs `--spawn` for all
+    /// but `/healthz`).
+    #[arg(long)]
+    pub baselines: bool,
+    /// With `--spawn`: the tuned server's largest batch (0: its default).
+    #[arg(long, default_value_t = 0)]
+    pub max_batch: usize,
+    /// With `--spawn`: blocks per stake added to the demo emission, so long
+    /// runs do not sell out (450,000 units each).
+    #[arg(long, default_value_t = 2)]
+    pub extra_blocks: u32,
+    /// pgbench's clients (`-c`) for the PostgreSQL yardstick: by default the
+    /// server's own pool size, so both use as many connections.
+    #[arg(long, default_value_t = 16)]
+    pub pgbench_clients: usize,
+    /// With `--url`: the server's process id, to report its memory.
+    #[arg(long)]
+    pub server_pid: Option<u32>,
+}
+
+/// One measured run of one mix.
+#[derive(Debug)]
+struct RunResult {
+    label: String,
+    mix: Mix,
+    seconds: f64,
+    /// Latency in microseconds per endpoint: purchase, throw, healthz.
+    purchase: Histogram<u64>,
+    throw: Histogram<u64>,
+    healthz: Histogram<u64>,
+    games: u64,
+    errors: u64,
+    memory: Option<Memory>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Memory {
+    rss_kib: u64,
+    hwm_kib: u64,
+}
+
+impl RunResult {
+    fn per_second(&self, count: u64) -> f64 {
+        count as f64 / self.seconds
+    }
+
+    fn headline(&self) -> f64 {
+        match self.mix {
+            Mix::Purchases => self.per_second(self.purchase.len()),
+            Mix::Games => self.per_second(self.games),
+            Mix::Healthz => self.per_second(self.healthz.len()),
+        }
+    }
+}
+
+fn new_histogram() -> Histogram<u64> {
+    // 1 µs to 60 s at three significant digits.
+    Histogram::new_with_bounds(1, 60_000_000, 3).expect("valid histogram bounds")
+}
+
+/// One simulated player: its connection and its session cookie.
+#[derive(Debug, Clone)]
+struct Player {
+    client: reqwest::Client,
+    cookie: String,
+}
+
+fn client() -> anyhow::Result<reqwest::Client> {
+    // One connection per player, kept alive: a pool of at most one idle
+    // connection, and no proxy lookups.
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(1)
+        .tcp_nodelay(true)
+        .no_proxy()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .context("cannot build the HTTP client")
+}
+
+#[derive(Deserialize)]
+struct PlayId {
+    id: i64,
+}
+
+async fn register(base: &str, name: &str) -> anyhow::Result<Player> {
+    let client = client()?;
+    let body = format!(
+        r#"{{"username":"{name}","password":"a long bench password","adult":true,"accept_rules":true}}"#
+    );
+    let response = client
+        .post(format!("{base}/api/register"))
+        .header("content-type", "application/json")
+        .header("x-requested-with", "tresor")
+        .body(body)
+        .send()
+        .await
+        .context("cannot register a player")?;
+    if response.status().as_u16() != 201 {
+        bail!(
+            "registering {name}: {} {}",
+            response.status(),
+            response.text().await.unwrap_or_default()
+        );
+    }
+    let cookie = response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| v.starts_with("tresor_session="))
+        .and_then(|v| v.split(';').next())
+        .context("no session cookie after registration")?
+        .to_owned();
+    let player = Player { client, cookie };
+    deposit(base, &player).await?;
+    Ok(player)
+}
+
+async fn deposit(base: &str, player: &Player) -> anyhow::Result<()> {
+    let response = player
+        .client
+        .post(format!("{base}/api/demo/deposit"))
+        .header("content-type", "application/json")
+        .header("x-requested-with", "tresor")
+        .header("cookie", &player.cookie)
+        .body(r#"{"amount_cents":100000}"#)
+        .send()
+        .await?;
+    if !response.status().is_success() {
+        bail!(
+            "demo deposit refused ({}): the server must run in demo mode",
+            response.status()
+        );
+    }
+    Ok(())
+}
+
+/// Registers `count` players, a few at a time: registration hashes a
+/// password with argon2id (19 MiB each), which must not swamp the server.
+async fn register_players(base: &str, count: usize, run: &str) -> anyhow::Result<Vec<Player>> {
+    let bar = progress(count as u64, "registering players");
+    let next = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..8.min(count) {
+        let base = base.to_owned();
+        let next = next.clone();
+        let bar = bar.clone();
+        let run = run.to_owned();
+        tasks.push(tokio::spawn(async move {
+            let mut players = Vec::new();
+            loop {
+                let n = next.fetch_add(1, Ordering::Relaxed) as usize;
+                if n >= count {
+                    return anyhow::Ok(players);
+                }
+                players.push(register(&base, &format!("b{run}{n}")).await?);
+                bar.inc(1);
+            }
+        }));
+    }
+    let mut players = Vec::with_capacity(count);
+    for task in tasks {
+        players.extend(task.await??);
+    }
+    bar.finish_and_clear();
+    Ok(players)
+}
+
+fn progress(length: u64, message: &'static str) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::with_draw_target(
+        Some(length),
+        indicatif::ProgressDrawTarget::stderr(),
+    );
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{msg:>22} [{bar:30}] {pos}/{len} {elapsed}")
+            .expect("a valid template")
+            .progress_chars("=> "),
+    );
+    bar.set_message(message);
+    bar
+}
+
+/// What one player measured.
+struct Tally {
+    purchase: Histogram<u64>,
+    throw: Histogram<u64>,
+    healthz: Histogram<u64>,
+    games: u64,
+    errors: u64,
+}
+
+/// The state every player shares during a run.
+struct Clock {
+    started: Instant,
+    measure_from: Instant,
+    stop: AtomicBool,
+    done: AtomicU64,
+}
+
+impl Clock {
+    fn measuring(&self, at: Instant) -> bool {
+        at >= self.measure_from
+    }
+}
+
+async fn timed(request: reqwest::RequestBuilder) -> (Option<(u16, Bytes)>, Instant, u64) {
+    let start = Instant::now();
+    let result = match request.send().await {
+        Ok(response) => {
+            let status = response.status().as_u16();
+            response.bytes().await.ok().map(|body| (status, body))
+        }
+        Err(_) => None,
+    };
+    let micros = start.elapsed().as_micros() as u64;
+    (result, start, micros.max(1))
+}
+
+async fn play_loop(
+    base: Arc<str>,
+    player: Player,
+    index: usize,
+    mix: Mix,
+    stake_cents: i64,
+    clock: Arc<Clock>,
+) -> Tally {
+    let mut tally = Tally {
+        purchase: new_histogram(),
+        throw: new_histogram(),
+        healthz: new_histogram(),
+        games: 0,
+        errors: 0,
+    };
+    let plays_url = format!("{base}/api/plays");
+    let health_url = format!("{base}/healthz");
+    let purchase_body = format!(r#"{{"stake_cents":{stake_cents}}}"#);
+    let mut n: u64 = 0;
+    while !clock.stop.load(Ordering::Relaxed) {
+        if mix == Mix::Healthz {
+            let (result, at, micros) = timed(player.client.get(&health_url)).await;
+            match result {
+                Some((200, _)) if clock.measuring(at) => {
+                    tally.healthz.saturating_record(micros);
+                    clock.done.fetch_add(1, Ordering::Relaxed);
+                }
+                Some((200, _)) => {}
+                _ => tally.errors += 1,
+            }
+            continue;
+        }
+        n += 1;
+        let key = format!("b{index}-{n}");
+        let request = player
+            .client
+            .post(&plays_url)
+            .header("content-type", "application/json")
+            .header("x-requested-with", "tresor")
+            .header("cookie", &player.cookie)
+            .header("idempotency-key", key)
+            .body(purchase_body.clone());
+        let (result, at, micros) = timed(request).await;
+        let play_id = match result {
+            Some((201, body)) => {
+                if clock.measuring(at) {
+                    tally.purchase.saturating_record(micros);
+                    if mix == Mix::Purchases {
+                        clock.done.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                serde_json::from_slice::<PlayId>(&body).ok().map(|p| p.id)
+            }
+            Some((402, _)) => {
+                // Out of money: top up (not measured) and go on.
+                if deposit(&base, &player).await.is_err() {
+                    tally.errors += 1;
+                }
+                continue;
+            }
+            _ => {
+                tally.errors += 1;
+                continue;
+            }
+        };
+        if mix != Mix::Games {
+            continue;
+        }
+        let Some(play_id) = play_id else {
+            tally.errors += 1;
+            continue;
+        };
+        let throw_url = format!("{base}/api/plays/{play_id}/throws");
+        let game_started = at;
+        let mut whole = true;
+        for _ in 0..4 {
+            let request = player
+                .client
+                .post(&throw_url)
+                .header("content-type", "application/json")
+                .header("x-requested-with", "tresor")
+                .header("cookie", &player.cookie)
+                .body("{}");
+            let (result, at, micros) = timed(request).await;
+            match result {
+                Some((200, _)) => {
+                    if clock.measuring(at) {
+                        tally.throw.saturating_record(micros);
+                    }
+                }
+                _ => {
+                    tally.errors += 1;
+                    whole = false;
+                    break;
+                }
+            }
+        }
+        if whole && clock.measuring(game_started) {
+            tally.games += 1;
+            clock.done.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    tally
+}
+
+/// Runs `mix` with every player for the warm-up and the duration.
+async fn run_mix(
+    label: &str,
+    base: &str,
+    players: &[Player],
+    mix: Mix,
+    args: &BenchArgs,
+    server_pid: Option<u32>,
+) -> anyhow::Result<RunResult> {
+    let started = Instant::now();
+    let clock = Arc::new(Clock {
+        started,
+        measure_from: started + Duration::from_secs_f64(args.warmup),
+        stop: AtomicBool::new(false),
+        done: AtomicU64::new(0),
+    });
+    let base: Arc<str> = Arc::from(base);
+    let mut tasks = Vec::with_capacity(players.len());
+    for (index, player) in players.iter().enumerate() {
+        tasks.push(tokio::spawn(play_loop(
+            base.clone(),
+            player.clone(),
+            index,
+            mix,
+            args.stake_cents,
+            clock.clone(),
+        )));
+    }
+    let total = args.warmup + args.duration;
+    let bar = progress((total * 10.0) as u64, "");
+    bar.set_message(label.to_owned());
+    let mut memory = None;
+    while clock.started.elapsed().as_secs_f64() < total {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        bar.set_position((clock.started.elapsed().as_secs_f64() * 10.0) as u64);
+        let done = clock.done.load(Ordering::Relaxed);
+        let measured_s = clock.measure_from.elapsed().as_secs_f64();
+        if measured_s > 0.0 {
+            bar.set_message(format!("{label}: {:.0}/s", done as f64 / measured_s));
+        }
+        if let Some(pid) = server_pid {
+            // Sampled during the load: the resident set under load.
+            memory = read_memory(pid).or(memory);
+        }
+    }
+    clock.stop.store(true, Ordering::Relaxed);
+    let seconds = clock.measure_from.elapsed().as_secs_f64();
+    bar.finish_and_clear();
+    let mut result = RunResult {
+        label: label.to_owned(),
+        mix,
+        seconds,
+        purchase: new_histogram(),
+        throw: new_histogram(),
+        healthz: new_histogram(),
+        games: 0,
+        errors: 0,
+        memory,
+    };
+    for task in tasks {
+        let tally = task.await?;
+        result.purchase.add(&tally.purchase)?;
+        result.throw.add(&tally.throw)?;
+        result.healthz.add(&tally.healthz)?;
+        result.games += tally.games;
+        result.errors += tally.errors;
+    }
+    // Requests still in flight when the clock stopped finish a little after
+    // it: count them over the time they actually took.
+    result.seconds = seconds.max(clock.measure_from.elapsed().as_secs_f64());
+    if let Some(pid) = server_pid {
+        result.memory = read_memory(pid).or(result.memory);
+    }
+    Ok(result)
+}
+
+/// The resident set and its high-water mark from /proc/PID/status.
+fn read_memory(pid: u32) -> Option<Memory> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| -> Option<u64> {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))?
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()
+    };
+    Some(Memory {
+        rss_kib: field("VmRSS:")?,
+        hwm_kib: field("VmHWM:")?,
+    })
+}
+
+/// A `tresor serve` started by the bench, stopped when dropped.
+struct Server {
+    child: Child,
+    base: String,
+    store: Store,
+}
+
+/// Where a spawned server keeps its data.
+enum Store {
+    Sqlite {
+        _dir: Option<tempfile_dir::Dir>,
+        path: PathBuf,
+    },
+    Postgres {
+        admin_url: String,
+        name: String,
+        url: String,
+    },
+}
+
+/// A temporary folder removed on drop, without a dependency for it.
+mod tempfile_dir {
+    use std::path::PathBuf;
+
+    #[derive(Debug)]
+    pub struct Dir(pub PathBuf);
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+impl Store {
+    async fn fresh(args: &BenchArgs, run: &str) -> anyhow::Result<Store> {
+        if let Some(admin_url) = &args.database_url {
+            use sqlx::Connection;
+            let name = format!("tresor_bench_{run}_{}", std::process::id());
+            let mut admin = sqlx::PgConnection::connect(admin_url)
+                .await
+                .with_context(|| format!("cannot reach PostgreSQL at {admin_url}"))?;
+            sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                .execute(&mut admin)
+                .await?;
+            sqlx::query(&format!("CREATE DATABASE {name}"))
+                .execute(&mut admin)
+                .await?;
+            let (server, _) = admin_url
+                .rsplit_once('/')
+                .context("a PostgreSQL URL ends with a database name")?;
+            Ok(Store::Postgres {
+                admin_url: admin_url.clone(),
+                url: format!("{server}/{name}"),
+                name,
+            })
+        } else if let Some(path) = &args.data {
+            Ok(Store::Sqlite {
+                _dir: None,
+                path: path.clone(),
+            })
+        } else {
+            let path = std::env::temp_dir().join(format!(
+                "tresor-bench-{run}-{}-{}",
+                std::process::id(),
+                hex::encode(crate::service::os_random_32())[..8].to_owned()
+            ));
+            std::fs::create_dir_all(&path)?;
+            Ok(Store::Sqlite {
+                _dir: Some(tempfile_dir::Dir(path.clone())),
+                path,
+            })
+        }
+    }
+
+    fn db_args(&self) -> Vec<String> {
+        match self {
+            Store::Sqlite { path, .. } => vec!["--data".to_owned(), path.display().to_string()],
+            Store::Postgres { url, .. } => vec!["--database-url".to_owned(), url.clone()],
+        }
+    }
+
+    /// The database's size on disk, in bytes.
+    async fn size_bytes(&self) -> Option<u64> {
+        match self {
+            Store::Sqlite { path, .. } => {
+                let mut total = 0;
+                for name in ["tresor.db", "tresor.db-wal"] {
+                    total += std::fs::metadata(path.join(name)).map_or(0, |m| m.len());
+                }
+                Some(total)
+            }
+            Store::Postgres {
+                admin_url, name, ..
+            } => {
+                use sqlx::Connection;
+                let mut admin = sqlx::PgConnection::connect(admin_url).await.ok()?;
+                let size: i64 = sqlx::query_scalar("SELECT pg_database_size($1)")
+                    .bind(name)
+                    .fetch_one(&mut admin)
+                    .await
+                    .ok()?;
+                Some(size as u64)
+            }
+        }
+    }
+
+    async fn drop_database(&self) {
+        if let Store::Postgres {
+            admin_url, name, ..
+        } = self
+        {
+            use sqlx::Connection;
+            if let Ok(mut admin) = sqlx::PgConnection::connect(admin_url).await {
+                let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                    .execute(&mut admin)
+                    .await;
+            }
+        }
+    }
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+impl Server {
+    async fn start(store: Store, max_batch: usize, extra_blocks: u32) -> anyhow::Result<Server> {
+        let exe = std::env::current_exe().context("cannot find the tresor binary")?;
+        let port = free_port()?;
+        let mut command = Command::new(&exe);
+        command
+            .args(["serve", "--demo", "--listen", &format!("127.0.0.1:{port}")])
+            .args(store.db_args())
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit());
+        if max_batch > 0 {
+            command.env("TRESOR_MAX_BATCH", max_batch.to_string());
+        }
+        let child = command.spawn().context("cannot start tresor serve")?;
+        let server = Server {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+            store,
+        };
+        server.wait_healthy().await?;
+        if extra_blocks > 0 {
+            // More units for long runs: an operator's emission beside the
+            // demo one, created by the operator's own command.
+            let status = Command::new(&exe)
+                .args(["emission", "create", "--name", "Bench"])
+                .args(["--blocks", &extra_blocks.to_string()])
+                .args(server.store.db_args())
+                .env("RUST_LOG", "warn")
+                .stdout(Stdio::null())
+                .status()
+                .context("cannot run tresor emission create")?;
+            if !status.success() {
+                bail!("tresor emission create failed");
+            }
+        }
+        Ok(server)
+    }
+
+    async fn wait_healthy(&self) -> anyhow::Result<()> {
+        let client = client()?;
+        for _ in 0..600 {
+            if let Ok(response) = client.get(format!("{}/healthz", self.base)).send().await
+                && response.status().is_success()
+            {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        bail!("the spawned server did not answer /healthz within 30 s")
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    async fn stop(mut self) -> Store {
+        // SIGTERM lets the server finish its batch and shut down cleanly.
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        for _ in 0..100 {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        std::mem::replace(
+            &mut self.store,
+            Store::Sqlite {
+                _dir: None,
+                path: PathBuf::new(),
+            },
+        )
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// pgbench's TPC-B-like script on a scratch database of the same server.
+fn pgbench(admin_url: &str, clients: usize, seconds: f64) -> anyhow::Result<f64> {
+    let (server, _) = admin_url
+        .rsplit_once('/')
+        .context("a PostgreSQL URL ends with a database name")?;
+    let name = format!("tresor_pgbench_{}", std::process::id());
+    let url = format!("{server}/{name}");
+    let psql = |sql: &str| {
+        Command::new("psql")
+            .args([admin_url, "-qAtc", sql])
+            .stdout(Stdio::null())
+            .status()
+    };
+    psql(&format!("DROP DATABASE IF EXISTS {name}"))?;
+    if !psql(&format!("CREATE DATABASE {name}"))?.success() {
+        bail!("cannot create the pgbench scratch database (is psql installed?)");
+    }
+    let bar = progress(1, "pgbench -i -s 10");
+    let init = Command::new("pgbench")
+        .args(["-i", "-s", "10", "-q", &url])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .context("cannot run pgbench (apt-get install postgresql-client)")?;
+    bar.finish_and_clear();
+    if !init.success() {
+        bail!("pgbench -i failed");
+    }
+    let bar = progress(1, "pgbench TPC-B-like");
+    let output = Command::new("pgbench")
+        .args(["-c", &clients.to_string(), "-j", "2"])
+        .args(["-T", &(seconds.ceil() as u64).to_string(), &url])
+        .output()
+        .context("cannot run pgbench")?;
+    bar.finish_and_clear();
+    let _ = psql(&format!("DROP DATABASE IF EXISTS {name}"));
+    let text = String::from_utf8_lossy(&output.stdout);
+    text.lines()
+        .find_map(|line| {
+            let rest = line.strip_prefix("tps = ")?;
+            rest.split_whitespace().next()?.parse::<f64>().ok()
+        })
+        .with_context(|| format!("no tps in pgbench's output: {text}"))
+}
+
+fn quantile_ms(histogram: &Histogram<u64>, q: f64) -> f64 {
+    histogram.value_at_quantile(q) as f64 / 1000.0
+}
+
+fn print_result(result: &RunResult, ceiling: Option<f64>) {
+    let mut line = format!("{:<34}", result.label);
+    match result.mix {
+        Mix::Purchases => {
+            line += &format!(
+                " {:>9.0} purchases/s",
+                result.per_second(result.purchase.len())
+            )
+        }
+        Mix::Games => {
+            line += &format!(
+                " {:>9.0} games/s ({:.0} purchases/s, {:.0} requests/s)",
+                result.per_second(result.games),
+                result.per_second(result.purchase.len()),
+                result.per_second(result.purchase.len() + result.throw.len())
+            )
+        }
+        Mix::Healthz => {
+            line += &format!(
+                " {:>9.0} requests/s",
+                result.per_second(result.healthz.len())
+            )
+        }
+    }
+    if let Some(ceiling) = ceiling
+        && result.mix == Mix::Purchases
+    {
+        line += &format!(
+            "  = {:.1} % of /healthz",
+            100.0 * result.headline() / ceiling
+        );
+    }
+    if result.errors > 0 {
+        line += &format!("  ({} errors)", result.errors);
+    }
+    println!("{line}");
+    for (name, histogram) in [
+        ("POST /api/plays", &result.purchase),
+        ("POST /api/plays/{id}/throws", &result.throw),
+        ("GET /healthz", &result.healthz),
+    ] {
+        if histogram.is_empty() {
+            continue;
+        }
+        println!(
+            "    {name:<30} n={:<9} p50 {:>7.2} ms  p99 {:>7.2} ms  max {:>8.2} ms",
+            histogram.len(),
+            quantile_ms(histogram, 0.50),
+            quantile_ms(histogram, 0.99),
+            histogram.max() as f64 / 1000.0,
+        );
+    }
+    if let Some(memory) = result.memory {
+        println!(
+            "    server memory: VmRSS {:.1} MiB, VmHWM {:.1} MiB",
+            memory.rss_kib as f64 / 1024.0,
+            memory.hwm_kib as f64 / 1024.0
+        );
+    }
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+pub async fn run_bench(args: BenchArgs) -> anyhow::Result<()> {
+    if args.concurrency == 0 || args.duration <= 0.0 {
+        bail!(super::Usage(
+            "--concurrency and --duration must be positive".to_owned()
+        ));
+    }
+    let backend = if args.database_url.is_some() {
+        "PostgreSQL"
+    } else {
+        "SQLite"
+    };
+    println!(
+        "tresor bench: mix {:?}, {} players, {} s (+{} s warm-up), stake {} c; load average before: {}",
+        args.mix,
+        args.concurrency,
+        args.duration,
+        args.warmup,
+        args.stake_cents,
+        load_average()
+    );
+    let mut results = Vec::new();
+    let mut ceiling = None;
+    if let Some(url) = &args.url {
+        let base = url.trim_end_matches('/').to_owned();
+        let run = hex::encode(&crate::service::os_random_32()[..4]);
+        let players = register_players(&base, args.concurrency, &run).await?;
+        if args.baselines {
+            let result = run_mix(
+                "/healthz (HTTP ceiling)",
+                &base,
+                &players,
+                Mix::Healthz,
+                &args,
+                None,
+            )
+            .await?;
+            ceiling = Some(result.headline());
+            print_result(&result, None);
+            results.push(result);
+        }
+        let result = run_mix(url, &base, &players, args.mix, &args, args.server_pid).await?;
+        print_result(&result, ceiling);
+        results.push(result);
+    } else {
+        // The tuned server.
+        let store = Store::fresh(&args, "tuned").await?;
+        let server = Server::start(store, args.max_batch, args.extra_blocks).await?;
+        let run = hex::encode(&crate::service::os_random_32()[..4]);
+        let players = register_players(&server.base, args.concurrency, &run).await?;
+        if args.baselines {
+            let result = run_mix(
+                "/healthz (HTTP ceiling)",
+                &server.base,
+                &players,
+                Mix::Healthz,
+                &args,
+                Some(server.pid()),
+            )
+            .await?;
+            ceiling = Some(result.headline());
+            print_result(&result, None);
+            results.push(result);
+        }
+        let label = format!(
+            "{backend}, group commit{}",
+            if args.max_batch > 0 {
+                format!(" (max batch {})", args.max_batch)
+            } else {
+                String::new()
+            }
+        );
+        let result = run_mix(
+            &label,
+            &server.base,
+            &players,
+            args.mix,
+            &args,
+            Some(server.pid()),
+        )
+        .await?;
+        print_result(&result, ceiling);
+        let tuned = result.headline();
+        results.push(result);
+        let store = server.stop().await;
+        if let Some(bytes) = store.size_bytes().await {
+            println!(
+                "    database size after the run: {:.1} MiB",
+                bytes as f64 / 1048576.0
+            );
+        }
+        store.drop_database().await;
+        drop(store);
+
+        if args.baselines && args.data.is_none() {
+            // One transaction per job, on a fresh database of the same kind.
+            let store = Store::fresh(&args, "single").await?;
+            let server = Server::start(store, 1, args.extra_blocks).await?;
+            let players = register_players(&server.base, args.concurrency, &run).await?;
+            let result = run_mix(
+                &format!("{backend}, one transaction per job"),
+                &server.base,
+                &players,
+                args.mix,
+                &args,
+                Some(server.pid()),
+            )
+            .await?;
+            print_result(&result, ceiling);
+            println!(
+                "    group commit: {:.2} × one transaction per job",
+                tuned / result.headline()
+            );
+            results.push(result);
+            let store = server.stop().await;
+            store.drop_database().await;
+
+            if let Some(admin_url) = &args.database_url {
+                let tps = pgbench(admin_url, args.pgbench_clients, args.duration)?;
+                println!(
+                    "{:<34} {:>9.0} tps (pgbench -c {} -j 2 -T {}, scale 10)",
+                    "pgbench TPC-B-like",
+                    tps,
+                    args.pgbench_clients,
+                    args.duration.ceil()
+                );
+                println!("    tresor: {:.2} × pgbench's tps", tuned / tps);
+            }
+        }
+    }
+    println!("load average after: {}", load_average());
+    Ok(())
+}
