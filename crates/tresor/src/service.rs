@@ -76,6 +76,10 @@ pub struct Settings {
     pub session_idle_s: i64,
     /// A session ends this long after login, used or not.
     pub session_max_s: i64,
+    /// Which open block of a stake this server sells from first: the n-th,
+    /// by id (falling back to the first). Servers sharing one database each
+    /// take a different offset, so they do not queue on one block's row.
+    pub block_offset: i64,
     /// The most jobs the writer commits in one transaction; 1 commits each
     /// job alone (the baseline that group commit is measured against).
     pub writer_max_batch: usize,
@@ -87,6 +91,7 @@ impl Default for Settings {
             auto_settle_after_s: 24 * 3600,
             session_idle_s: 30 * 60,
             session_max_s: 12 * 3600,
+            block_offset: 0,
             writer_max_batch: crate::store::DEFAULT_MAX_BATCH,
         }
     }
@@ -100,11 +105,29 @@ struct BlockData {
 }
 
 #[derive(Default)]
-struct BlockCache(Mutex<HashMap<i64, Arc<BlockData>>>);
+struct BlockCache {
+    blocks: Mutex<HashMap<i64, Arc<BlockData>>>,
+    /// When each stake's next block was last looked up to be shuffled ahead
+    /// of its sales: once a second is enough, not once per purchase.
+    checked: Mutex<HashMap<i64, std::time::Instant>>,
+}
 
 impl BlockCache {
+    /// Whether the blocks of `stake_cents` are due a look-up, and if so notes it.
+    fn due_for_check(&self, stake_cents: i64) -> bool {
+        let mut checked = self.checked.lock().expect("block cache lock");
+        let now = std::time::Instant::now();
+        match checked.get(&stake_cents) {
+            Some(at) if now.duration_since(*at) < std::time::Duration::from_secs(1) => false,
+            _ => {
+                checked.insert(stake_cents, now);
+                true
+            }
+        }
+    }
+
     fn get(&self, block_id: i64) -> Option<Arc<BlockData>> {
-        self.0
+        self.blocks
             .lock()
             .expect("block cache lock")
             .get(&block_id)
@@ -116,7 +139,7 @@ impl BlockCache {
             outcomes: block_outcomes(secret),
             seeder: ScenarioSeeder::new(secret),
         });
-        self.0
+        self.blocks
             .lock()
             .expect("block cache lock")
             .insert(block_id, data.clone());
@@ -345,7 +368,7 @@ pub fn sha256_hex(data: &[u8]) -> String {
 // Ledger primitives, run inside writer jobs.
 
 /// Moves `amount_cents` from `debit` to `credit`, refusing to take a player
-/// account below zero.
+/// account below zero. Returns the two accounts' new balances (debit, credit).
 async fn transfer(
     conn: &mut AnyConnection,
     debit: i64,
@@ -354,9 +377,9 @@ async fn transfer(
     kind: &str,
     play_id: Option<i64>,
     now_ms: i64,
-) -> Result<(), Error> {
+) -> Result<(i64, i64), Error> {
     assert!(amount_cents > 0, "a transfer moves a positive amount");
-    let debited = sqlx::query(
+    let debited: Option<i64> = sqlx::query_scalar(
         "UPDATE accounts SET balance_cents = balance_cents - $1 \
          WHERE id = $2 AND (kind <> 'player' OR balance_cents >= $1) RETURNING balance_cents",
     )
@@ -364,7 +387,7 @@ async fn transfer(
     .bind(debit)
     .fetch_optional(&mut *conn)
     .await?;
-    if debited.is_none() {
+    let Some(debit_balance_cents) = debited else {
         let balance_cents: i64 =
             sqlx::query_scalar("SELECT balance_cents FROM accounts WHERE id = $1")
                 .bind(debit)
@@ -374,12 +397,14 @@ async fn transfer(
             balance_cents,
             needed_cents: amount_cents,
         });
-    }
-    sqlx::query("UPDATE accounts SET balance_cents = balance_cents + $1 WHERE id = $2")
-        .bind(amount_cents)
-        .bind(credit)
-        .execute(&mut *conn)
-        .await?;
+    };
+    let credit_balance_cents: i64 = sqlx::query_scalar(
+        "UPDATE accounts SET balance_cents = balance_cents + $1 WHERE id = $2 RETURNING balance_cents",
+    )
+    .bind(amount_cents)
+    .bind(credit)
+    .fetch_one(&mut *conn)
+    .await?;
     sqlx::query(
         "INSERT INTO transfers (debit_account_id, credit_account_id, amount_cents, kind, play_id, created_at_ms) \
          VALUES ($1, $2, $3, $4, $5, $6)",
@@ -392,7 +417,7 @@ async fn transfer(
     .bind(now_ms)
     .execute(&mut *conn)
     .await?;
-    Ok(())
+    Ok((debit_balance_cents, credit_balance_cents))
 }
 
 /// Finishes a play and credits its win, once: a play already finished is left
@@ -410,7 +435,9 @@ async fn settle(
         "UPDATE plays SET state = 'finished', throws_made = 4, finished_at_ms = $1 \
          WHERE id = $2 AND state = 'in_progress' \
          RETURNING player_id, prize_cents, \
-         (SELECT account_id FROM players WHERE players.id = plays.player_id) AS account_id",
+         (SELECT account_id FROM players WHERE players.id = plays.player_id) AS account_id, \
+         (SELECT a.balance_cents FROM accounts a JOIN players p ON a.id = p.account_id \
+          WHERE p.id = plays.player_id) AS balance_cents",
     )
     .bind(now_ms)
     .bind(play_id)
@@ -420,8 +447,9 @@ async fn settle(
     let player_id: i64 = row.try_get("player_id")?;
     let prize_cents: i64 = row.try_get("prize_cents")?;
     let account_id: i64 = row.try_get("account_id")?;
+    let mut balance_cents: i64 = row.try_get("balance_cents")?;
     if prize_cents > 0 {
-        transfer(
+        (_, balance_cents) = transfer(
             conn,
             PRIZES_ACCOUNT,
             account_id,
@@ -432,7 +460,6 @@ async fn settle(
         )
         .await?;
     }
-    let balance_cents = account_balance(conn, account_id).await?;
     trail::append(
         conn,
         now_ms,
@@ -527,6 +554,20 @@ impl PlayRow {
 pub struct Bought {
     pub play_id: i64,
     pub replayed: bool,
+    /// The play as the purchase wrote it (none for a replay).
+    fresh: Option<FreshPlay>,
+}
+
+/// What a purchase knows of the play it recorded: all a view needs.
+#[derive(Debug, Clone, Copy)]
+struct FreshPlay {
+    block_id: i64,
+    emission_id: i64,
+    unit_index: i64,
+    stake_cents: i64,
+    level: i64,
+    prize_cents: i64,
+    created_at_ms: i64,
 }
 
 impl Service {
@@ -1285,29 +1326,66 @@ impl Service {
     /// first. The same idempotency key returns the first play again.
     pub async fn buy(&self, player: &Player, purchase: Purchase) -> Result<Bought, Error> {
         let request_hash = sha256_hex(format!("stake_cents={}", purchase.stake.cents()).as_bytes());
-        // Make sure the block that will be sold from is in memory, so the
-        // writer never waits for a shuffle (best effort: the job checks again).
-        let candidate: Option<i64> = sqlx::query_scalar(
-            "SELECT b.id FROM blocks b JOIN emissions e ON e.id = b.emission_id \
-             WHERE b.stake_cents = $1 AND b.state = 'open' AND e.state = 'open' ORDER BY b.id LIMIT 1",
-        )
-        .bind(purchase.stake.cents())
-        .fetch_optional(&self.db.pool)
-        .await?;
-        if let Some(block_id) = candidate {
-            self.block_data(block_id).await?;
+        // Make sure the blocks that will be sold from are in memory, so the
+        // writer never waits for a shuffle (best effort: the job checks
+        // again). Looked up once a second, not on every purchase.
+        if self.blocks.due_for_check(purchase.stake.cents()) {
+            let candidates: Vec<i64> = sqlx::query_scalar(
+                "SELECT b.id FROM blocks b JOIN emissions e ON e.id = b.emission_id \
+                 WHERE b.stake_cents = $1 AND b.state = 'open' AND e.state = 'open' \
+                 ORDER BY b.id LIMIT $2",
+            )
+            .bind(purchase.stake.cents())
+            .bind(self.settings.block_offset + 2)
+            .fetch_all(&self.db.pool)
+            .await?;
+            for block_id in candidates {
+                self.block_data(block_id).await?;
+            }
         }
         let player = player.clone();
         let now_ms = self.now_ms();
         let blocks = self.blocks.clone();
+        let block_offset = self.settings.block_offset;
         self.write(move |conn| {
             let player = player.clone();
             let purchase = purchase.clone();
             let request_hash = request_hash.clone();
             let blocks = blocks.clone();
             Box::pin(async move {
-                buy_job(conn, &player, &purchase, &request_hash, now_ms, &blocks).await
+                buy_job(
+                    conn,
+                    &player,
+                    &purchase,
+                    &request_hash,
+                    now_ms,
+                    &blocks,
+                    block_offset,
+                )
+                .await
             })
+        })
+        .await
+    }
+
+    /// The view of a play just bought: built from what the purchase wrote,
+    /// or read back for a replay.
+    pub async fn bought_view(&self, player: &Player, bought: &Bought) -> Result<PlayView, Error> {
+        let Some(fresh) = bought.fresh else {
+            return self.play(player, bought.play_id).await;
+        };
+        self.play_view(PlayRow {
+            id: bought.play_id,
+            block_id: fresh.block_id,
+            emission_id: fresh.emission_id,
+            unit_index: fresh.unit_index,
+            stake_cents: fresh.stake_cents,
+            level: fresh.level,
+            prize_cents: fresh.prize_cents,
+            throws_made: 0,
+            state: "in_progress".to_owned(),
+            created_at_ms: fresh.created_at_ms,
+            finished_at_ms: None,
         })
         .await
     }
@@ -1474,6 +1552,7 @@ async fn buy_job(
     request_hash: &str,
     now_ms: i64,
     blocks: &BlockCache,
+    block_offset: i64,
 ) -> Result<Bought, Error> {
     let stake_cents = purchase.stake.cents();
     let earlier: Option<(i64, String)> = sqlx::query_as(
@@ -1501,6 +1580,7 @@ async fn buy_job(
         return Ok(Bought {
             play_id,
             replayed: true,
+            fresh: None,
         });
     }
 
@@ -1521,17 +1601,30 @@ async fn buy_job(
         settle(conn, play_id, now_ms, &actor, "next_purchase").await?;
     }
 
-    let unit = sqlx::query(
-        "UPDATE blocks SET units_sold = units_sold + 1 WHERE id = ( \
-             SELECT b.id FROM blocks b JOIN emissions e ON e.id = b.emission_id \
-             WHERE b.stake_cents = $1 AND b.state = 'open' AND e.state = 'open' AND b.units_sold < $2 \
-             ORDER BY b.id LIMIT 1) \
-         RETURNING id, emission_id, units_sold, secret",
-    )
-    .bind(stake_cents)
-    .bind(i64::from(UNITS_PER_BLOCK))
-    .fetch_optional(&mut *conn)
-    .await?;
+    // The server's preferred block first (see `Settings::block_offset`),
+    // then the first open one, so sales never stop while any block has
+    // units. The outer conditions are checked again on the locked row: on
+    // PostgreSQL another server may have sold the block's last unit since
+    // the subquery looked, and then the next attempt picks another block.
+    let mut unit = None;
+    for offset in [block_offset, 0, 0] {
+        unit = sqlx::query(
+            "UPDATE blocks SET units_sold = units_sold + 1 WHERE id = ( \
+                 SELECT b.id FROM blocks b JOIN emissions e ON e.id = b.emission_id \
+                 WHERE b.stake_cents = $1 AND b.state = 'open' AND e.state = 'open' AND b.units_sold < $2 \
+                 ORDER BY b.id LIMIT 1 OFFSET $3) \
+             AND state = 'open' AND units_sold < $2 \
+             RETURNING id, emission_id, units_sold, secret",
+        )
+        .bind(stake_cents)
+        .bind(i64::from(UNITS_PER_BLOCK))
+        .bind(offset)
+        .fetch_optional(&mut *conn)
+        .await?;
+        if unit.is_some() {
+            break;
+        }
+    }
     let Some(unit) = unit else {
         let any_block: Option<i64> =
             sqlx::query_scalar("SELECT id FROM blocks WHERE stake_cents = $1 LIMIT 1")
@@ -1586,7 +1679,7 @@ async fn buy_job(
     .bind(now_ms)
     .fetch_one(&mut *conn)
     .await?;
-    transfer(
+    let (balance_cents, _) = transfer(
         conn,
         player.account_id,
         STAKES_ACCOUNT,
@@ -1596,7 +1689,6 @@ async fn buy_job(
         now_ms,
     )
     .await?;
-    let balance_cents = account_balance(conn, player.account_id).await?;
     trail::append(
         conn,
         now_ms,
@@ -1618,6 +1710,15 @@ async fn buy_job(
     Ok(Bought {
         play_id,
         replayed: false,
+        fresh: Some(FreshPlay {
+            block_id,
+            emission_id,
+            unit_index,
+            stake_cents,
+            level: i64::from(level.get()),
+            prize_cents,
+            created_at_ms: now_ms,
+        }),
     })
 }
 

@@ -156,7 +156,8 @@ struct PlayId {
 async fn register(base: &str, name: &str) -> anyhow::Result<Player> {
     let client = client()?;
     let body = format!(
-        r#"{{"username":"{name}","password":"a long bench password","adult":true,"accept_rules":true}}"#
+        "{{\"username\":\"{name}\",\"password\":\"a long bench password\",\"adult\":true,\"accept_rules\":true,\
+         \"deposit_limit_cents\":1000000,\"stake_limit_cents\":1000000}}"
     );
     let response = client
         .post(format!("{base}/api/register"))
@@ -608,6 +609,27 @@ impl Store {
     }
 }
 
+/// Flags that lift the per-player and per-address throttles, for those this
+/// binary has: every simulated player comes from 127.0.0.1 and buys as fast
+/// as it can, which is the point of a load test and nothing a player does.
+fn unthrottled(exe: &std::path::Path) -> Vec<String> {
+    let help = Command::new(exe)
+        .args(["serve", "--help"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    [
+        "--purchases-per-minute-per-player",
+        "--purchases-per-minute-per-address",
+        "--registrations-per-hour-per-address",
+        "--logins-per-minute-per-address",
+    ]
+    .into_iter()
+    .filter(|flag| help.contains(flag))
+    .flat_map(|flag| [flag.to_owned(), "100000000".to_owned()])
+    .collect()
+}
+
 fn free_port() -> anyhow::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
@@ -628,6 +650,7 @@ impl Server {
         if max_batch > 0 {
             command.env("TRESOR_MAX_BATCH", max_batch.to_string());
         }
+        command.args(unthrottled(&exe));
         let child = command.spawn().context("cannot start tresor serve")?;
         let server = Server {
             child,

@@ -68,6 +68,11 @@ pub struct ServeArgs {
     /// the baseline `tresor bench --baselines` measures group commit against).
     #[arg(long, env = "TRESOR_MAX_BATCH", default_value_t = crate::store::DEFAULT_MAX_BATCH)]
     pub max_batch: usize,
+    /// Sell first from the n-th open block of each stake (by id): give each
+    /// server on a shared database its own, so that they sell from
+    /// different blocks; the first open block is the fallback.
+    #[arg(long, env = "TRESOR_BLOCK_OFFSET", default_value_t = 0)]
+    pub block_offset: i64,
 }
 
 impl Default for ServeArgs {
@@ -83,6 +88,7 @@ impl Default for ServeArgs {
             session_idle_s: 30 * 60,
             secure_cookies: false,
             max_batch: crate::store::DEFAULT_MAX_BATCH,
+            block_offset: 0,
         }
     }
 }
@@ -97,6 +103,7 @@ pub async fn run_serve(args: ServeArgs) -> anyhow::Result<()> {
         auto_settle_after_s: args.auto_settle_after_s,
         session_idle_s: args.session_idle_s,
         writer_max_batch: args.max_batch,
+        block_offset: args.block_offset.max(0),
         ..Settings::default()
     };
     let service = open_service(&args.db, settings).await?;

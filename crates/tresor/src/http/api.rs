@@ -265,7 +265,8 @@ async fn buy(
     if !bought.replayed {
         state.metrics.purchases.inc();
     }
-    let play = state.service.play(&current.player, bought.play_id).await?;
+    // The purchase knows its play: no need to read it back.
+    let play = state.service.bought_view(&current.player, &bought).await?;
     Ok((StatusCode::CREATED, Json(play)).into_response())
 }
 

@@ -3,9 +3,14 @@
 //! request is committed at once; under load the queue fills while the previous
 //! batch is being made durable, so batches grow with the load by themselves.
 //! A request is answered only after its batch has committed.
+//!
+//! Tuning (see BENCHMARKS.md): a batch runs without per-job savepoints unless
+//! one of its jobs is refused, and the trail's head is locked once per batch
+//! and kept in memory while its jobs append (`trail::with_batch_head`).
 
 use crate::error::Error;
 use crate::store::Db;
+use crate::trail;
 use futures_util::future::BoxFuture;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
@@ -117,8 +122,16 @@ async fn run(
     let mut batch = Vec::with_capacity(max_batch);
     while receiver.recv_many(&mut batch, max_batch).await > 0 {
         stats.batch_size.observe(batch.len() as f64);
-        let results = match commit_batch(&db, &batch).await {
-            Ok(results) => results,
+        // Most batches have no refusal: run them without savepoints, which
+        // cost two statements per job. A refusal rolls that attempt back and
+        // the batch runs again with a savepoint per job (jobs may run twice).
+        let mut outcome = commit_batch(&db, &batch, false).await;
+        if matches!(outcome, Ok(None)) {
+            outcome = commit_batch(&db, &batch, true).await;
+        }
+        let results = match outcome {
+            Ok(Some(results)) => results,
+            Ok(None) => unreachable!("a batch with savepoints always completes"),
             Err(error) => {
                 // The batch as a whole failed (a deadlock with another server,
                 // a lost connection): retry each job in its own transaction so
@@ -138,29 +151,73 @@ async fn run(
     }
 }
 
-/// Runs every job of the batch in one transaction, each in its own savepoint.
+/// Runs every job of the batch in one transaction. The transaction first
+/// locks the trail's head, which the jobs then move in memory
+/// ([`trail::with_batch_head`]); it is written back once, before the commit.
+///
+/// With `savepoints`, each job runs in its own savepoint and a refused job
+/// rolls back alone. Without, the first refusal rolls the whole transaction
+/// back and `Ok(None)` asks for a run with savepoints; a batch of one job
+/// needs none, its refusal is simply its result.
 async fn commit_batch(
     db: &Db,
     batch: &[Request],
-) -> Result<Vec<Result<Boxed, Error>>, sqlx::Error> {
+    savepoints: bool,
+) -> Result<Option<Vec<Result<Boxed, Error>>>, sqlx::Error> {
     let mut tx = db.pool.begin().await?;
-    let mut results = Vec::with_capacity(batch.len());
-    for request in batch {
-        let mut savepoint = tx.begin().await?;
-        match (request.job)(&mut savepoint).await {
-            Ok(value) => {
-                savepoint.commit().await?;
-                results.push(Ok(value));
+    let head = trail::lock_head(&mut tx).await?;
+    let start_seq = head.seq;
+    let (outcome, head) = trail::with_batch_head(head, async {
+        let mut results = Vec::with_capacity(batch.len());
+        for request in batch {
+            if !savepoints {
+                match (request.job)(&mut tx).await {
+                    Ok(value) => results.push(Ok(value)),
+                    Err(Error::Database(error)) if is_transient(&error) => return Err(error),
+                    Err(error) if batch.len() == 1 => {
+                        results.push(Err(error));
+                        return Ok(Some((results, false)));
+                    }
+                    Err(_) => return Ok(None),
+                }
+                continue;
             }
-            Err(Error::Database(error)) if is_transient(&error) => return Err(error),
-            Err(error) => {
-                savepoint.rollback().await?;
-                results.push(Err(error));
+            let before = trail::batch_head().expect("inside the batch scope");
+            let mut savepoint = tx.begin().await?;
+            match (request.job)(&mut savepoint).await {
+                Ok(value) => {
+                    savepoint.commit().await?;
+                    results.push(Ok(value));
+                }
+                Err(Error::Database(error)) if is_transient(&error) => return Err(error),
+                Err(error) => {
+                    savepoint.rollback().await?;
+                    trail::reset_batch_head(before);
+                    results.push(Err(error));
+                }
             }
         }
+        Ok(Some((results, true)))
+    })
+    .await;
+    match outcome? {
+        None => {
+            tx.rollback().await?;
+            Ok(None)
+        }
+        Some((results, true)) => {
+            if head.seq != start_seq {
+                trail::store_head(&mut tx, &head).await?;
+            }
+            tx.commit().await?;
+            Ok(Some(results))
+        }
+        Some((results, false)) => {
+            // The batch's only job was refused: nothing to keep.
+            tx.rollback().await?;
+            Ok(Some(results))
+        }
     }
-    tx.commit().await?;
-    Ok(results)
 }
 
 async fn commit_alone(db: &Db, job: &Job) -> Result<Boxed, Error> {
@@ -169,7 +226,13 @@ async fn commit_alone(db: &Db, job: &Job) -> Result<Boxed, Error> {
         attempt += 1;
         let result = async {
             let mut tx = db.pool.begin().await?;
-            let value = job(&mut tx).await?;
+            let head = trail::lock_head(&mut tx).await?;
+            let start_seq = head.seq;
+            let (value, head) = trail::with_batch_head(head, job(&mut tx)).await;
+            let value = value?;
+            if head.seq != start_seq {
+                trail::store_head(&mut tx, &head).await?;
+            }
             tx.commit().await?;
             Ok(value)
         }

@@ -1,0 +1,251 @@
+//! Two real `tresor serve` processes on one PostgreSQL database, under load:
+//! players spread over both servers, some playing on both at once. Checks the
+//! invariants of the play server's concurrency test across servers: the
+//! ledger balances, no unit is sold twice, every win is credited once, every
+//! acknowledged play is in its player's history, each server sells from its
+//! own block, and the game trail verifies.
+
+#[path = "api/helpers.rs"]
+#[expect(dead_code, reason = "the API tests use the rest of the helpers")]
+mod helpers;
+
+use helpers::{Backend, TestDb, assert_ledger_balances};
+use serde_json::{Value, json};
+use std::collections::{BTreeSet, HashMap};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use tresor::store::Db;
+
+const PLAYERS: usize = 24;
+const LOAD: Duration = Duration::from_secs(5);
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Flags that lift the per-address throttles, for those this binary has:
+/// every simulated player comes from 127.0.0.1.
+fn unthrottled() -> Vec<String> {
+    let help = Command::new(env!("CARGO_BIN_EXE_tresor")).args(["serve", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout).into_owned();
+    [
+        "--purchases-per-minute-per-player",
+        "--purchases-per-minute-per-address",
+        "--registrations-per-hour-per-address",
+        "--logins-per-minute-per-address",
+    ]
+    .into_iter()
+    .filter(|flag| help.contains(flag))
+    .flat_map(|flag| [flag.to_owned(), "1000000".to_owned()])
+    .collect()
+}
+
+fn start_server(db: &TestDb, port: u16, block_offset: u32) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_tresor"))
+        .args(["serve", "--demo", "--listen", &format!("127.0.0.1:{port}"), "--database-url", &db.url])
+        .args(["--block-offset", &block_offset.to_string()])
+        .args(unthrottled())
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start tresor serve")
+}
+
+async fn wait_healthy(base: &str) {
+    for _ in 0..400 {
+        if reqwest::get(format!("{base}/healthz")).await.is_ok_and(|r| r.status().is_success()) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the server at {base} did not start");
+}
+
+async fn post(client: &reqwest::Client, url: String, body: Value, key: Option<&str>) -> (u16, Value) {
+    let mut request = client.post(url).header("x-requested-with", "tresor").json(&body);
+    if let Some(key) = key {
+        request = request.header("idempotency-key", key);
+    }
+    let response = request.send().await.expect("the server answers");
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// What one player saw: each acknowledged play with its unit, and whether it
+/// finished it.
+#[derive(Debug, Default)]
+struct Seen {
+    plays: Vec<(i64, (i64, i64), bool)>,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_servers_on_one_postgres_sell_each_unit_once_and_keep_every_account_right() {
+    let Some(db) = TestDb::new(Backend::Postgres).await else { return };
+    // The first server creates the demo emission; the second finds it.
+    let ports = [free_port(), free_port()];
+    let bases: Vec<String> = ports.iter().map(|port| format!("http://127.0.0.1:{port}")).collect();
+    let mut servers = vec![start_server(&db, ports[0], 0)];
+    wait_healthy(&bases[0]).await;
+    servers.push(start_server(&db, ports[1], 1));
+    wait_healthy(&bases[1]).await;
+
+    // Players register on one server or the other; every third one plays on
+    // both (cookies are per host, not per port, so its session goes along).
+    let mut clients = Vec::new();
+    for p in 0..PLAYERS {
+        let client = reqwest::Client::builder().cookie_store(true).timeout(Duration::from_secs(30)).build().unwrap();
+        let home = &bases[p % 2];
+        let body = json!({
+            "username": format!("player{p}"), "password": "a long password", "adult": true, "accept_rules": true,
+            "deposit_limit_cents": 1_000_000, "stake_limit_cents": 1_000_000,
+        });
+        let (status, body) = post(&client, format!("{home}/api/register"), body, None).await;
+        assert_eq!(status, 201, "{body}");
+        let (status, body) = post(&client, format!("{home}/api/demo/deposit"), json!({"amount_cents": 20_000}), None).await;
+        assert_eq!(status, 200, "{body}");
+        clients.push(client);
+    }
+
+    let deadline = Instant::now() + LOAD;
+    let mut tasks = Vec::new();
+    for (p, client) in clients.iter().cloned().enumerate() {
+        let bases = bases.clone();
+        tasks.push(tokio::spawn(async move {
+            let traveller = p % 3 == 0;
+            let mut seen = Seen::default();
+            let mut n = 0usize;
+            while Instant::now() < deadline {
+                n += 1;
+                let server = if traveller { &bases[n % 2] } else { &bases[p % 2] };
+                let key = format!("p{p}-n{n}");
+                let (status, play) =
+                    post(&client, format!("{server}/api/plays"), json!({"stake_cents": 50}), Some(&key)).await;
+                if status == 402 {
+                    break; // out of money: this player is done
+                }
+                assert_eq!(status, 201, "purchase on {server}: {play}");
+                let id = play["id"].as_i64().unwrap();
+                let unit = (play["unit"]["block"].as_i64().unwrap(), play["unit"]["index"].as_i64().unwrap());
+                // Every other game is played to the end, a traveller's throws
+                // alternating between the servers; the others are settled by
+                // the player's next purchase.
+                let finish = n % 2 == 0;
+                if finish {
+                    for t in 0..4 {
+                        let server = if traveller { &bases[(n + t) % 2] } else { server };
+                        let (status, body) =
+                            post(&client, format!("{server}/api/plays/{id}/throws"), json!({}), None).await;
+                        assert_eq!(status, 200, "throw on {server}: {body}");
+                    }
+                }
+                seen.plays.push((id, unit, finish));
+            }
+            seen
+        }));
+    }
+    let mut seen = Vec::new();
+    for task in tasks {
+        seen.push(task.await.unwrap());
+    }
+    let acknowledged: usize = seen.iter().map(|s| s.plays.len()).sum();
+    assert!(acknowledged >= PLAYERS * 5, "the servers sold under load ({acknowledged} plays)");
+
+    // Every acknowledged play is in its player's history, seen from either
+    // server, and nothing else is.
+    for (p, (client, seen)) in clients.iter().zip(&seen).enumerate() {
+        let mut listed = BTreeSet::new();
+        let mut cursor = String::new();
+        loop {
+            let base = &bases[(p + listed.len()) % 2];
+            let page: Value = client
+                .get(format!("{base}/api/plays?limit=100&cursor={cursor}"))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            for play in page["plays"].as_array().unwrap() {
+                listed.insert(play["id"].as_i64().unwrap());
+            }
+            match page["next_cursor"].as_str() {
+                Some(next) => cursor = next.to_owned(),
+                None => break,
+            }
+        }
+        let ids: BTreeSet<i64> = seen.plays.iter().map(|(id, _, _)| *id).collect();
+        assert_eq!(listed, ids, "player{p}'s history holds exactly the plays it was sold");
+    }
+
+    for mut server in servers {
+        server.kill().unwrap();
+        server.wait().unwrap();
+    }
+    let store = Db::connect(&db.url).await.unwrap();
+    let pool = &store.pool;
+    assert_ledger_balances(&store).await;
+
+    // No unit sold twice, and each block's counter matches its plays.
+    let units: Vec<(i64, i64)> = seen.iter().flat_map(|s| s.plays.iter().map(|(_, unit, _)| *unit)).collect();
+    let distinct: BTreeSet<(i64, i64)> = units.iter().copied().collect();
+    assert_eq!(distinct.len(), units.len(), "no unit was acknowledged twice");
+    let twice: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM (SELECT block_id, unit_index FROM plays GROUP BY block_id, unit_index HAVING COUNT(*) > 1) t",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    assert_eq!(twice, 0, "no unit is stored twice");
+    let counters: Vec<(i64, i64, i64)> = sqlx::query_as(
+        "SELECT b.id, b.units_sold, (SELECT COUNT(*) FROM plays p WHERE p.block_id = b.id) FROM blocks b",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    for (block, sold, plays) in &counters {
+        assert_eq!(sold, plays, "block {block}: units_sold counts its plays (no lost update)");
+    }
+    let plays: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM plays").fetch_one(pool).await.unwrap();
+    assert_eq!(plays as usize, acknowledged, "one play per acknowledged purchase");
+    // Blocks are the shards: each server sold from its own block.
+    let by_block: HashMap<i64, i64> = sqlx::query_as::<_, (i64, i64)>(
+        "SELECT block_id, COUNT(*) FROM plays GROUP BY block_id",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap()
+    .into_iter()
+    .collect();
+    assert!(by_block.len() >= 2, "the two servers sold from different blocks: {by_block:?}");
+
+    // Every win credited once: one prize transfer per finished winning play,
+    // of its prize, and none for a play still in progress.
+    let wrong: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM plays p WHERE \
+           (p.state = 'finished' AND p.prize_cents > 0 AND 1 <> \
+              (SELECT COUNT(*) FROM transfers t WHERE t.kind = 'prize' AND t.play_id = p.id AND t.amount_cents = p.prize_cents)) \
+        OR ((p.state = 'in_progress' OR p.prize_cents = 0) AND 0 <> \
+              (SELECT COUNT(*) FROM transfers t WHERE t.kind = 'prize' AND t.play_id = p.id))",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    assert_eq!(wrong, 0, "every win is credited exactly once, and only wins");
+    let finished_by_players: usize = seen.iter().map(|s| s.plays.iter().filter(|(_, _, f)| *f).count()).sum();
+    let finished: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM plays WHERE state = 'finished'").fetch_one(pool).await.unwrap();
+    assert!(finished as usize >= finished_by_players, "every game played to the end is finished");
+    store.pool.close().await;
+
+    // The game trail written by both servers is one unbroken chain.
+    let output = Command::new(env!("CARGO_BIN_EXE_tresor"))
+        .args(["audit", "verify", "--database-url", &db.url])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "tresor audit verify: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
