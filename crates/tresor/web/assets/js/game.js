@@ -259,7 +259,9 @@ export class Game {
     } finally {
       this.busy = false;
       this.update();
+      // The next thing to press: "Lancer" again, or "Jouer" for a new game.
       if (this.mode === 'playing') this.els.throw.focus();
+      else if (this.mode === 'finished') this.els.play.focus();
     }
   }
 
@@ -286,7 +288,6 @@ export class Game {
       await openDialog(this.els.win);
     }
     this.update();
-    this.els.play.focus();
   }
 
   fillHowto(stake) {

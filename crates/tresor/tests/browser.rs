@@ -1,0 +1,833 @@
+//! Browser tests: the real `tresor serve` binary, driven through a real
+//! headless Chromium over WebDriver (chromedriver), the way a player uses it.
+//!
+//! The WebDriver client is a few lines over `reqwest` (already a
+//! dev-dependency), so nothing is downloaded. Without Chromium and
+//! chromedriver the tests say they were skipped, unless
+//! `TRESOR_REQUIRE_BROWSER=1` (as in CI), where they fail instead.
+//! Screenshots of the main states go to `target/screenshots/`.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// One browser test at a time: each runs a server, chromedriver and a
+/// Chromium, which is plenty for a two-core machine.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+const STAKES: [i64; 3] = [50, 100, 200];
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn screenshots_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/screenshots");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A child process killed when the test ends, pass or fail.
+struct Process(Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The real server on a free port with a fresh data directory.
+struct Server {
+    base: String,
+    _process: Process,
+    _data: tempfile::TempDir,
+}
+
+impl Server {
+    async fn start() -> Server {
+        let data = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_tresor"))
+            .args(["serve", "--data"])
+            .arg(data.path())
+            .args(["--listen", &format!("127.0.0.1:{port}"), "--demo"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("the tresor binary starts");
+        let server = Server {
+            base: format!("http://127.0.0.1:{port}"),
+            _process: Process(child),
+            _data: data,
+        };
+        let client = reqwest::Client::new();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Ok(response) = client.get(format!("{}/healthz", server.base)).send().await
+                && response.status().is_success()
+            {
+                return server;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the server never answered /healthz"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// Where Chromium and chromedriver are, or `None` when the tests must be skipped.
+fn browser_paths() -> Option<(PathBuf, PathBuf)> {
+    let chromium = std::env::var_os("CHROMIUM")
+        .map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from);
+    let driver = std::env::var_os("CHROMEDRIVER")
+        .map_or_else(|| PathBuf::from("/usr/bin/chromedriver"), PathBuf::from);
+    if chromium.exists() && driver.exists() {
+        return Some((chromium, driver));
+    }
+    assert!(
+        std::env::var("TRESOR_REQUIRE_BROWSER").as_deref() != Ok("1"),
+        "TRESOR_REQUIRE_BROWSER=1 but {} or {} is missing (apt-get install chromium chromium-driver)",
+        chromium.display(),
+        driver.display()
+    );
+    eprintln!("browser tests skipped: chromium or chromedriver is not installed");
+    None
+}
+
+/// A WebDriver session on a fresh headless Chromium.
+struct Browser {
+    http: reqwest::Client,
+    session: String,
+    driver: String,
+    _process: Process,
+    _profile: tempfile::TempDir,
+}
+
+impl Browser {
+    async fn start(chromium: &Path, chromedriver: &Path, width: u32, height: u32) -> Browser {
+        let port = free_port();
+        let child = Command::new(chromedriver)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver starts");
+        let process = Process(child);
+        let driver = format!("http://127.0.0.1:{port}");
+        let http = reqwest::Client::new();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while http.get(format!("{driver}/status")).send().await.is_err() {
+            assert!(Instant::now() < deadline, "chromedriver never answered");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let profile = tempfile::tempdir().unwrap();
+        let args = vec![
+            "--headless=new".to_owned(),
+            "--no-sandbox".to_owned(),
+            "--disable-gpu".to_owned(),
+            "--disable-dev-shm-usage".to_owned(),
+            "--disable-quic".to_owned(),
+            "--no-first-run".to_owned(),
+            "--disable-background-networking".to_owned(),
+            "--disable-component-update".to_owned(),
+            "--disable-sync".to_owned(),
+            "--hide-scrollbars".to_owned(),
+            format!("--window-size={width},{height}"),
+            format!("--user-data-dir={}", profile.path().display()),
+        ];
+        let capabilities = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {"binary": chromium, "args": args},
+            "goog:loggingPrefs": {"browser": "ALL"},
+        }}});
+        let response: Value = http
+            .post(format!("{driver}/session"))
+            .json(&capabilities)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let session = response["value"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no WebDriver session: {response}"))
+            .to_owned();
+        Browser {
+            http,
+            session,
+            driver,
+            _process: process,
+            _profile: profile,
+        }
+    }
+
+    async fn command(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        let url = format!("{}/session/{}{}", self.driver, self.session, path);
+        let mut request = self.http.request(method, url);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response: Value = request.send().await.unwrap().json().await.unwrap();
+        let value = response["value"].clone();
+        if let Some(error) = value.get("error") {
+            panic!("WebDriver {path}: {error}: {}", value["message"]);
+        }
+        value
+    }
+
+    async fn post(&self, path: &str, body: Value) -> Value {
+        self.command(reqwest::Method::POST, path, Some(body)).await
+    }
+
+    async fn goto(&self, url: &str) {
+        self.post("/url", json!({ "url": url })).await;
+        self.wait_for("document.body.dataset.ready === 'true'")
+            .await;
+    }
+
+    async fn execute(&self, script: &str) -> Value {
+        self.post("/execute/sync", json!({ "script": script, "args": [] }))
+            .await
+    }
+
+    /// Runs an async script: its last argument is the callback to call with the result.
+    async fn execute_async(&self, script: &str) -> Value {
+        self.post("/execute/async", json!({ "script": script, "args": [] }))
+            .await
+    }
+
+    async fn find(&self, css: &str) -> String {
+        let value = self
+            .post("/element", json!({ "using": "css selector", "value": css }))
+            .await;
+        value
+            .as_object()
+            .unwrap()
+            .values()
+            .next()
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    async fn click(&self, css: &str) {
+        let element = self.find(css).await;
+        self.post(&format!("/element/{element}/click"), json!({}))
+            .await;
+    }
+
+    async fn type_into(&self, css: &str, text: &str) {
+        let element = self.find(css).await;
+        self.post(
+            &format!("/element/{element}/value"),
+            json!({ "text": text }),
+        )
+        .await;
+    }
+
+    /// Presses keys (WebDriver key codes, e.g. "\u{E004}" for Tab) one after another.
+    async fn press(&self, keys: &[&str]) {
+        let actions: Vec<Value> = keys
+            .iter()
+            .flat_map(|k| {
+                [
+                    json!({"type": "keyDown", "value": k}),
+                    json!({"type": "keyUp", "value": k}),
+                ]
+            })
+            .collect();
+        self.post(
+            "/actions",
+            json!({"actions": [{"type": "key", "id": "keyboard", "actions": actions}]}),
+        )
+        .await;
+    }
+
+    /// Waits until the JavaScript expression is truthy, and returns its value.
+    async fn wait_for(&self, expression: &str) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let value = self.execute(&format!("return ({expression});")).await;
+            if !(value.is_null()
+                || value == json!(false)
+                || value == json!("")
+                || value == json!(0))
+            {
+                return value;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {expression}"
+            );
+            tokio::time::sleep(Duration::from_millis(40)).await;
+        }
+    }
+
+    async fn screenshot(&self, name: &str) {
+        let data = self
+            .command(reqwest::Method::GET, "/screenshot", None)
+            .await;
+        let png = base64_decode(data.as_str().unwrap());
+        std::fs::write(screenshots_dir().join(format!("{name}.png")), png).unwrap();
+    }
+
+    async fn set_window(&self, width: u32, height: u32) {
+        self.post("/window/rect", json!({"width": width, "height": height}))
+            .await;
+    }
+
+    /// The browser console's errors since the last call.
+    async fn console_errors(&self) -> Vec<String> {
+        let logs = self.post("/se/log", json!({"type": "browser"})).await;
+        logs.as_array()
+            .into_iter()
+            .flatten()
+            .filter(|entry| entry["level"] == "SEVERE")
+            .map(|entry| entry["message"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    }
+
+    async fn close(self) {
+        let _ = self
+            .http
+            .delete(format!("{}/session/{}", self.driver, self.session))
+            .send()
+            .await;
+    }
+
+    // ---- The game's own vocabulary ----
+
+    async fn balance_cents(&self) -> i64 {
+        let value = self
+            .wait_for("document.querySelector('[data-testid=balance]').dataset.cents")
+            .await;
+        value.as_str().unwrap().parse().unwrap()
+    }
+
+    /// Registers through the form, accepting the rules, and lands on the game.
+    async fn register_with_the_form(&self, base: &str, username: &str) {
+        self.goto(&format!("{base}/?fast=1#/register")).await;
+        self.type_into("[data-testid=register-username]", username)
+            .await;
+        self.type_into("[data-testid=register-password]", "a long enough password")
+            .await;
+        self.click("[data-testid=register-adult]").await;
+        self.click("[data-testid=register-accept]").await;
+        self.click("[data-testid=register-submit]").await;
+        self.wait_for(
+            "document.body.dataset.user === 'in' && document.body.dataset.screen === 'game'",
+        )
+        .await;
+    }
+
+    /// Registers and deposits through the API from inside the page (for
+    /// tests about something else), then reloads as that player.
+    async fn register_quickly(&self, base: &str, username: &str, query: &str) {
+        self.goto(&format!("{base}/{query}#/")).await;
+        let script = format!(
+            "const done = arguments[arguments.length - 1];
+             const post = (path, body) => fetch(path, {{method: 'POST', credentials: 'same-origin',
+               headers: {{'Content-Type': 'application/json', 'X-Requested-With': 'tresor'}},
+               body: JSON.stringify(body)}});
+             post('/api/register', {{username: '{username}', password: 'a long enough password', adult: true, accept_rules: true}})
+               .then(() => post('/api/demo/deposit', {{amount_cents: 5000}}))
+               .then((r) => {{ localStorage.setItem('tresor.session', '1'); done(r.status); }})
+               .catch((e) => done(String(e)));"
+        );
+        assert_eq!(self.execute_async(&script).await, json!(200));
+        // Same URL, so reload by hand; the old page's "ready" mark goes first.
+        self.execute("document.body.dataset.ready = ''; location.reload();")
+            .await;
+        self.wait_for("document.body.dataset.ready === 'true'")
+            .await;
+        self.wait_for("document.body.dataset.user === 'in'").await;
+    }
+
+    async fn play_id(&self) -> i64 {
+        self.wait_for("document.querySelector('#screen-game').dataset.playId")
+            .await
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap()
+    }
+
+    async fn fetch_play(&self, id: i64) -> Value {
+        self.execute_async(&format!(
+            "const done = arguments[arguments.length - 1];
+             fetch('/api/plays/{id}', {{credentials: 'same-origin'}}).then((r) => r.json()).then(done, (e) => done(String(e)));"
+        ))
+        .await
+    }
+
+    async fn found_symbols(&self) -> Vec<String> {
+        let value = self
+            .execute("return [...document.querySelectorAll('[data-testid=found-symbol]')].map((li) => li.dataset.symbol);")
+            .await;
+        serde_json::from_value(value).unwrap()
+    }
+
+    /// Presses "Lancer" and waits for the throw to be played out.
+    async fn throw_and_wait(&self, number: usize) {
+        self.click("[data-testid=throw]").await;
+        self.wait_throw(number).await;
+    }
+
+    async fn wait_throw(&self, number: usize) {
+        self.wait_for(&format!(
+            "document.querySelector('#pips').dataset.used === '{number}' &&
+             !document.querySelector('[data-testid=throw]').disabled ||
+             document.querySelector('#screen-game').dataset.mode === 'finished'"
+        ))
+        .await;
+    }
+
+    /// Plays one whole game at `stake_cents` with the mouse; returns the play as the API tells it.
+    async fn play_a_game(&self, stake_cents: i64, shots: Option<&str>) -> Value {
+        // The radio button itself is invisible: a player clicks its label.
+        self.click(&format!("label:has(> [data-testid=stake-{stake_cents}])"))
+            .await;
+        self.click("[data-testid=play]").await;
+        self.wait_for("document.querySelector('#dlg-howto').open")
+            .await;
+        if let Some(prefix) = shots {
+            self.wait_for("document.querySelector('#screen-game').dataset.mode === 'buying' && document.querySelectorAll('#howto-prizes tr').length === 9").await;
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            self.screenshot(&format!("{prefix}-how-to-play")).await;
+        }
+        self.click("[data-testid=howto-close]").await;
+        self.wait_for("document.querySelector('#screen-game').dataset.mode === 'playing'")
+            .await;
+        for number in 1..=4 {
+            self.throw_and_wait(number).await;
+            if number == 2
+                && let Some(prefix) = shots
+            {
+                self.screenshot(&format!("{prefix}-mid-game")).await;
+            }
+        }
+        self.wait_for("document.querySelector('#screen-game').dataset.mode === 'finished'")
+            .await;
+        let id = self.play_id().await;
+        self.fetch_play(id).await
+    }
+
+    /// Closes the congratulation window if one came (a winning game).
+    async fn dismiss_win(&self, prize_cents: i64, shot: Option<&str>) {
+        if prize_cents > 0 {
+            self.wait_for("document.querySelector('#dlg-win').open")
+                .await;
+            if let Some(name) = shot {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                self.screenshot(name).await;
+            }
+            self.click("[data-testid=win-close]").await;
+        }
+        self.wait_for("!document.querySelector('#dlg-win').open")
+            .await;
+    }
+}
+
+/// The symbols a scenario's throws reveal, in order.
+fn revealed(play: &Value) -> Vec<String> {
+    play["scenario"]["throws"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| t["opened"].as_array().unwrap().clone())
+        .map(|o| o["content"].as_str().unwrap().to_owned())
+        .filter(|c| c != "empty")
+        .collect()
+}
+
+fn base64_decode(text: &str) -> Vec<u8> {
+    let value = |c: u8| -> u32 {
+        match c {
+            b'A'..=b'Z' => u32::from(c - b'A'),
+            b'a'..=b'z' => u32::from(c - b'a') + 26,
+            b'0'..=b'9' => u32::from(c - b'0') + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => panic!("not base64: {c}"),
+        }
+    };
+    let clean: Vec<u8> = text
+        .bytes()
+        .filter(|c| !c.is_ascii_whitespace() && *c != b'=')
+        .collect();
+    let mut out = Vec::with_capacity(clean.len() * 3 / 4);
+    for chunk in clean.chunks(4) {
+        let mut bits = 0u32;
+        for (i, c) in chunk.iter().enumerate() {
+            bits |= value(*c) << (18 - 6 * i);
+        }
+        out.push((bits >> 16) as u8);
+        if chunk.len() > 2 {
+            out.push((bits >> 8) as u8);
+        }
+        if chunk.len() > 3 {
+            out.push(bits as u8);
+        }
+    }
+    out
+}
+
+/// Starts the server and a browser, or says why the test is skipped.
+async fn setup(width: u32, height: u32) -> Option<(Server, Browser)> {
+    let (chromium, chromedriver) = browser_paths()?;
+    let server = Server::start().await;
+    let browser = Browser::start(&chromium, &chromedriver, width, height).await;
+    Some((server, browser))
+}
+
+#[tokio::test]
+async fn a_new_player_registers_deposits_and_plays_a_full_game_at_each_stake() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let Some((server, browser)) = setup(1280, 900).await else {
+        return;
+    };
+    let base = &server.base;
+    browser.goto(&format!("{base}/?fast=1")).await;
+    browser.screenshot("01-home").await;
+    browser.register_with_the_form(base, "marie_curie").await;
+    assert_eq!(browser.balance_cents().await, 0);
+
+    browser.click("[data-testid=nav-account]").await;
+    browser.click("[data-testid=deposit]").await;
+    browser
+        .wait_for("document.querySelector('[data-testid=balance]').dataset.cents === '2000'")
+        .await;
+    browser.click("[data-testid=brand]").await;
+    browser
+        .wait_for("document.body.dataset.screen === 'game' && !document.querySelector('[data-testid=play]').disabled")
+        .await;
+
+    let mut won = false;
+    let mut games = 0;
+    // One game at each stake, then more (a bounded few) until one wins, for
+    // the screenshot of a winning end.
+    while games < 3 || (!won && games < 14) {
+        let stake = STAKES[games % 3];
+        let before = browser.balance_cents().await;
+        if before < stake {
+            browser.click("[data-testid=nav-account]").await;
+            browser.click("[data-testid=deposit]").await;
+            browser
+                .wait_for(&format!(
+                    "document.querySelector('[data-testid=balance]').dataset.cents === '{}'",
+                    before + 2000
+                ))
+                .await;
+            browser.click("[data-testid=brand]").await;
+            continue;
+        }
+        let shots = (games == 0).then_some("02");
+        let play = browser.play_a_game(stake, shots).await;
+        let prize = play["outcome"]["prize_cents"].as_i64().unwrap();
+        assert_eq!(play["stake_cents"], json!(stake));
+        assert_eq!(play["state"], json!("finished"));
+        let end_shot = if prize > 0 && !won {
+            Some("04-winning-end")
+        } else {
+            None
+        };
+        browser.dismiss_win(prize, end_shot).await;
+        if prize == 0 && games == 0 {
+            browser.screenshot("05-losing-end").await;
+        }
+        assert_eq!(
+            browser.found_symbols().await,
+            revealed(&play),
+            "the page shows the scenario's symbols"
+        );
+        let expected = before - stake + prize;
+        browser
+            .wait_for(&format!(
+                "document.querySelector('[data-testid=balance]').dataset.cents === '{expected}'"
+            ))
+            .await;
+        assert_eq!(browser.balance_cents().await, expected);
+        won |= prize > 0;
+        games += 1;
+    }
+    if !won {
+        eprintln!("no game won in {games}: no screenshot of a winning end this time");
+    }
+    let errors = browser.console_errors().await;
+    assert!(errors.is_empty(), "console errors: {errors:?}");
+    browser.close().await;
+}
+
+#[tokio::test]
+async fn a_reload_in_the_middle_of_a_game_resumes_it_where_it_stopped() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let Some((server, browser)) = setup(1280, 900).await else {
+        return;
+    };
+    let base = &server.base;
+    browser.register_quickly(base, "resumer", "?fast=1").await;
+    browser.click("[data-testid=play]").await;
+    browser
+        .wait_for("document.querySelector('#dlg-howto').open")
+        .await;
+    browser.click("[data-testid=howto-close]").await;
+    browser
+        .wait_for("document.querySelector('#screen-game').dataset.mode === 'playing'")
+        .await;
+    browser.throw_and_wait(1).await;
+    browser.throw_and_wait(2).await;
+    let id = browser.play_id().await;
+    let shown = browser.found_symbols().await;
+
+    browser.goto(&format!("{base}/?fast=1#/")).await;
+    browser
+        .wait_for("document.querySelector('#screen-game').dataset.mode === 'playing'")
+        .await;
+    assert_eq!(browser.play_id().await, id);
+    assert_eq!(browser.found_symbols().await, shown);
+    assert_eq!(
+        browser
+            .execute("return document.querySelector('#pips').dataset.used")
+            .await,
+        json!("2")
+    );
+    let opened = browser
+        .execute(
+            "return document.querySelectorAll('[data-testid^=chest-][data-state=open]').length",
+        )
+        .await;
+    let play = browser.fetch_play(id).await;
+    let expected_open: usize = play["scenario"]["throws"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["opened"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(opened, json!(expected_open));
+
+    browser.throw_and_wait(3).await;
+    browser.throw_and_wait(4).await;
+    browser
+        .wait_for("document.querySelector('#screen-game').dataset.mode === 'finished'")
+        .await;
+    let play = browser.fetch_play(id).await;
+    assert_eq!(play["state"], json!("finished"));
+    assert_eq!(browser.found_symbols().await, revealed(&play));
+    browser.close().await;
+}
+
+#[tokio::test]
+async fn a_whole_game_can_be_played_with_the_keyboard_alone_at_normal_speed() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let Some((server, browser)) = setup(1280, 900).await else {
+        return;
+    };
+    const TAB: &str = "\u{E004}";
+    const ENTER: &str = "\u{E007}";
+    const ESCAPE: &str = "\u{E00C}";
+    const SPACE: &str = "\u{E00D}";
+    const LEFT: &str = "\u{E012}";
+    browser
+        .register_quickly(&server.base, "keyboard_only", "")
+        .await;
+
+    // Tab to the stake choice, pick 0,50 € with an arrow key, then Tab to "Jouer".
+    let mut presses = 0;
+    while browser.execute("return document.activeElement.name").await != json!("stake") {
+        browser.press(&[TAB]).await;
+        presses += 1;
+        assert!(presses < 30, "the stake choice is not reachable with Tab");
+    }
+    browser.press(&[LEFT]).await;
+    assert_eq!(
+        browser
+            .execute("return document.querySelector('[data-testid=stake-50]').checked")
+            .await,
+        json!(true)
+    );
+    while browser
+        .execute("return document.activeElement.dataset.testid")
+        .await
+        != json!("play")
+    {
+        browser.press(&[TAB]).await;
+        presses += 1;
+        assert!(presses < 40, "\"Jouer\" is not reachable with Tab");
+    }
+    let before = browser.balance_cents().await;
+    browser.press(&[ENTER]).await;
+    browser
+        .wait_for("document.querySelector('#dlg-howto').open")
+        .await;
+    browser
+        .wait_for("document.querySelector('#screen-game').dataset.playId")
+        .await;
+    // The window has the focus, and Escape closes it.
+    assert_eq!(
+        browser
+            .execute("return document.querySelector('#dlg-howto').contains(document.activeElement)")
+            .await,
+        json!(true)
+    );
+    browser.press(&[ESCAPE]).await;
+    browser
+        .wait_for("document.activeElement === document.querySelector('[data-testid=throw]')")
+        .await;
+    for number in 1..=4 {
+        browser
+            .wait_for("document.activeElement === document.querySelector('[data-testid=throw]') || document.querySelector('#screen-game').dataset.mode === 'finished'")
+            .await;
+        browser
+            .press(&[if number % 2 == 0 { SPACE } else { ENTER }])
+            .await;
+        browser.wait_throw(number).await;
+    }
+    browser
+        .wait_for("document.querySelector('#screen-game').dataset.mode === 'finished'")
+        .await;
+    let play = browser.fetch_play(browser.play_id().await).await;
+    let prize = play["outcome"]["prize_cents"].as_i64().unwrap();
+    if prize > 0 {
+        browser
+            .wait_for("document.querySelector('#dlg-win').open")
+            .await;
+        browser.press(&[ESCAPE]).await;
+    }
+    browser
+        .wait_for("document.activeElement === document.querySelector('[data-testid=play]')")
+        .await;
+    assert_eq!(browser.found_symbols().await, revealed(&play));
+    let expected = before - 50 + prize;
+    browser
+        .wait_for(&format!(
+            "document.querySelector('[data-testid=balance]').dataset.cents === '{expected}'"
+        ))
+        .await;
+    let live = browser
+        .execute("return document.querySelector('#live').textContent")
+        .await;
+    assert!(
+        live.as_str().unwrap().contains("Lancer 4"),
+        "each throw is announced to screen readers: {live}"
+    );
+    browser.close().await;
+}
+
+#[tokio::test]
+async fn the_history_shows_the_last_play_at_once_and_replays_a_finished_one() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let Some((server, browser)) = setup(1280, 900).await else {
+        return;
+    };
+    let base = &server.base;
+    browser.register_quickly(base, "historian", "?fast=1").await;
+    let finished = browser.play_a_game(100, None).await;
+    let prize = finished["outcome"]["prize_cents"].as_i64().unwrap();
+    browser.dismiss_win(prize, None).await;
+
+    // Bought but never played: it is in the history at once, with its outcome.
+    browser.click("[data-testid=play]").await;
+    browser
+        .wait_for("document.querySelector('#dlg-howto').open")
+        .await;
+    let id = browser.play_id().await;
+    browser.click("[data-testid=howto-close]").await;
+    browser.click("[data-testid=nav-history]").await;
+    let first = browser
+        .wait_for("document.querySelector('[data-testid=history-row]')?.dataset.playId")
+        .await;
+    assert_eq!(first, json!(id.to_string()));
+    let row = browser
+        .execute("const r = document.querySelector('[data-testid=history-row]'); return [r.dataset.state, r.dataset.prizeCents, r.textContent];")
+        .await;
+    let play = browser.fetch_play(id).await;
+    assert_eq!(row[0], json!("in_progress"));
+    assert_eq!(row[1], json!(play["outcome"]["prize_cents"].to_string()));
+    let unit = &play["unit"];
+    let reference = format!(
+        "Émission {} · bloc {} · n° {}",
+        unit["emission"], unit["block"], unit["index"]
+    );
+    assert!(row[2].as_str().unwrap().contains(&reference), "{row}");
+    browser.screenshot("06-history").await;
+
+    // The finished game replays on the map, with the same symbols.
+    browser.click("[data-testid=history-replay]").await;
+    browser
+        .wait_for(&format!(
+            "document.querySelector('#screen-game').dataset.playId === '{}'",
+            finished["id"]
+        ))
+        .await;
+    browser
+        .wait_for("document.querySelector('#pips').dataset.used === '4' && document.querySelector('#game-status').dataset.kind")
+        .await;
+    assert_eq!(browser.found_symbols().await, revealed(&finished));
+
+    // Back to the game: the unfinished one is resumed, on a phone-sized screen.
+    browser.set_window(360, 780).await;
+    browser.click("#replay-back").await;
+    browser
+        .wait_for(&format!("document.querySelector('#screen-game').dataset.playId === '{id}' && document.querySelector('#screen-game').dataset.mode === 'playing'"))
+        .await;
+    browser.throw_and_wait(1).await;
+    let overflow = browser
+        .execute("return document.documentElement.scrollWidth > window.innerWidth")
+        .await;
+    assert_eq!(overflow, json!(false), "the page fits a 360 px wide screen");
+    browser.screenshot("07-phone").await;
+    browser.close().await;
+}
+
+#[tokio::test]
+async fn the_rules_are_one_click_away_in_french_and_in_english() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let Some((server, browser)) = setup(1280, 900).await else {
+        return;
+    };
+    let base = &server.base;
+    browser.goto(&format!("{base}/")).await;
+    browser.click("[data-testid=nav-rules]").await;
+    let text = browser
+        .wait_for("document.querySelector('[data-testid=rules-text] table') && document.querySelector('[data-testid=rules-text]').textContent")
+        .await;
+    assert!(text.as_str().unwrap().contains("Description du jeu"));
+    browser.click("[data-testid=lang]").await;
+    let text = browser
+        .wait_for("document.querySelector('[data-testid=rules-text]').dataset.lang === 'en' && document.querySelector('[data-testid=rules-text] table') && document.querySelector('[data-testid=rules-text]').textContent")
+        .await;
+    assert!(text.as_str().unwrap().contains("Description of the game"));
+    // The choice of language is remembered.
+    browser.goto(&format!("{base}/")).await;
+    assert_eq!(
+        browser
+            .execute("return document.documentElement.lang")
+            .await,
+        json!("en")
+    );
+    assert_eq!(
+        browser
+            .execute("return document.querySelector('[data-testid=play]').textContent")
+            .await,
+        json!("Play")
+    );
+    let footer = browser
+        .execute("return document.querySelector('footer').textContent")
+        .await;
+    assert!(footer.as_str().unwrap().contains("09-74-75-13-13"));
+    let errors = browser.console_errors().await;
+    assert!(errors.is_empty(), "console errors: {errors:?}");
+    browser.close().await;
+}
