@@ -69,8 +69,8 @@ export class Scene {
       const py = y * S;
       coast.append(svg('rect', { x: px - 26, y: py - 26, width: S + 52, height: S + 52, rx: 46, fill: '#e8fbff', opacity: 0.28 }));
       coast.append(svg('rect', { x: px - 12, y: py - 12, width: S + 24, height: S + 24, rx: 30, fill: '#d9b76e' }));
-      let inland = true;
-      for (let dy = -1; dy <= 1; dy++) for (let dx = -1; dx <= 1; dx++) if (!isLand(x + dx, y + dy)) inland = false;
+      // Grass where the square's four sides touch land; beach along the sea.
+      const inland = isLand(x, y - 1) && isLand(x + 1, y) && isLand(x, y + 1) && isLand(x - 1, y);
       ground.append(svg('rect', { x: px - 0.5, y: py - 0.5, width: S + 1, height: S + 1, fill: inland ? 'url(#g-grass)' : 'url(#g-sand)' }));
       grid.append(svg('rect', { x: px + 3, y: py + 3, width: S - 6, height: S - 6, rx: 8, class: inland ? 'cell cell-grass' : 'cell cell-sand' }));
       // A few grass tufts or shells, placed by a hash of the square so the
