@@ -7,35 +7,65 @@ mod plays;
 use reqwest::StatusCode;
 use serde_json::json;
 
-on_both!(registering_logs_the_player_in_with_an_empty_balance, |app| {
-    let (status, me) = app.register("ana").await;
-    assert_eq!(status, StatusCode::CREATED, "{me}");
-    assert_eq!(me["username"], "ana");
-    assert_eq!(me["balance_cents"], 0);
-    assert_eq!(me["current_play_id"], serde_json::Value::Null);
-    let (status, me) = app.me().await;
-    assert_eq!(status, StatusCode::OK);
-    assert_eq!(me["username"], "ana");
-});
-
-on_both!(registration_is_refused_without_both_declarations_or_a_long_password, |app| {
-    for (body, field) in [
-        (json!({"username": "bob", "password": "a long password", "adult": false, "accept_rules": true}), "adult"),
-        (json!({"username": "bob", "password": "a long password", "adult": true, "accept_rules": false}), "accept_rules"),
-        (json!({"username": "bob", "password": "a long password", "adult": true}), "accept_rules"),
-        (json!({"username": "bob", "password": "too short", "adult": true, "accept_rules": true}), "password"),
-        (json!({"username": "b", "password": "a long password", "adult": true, "accept_rules": true}), "username"),
-    ] {
-        let (status, error) = app.post("/api/register", body).await;
-        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{error}");
-        assert_eq!(error["error"]["code"], "validation");
-        assert!(error["error"]["message"].as_str().unwrap().starts_with(field), "{error}");
+on_both!(
+    registering_logs_the_player_in_with_an_empty_balance,
+    |app| {
+        let (status, me) = app.register("ana").await;
+        assert_eq!(status, StatusCode::CREATED, "{me}");
+        assert_eq!(me["username"], "ana");
+        assert_eq!(me["balance_cents"], 0);
+        assert_eq!(me["current_play_id"], serde_json::Value::Null);
+        let (status, me) = app.me().await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(me["username"], "ana");
     }
-    let (status, _) = app.me().await;
-    assert_eq!(status, StatusCode::UNAUTHORIZED, "no session was opened");
-    let players: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM players").fetch_one(&app.service.db.pool).await.unwrap();
-    assert_eq!(players, 0, "nothing was created");
-});
+);
+
+on_both!(
+    registration_is_refused_without_both_declarations_or_a_long_password,
+    |app| {
+        for (body, field) in [
+            (
+                json!({"username": "bob", "password": "a long password", "adult": false, "accept_rules": true}),
+                "adult",
+            ),
+            (
+                json!({"username": "bob", "password": "a long password", "adult": true, "accept_rules": false}),
+                "accept_rules",
+            ),
+            (
+                json!({"username": "bob", "password": "a long password", "adult": true}),
+                "accept_rules",
+            ),
+            (
+                json!({"username": "bob", "password": "too short", "adult": true, "accept_rules": true}),
+                "password",
+            ),
+            (
+                json!({"username": "b", "password": "a long password", "adult": true, "accept_rules": true}),
+                "username",
+            ),
+        ] {
+            let (status, error) = app.post("/api/register", body).await;
+            assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{error}");
+            assert_eq!(error["error"]["code"], "validation");
+            assert!(
+                error["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(field),
+                "{error}"
+            );
+        }
+        let (status, _) = app.me().await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "no session was opened");
+        let players: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM players")
+            .fetch_one(&app.service.db.pool)
+            .await
+            .unwrap();
+        assert_eq!(players, 0, "nothing was created");
+    }
+);
 
 on_both!(a_username_is_taken_whatever_its_case, |app| {
     app.register("Ana").await;
@@ -45,49 +75,73 @@ on_both!(a_username_is_taken_whatever_its_case, |app| {
     assert_eq!(error["error"]["code"], "username_taken");
 });
 
-on_both!(malformed_json_and_wrong_types_are_refused_with_json_errors, |app| {
-    let (status, error) = app.post_raw("/api/register", "{not json", &[("x-requested-with", "tresor")]).await;
-    assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert_eq!(error["error"]["code"], "invalid_json");
-    let (status, error) = app
+on_both!(
+    malformed_json_and_wrong_types_are_refused_with_json_errors,
+    |app| {
+        let (status, error) = app
+            .post_raw(
+                "/api/register",
+                "{not json",
+                &[("x-requested-with", "tresor")],
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(error["error"]["code"], "invalid_json");
+        let (status, error) = app
         .post("/api/register", json!({"username": 12, "password": "a long password", "adult": true, "accept_rules": true}))
         .await;
-    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
-    assert_eq!(error["error"]["code"], "validation");
-    app.player("ana", 500).await;
-    let (status, error) = app
-        .post_raw("/api/plays", r#"{"stake_cents": "100"}"#, &[("x-requested-with", "tresor"), ("idempotency-key", "k")])
-        .await;
-    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
-    assert_eq!(error["error"]["code"], "validation");
-    assert_eq!(app.balance().await, 500);
-});
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(error["error"]["code"], "validation");
+        app.player("ana", 500).await;
+        let (status, error) = app
+            .post_raw(
+                "/api/plays",
+                r#"{"stake_cents": "100"}"#,
+                &[("x-requested-with", "tresor"), ("idempotency-key", "k")],
+            )
+            .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(error["error"]["code"], "validation");
+        assert_eq!(app.balance().await, 500);
+    }
+);
 
-on_both!(login_checks_the_password_and_logout_ends_the_session, |app| {
-    app.register("ana").await;
-    app.logout().await;
-    let (status, _) = app.me().await;
-    assert_eq!(status, StatusCode::UNAUTHORIZED);
-    let (status, error) = app.login("ana", "wrong password").await;
-    assert_eq!(status, StatusCode::UNAUTHORIZED);
-    assert_eq!(error["error"]["code"], "invalid_credentials");
-    let (status, error) = app.login("nobody", "a long password").await;
-    assert_eq!(status, StatusCode::UNAUTHORIZED);
-    assert_eq!(error["error"]["code"], "invalid_credentials");
-    let (status, me) = app.login("ANA", "a long password").await;
-    assert_eq!(status, StatusCode::OK, "{me}");
-    assert_eq!(me["username"], "ana");
-    let (status, _) = app.me().await;
-    assert_eq!(status, StatusCode::OK);
-});
+on_both!(
+    login_checks_the_password_and_logout_ends_the_session,
+    |app| {
+        app.register("ana").await;
+        app.logout().await;
+        let (status, _) = app.me().await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+        let (status, error) = app.login("ana", "wrong password").await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+        assert_eq!(error["error"]["code"], "invalid_credentials");
+        let (status, error) = app.login("nobody", "a long password").await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+        assert_eq!(error["error"]["code"], "invalid_credentials");
+        let (status, me) = app.login("ANA", "a long password").await;
+        assert_eq!(status, StatusCode::OK, "{me}");
+        assert_eq!(me["username"], "ana");
+        let (status, _) = app.me().await;
+        assert_eq!(status, StatusCode::OK);
+    }
+);
 
 on_both!(a_session_expires_after_inactivity, |app| {
     app.register("ana").await;
     app.clock.advance_ms(29 * 60 * 1000);
-    assert_eq!(app.me().await.0, StatusCode::OK, "still alive after 29 minutes");
+    assert_eq!(
+        app.me().await.0,
+        StatusCode::OK,
+        "still alive after 29 minutes"
+    );
     app.clock.advance_ms(31 * 60 * 1000);
     let (status, error) = app.me().await;
-    assert_eq!(status, StatusCode::UNAUTHORIZED, "ended after 31 idle minutes");
+    assert_eq!(
+        status,
+        StatusCode::UNAUTHORIZED,
+        "ended after 31 idle minutes"
+    );
     assert_eq!(error["error"]["code"], "unauthorized");
 });
 
@@ -98,21 +152,34 @@ on_both!(every_endpoint_but_the_public_ones_needs_a_session, |app| {
         assert_eq!(error["error"]["code"], "unauthorized");
     }
     for path in ["/api/plays/1/throws", "/api/demo/deposit"] {
-        assert_eq!(app.post(path, json!({"amount_cents": 1})).await.0, StatusCode::UNAUTHORIZED, "{path}");
+        assert_eq!(
+            app.post(path, json!({"amount_cents": 1})).await.0,
+            StatusCode::UNAUTHORIZED,
+            "{path}"
+        );
     }
     assert_eq!(app.buy(100).await.0, StatusCode::UNAUTHORIZED);
-    for path in ["/api/status", "/api/blocks", "/api/island", "/healthz", "/metrics"] {
+    for path in [
+        "/api/status",
+        "/api/blocks",
+        "/api/island",
+        "/healthz",
+        "/metrics",
+    ] {
         assert_eq!(app.get(path).await.0, StatusCode::OK, "{path}");
     }
 });
 
-on_both!(a_state_changing_request_without_the_csrf_header_is_refused, |app| {
-    let body = json!({"username": "ana", "password": "a long password", "adult": true, "accept_rules": true});
-    let (status, error) = app.post_raw("/api/register", &body.to_string(), &[]).await;
-    assert_eq!(status, StatusCode::FORBIDDEN);
-    assert_eq!(error["error"]["code"], "csrf");
-    assert_eq!(app.me().await.0, StatusCode::UNAUTHORIZED);
-});
+on_both!(
+    a_state_changing_request_without_the_csrf_header_is_refused,
+    |app| {
+        let body = json!({"username": "ana", "password": "a long password", "adult": true, "accept_rules": true});
+        let (status, error) = app.post_raw("/api/register", &body.to_string(), &[]).await;
+        assert_eq!(status, StatusCode::FORBIDDEN);
+        assert_eq!(error["error"]["code"], "csrf");
+        assert_eq!(app.me().await.0, StatusCode::UNAUTHORIZED);
+    }
+);
 
 on_both!(demo_deposits_credit_the_balance_within_their_limit, |app| {
     app.register("ana").await;
@@ -147,7 +214,11 @@ on_both!(health_and_metrics_answer, |app| {
     app.finish(play["id"].as_i64().unwrap()).await;
     let (_, metrics) = app.get("/metrics").await;
     let metrics = metrics.as_str().unwrap();
-    for line in ["tresor_purchases_total 1", "tresor_throws_total 4", "tresor_writer_batch_size_count"] {
+    for line in [
+        "tresor_purchases_total 1",
+        "tresor_throws_total 4",
+        "tresor_writer_batch_size_count",
+    ] {
         assert!(metrics.contains(line), "{line} in {metrics}");
     }
     assert!(metrics.contains("tresor_http_request_duration_seconds_bucket"));
