@@ -7,7 +7,9 @@
 //! `TRESOR_REQUIRE_BROWSER=1` (as in CI), where they fail instead.
 //! Screenshots of the main states go to `target/screenshots/`.
 
-use std::net::TcpListener;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -104,13 +106,66 @@ fn browser_paths() -> Option<(PathBuf, PathBuf)> {
     None
 }
 
+/// Chromedriver, started in its own process group: on drop the whole group
+/// (chromedriver and every Chromium it started) is killed, so no browser
+/// process outlives the test.
+struct DriverProcess(Child);
+
+impl Drop for DriverProcess {
+    fn drop(&mut self) {
+        let pid = self.0.id();
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{pid}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Ends a WebDriver session with a blocking raw HTTP/1.1 request (drop
+/// cannot await, and may run outside any async runtime). Chromedriver then
+/// closes its Chromium cleanly.
+fn delete_session(driver: &str, session: &str) {
+    let Some(authority) = driver.strip_prefix("http://") else {
+        return;
+    };
+    let Ok(addr) = authority.parse::<std::net::SocketAddr>() else {
+        return;
+    };
+    let timeout = Duration::from_secs(5);
+    let Ok(mut stream) = TcpStream::connect_timeout(&addr, timeout) else {
+        return;
+    };
+    let _ = stream.set_read_timeout(Some(timeout));
+    let _ = stream.set_write_timeout(Some(timeout));
+    let request = format!(
+        "DELETE /session/{session} HTTP/1.1\r\nHost: {authority}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    );
+    if stream.write_all(request.as_bytes()).is_ok() {
+        let mut sink = Vec::new();
+        let _ = stream.read_to_end(&mut sink);
+    }
+}
+
 /// A WebDriver session on a fresh headless Chromium.
 struct Browser {
     http: reqwest::Client,
     session: String,
     driver: String,
-    _process: Process,
+    _process: DriverProcess,
     _profile: tempfile::TempDir,
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        // Fields drop after this: the session ends first, then the
+        // chromedriver process group is killed.
+        if !self.session.is_empty() {
+            delete_session(&self.driver, &self.session);
+        }
+    }
 }
 
 impl Browser {
@@ -120,9 +175,10 @@ impl Browser {
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
+            .process_group(0)
             .spawn()
             .expect("chromedriver starts");
-        let process = Process(child);
+        let process = DriverProcess(child);
         let driver = format!("http://127.0.0.1:{port}");
         let http = reqwest::Client::new();
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -299,12 +355,14 @@ impl Browser {
             .collect()
     }
 
-    async fn close(self) {
+    async fn close(mut self) {
         let _ = self
             .http
             .delete(format!("{}/session/{}", self.driver, self.session))
             .send()
             .await;
+        // Ended: the drop has only the process group left to kill.
+        self.session.clear();
     }
 
     // ---- The game's own vocabulary ----
@@ -827,6 +885,7 @@ async fn the_rules_are_one_click_away_in_french_and_in_english() {
         .execute("return document.querySelector('footer').textContent")
         .await;
     assert!(footer.as_str().unwrap().contains("09-74-75-13-13"));
+
     let errors = browser.console_errors().await;
     assert!(errors.is_empty(), "console errors: {errors:?}");
     browser.close().await;
