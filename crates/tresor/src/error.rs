@@ -1,7 +1,72 @@
 //! The one error type of the service layer: business refusals the caller must
 //! handle, and failures of the machinery underneath.
 
+use crate::protect::{LimitKind, euros};
+use crate::service::rfc3339;
 use tresor_game::StakeError;
+
+/// Why a session no longer opens the door.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionEnd {
+    /// Unused for longer than the idle limit.
+    Idle { after_s: i64 },
+    /// Older than the longest a session may last.
+    MaxAge { after_s: i64 },
+    /// Ended on the server: logout, a later login, or an exclusion.
+    Ended,
+}
+
+impl SessionEnd {
+    /// The reason as the API names it.
+    pub fn code(self) -> &'static str {
+        match self {
+            SessionEnd::Idle { .. } => "session_idle",
+            SessionEnd::MaxAge { .. } => "session_max_age",
+            SessionEnd::Ended => "session_ended",
+        }
+    }
+}
+
+impl std::fmt::Display for SessionEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SessionEnd::Idle { after_s } => write!(
+                f,
+                "your session has expired after {} minutes without activity: please log in again",
+                after_s / 60
+            ),
+            SessionEnd::MaxAge { after_s } => write!(
+                f,
+                "your session has expired: a session lasts at most {} hours; please log in again",
+                after_s / 3600
+            ),
+            SessionEnd::Ended => f.write_str("this session has ended: please log in again"),
+        }
+    }
+}
+
+fn limit_message(
+    kind: LimitKind,
+    amount_cents: i64,
+    limit_cents: i64,
+    left_cents: i64,
+    resets_at_ms: Option<i64>,
+) -> String {
+    let kind = kind.as_str();
+    let mut message = format!(
+        "this {kind} of {} would pass your {kind} limit of {} per 7 days: {} left",
+        euros(amount_cents),
+        euros(limit_cents),
+        euros(left_cents),
+    );
+    if let Some(t) = resets_at_ms {
+        message.push_str(&format!(
+            "; more becomes available at {}, when your oldest counted {kind} leaves the 7-day window",
+            rfc3339(t)
+        ));
+    }
+    message
+}
 
 /// Why a request was not carried out. Every refusal changes nothing.
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +102,24 @@ pub enum Error {
     InvalidIdempotencyKey,
     #[error("demo mode is off")]
     DemoOnly,
+    #[error("{0}")]
+    SessionEnded(SessionEnd),
+    /// A deposit or a stake that would pass the player's 7-day cap.
+    #[error("{}", limit_message(*.kind, *.amount_cents, *.limit_cents, *.left_cents, *.resets_at_ms))]
+    LimitReached {
+        kind: LimitKind,
+        amount_cents: i64,
+        limit_cents: i64,
+        left_cents: i64,
+        /// When the oldest counted movement leaves the window.
+        resets_at_ms: Option<i64>,
+    },
+    #[error("you have excluded yourself from play until {}: play, deposits and login are refused until then", rfc3339(*.until_ms))]
+    Excluded { until_ms: i64 },
+    #[error("an exclusion cannot be shortened: it runs until {}, later than {}", rfc3339(*.until_ms), rfc3339(*.asked_until_ms))]
+    ExclusionShorter { until_ms: i64, asked_until_ms: i64 },
+    #[error("too many attempts: try again in {retry_after_s} seconds")]
+    RateLimited { retry_after_s: u64 },
     #[error("service unavailable: {0}")]
     Unavailable(&'static str),
     #[error("database error")]

@@ -5,6 +5,7 @@ pub mod cli;
 pub mod error;
 pub mod http;
 pub mod metrics;
+pub mod protect;
 pub mod report;
 pub mod service;
 pub mod store;

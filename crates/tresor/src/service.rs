@@ -2,7 +2,8 @@
 //! Every change is a job run by the single [`Writer`]; reads go straight to
 //! the pool. HTTP handlers and operator commands both call this module.
 
-use crate::error::Error;
+use crate::error::{Error, SessionEnd};
+use crate::protect::{self, LimitKind, Limits, LimitsView, RateLimits};
 use crate::store::{Db, Writer};
 use crate::trail::{self, Actor};
 use futures_util::future::BoxFuture;
@@ -70,6 +71,8 @@ impl Clock for ManualClock {
 /// Service settings, parsed once at start.
 #[derive(Debug, Clone)]
 pub struct Settings {
+    /// Throttles on logins, registrations and purchases.
+    pub rate_limits: RateLimits,
     /// A play its player never finishes is settled after this many seconds.
     pub auto_settle_after_s: i64,
     /// A session unused for this long ends.
@@ -88,6 +91,7 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Self {
         Settings {
+            rate_limits: RateLimits::default(),
             auto_settle_after_s: 24 * 3600,
             session_idle_s: 30 * 60,
             session_max_s: 12 * 3600,
@@ -180,6 +184,10 @@ pub struct Me {
     pub balance_cents: i64,
     pub demo: bool,
     pub current_play_id: Option<i64>,
+    /// The 7-day caps on deposits and stakes: in force, used, left, pending.
+    pub limits: LimitsView,
+    /// The end of an exclusion in force (RFC 3339), if any.
+    pub excluded_until: Option<String>,
 }
 
 /// The unit a play bought: emission, block and index in the block.
@@ -291,6 +299,8 @@ impl IdempotencyKey {
 pub struct Registration {
     pub username: String,
     pub password: String,
+    /// The 7-day caps, chosen before the first deposit and the first play.
+    pub limits: Limits,
 }
 
 impl Registration {
@@ -331,7 +341,13 @@ impl Registration {
         Ok(Registration {
             username: username.to_owned(),
             password: password.to_owned(),
+            limits: Limits::default(),
         })
+    }
+
+    /// The same registration with the caps the player chose.
+    pub fn with_limits(self, limits: Limits) -> Self {
+        Registration { limits, ..self }
     }
 }
 
@@ -634,10 +650,9 @@ impl Service {
     /// Registers a player; returns the new player.
     pub async fn register(&self, registration: Registration) -> Result<Player, Error> {
         let password = registration.password.clone();
-        let password_hash = tokio::task::spawn_blocking(move || hash_password(&password))
-            .await
-            .expect("hashing task")?;
+        let password_hash = with_hashing_permit(move || hash_password(&password)).await?;
         let username = registration.username.clone();
+        let limits = registration.limits;
         let now_ms = self.now_ms();
         self.write(move |conn| {
             let username = username.clone();
@@ -669,12 +684,19 @@ impl Service {
                 .bind(now_ms)
                 .fetch_one(&mut *conn)
                 .await?;
+                protect::insert_limits(conn, id, limits, now_ms).await?;
                 trail::append(
                     conn,
                     now_ms,
                     &Actor::player(id, &username),
                     "register",
-                    json!({"username": username, "adult": true, "accept_rules": true}),
+                    json!({
+                        "username": username,
+                        "adult": true,
+                        "accept_rules": true,
+                        "deposit_limit_cents": limits.deposit.cents(),
+                        "stake_limit_cents": limits.stake.cents(),
+                    }),
                     json!({"player_id": id, "account_id": account_id}),
                 )
                 .await?;
@@ -709,16 +731,40 @@ impl Service {
             ),
             None => (None, DUMMY_HASH.to_owned()),
         };
+        if let Some(player) = &player {
+            self.refuse_if_login_locked(player).await?;
+        }
         let password = password.to_owned();
-        let ok = tokio::task::spawn_blocking(move || verify_password(&password, &hash))
-            .await
-            .expect("verify task");
+        let ok = with_hashing_permit(move || verify_password(&password, &hash)).await;
         match player {
             Some(player) if ok => Ok(player),
             player => {
                 self.record_failed_login(player).await?;
                 Err(Error::InvalidCredentials)
             }
+        }
+    }
+
+    /// Refuses a login to an account that had too many failed logins in the
+    /// last hour, before its password is even checked. Counted from the trail
+    /// (a partial index keeps it cheap), so the count survives a restart and
+    /// holds across several servers on one database.
+    async fn refuse_if_login_locked(&self, player: &Player) -> Result<(), Error> {
+        let most = i64::from(self.settings.rate_limits.failed_logins_per_hour_per_account);
+        let now_ms = self.now_ms();
+        let (failures, oldest_ms): (i64, Option<i64>) = sqlx::query_as(
+            "SELECT COUNT(*), MIN(at_ms) FROM trail \
+             WHERE action = 'login_failed' AND actor = $1 AND at_ms > $2",
+        )
+        .bind(Actor::player(player.id, &player.username).label())
+        .bind(now_ms - 3600 * 1000)
+        .fetch_one(&self.db.pool)
+        .await?;
+        match oldest_ms {
+            Some(oldest_ms) if failures >= most => Err(Error::RateLimited {
+                retry_after_s: ((oldest_ms + 3600 * 1000 - now_ms).max(1000) as u64).div_ceil(1000),
+            }),
+            _ => Ok(()),
         }
     }
 
@@ -773,6 +819,9 @@ impl Service {
         self.write(move |conn| {
             let token_hash = token_hash.clone();
             Box::pin(async move {
+                // Checked here, in the job that opens the session, so that a
+                // login racing an exclusion cannot slip through.
+                protect::refuse_if_excluded(conn, player_id, now_ms).await?;
                 sqlx::query(
                     "INSERT INTO sessions (token_hash, player_id, created_at_ms, last_seen_at_ms) VALUES ($1, $2, $3, $3)",
                 )
@@ -807,9 +856,9 @@ impl Service {
     pub async fn session_player(&self, token: &str) -> Result<Player, Error> {
         let token_hash = sha256_hex(token.as_bytes());
         let row = sqlx::query(
-            "SELECT s.created_at_ms, s.last_seen_at_ms, p.id, p.username, p.account_id \
+            "SELECT s.created_at_ms, s.last_seen_at_ms, s.ended_at_ms, p.id, p.username, p.account_id \
              FROM sessions s JOIN players p ON p.id = s.player_id \
-             WHERE s.token_hash = $1 AND s.ended_at_ms IS NULL",
+             WHERE s.token_hash = $1",
         )
         .bind(&token_hash)
         .fetch_optional(&self.db.pool)
@@ -818,10 +867,20 @@ impl Service {
         let now_ms = self.now_ms();
         let created_at_ms: i64 = row.try_get("created_at_ms")?;
         let last_seen_at_ms: i64 = row.try_get("last_seen_at_ms")?;
-        if now_ms - last_seen_at_ms > self.settings.session_idle_s * 1000
-            || now_ms - created_at_ms > self.settings.session_max_s * 1000
-        {
-            return Err(Error::Unauthorized);
+        let ended_at_ms: Option<i64> = row.try_get("ended_at_ms")?;
+        // The reason lets the page say why the player must log in again.
+        if ended_at_ms.is_some() {
+            return Err(Error::SessionEnded(SessionEnd::Ended));
+        }
+        if now_ms - created_at_ms > self.settings.session_max_s * 1000 {
+            return Err(Error::SessionEnded(SessionEnd::MaxAge {
+                after_s: self.settings.session_max_s,
+            }));
+        }
+        if now_ms - last_seen_at_ms > self.settings.session_idle_s * 1000 {
+            return Err(Error::SessionEnded(SessionEnd::Idle {
+                after_s: self.settings.session_idle_s,
+            }));
         }
         // Refreshing the idle timer costs a write; once a minute is enough.
         if now_ms - last_seen_at_ms > 60_000 {
@@ -895,11 +954,14 @@ impl Service {
         .bind(player.id)
         .fetch_optional(&self.db.pool)
         .await?;
+        let (limits, excluded_until_ms) = self.protection(player).await?;
         Ok(Me {
             username: player.username.clone(),
             balance_cents,
             demo: self.is_demo().await?,
             current_play_id,
+            limits,
+            excluded_until: excluded_until_ms.map(rfc3339),
         })
     }
 
@@ -933,9 +995,15 @@ impl Service {
         let account_id = player.account_id;
         let player_id = player.id;
         let now_ms = self.now_ms();
+        let player = player.clone();
         self.write(move |conn| {
             let actor = actor.clone();
+            let player = player.clone();
             Box::pin(async move {
+                // The operator's credit is how money comes in outside demo
+                // mode, so it counts against the player's cap like a deposit.
+                protect::check_movement(conn, LimitKind::Deposit, &player, amount_cents, now_ms)
+                    .await?;
                 transfer(
                     conn,
                     DEPOSITS_ACCOUNT,
@@ -1591,6 +1659,8 @@ async fn buy_job(
         return Err(Error::SalesClosed { opens_at_ms });
     }
 
+    protect::check_movement(conn, LimitKind::Stake, player, stake_cents, now_ms).await?;
+
     // A game the player left mid-way is settled before the next one starts.
     let unfinished: Vec<i64> =
         sqlx::query_scalar("SELECT id FROM plays WHERE player_id = $1 AND state = 'in_progress'")
@@ -1725,6 +1795,21 @@ async fn buy_job(
 /// A valid argon2id hash of a random password, checked against when the
 /// username is unknown so that a login takes as long either way.
 const DUMMY_HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$JtqWGUn4JF+8dWmFSkU+UeL2sbU2hSQyk4Uu6BtLvNY";
+
+/// Each argon2 hash takes about 19 MiB and tens of milliseconds: a few at a
+/// time, so that a burst of logins queues up instead of exhausting memory.
+async fn with_hashing_permit<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    static HASHING: std::sync::LazyLock<tokio::sync::Semaphore> = std::sync::LazyLock::new(|| {
+        tokio::sync::Semaphore::new(std::thread::available_parallelism().map_or(2, |n| n.get()) * 2)
+    });
+    let _permit = HASHING
+        .acquire()
+        .await
+        .expect("the hashing semaphore is never closed");
+    tokio::task::spawn_blocking(work)
+        .await
+        .expect("password hashing task")
+}
 
 fn hash_password(password: &str) -> Result<String, Error> {
     use argon2::password_hash::{PasswordHasher, SaltString, rand_core::OsRng};

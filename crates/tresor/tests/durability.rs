@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
+use tresor::protect::Limits;
 use tresor::service::{IdempotencyKey, ManualClock, Purchase, Registration, Service, Settings};
 use tresor::store::Db;
 use tresor_game::{LEVELS, Stake};
@@ -24,6 +25,8 @@ fn free_port() -> u16 {
 fn start_server(db: &TestDb, port: u16) -> Child {
     let mut command = Command::new(env!("CARGO_BIN_EXE_tresor"));
     command.args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--demo"]);
+    // Sixteen players on one address buy as fast as they can.
+    command.args(["--purchases-per-minute-per-player", "1000000", "--purchases-per-minute-per-address", "1000000"]);
     if db.url.starts_with("sqlite:") {
         let path = db.url.trim_start_matches("sqlite://").trim_end_matches("?mode=rwc");
         let dir = std::path::Path::new(path).parent().unwrap();
@@ -69,7 +72,10 @@ async fn survives_a_kill(backend: Backend) {
     let mut clients = Vec::new();
     for p in 0..PLAYERS {
         let client = client();
-        let body = json!({"username": format!("player{p}"), "password": "a long password", "adult": true, "accept_rules": true});
+        let body = json!({
+            "username": format!("player{p}"), "password": "a long password", "adult": true, "accept_rules": true,
+            "deposit_limit_cents": 1_000_000, "stake_limit_cents": 1_000_000,
+        });
         assert_eq!(post(&client, format!("{base}/api/register"), body, None).await.unwrap().0, 201);
         let deposit = json!({"amount_cents": 100_000});
         assert_eq!(post(&client, format!("{base}/api/demo/deposit"), deposit, None).await.unwrap().0, 200);
@@ -158,7 +164,7 @@ async fn sells_a_whole_block(backend: Backend) {
         let service = service.clone();
         tasks.push(tokio::spawn(async move {
             let player =
-                service.register(Registration::parse(&format!("player{p}"), "a long password", true, true).unwrap()).await.unwrap();
+                service.register(Registration::parse(&format!("player{p}"), "a long password", true, true).unwrap().with_limits(Limits::highest())).await.unwrap();
             service.deposit(&player, 200 * (units / PLAYERS + 1) as i64).await.unwrap();
             let mut n = 0;
             loop {

@@ -6,8 +6,10 @@
 use crate::error::Error;
 use crate::http::{AppState, serve};
 use crate::metrics::Metrics;
+use crate::protect::{ExclusionLength, RateLimits};
 use crate::service::{Service, Settings, SystemClock, parse_rfc3339, rfc3339};
 use crate::store::{Db, sqlite_url};
+use crate::trail::Actor;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
@@ -64,6 +66,9 @@ pub struct ServeArgs {
     /// Mark cookies Secure (set when the site is served over https).
     #[arg(long, env = "TRESOR_SECURE_COOKIES")]
     pub secure_cookies: bool,
+    /// Throttles on logins, registrations and purchases.
+    #[command(flatten)]
+    pub rate_limits: RateLimitArgs,
     /// The most jobs the writer commits in one transaction (1: each alone,
     /// the baseline `tresor bench --baselines` measures group commit against).
     #[arg(long, env = "TRESOR_MAX_BATCH", default_value_t = crate::store::DEFAULT_MAX_BATCH)]
@@ -87,8 +92,60 @@ impl Default for ServeArgs {
             auto_settle_after_s: 24 * 3600,
             session_idle_s: 30 * 60,
             secure_cookies: false,
+            rate_limits: RateLimitArgs::default(),
             max_batch: crate::store::DEFAULT_MAX_BATCH,
             block_offset: 0,
+        }
+    }
+}
+
+/// `tresor serve`'s throttles (see [`RateLimits`] for what each counts).
+#[derive(Debug, Clone, Args)]
+pub struct RateLimitArgs {
+    /// Failed logins per account per hour before its logins are refused.
+    #[arg(long, env = "TRESOR_FAILED_LOGINS_PER_HOUR", default_value_t = RateLimits::default().failed_logins_per_hour_per_account)]
+    pub failed_logins_per_hour: u32,
+    /// Login attempts per client address per minute.
+    #[arg(long, env = "TRESOR_LOGINS_PER_MINUTE_PER_ADDRESS", default_value_t = RateLimits::default().logins_per_minute_per_address)]
+    pub logins_per_minute_per_address: u32,
+    /// Registrations per client address per hour.
+    #[arg(long, env = "TRESOR_REGISTRATIONS_PER_HOUR_PER_ADDRESS", default_value_t = RateLimits::default().registrations_per_hour_per_address)]
+    pub registrations_per_hour_per_address: u32,
+    /// Purchases per player per minute.
+    #[arg(long, env = "TRESOR_PURCHASES_PER_MINUTE_PER_PLAYER", default_value_t = RateLimits::default().purchases_per_minute_per_player)]
+    pub purchases_per_minute_per_player: u32,
+    /// Purchases per client address per minute.
+    #[arg(long, env = "TRESOR_PURCHASES_PER_MINUTE_PER_ADDRESS", default_value_t = RateLimits::default().purchases_per_minute_per_address)]
+    pub purchases_per_minute_per_address: u32,
+    /// Take the client address from the last X-Forwarded-For entry (only
+    /// behind a reverse proxy that sets it).
+    #[arg(long, env = "TRESOR_TRUST_FORWARDED_FOR")]
+    pub trust_forwarded_for: bool,
+}
+
+impl Default for RateLimitArgs {
+    fn default() -> Self {
+        let limits = RateLimits::default();
+        RateLimitArgs {
+            failed_logins_per_hour: limits.failed_logins_per_hour_per_account,
+            logins_per_minute_per_address: limits.logins_per_minute_per_address,
+            registrations_per_hour_per_address: limits.registrations_per_hour_per_address,
+            purchases_per_minute_per_player: limits.purchases_per_minute_per_player,
+            purchases_per_minute_per_address: limits.purchases_per_minute_per_address,
+            trust_forwarded_for: limits.trust_forwarded_for,
+        }
+    }
+}
+
+impl RateLimitArgs {
+    pub fn to_settings(&self) -> RateLimits {
+        RateLimits {
+            failed_logins_per_hour_per_account: self.failed_logins_per_hour,
+            logins_per_minute_per_address: self.logins_per_minute_per_address,
+            registrations_per_hour_per_address: self.registrations_per_hour_per_address,
+            purchases_per_minute_per_player: self.purchases_per_minute_per_player,
+            purchases_per_minute_per_address: self.purchases_per_minute_per_address,
+            trust_forwarded_for: self.trust_forwarded_for,
         }
     }
 }
@@ -102,6 +159,7 @@ pub async fn run_serve(args: ServeArgs) -> anyhow::Result<()> {
     let settings = Settings {
         auto_settle_after_s: args.auto_settle_after_s,
         session_idle_s: args.session_idle_s,
+        rate_limits: args.rate_limits.to_settings(),
         writer_max_batch: args.max_batch,
         block_offset: args.block_offset.max(0),
         ..Settings::default()
@@ -186,6 +244,22 @@ pub enum PlayerCommand {
         /// The amount in cents.
         #[arg(long)]
         cents: i64,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Exclude a player from play (recorded in the game trail): every session
+    /// ends, and play, deposits and login are refused until the end. An
+    /// exclusion can be lengthened, never shortened.
+    Exclude {
+        /// The player's username.
+        #[arg(long)]
+        username: String,
+        /// How many days, from now.
+        #[arg(long, required_unless_present = "period", conflicts_with = "period")]
+        days: Option<i64>,
+        /// A period as players choose it: 7d, 1m, 3m, 6m or 1y.
+        #[arg(long)]
+        period: Option<String>,
         #[command(flatten)]
         db: DbArgs,
     },
@@ -289,6 +363,33 @@ pub async fn run_player(command: PlayerCommand) -> anyhow::Result<()> {
                 player.username
             );
         }
+        PlayerCommand::Exclude {
+            username,
+            days,
+            period,
+            db,
+        } => {
+            let length = match (days, period.as_deref()) {
+                (Some(days), _) => ExclusionLength::days(days),
+                (None, Some(period)) => ExclusionLength::parse_period(period),
+                (None, None) => unreachable!("clap requires --days or --period"),
+            }
+            .map_err(refusal)?;
+            let service = open_service(&db, Settings::default()).await?;
+            let player = service
+                .player_by_username(&username)
+                .await
+                .map_err(|_| Usage(format!("no player named {username}")))?;
+            let until_ms = service
+                .exclude(&player, Actor::Operator, length)
+                .await
+                .map_err(refusal)?;
+            println!(
+                "{} is excluded until {}; every session of theirs has ended",
+                player.username,
+                rfc3339(until_ms)
+            );
+        }
     }
     Ok(())
 }
@@ -299,6 +400,13 @@ fn refusal(error: Error) -> anyhow::Error {
     match error {
         Error::Validation(message) => Usage(message).into(),
         Error::NotFound => Usage("not found".to_owned()).into(),
+        // A refusal of the rules (an exclusion it would shorten, a cap it
+        // would pass) is a plain message, not a failure of the machinery.
+        other @ (Error::ExclusionShorter { .. }
+        | Error::LimitReached { .. }
+        | Error::Excluded { .. }) => {
+            anyhow::anyhow!("refused: {other}")
+        }
         other => other.into(),
     }
 }

@@ -1,8 +1,13 @@
 //! The JSON API under `/api` (SPEC §6), `/healthz` and `/metrics`.
 
+use super::throttle::{ClientAddress, Throttles};
 use super::{ApiError, AppState};
 use crate::error::Error;
-use crate::service::{IdempotencyKey, MAX_DEMO_DEPOSIT_CENTS, Me, Player, Purchase, Registration};
+use crate::protect::{ExclusionLength, LimitChange, Limits, LimitsView};
+use crate::service::{
+    IdempotencyKey, MAX_DEMO_DEPOSIT_CENTS, Me, Player, Purchase, Registration, rfc3339,
+};
+use crate::trail::Actor;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request, State};
 use axum::http::request::Parts;
@@ -10,10 +15,12 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::{Extension, Json, Router};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::json;
+use std::sync::Arc;
+use tower_http::set_header::SetResponseHeaderLayer;
 use tresor_game::{Square, Stake, island};
 
 /// The session cookie's name.
@@ -37,10 +44,20 @@ pub fn routes() -> Router<AppState> {
         .route("/api/plays/{id}", get(play))
         .route("/api/plays/{id}/throws", post(throw))
         .route("/api/blocks", get(blocks))
+        .route(
+            "/api/limits",
+            get(limits).put(change_limits).post(change_limits),
+        )
+        .route("/api/exclusion", post(exclude))
         .fallback(|| async {
             ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such API endpoint")
         })
-        .layer(middleware::from_fn(require_csrf_proof));
+        .layer(middleware::from_fn(require_csrf_proof))
+        // Answers about a player's account must not linger in any cache.
+        .layer(SetResponseHeaderLayer::overriding(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("no-store"),
+        ));
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/metrics", get(metrics))
@@ -52,19 +69,52 @@ async fn require_csrf_proof(request: Request, next: Next) -> Response {
         *request.method(),
         Method::GET | Method::HEAD | Method::OPTIONS
     );
-    let proven = request
-        .headers()
+    if safe {
+        return next.run(request).await;
+    }
+    let headers = request.headers();
+    let proven = headers
         .get(CSRF_HEADER)
         .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(CSRF_VALUE.as_bytes()));
-    if safe || proven {
-        next.run(request).await
-    } else {
-        ApiError::new(
+    if !proven {
+        return ApiError::new(
             StatusCode::FORBIDDEN,
             "csrf",
             format!("state-changing requests must carry the header {CSRF_HEADER}: {CSRF_VALUE}"),
         )
-        .into_response()
+        .into_response();
+    }
+    // A second line of defence: what the browser itself says of where the
+    // request comes from (clients that send neither header are not browsers).
+    if let Some(why) = cross_site(headers) {
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            "csrf",
+            format!("cross-site requests are refused: {why}"),
+        )
+        .into_response();
+    }
+    next.run(request).await
+}
+
+/// Why a request's `Sec-Fetch-Site` or `Origin` says it comes from another
+/// site, if either does.
+fn cross_site(headers: &HeaderMap) -> Option<String> {
+    if let Some(site) = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok())
+        && !matches!(site, "same-origin" | "none")
+    {
+        return Some(format!("Sec-Fetch-Site is {site}"));
+    }
+    let origin = headers.get(header::ORIGIN)?.to_str().unwrap_or("null");
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+    // The origin's authority (scheme://host[:port]) must be the host asked.
+    let authority = origin
+        .strip_prefix("https://")
+        .or_else(|| origin.strip_prefix("http://"));
+    match (authority, host) {
+        (Some(authority), Some(host)) if authority.eq_ignore_ascii_case(host) => None,
+        (Some(_), None) => None,
+        _ => Some(format!("Origin is {origin}")),
     }
 }
 
@@ -82,6 +132,11 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
                     StatusCode::UNPROCESSABLE_ENTITY,
                     "validation",
                     error.body_text(),
+                ),
+                other if other.status() == StatusCode::PAYLOAD_TOO_LARGE => ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "payload_too_large",
+                    "the request body is larger than 64 KiB",
                 ),
                 JsonRejection::MissingJsonContentType(_) => ApiError::new(
                     StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -157,6 +212,9 @@ struct RegisterBody {
     adult: bool,
     #[serde(default)]
     accept_rules: bool,
+    /// The 7-day caps; absent, the defaults (500 € each).
+    deposit_limit_cents: Option<i64>,
+    stake_limit_cents: Option<i64>,
 }
 
 async fn logged_in(
@@ -172,14 +230,21 @@ async fn logged_in(
 
 async fn register(
     State(state): State<AppState>,
+    Extension(throttles): Extension<Arc<Throttles>>,
+    address: ClientAddress,
     Body(body): Body<RegisterBody>,
 ) -> Result<Response, ApiError> {
+    throttles.registration(&address)?;
     let registration = Registration::parse(
         &body.username,
         &body.password,
         body.adult,
         body.accept_rules,
-    )?;
+    )?
+    .with_limits(Limits::parse(
+        body.deposit_limit_cents,
+        body.stake_limit_cents,
+    )?);
     let player = state.service.register(registration).await?;
     logged_in(&state, &player, StatusCode::CREATED).await
 }
@@ -192,12 +257,20 @@ struct LoginBody {
 
 async fn login(
     State(state): State<AppState>,
+    Extension(throttles): Extension<Arc<Throttles>>,
+    address: ClientAddress,
+    headers: HeaderMap,
     Body(body): Body<LoginBody>,
 ) -> Result<Response, ApiError> {
+    throttles.login(&address)?;
     let player = state
         .service
         .authenticate(&body.username, &body.password)
         .await?;
+    // A login always opens a new session; the one this browser had ends.
+    if let Some(token) = session_token(&headers) {
+        state.service.close_session(&token).await?;
+    }
     logged_in(&state, &player, StatusCode::OK).await
 }
 
@@ -249,10 +322,13 @@ struct BuyBody {
 
 async fn buy(
     State(state): State<AppState>,
+    Extension(throttles): Extension<Arc<Throttles>>,
+    address: ClientAddress,
     current: CurrentPlayer,
     headers: HeaderMap,
     Body(body): Body<BuyBody>,
 ) -> Result<Response, ApiError> {
+    throttles.purchase(&address, current.player.id)?;
     let key = headers
         .get("idempotency-key")
         .and_then(|v| v.to_str().ok())
@@ -333,6 +409,54 @@ async fn history(
             .await?,
     )
     .into_response())
+}
+
+async fn limits(
+    State(state): State<AppState>,
+    current: CurrentPlayer,
+) -> Result<Json<LimitsView>, ApiError> {
+    Ok(Json(state.service.protection(&current.player).await?.0))
+}
+
+#[derive(Deserialize)]
+struct LimitsBody {
+    deposit_limit_cents: Option<i64>,
+    stake_limit_cents: Option<i64>,
+}
+
+async fn change_limits(
+    State(state): State<AppState>,
+    current: CurrentPlayer,
+    Body(body): Body<LimitsBody>,
+) -> Result<Json<LimitsView>, ApiError> {
+    let change = LimitChange::parse(body.deposit_limit_cents, body.stake_limit_cents)?;
+    Ok(Json(
+        state.service.change_limits(&current.player, change).await?,
+    ))
+}
+
+#[derive(Deserialize)]
+struct ExclusionBody {
+    period: String,
+}
+
+async fn exclude(
+    State(state): State<AppState>,
+    current: CurrentPlayer,
+    Body(body): Body<ExclusionBody>,
+) -> Result<Response, ApiError> {
+    let length = ExclusionLength::parse_period(&body.period)?;
+    let player = &current.player;
+    let until_ms = state
+        .service
+        .exclude(player, Actor::player(player.id, &player.username), length)
+        .await?;
+    // Every session of the player has ended: the cookie goes too.
+    Ok((
+        [(header::SET_COOKIE, session_cookie(&state, "", 0))],
+        Json(json!({"excluded_until": rfc3339(until_ms), "period": body.period})),
+    )
+        .into_response())
 }
 
 async fn blocks(State(state): State<AppState>) -> Result<Response, ApiError> {

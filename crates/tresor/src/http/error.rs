@@ -3,17 +3,23 @@
 //! shown to the client.
 
 use crate::error::Error;
+use crate::protect::LimitKind;
+use crate::service::rfc3339;
 use axum::Json;
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use serde_json::{Map, Value, json};
 
-/// An error as the API answers it: `{"error": {"code", "message"}}`.
+/// An error as the API answers it: `{"error": {"code", "message"}}`, plus
+/// fields a page can act on for some codes (a cap's figures, an exclusion's
+/// end, why a session ended) and `Retry-After` when throttled.
 #[derive(Debug)]
 pub struct ApiError {
     pub status: StatusCode,
     pub code: &'static str,
     pub message: String,
+    pub detail: Map<String, Value>,
+    pub retry_after_s: Option<u64>,
 }
 
 impl ApiError {
@@ -22,6 +28,8 @@ impl ApiError {
             status,
             code,
             message: message.into(),
+            detail: Map::new(),
+            retry_after_s: None,
         }
     }
 }
@@ -42,6 +50,22 @@ impl From<Error> for ApiError {
             Error::IdempotencyConflict => (StatusCode::CONFLICT, "idempotency_conflict"),
             Error::InvalidIdempotencyKey => (StatusCode::BAD_REQUEST, "invalid_idempotency_key"),
             Error::DemoOnly => (StatusCode::NOT_FOUND, "not_found"),
+            // The code stays `unauthorized` for every missing session; the
+            // `reason` field says why, so the page can say so.
+            Error::SessionEnded(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            Error::LimitReached {
+                kind: LimitKind::Deposit,
+                ..
+            } => (StatusCode::FORBIDDEN, "deposit_limit_reached"),
+            Error::LimitReached {
+                kind: LimitKind::Stake,
+                ..
+            } => (StatusCode::FORBIDDEN, "stake_limit_reached"),
+            Error::Excluded { .. } => (StatusCode::FORBIDDEN, "excluded"),
+            Error::ExclusionShorter { .. } => {
+                (StatusCode::CONFLICT, "exclusion_cannot_be_shortened")
+            }
+            Error::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
             Error::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             Error::Database(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         };
@@ -58,20 +82,51 @@ impl From<Error> for ApiError {
             Error::DemoOnly => "not found".to_owned(),
             other => other.to_string(),
         };
+        let mut detail = Map::new();
+        let mut retry_after_s = None;
+        match &error {
+            Error::SessionEnded(end) => {
+                detail.insert("reason".to_owned(), json!(end.code()));
+            }
+            Error::LimitReached {
+                amount_cents,
+                limit_cents,
+                left_cents,
+                resets_at_ms,
+                ..
+            } => {
+                detail.insert("amount_cents".to_owned(), json!(amount_cents));
+                detail.insert("limit_cents".to_owned(), json!(limit_cents));
+                detail.insert("left_cents".to_owned(), json!(left_cents));
+                detail.insert("resets_at".to_owned(), json!(resets_at_ms.map(rfc3339)));
+            }
+            Error::Excluded { until_ms } | Error::ExclusionShorter { until_ms, .. } => {
+                detail.insert("excluded_until".to_owned(), json!(rfc3339(*until_ms)));
+            }
+            Error::RateLimited { retry_after_s: s } => retry_after_s = Some(*s),
+            _ => {}
+        }
         ApiError {
             status,
             code,
             message,
+            detail,
+            retry_after_s,
         }
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (
-            self.status,
-            Json(json!({"error": {"code": self.code, "message": self.message}})),
-        )
-            .into_response()
+        let mut error = self.detail;
+        error.insert("code".to_owned(), json!(self.code));
+        error.insert("message".to_owned(), json!(self.message));
+        let mut response = (self.status, Json(json!({ "error": error }))).into_response();
+        if let Some(seconds) = self.retry_after_s {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, seconds.max(1).into());
+        }
+        response
     }
 }

@@ -4,17 +4,19 @@
 
 mod api;
 mod error;
+pub mod throttle;
 pub mod web;
 
 pub use error::ApiError;
+pub use throttle::Throttles;
 
 use crate::metrics::Metrics;
 use crate::service::Service;
-use axum::Router;
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Router};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tower_http::limit::RequestBodyLimitLayer;
@@ -30,17 +32,33 @@ pub struct AppState {
     pub secure_cookies: bool,
 }
 
-/// The whole site as a router.
+/// The whole site as a router, with throttles of its own.
 pub fn app(state: AppState) -> Router {
+    let throttles = Arc::new(Throttles::new(&state.service.settings.rate_limits));
+    app_with(state, throttles)
+}
+
+fn app_with(state: AppState, throttles: Arc<Throttles>) -> Router {
+    // Browsers that have seen the site over https refuse plain http to it
+    // for a year.
+    let hsts = state.secure_cookies.then(|| {
+        SetResponseHeaderLayer::overriding(
+            header::STRICT_TRANSPORT_SECURITY,
+            HeaderValue::from_static("max-age=31536000; includeSubDomains"),
+        )
+    });
     Router::new()
         .merge(api::routes())
         .merge(web::routes())
+        .layer(Extension(throttles))
         .layer(middleware::from_fn_with_state(state.clone(), observe))
         .layer(RequestBodyLimitLayer::new(64 * 1024))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             Duration::from_secs(30),
         ))
+        .layer(middleware::from_fn(json_edge_errors))
+        .layer(tower::util::option_layer(hsts))
         .layer(SetResponseHeaderLayer::if_not_present(
             header::CONTENT_SECURITY_POLICY,
             HeaderValue::from_static(web::CONTENT_SECURITY_POLICY),
@@ -58,6 +76,31 @@ pub fn app(state: AppState) -> Router {
             HeaderValue::from_static("same-origin"),
         ))
         .with_state(state)
+}
+
+/// The body-size and time limits answer before any handler, with an empty or
+/// plain-text body: give them the API's JSON error shape.
+async fn json_edge_errors(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    match response.status() {
+        StatusCode::PAYLOAD_TOO_LARGE if !is_json => ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            "the request body is larger than 64 KiB",
+        )
+        .into_response(),
+        StatusCode::REQUEST_TIMEOUT if !is_json => ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "timeout",
+            "the request took longer than 30 seconds",
+        )
+        .into_response(),
+        _ => response,
+    }
 }
 
 /// Counts requests and their latency by route.
@@ -83,11 +126,18 @@ async fn observe(State(state): State<AppState>, request: Request, next: Next) ->
 /// abandoned plays in the background.
 pub async fn serve(listener: tokio::net::TcpListener, state: AppState) -> anyhow::Result<()> {
     let settler = tokio::spawn(settle_abandoned_forever(state.service.clone()));
-    let router = app(state);
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
+    let throttles = Arc::new(Throttles::new(&state.service.settings.rate_limits));
+    let forgetter = tokio::spawn(throttle::forget_idle_forever(throttles.clone()));
+    let router = app_with(state, throttles);
+    // The peer address feeds the per-address throttles.
+    axum::serve(
+        listener,
+        router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown_signal())
+    .await?;
     settler.abort();
+    forgetter.abort();
     Ok(())
 }
 

@@ -25,7 +25,8 @@ pub struct TestDb {
 }
 
 pub fn postgres_base_url() -> String {
-    std::env::var("TRESOR_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+    std::env::var("TRESOR_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
 }
 
 impl TestDb {
@@ -36,7 +37,11 @@ impl TestDb {
             Backend::Sqlite => {
                 let dir = tempfile::tempdir().expect("temp dir");
                 let url = tresor::store::sqlite_url(dir.path());
-                Some(TestDb { url, _dir: Some(dir), pg_name: None })
+                Some(TestDb {
+                    url,
+                    _dir: Some(dir),
+                    pg_name: None,
+                })
             }
             Backend::Postgres => {
                 use sqlx::Connection;
@@ -51,10 +56,20 @@ impl TestDb {
                         return None;
                     }
                 };
-                let name = format!("tresor_test_{}", hex::encode(tresor::service::os_random_32())[..16].to_owned());
-                sqlx::query(&format!("CREATE DATABASE {name}")).execute(&mut admin).await.expect("create database");
+                let name = format!(
+                    "tresor_test_{}",
+                    hex::encode(tresor::service::os_random_32())[..16].to_owned()
+                );
+                sqlx::query(&format!("CREATE DATABASE {name}"))
+                    .execute(&mut admin)
+                    .await
+                    .expect("create database");
                 let (prefix, _) = base.rsplit_once('/').expect("a database URL has a path");
-                Some(TestDb { url: format!("{prefix}/{name}"), _dir: None, pg_name: Some(name) })
+                Some(TestDb {
+                    url: format!("{prefix}/{name}"),
+                    _dir: None,
+                    pg_name: Some(name),
+                })
             }
         }
     }
@@ -66,11 +81,17 @@ impl Drop for TestDb {
             // Dropped from a plain thread: the test's runtime may be gone.
             let base = postgres_base_url();
             let _ = std::thread::spawn(move || {
-                let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .ok()?;
                 runtime.block_on(async {
                     use sqlx::Connection;
                     let mut admin = sqlx::PgConnection::connect(&base).await.ok()?;
-                    sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).execute(&mut admin).await.ok()
+                    sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                        .execute(&mut admin)
+                        .await
+                        .ok()
                 })
             })
             .join();
@@ -88,13 +109,26 @@ pub struct TestApp {
 }
 
 pub fn now_ms() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
 }
 
 impl TestApp {
     /// A server with an open emission of one block per stake, in demo mode.
     pub async fn spawn(backend: Backend) -> Option<TestApp> {
-        Self::spawn_with(backend, Settings::default()).await
+        // Every test player comes from one address, some as fast as they can:
+        // the throttles have tests of their own (tests/protect.rs).
+        let rate_limits = tresor::protect::RateLimits::unthrottled();
+        Self::spawn_with(
+            backend,
+            Settings {
+                rate_limits,
+                ..Settings::default()
+            },
+        )
+        .await
     }
 
     pub async fn spawn_with(backend: Backend, settings: Settings) -> Option<TestApp> {
@@ -103,17 +137,35 @@ impl TestApp {
         let clock = Arc::new(ManualClock::new(now_ms()));
         let service = Service::new(store, clock.clone(), settings);
         service.set_demo().await.unwrap();
-        service.create_emission("Test", &Stake::ALL, 1).await.unwrap();
+        service
+            .create_emission("Test", &Stake::ALL, 1)
+            .await
+            .unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = format!("http://{}", listener.local_addr().unwrap());
         let metrics = Arc::new(Metrics::new(&service.writer.stats));
-        let state = AppState { service: service.clone(), metrics, secure_cookies: false };
-        tokio::spawn(async move { axum::serve(listener, tresor::http::app(state)).await.unwrap() });
-        Some(TestApp { address, service, clock, db, client: Self::new_client() })
+        let state = AppState {
+            service: service.clone(),
+            metrics,
+            secure_cookies: false,
+        };
+        let app =
+            tresor::http::app(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        Some(TestApp {
+            address,
+            service,
+            clock,
+            db,
+            client: Self::new_client(),
+        })
     }
 
     fn new_client() -> reqwest::Client {
-        reqwest::Client::builder().cookie_store(true).build().unwrap()
+        reqwest::Client::builder()
+            .cookie_store(true)
+            .build()
+            .unwrap()
     }
 
     /// The same server seen by another browser (its own cookie jar).
@@ -122,19 +174,36 @@ impl TestApp {
             address: self.address.clone(),
             service: self.service.clone(),
             clock: self.clock.clone(),
-            db: TestDb { url: self.db.url.clone(), _dir: None, pg_name: None },
+            db: TestDb {
+                url: self.db.url.clone(),
+                _dir: None,
+                pg_name: None,
+            },
             client: Self::new_client(),
         }
     }
 
     pub async fn get(&self, path: &str) -> (StatusCode, Value) {
-        let response = self.client.get(format!("{}{path}", self.address)).send().await.unwrap();
+        let response = self
+            .client
+            .get(format!("{}{path}", self.address))
+            .send()
+            .await
+            .unwrap();
         let status = response.status();
         let text = response.text().await.unwrap();
-        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
     }
 
-    pub async fn post_raw(&self, path: &str, body: &str, headers: &[(&str, &str)]) -> (StatusCode, Value) {
+    pub async fn post_raw(
+        &self,
+        path: &str,
+        body: &str,
+        headers: &[(&str, &str)],
+    ) -> (StatusCode, Value) {
         let mut request = self
             .client
             .post(format!("{}{path}", self.address))
@@ -146,11 +215,15 @@ impl TestApp {
         let response = request.send().await.unwrap();
         let status = response.status();
         let text = response.text().await.unwrap();
-        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
     }
 
     pub async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
-        self.post_raw(path, &body.to_string(), &[("x-requested-with", "tresor")]).await
+        self.post_raw(path, &body.to_string(), &[("x-requested-with", "tresor")])
+            .await
     }
 
     pub async fn register(&self, username: &str) -> (StatusCode, Value) {
@@ -162,7 +235,11 @@ impl TestApp {
     }
 
     pub async fn login(&self, username: &str, password: &str) -> (StatusCode, Value) {
-        self.post("/api/login", json!({"username": username, "password": password})).await
+        self.post(
+            "/api/login",
+            json!({"username": username, "password": password}),
+        )
+        .await
     }
 
     pub async fn logout(&self) -> (StatusCode, Value) {
@@ -180,7 +257,8 @@ impl TestApp {
     }
 
     pub async fn deposit(&self, amount_cents: i64) -> (StatusCode, Value) {
-        self.post("/api/demo/deposit", json!({"amount_cents": amount_cents})).await
+        self.post("/api/demo/deposit", json!({"amount_cents": amount_cents}))
+            .await
     }
 
     /// Registers `username` and deposits `cents`.
@@ -208,7 +286,8 @@ impl TestApp {
     }
 
     pub async fn throw(&self, play_id: i64) -> (StatusCode, Value) {
-        self.post(&format!("/api/plays/{play_id}/throws"), json!({})).await
+        self.post(&format!("/api/plays/{play_id}/throws"), json!({}))
+            .await
     }
 
     /// Plays the four throws of a play and returns the finished play.
@@ -240,10 +319,11 @@ impl TestApp {
 
 pub async fn assert_ledger_balances(db: &Db) -> i64 {
     let pool = &db.pool;
-    let sum: i64 = sqlx::query_scalar("SELECT CAST(COALESCE(SUM(balance_cents), 0) AS BIGINT) FROM accounts")
-        .fetch_one(pool)
-        .await
-        .unwrap();
+    let sum: i64 =
+        sqlx::query_scalar("SELECT CAST(COALESCE(SUM(balance_cents), 0) AS BIGINT) FROM accounts")
+            .fetch_one(pool)
+            .await
+            .unwrap();
     assert_eq!(sum, 0, "all balances sum to zero");
     let rows = sqlx::query(
         "SELECT a.id, a.kind, a.balance_cents, \
@@ -260,7 +340,11 @@ pub async fn assert_ledger_balances(db: &Db) -> i64 {
         let balance: i64 = row.get("balance_cents");
         let credits: i64 = row.get("credits");
         let debits: i64 = row.get("debits");
-        assert_eq!(balance, credits - debits, "account {id} balance equals its transfers");
+        assert_eq!(
+            balance,
+            credits - debits,
+            "account {id} balance equals its transfers"
+        );
         if kind == "player" {
             assert!(balance >= 0, "player account {id} is not negative");
         }
@@ -279,10 +363,18 @@ pub async fn assert_ledger_balances(db: &Db) -> i64 {
     for row in &players {
         let id: i64 = row.get("id");
         let balance: i64 = row.get("balance_cents");
-        let (deposits, stakes, wins): (i64, i64, i64) = (row.get("deposits"), row.get("stakes"), row.get("wins"));
-        assert_eq!(balance, deposits - stakes + wins, "player {id}: balance = deposits − stakes + wins");
+        let (deposits, stakes, wins): (i64, i64, i64) =
+            (row.get("deposits"), row.get("stakes"), row.get("wins"));
+        assert_eq!(
+            balance,
+            deposits - stakes + wins,
+            "player {id}: balance = deposits − stakes + wins"
+        );
     }
-    sqlx::query_scalar("SELECT COUNT(*) FROM transfers").fetch_one(pool).await.unwrap()
+    sqlx::query_scalar("SELECT COUNT(*) FROM transfers")
+        .fetch_one(pool)
+        .await
+        .unwrap()
 }
 
 /// Runs a test body on SQLite and on PostgreSQL.

@@ -174,10 +174,12 @@ pub fn describe(output: &Output) -> String {
     )
 }
 
-/// Registers a player with a valid password.
+/// Registers a player with a valid password and the highest 7-day caps (the
+/// operate and audit tests move large sums; tests/protect.rs tests the caps).
 pub async fn player(service: &Service, username: &str) -> Player {
     let registration = Registration::parse(username, "correct horse battery", true, true)
-        .expect("a valid registration");
+        .expect("a valid registration")
+        .with_limits(tresor::protect::Limits::highest());
     service.register(registration).await.expect("register")
 }
 

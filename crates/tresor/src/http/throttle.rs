@@ -1,0 +1,169 @@
+//! Throttles against abuse at the HTTP edge: registrations and login attempts
+//! per client address, purchases per player and per address, each a keyed
+//! GCRA limiter from `governor`, kept in memory (per server). Failed logins
+//! per account are counted from the trail by the service instead, so that a
+//! restart or a second server does not reset them.
+
+use super::AppState;
+use crate::error::Error;
+use crate::protect::RateLimits;
+use axum::extract::{ConnectInfo, FromRequestParts};
+use axum::http::request::Parts;
+use governor::clock::{Clock, DefaultClock};
+use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
+use std::convert::Infallible;
+use std::hash::Hash;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::num::NonZeroU32;
+use std::time::Duration;
+
+/// The limiters of one server.
+#[derive(Debug)]
+pub struct Throttles {
+    registrations_by_address: DefaultKeyedRateLimiter<IpAddr>,
+    logins_by_address: DefaultKeyedRateLimiter<IpAddr>,
+    purchases_by_address: DefaultKeyedRateLimiter<IpAddr>,
+    purchases_by_player: DefaultKeyedRateLimiter<i64>,
+}
+
+fn at_least_one(n: u32) -> NonZeroU32 {
+    NonZeroU32::new(n).unwrap_or(NonZeroU32::MIN)
+}
+
+fn check<K: Hash + Eq + Clone>(limiter: &DefaultKeyedRateLimiter<K>, key: &K) -> Result<(), Error> {
+    limiter.check_key(key).map_err(|not_until| {
+        let wait = not_until.wait_time_from(DefaultClock::default().now());
+        Error::RateLimited {
+            retry_after_s: wait.as_secs() + u64::from(wait.subsec_nanos() > 0),
+        }
+    })
+}
+
+impl Throttles {
+    pub fn new(limits: &RateLimits) -> Throttles {
+        Throttles {
+            registrations_by_address: RateLimiter::keyed(Quota::per_hour(at_least_one(
+                limits.registrations_per_hour_per_address,
+            ))),
+            logins_by_address: RateLimiter::keyed(Quota::per_minute(at_least_one(
+                limits.logins_per_minute_per_address,
+            ))),
+            purchases_by_address: RateLimiter::keyed(Quota::per_minute(at_least_one(
+                limits.purchases_per_minute_per_address,
+            ))),
+            purchases_by_player: RateLimiter::keyed(Quota::per_minute(at_least_one(
+                limits.purchases_per_minute_per_player,
+            ))),
+        }
+    }
+
+    pub fn registration(&self, address: &ClientAddress) -> Result<(), Error> {
+        check(&self.registrations_by_address, &address.0)
+    }
+
+    pub fn login(&self, address: &ClientAddress) -> Result<(), Error> {
+        check(&self.logins_by_address, &address.0)
+    }
+
+    pub fn purchase(&self, address: &ClientAddress, player_id: i64) -> Result<(), Error> {
+        check(&self.purchases_by_player, &player_id)?;
+        check(&self.purchases_by_address, &address.0)
+    }
+
+    /// Forgets keys whose limiters are back to full, so memory follows the
+    /// recent clients rather than every client ever seen.
+    pub fn forget_idle(&self) {
+        self.registrations_by_address.retain_recent();
+        self.logins_by_address.retain_recent();
+        self.purchases_by_address.retain_recent();
+        self.purchases_by_player.retain_recent();
+    }
+}
+
+/// Forgets idle keys now and then, for as long as the server runs.
+pub async fn forget_idle_forever(throttles: std::sync::Arc<Throttles>) {
+    loop {
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        throttles.forget_idle();
+    }
+}
+
+/// The client's address: the TCP peer, or the last `X-Forwarded-For` entry
+/// when the server is configured to trust its reverse proxy. An IPv6 address
+/// counts by its /64, the block one subscriber usually holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientAddress(pub IpAddr);
+
+impl ClientAddress {
+    fn of(parts: &Parts, trust_forwarded_for: bool) -> ClientAddress {
+        let peer = parts
+            .extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|info| info.0.ip());
+        // The last entry is the one our own proxy appended; earlier ones are
+        // whatever the client claimed. A last entry that is not an address
+        // is ignored, never an earlier one taken instead.
+        let forwarded = trust_forwarded_for
+            .then(|| {
+                parts
+                    .headers
+                    .get_all("x-forwarded-for")
+                    .iter()
+                    .filter_map(|v| v.to_str().ok())
+                    .flat_map(|v| v.split(','))
+                    .next_back()
+                    .and_then(|v| v.trim().parse::<IpAddr>().ok())
+            })
+            .flatten();
+        // Without a peer (a router driven in-process) every request shares
+        // one key.
+        let address = forwarded
+            .or(peer)
+            .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+        ClientAddress(match address {
+            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => IpAddr::V4(v4),
+                None => {
+                    let prefix = u128::from(v6) & !((1u128 << 64) - 1);
+                    IpAddr::V6(Ipv6Addr::from(prefix))
+                }
+            },
+            v4 => v4,
+        })
+    }
+}
+
+impl FromRequestParts<AppState> for ClientAddress {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Infallible> {
+        Ok(ClientAddress::of(
+            parts,
+            state.service.settings.rate_limits.trust_forwarded_for,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_limiter_refuses_past_its_burst_and_says_when_to_retry() {
+        let throttles = Throttles::new(&RateLimits {
+            purchases_per_minute_per_player: 2,
+            ..RateLimits::default()
+        });
+        let address = ClientAddress(IpAddr::V4(Ipv4Addr::LOCALHOST));
+        assert!(throttles.purchase(&address, 1).is_ok());
+        assert!(throttles.purchase(&address, 1).is_ok());
+        match throttles.purchase(&address, 1) {
+            Err(Error::RateLimited { retry_after_s }) => assert!((1..=30).contains(&retry_after_s)),
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            throttles.purchase(&address, 2).is_ok(),
+            "another player has its own budget"
+        );
+    }
+}

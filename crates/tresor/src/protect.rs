@@ -1,0 +1,703 @@
+//! Player protection (décret n° 2010-518, art. 16): the 7-day caps on
+//! deposits and on stakes that each player sets, and self-exclusion.
+//!
+//! The caps are checked, and the movement counted, inside the writer job
+//! that moves the money, so that two concurrent requests cannot both slip
+//! under a cap. Lowering a cap is immediate; raising
+//! it waits 48 hours. An exclusion ends every session of the player at once
+//! and can only be lengthened.
+
+use crate::error::Error;
+use crate::service::{Player, Service, rfc3339};
+use crate::trail::{self, Actor};
+use serde::Serialize;
+use serde_json::json;
+use sqlx::{AnyConnection, Row};
+
+/// The caps are rolling: a movement counts for seven days.
+pub const WINDOW_MS: i64 = 7 * 24 * 3600 * 1000;
+/// A raised cap applies this long after it is asked for.
+pub const RAISE_DELAY_MS: i64 = 48 * 3600 * 1000;
+/// The cap of a player who registers without choosing one: 500 €.
+pub const DEFAULT_LIMIT_CENTS: i64 = 50_000;
+/// The highest cap a player may choose: 100,000 € in 7 days, a guard against
+/// typing mistakes rather than a policy.
+pub const MAX_LIMIT_CENTS: i64 = 10_000_000;
+/// The longest exclusion the operator may type in days (ten years).
+pub const MAX_EXCLUSION_DAYS: i64 = 3650;
+
+/// Throttles against abuse. Per address and per player they are kept in
+/// memory by the HTTP edge (`http/throttle.rs`); failed logins per account are
+/// counted from the trail. Each figure is a number of requests allowed at
+/// once, refilled evenly over the period named.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RateLimits {
+    /// Failed logins per account per hour; beyond, logins to the account are
+    /// refused until the oldest failure is an hour old.
+    pub failed_logins_per_hour_per_account: u32,
+    /// Login attempts per client address per minute.
+    pub logins_per_minute_per_address: u32,
+    /// Registrations per client address per hour.
+    pub registrations_per_hour_per_address: u32,
+    /// Purchases per player per minute.
+    pub purchases_per_minute_per_player: u32,
+    /// Purchases per client address per minute (many players may share an
+    /// address behind a NAT, hence higher).
+    pub purchases_per_minute_per_address: u32,
+    /// Take the client address from the last `X-Forwarded-For` entry (set
+    /// only behind a reverse proxy that writes it).
+    pub trust_forwarded_for: bool,
+}
+
+impl Default for RateLimits {
+    fn default() -> Self {
+        RateLimits {
+            failed_logins_per_hour_per_account: 100,
+            logins_per_minute_per_address: 30,
+            registrations_per_hour_per_address: 30,
+            purchases_per_minute_per_player: 120,
+            purchases_per_minute_per_address: 1200,
+            trust_forwarded_for: false,
+        }
+    }
+}
+
+impl RateLimits {
+    /// No practical limit: for load tests where many players share one
+    /// address and play as fast as they can.
+    pub fn unthrottled() -> Self {
+        RateLimits {
+            failed_logins_per_hour_per_account: u32::MAX,
+            logins_per_minute_per_address: u32::MAX,
+            registrations_per_hour_per_address: u32::MAX,
+            purchases_per_minute_per_player: u32::MAX,
+            purchases_per_minute_per_address: u32::MAX,
+            trust_forwarded_for: false,
+        }
+    }
+}
+
+/// Which cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LimitKind {
+    Deposit,
+    Stake,
+}
+
+impl LimitKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LimitKind::Deposit => "deposit",
+            LimitKind::Stake => "stake",
+        }
+    }
+}
+
+/// A weekly cap in cents, from 1 to [`MAX_LIMIT_CENTS`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LimitCents(i64);
+
+impl LimitCents {
+    pub fn parse(kind: LimitKind, cents: i64) -> Result<Self, Error> {
+        if (1..=MAX_LIMIT_CENTS).contains(&cents) {
+            Ok(LimitCents(cents))
+        } else {
+            Err(Error::Validation(format!(
+                "{}_limit_cents: between 1 and {MAX_LIMIT_CENTS}",
+                kind.as_str()
+            )))
+        }
+    }
+
+    pub fn cents(self) -> i64 {
+        self.0
+    }
+}
+
+/// The two caps a player starts with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub deposit: LimitCents,
+    pub stake: LimitCents,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            deposit: LimitCents(DEFAULT_LIMIT_CENTS),
+            stake: LimitCents(DEFAULT_LIMIT_CENTS),
+        }
+    }
+}
+
+impl Limits {
+    /// The caps chosen at registration; an absent one is the default.
+    pub fn parse(deposit_cents: Option<i64>, stake_cents: Option<i64>) -> Result<Self, Error> {
+        let default = Limits::default();
+        Ok(Limits {
+            deposit: deposit_cents
+                .map(|c| LimitCents::parse(LimitKind::Deposit, c))
+                .transpose()?
+                .unwrap_or(default.deposit),
+            stake: stake_cents
+                .map(|c| LimitCents::parse(LimitKind::Stake, c))
+                .transpose()?
+                .unwrap_or(default.stake),
+        })
+    }
+
+    /// The highest caps, for accounts that move large sums (tests, bulk
+    /// simulations).
+    pub fn highest() -> Self {
+        Limits {
+            deposit: LimitCents(MAX_LIMIT_CENTS),
+            stake: LimitCents(MAX_LIMIT_CENTS),
+        }
+    }
+}
+
+/// A requested change of one cap or both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LimitChange {
+    pub deposit: Option<LimitCents>,
+    pub stake: Option<LimitCents>,
+}
+
+impl LimitChange {
+    pub fn parse(deposit_cents: Option<i64>, stake_cents: Option<i64>) -> Result<Self, Error> {
+        if deposit_cents.is_none() && stake_cents.is_none() {
+            return Err(Error::Validation(
+                "deposit_limit_cents or stake_limit_cents: give at least one".to_owned(),
+            ));
+        }
+        Ok(LimitChange {
+            deposit: deposit_cents
+                .map(|c| LimitCents::parse(LimitKind::Deposit, c))
+                .transpose()?,
+            stake: stake_cents
+                .map(|c| LimitCents::parse(LimitKind::Stake, c))
+                .transpose()?,
+        })
+    }
+}
+
+/// How long an exclusion lasts: the player's periods, or the operator's days.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExclusionLength {
+    Days(i64),
+    Months(i32),
+}
+
+impl ExclusionLength {
+    /// A player's period: `7d`, `1m`, `3m`, `6m` or `1y`.
+    pub fn parse_period(text: &str) -> Result<Self, Error> {
+        match text {
+            "7d" => Ok(ExclusionLength::Days(7)),
+            "1m" => Ok(ExclusionLength::Months(1)),
+            "3m" => Ok(ExclusionLength::Months(3)),
+            "6m" => Ok(ExclusionLength::Months(6)),
+            "1y" => Ok(ExclusionLength::Months(12)),
+            _ => Err(Error::Validation(
+                "period: one of 7d, 1m, 3m, 6m, 1y".to_owned(),
+            )),
+        }
+    }
+
+    /// An operator's number of days.
+    pub fn days(days: i64) -> Result<Self, Error> {
+        if (1..=MAX_EXCLUSION_DAYS).contains(&days) {
+            Ok(ExclusionLength::Days(days))
+        } else {
+            Err(Error::Validation(format!(
+                "days: between 1 and {MAX_EXCLUSION_DAYS}"
+            )))
+        }
+    }
+
+    /// When an exclusion starting at `from_ms` ends. Months are calendar
+    /// months (UTC), the 31st becoming the last day of a shorter month.
+    pub fn end_ms(self, from_ms: i64) -> i64 {
+        match self {
+            ExclusionLength::Days(days) => from_ms + days * 24 * 3600 * 1000,
+            ExclusionLength::Months(months) => add_months(from_ms, months),
+        }
+    }
+
+    /// The length as the trail records it.
+    pub fn label(self) -> String {
+        match self {
+            ExclusionLength::Days(days) => format!("{days}d"),
+            ExclusionLength::Months(12) => "1y".to_owned(),
+            ExclusionLength::Months(months) => format!("{months}m"),
+        }
+    }
+}
+
+fn add_months(from_ms: i64, months: i32) -> i64 {
+    let start = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(from_ms) * 1_000_000)
+        .expect("a time within the calendar");
+    let index = start.year() * 12 + i32::from(u8::from(start.month())) - 1 + months;
+    let (year, month) = (index.div_euclid(12), (index.rem_euclid(12) + 1) as u8);
+    let month = time::Month::try_from(month).expect("a month from 1 to 12");
+    let day = start.day().min(month.length(year));
+    let date = time::Date::from_calendar_date(year, month, day).expect("a valid date");
+    (start.replace_date(date).unix_timestamp_nanos() / 1_000_000) as i64
+}
+
+/// Formats cents as euros: `12.50 €`.
+pub fn euros(cents: i64) -> String {
+    let sign = if cents < 0 { "-" } else { "" };
+    let cents = cents.unsigned_abs();
+    format!("{sign}{}.{:02} €", cents / 100, cents % 100)
+}
+
+// ---------------------------------------------------------------------------
+// The stored caps.
+
+/// One cap as stored: its value, and a raise waiting for its time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Cap {
+    limit_cents: i64,
+    pending: Option<(i64, i64)>,
+}
+
+impl Cap {
+    /// The cap in force at `now_ms`: a pending raise whose time has come.
+    fn settled(self, now_ms: i64) -> Cap {
+        match self.pending {
+            Some((cents, at_ms)) if at_ms <= now_ms => Cap {
+                limit_cents: cents,
+                pending: None,
+            },
+            _ => self,
+        }
+    }
+
+    /// Lowering (or keeping) applies at once and drops a pending raise; a
+    /// raise waits [`RAISE_DELAY_MS`] and replaces any pending one.
+    fn changed(self, to: LimitCents, now_ms: i64) -> Cap {
+        let current = self.settled(now_ms);
+        if to.cents() <= current.limit_cents {
+            Cap {
+                limit_cents: to.cents(),
+                pending: None,
+            }
+        } else {
+            Cap {
+                limit_cents: current.limit_cents,
+                pending: Some((to.cents(), now_ms + RAISE_DELAY_MS)),
+            }
+        }
+    }
+
+    fn to_json(self) -> serde_json::Value {
+        json!({
+            "limit_cents": self.limit_cents,
+            "pending_cents": self.pending.map(|(c, _)| c),
+            "pending_at": self.pending.map(|(_, t)| rfc3339(t)),
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Stored {
+    deposit: Cap,
+    stake: Cap,
+    excluded_until_ms: Option<i64>,
+}
+
+impl Stored {
+    fn cap(&self, kind: LimitKind) -> Cap {
+        match kind {
+            LimitKind::Deposit => self.deposit,
+            LimitKind::Stake => self.stake,
+        }
+    }
+}
+
+async fn load(conn: &mut AnyConnection, player_id: i64) -> Result<Stored, Error> {
+    let row = sqlx::query(
+        "SELECT deposit_limit_cents, deposit_pending_cents, deposit_pending_at_ms, \
+         stake_limit_cents, stake_pending_cents, stake_pending_at_ms, excluded_until_ms \
+         FROM protections WHERE player_id = $1",
+    )
+    .bind(player_id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    // Every player has a row (registration writes it, the migration gave one
+    // to earlier players); the defaults are a safe reading of a missing one.
+    let Some(row) = row else {
+        let default = Limits::default();
+        return Ok(Stored {
+            deposit: Cap {
+                limit_cents: default.deposit.cents(),
+                pending: None,
+            },
+            stake: Cap {
+                limit_cents: default.stake.cents(),
+                pending: None,
+            },
+            excluded_until_ms: None,
+        });
+    };
+    let cap = |prefix: &str| -> Result<Cap, sqlx::Error> {
+        let cents: Option<i64> = row.try_get(format!("{prefix}_pending_cents").as_str())?;
+        let at_ms: Option<i64> = row.try_get(format!("{prefix}_pending_at_ms").as_str())?;
+        Ok(Cap {
+            limit_cents: row.try_get(format!("{prefix}_limit_cents").as_str())?,
+            pending: cents.zip(at_ms),
+        })
+    };
+    Ok(Stored {
+        deposit: cap("deposit")?,
+        stake: cap("stake")?,
+        excluded_until_ms: row.try_get("excluded_until_ms")?,
+    })
+}
+
+async fn save(
+    conn: &mut AnyConnection,
+    player_id: i64,
+    stored: &Stored,
+    now_ms: i64,
+) -> Result<(), Error> {
+    sqlx::query(
+        "UPDATE protections SET deposit_limit_cents = $1, deposit_pending_cents = $2, \
+         deposit_pending_at_ms = $3, stake_limit_cents = $4, stake_pending_cents = $5, \
+         stake_pending_at_ms = $6, excluded_until_ms = $7, updated_at_ms = $8 WHERE player_id = $9",
+    )
+    .bind(stored.deposit.limit_cents)
+    .bind(stored.deposit.pending.map(|(c, _)| c))
+    .bind(stored.deposit.pending.map(|(_, t)| t))
+    .bind(stored.stake.limit_cents)
+    .bind(stored.stake.pending.map(|(c, _)| c))
+    .bind(stored.stake.pending.map(|(_, t)| t))
+    .bind(stored.excluded_until_ms)
+    .bind(now_ms)
+    .bind(player_id)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// Writes a new player's caps (inside the registration job).
+pub(crate) async fn insert_limits(
+    conn: &mut AnyConnection,
+    player_id: i64,
+    limits: Limits,
+    now_ms: i64,
+) -> Result<(), Error> {
+    sqlx::query(
+        "INSERT INTO protections (player_id, deposit_limit_cents, stake_limit_cents, updated_at_ms) \
+         VALUES ($1, $2, $3, $4)",
+    )
+    .bind(player_id)
+    .bind(limits.deposit.cents())
+    .bind(limits.stake.cents())
+    .bind(now_ms)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// Movements are counted by the hour (`movement_hours`), so that checking a
+/// cap reads at most 169 rows however much the player plays.
+const HOUR_MS: i64 = 3600 * 1000;
+
+/// What the player moved in the window ending at `now_ms`, and when the
+/// oldest of it leaves the window. An hour's movements leave together, an
+/// hour after the first could have: the count errs on the player's side.
+async fn used(
+    conn: &mut AnyConnection,
+    kind: LimitKind,
+    player_id: i64,
+    now_ms: i64,
+) -> Result<(i64, Option<i64>), Error> {
+    let (sum, oldest): (i64, Option<i64>) = sqlx::query_as(
+        "SELECT CAST(COALESCE(SUM(amount_cents), 0) AS BIGINT), MIN(hour_ms) FROM movement_hours \
+         WHERE player_id = $1 AND kind = $2 AND hour_ms > $3",
+    )
+    .bind(player_id)
+    .bind(kind.as_str())
+    .bind(now_ms - WINDOW_MS - HOUR_MS)
+    .fetch_one(&mut *conn)
+    .await?;
+    Ok((sum, oldest.map(|hour_ms| hour_ms + HOUR_MS + WINDOW_MS)))
+}
+
+/// Refuses while the player is excluded.
+pub(crate) async fn refuse_if_excluded(
+    conn: &mut AnyConnection,
+    player_id: i64,
+    now_ms: i64,
+) -> Result<(), Error> {
+    let until: Option<i64> =
+        sqlx::query_scalar("SELECT excluded_until_ms FROM protections WHERE player_id = $1")
+            .bind(player_id)
+            .fetch_optional(&mut *conn)
+            .await?
+            .flatten();
+    match until {
+        Some(until_ms) if until_ms > now_ms => Err(Error::Excluded { until_ms }),
+        _ => Ok(()),
+    }
+}
+
+/// Refuses a deposit or a stake of `amount_cents` that an exclusion forbids
+/// or that would take the player past a cap, and counts it otherwise. Runs
+/// inside the job that moves the money.
+pub(crate) async fn check_movement(
+    conn: &mut AnyConnection,
+    kind: LimitKind,
+    player: &Player,
+    amount_cents: i64,
+    now_ms: i64,
+) -> Result<(), Error> {
+    let stored = load(conn, player.id).await?;
+    if let Some(until_ms) = stored.excluded_until_ms.filter(|&t| t > now_ms) {
+        return Err(Error::Excluded { until_ms });
+    }
+    let limit_cents = stored.cap(kind).settled(now_ms).limit_cents;
+    let (used_cents, resets_at_ms) = used(conn, kind, player.id, now_ms).await?;
+    if used_cents + amount_cents > limit_cents {
+        return Err(Error::LimitReached {
+            kind,
+            amount_cents,
+            limit_cents,
+            left_cents: (limit_cents - used_cents).max(0),
+            resets_at_ms,
+        });
+    }
+    // Counted in the same job as the movement: both commit or neither.
+    sqlx::query(
+        "INSERT INTO movement_hours (player_id, kind, hour_ms, amount_cents) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (player_id, kind, hour_ms) \
+         DO UPDATE SET amount_cents = movement_hours.amount_cents + excluded.amount_cents",
+    )
+    .bind(player.id)
+    .bind(kind.as_str())
+    .bind(now_ms - now_ms.rem_euclid(HOUR_MS))
+    .bind(amount_cents)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Views for the player.
+
+/// One cap as the player sees it.
+#[derive(Debug, Clone, Serialize)]
+pub struct CapView {
+    /// The cap in force now.
+    pub limit_cents: i64,
+    /// Moved in the last seven days.
+    pub used_cents: i64,
+    /// What may still be moved now.
+    pub left_cents: i64,
+    /// When the oldest counted movement leaves the window (none if nothing
+    /// is counted).
+    pub resets_at: Option<String>,
+    /// A raise waiting for its time.
+    pub pending: Option<PendingView>,
+}
+
+/// A raised cap and when it applies.
+#[derive(Debug, Clone, Serialize)]
+pub struct PendingView {
+    pub limit_cents: i64,
+    pub effective_at: String,
+}
+
+/// Both caps.
+#[derive(Debug, Clone, Serialize)]
+pub struct LimitsView {
+    pub window_days: i64,
+    pub deposit: CapView,
+    pub stake: CapView,
+}
+
+async fn cap_view(
+    conn: &mut AnyConnection,
+    kind: LimitKind,
+    cap: Cap,
+    player_id: i64,
+    now_ms: i64,
+) -> Result<CapView, Error> {
+    let cap = cap.settled(now_ms);
+    let (used_cents, resets_at_ms) = used(conn, kind, player_id, now_ms).await?;
+    Ok(CapView {
+        limit_cents: cap.limit_cents,
+        used_cents,
+        left_cents: (cap.limit_cents - used_cents).max(0),
+        resets_at: resets_at_ms.map(rfc3339),
+        pending: cap.pending.map(|(cents, at_ms)| PendingView {
+            limit_cents: cents,
+            effective_at: rfc3339(at_ms),
+        }),
+    })
+}
+
+async fn limits_view(
+    conn: &mut AnyConnection,
+    stored: &Stored,
+    player_id: i64,
+    now_ms: i64,
+) -> Result<LimitsView, Error> {
+    Ok(LimitsView {
+        window_days: WINDOW_MS / (24 * 3600 * 1000),
+        deposit: cap_view(conn, LimitKind::Deposit, stored.deposit, player_id, now_ms).await?,
+        stake: cap_view(conn, LimitKind::Stake, stored.stake, player_id, now_ms).await?,
+    })
+}
+
+impl Service {
+    /// The player's caps, what is used and left of them, and any pending
+    /// raise; and the end of an exclusion in force.
+    pub async fn protection(&self, player: &Player) -> Result<(LimitsView, Option<i64>), Error> {
+        let now_ms = self.now_ms();
+        let mut conn = self.db.pool.acquire().await?;
+        let stored = load(&mut conn, player.id).await?;
+        let limits = limits_view(&mut conn, &stored, player.id, now_ms).await?;
+        Ok((limits, stored.excluded_until_ms.filter(|&t| t > now_ms)))
+    }
+
+    /// Changes one cap or both (recorded in the trail); returns the caps.
+    pub async fn change_limits(
+        &self,
+        player: &Player,
+        change: LimitChange,
+    ) -> Result<LimitsView, Error> {
+        let now_ms = self.now_ms();
+        let player = player.clone();
+        self.write(move |conn| {
+            let player = player.clone();
+            Box::pin(async move {
+                let mut stored = load(conn, player.id).await?;
+                if let Some(to) = change.deposit {
+                    stored.deposit = stored.deposit.changed(to, now_ms);
+                }
+                if let Some(to) = change.stake {
+                    stored.stake = stored.stake.changed(to, now_ms);
+                }
+                save(conn, player.id, &stored, now_ms).await?;
+                trail::append(
+                    conn,
+                    now_ms,
+                    &Actor::player(player.id, &player.username),
+                    "limits",
+                    json!({
+                        "deposit_limit_cents": change.deposit.map(LimitCents::cents),
+                        "stake_limit_cents": change.stake.map(LimitCents::cents),
+                    }),
+                    json!({"deposit": stored.deposit.to_json(), "stake": stored.stake.to_json()}),
+                )
+                .await?;
+                limits_view(conn, &stored, player.id, now_ms).await
+            })
+        })
+        .await
+    }
+
+    /// Excludes a player from play for `length` from now, at the player's
+    /// request or the operator's: every session of the player ends, and play,
+    /// deposits and login are refused until the returned time. An exclusion
+    /// can be lengthened, never shortened.
+    pub async fn exclude(
+        &self,
+        player: &Player,
+        by: Actor,
+        length: ExclusionLength,
+    ) -> Result<i64, Error> {
+        let now_ms = self.now_ms();
+        let until_ms = length.end_ms(now_ms);
+        let player = player.clone();
+        self.write(move |conn| {
+            let player = player.clone();
+            let by = by.clone();
+            Box::pin(async move {
+                let mut stored = load(conn, player.id).await?;
+                if let Some(current) = stored.excluded_until_ms.filter(|&t| t > until_ms) {
+                    return Err(Error::ExclusionShorter {
+                        until_ms: current,
+                        asked_until_ms: until_ms,
+                    });
+                }
+                stored.excluded_until_ms = Some(until_ms);
+                save(conn, player.id, &stored, now_ms).await?;
+                let ended = sqlx::query(
+                    "UPDATE sessions SET ended_at_ms = $1 WHERE player_id = $2 AND ended_at_ms IS NULL",
+                )
+                .bind(now_ms)
+                .bind(player.id)
+                .execute(&mut *conn)
+                .await?
+                .rows_affected();
+                trail::append(
+                    conn,
+                    now_ms,
+                    &by,
+                    "exclude",
+                    json!({"player_id": player.id, "period": length.label()}),
+                    json!({"excluded_until": rfc3339(until_ms), "sessions_ended": ended}),
+                )
+                .await?;
+                Ok(until_ms)
+            })
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DAY_MS: i64 = 24 * 3600 * 1000;
+
+    #[test]
+    fn a_month_is_a_calendar_month_and_the_31st_becomes_the_last_day() {
+        let jan_31 = crate::service::parse_rfc3339("2026-01-31T10:00:00Z").unwrap();
+        assert_eq!(
+            rfc3339(ExclusionLength::Months(1).end_ms(jan_31)),
+            "2026-02-28T10:00:00.000Z"
+        );
+        assert_eq!(
+            rfc3339(ExclusionLength::Months(12).end_ms(jan_31)),
+            "2027-01-31T10:00:00.000Z"
+        );
+        assert_eq!(ExclusionLength::Days(7).end_ms(0), 7 * DAY_MS);
+    }
+
+    #[test]
+    fn a_lowered_cap_applies_at_once_and_a_raised_one_after_48_hours() {
+        let cap = Cap {
+            limit_cents: 10_000,
+            pending: None,
+        };
+        let lowered = cap.changed(LimitCents(5_000), 0);
+        assert_eq!(lowered.settled(0).limit_cents, 5_000);
+        let raised = lowered.changed(LimitCents(20_000), 0);
+        assert_eq!(raised.settled(RAISE_DELAY_MS - 1).limit_cents, 5_000);
+        assert_eq!(raised.settled(RAISE_DELAY_MS).limit_cents, 20_000);
+        // A new change replaces the pending raise.
+        assert_eq!(raised.changed(LimitCents(4_000), 1).pending, None);
+    }
+
+    #[test]
+    fn periods_parse_and_others_are_refused() {
+        for (text, label) in [
+            ("7d", "7d"),
+            ("1m", "1m"),
+            ("3m", "3m"),
+            ("6m", "6m"),
+            ("1y", "1y"),
+        ] {
+            assert_eq!(ExclusionLength::parse_period(text).unwrap().label(), label);
+        }
+        assert!(ExclusionLength::parse_period("2d").is_err());
+        assert!(ExclusionLength::days(0).is_err());
+        assert_eq!(euros(12_345), "123.45 €");
+    }
+}

@@ -1,0 +1,810 @@
+//! Protecting players and accounts (issue 6), on SQLite and PostgreSQL: the
+//! 7-day caps on deposits and stakes, self-exclusion, session expiry,
+//! throttles, cross-site refusals and the security headers.
+
+#[path = "api/helpers.rs"]
+#[expect(
+    dead_code,
+    reason = "each test binary uses a different part of the helpers"
+)]
+mod helpers;
+
+use helpers::{Backend, TestApp};
+use reqwest::StatusCode;
+use reqwest::header::HeaderMap;
+use serde_json::{Value, json};
+use tresor::error::Error;
+use tresor::protect::{ExclusionLength, RateLimits};
+use tresor::service::{Clock, IdempotencyKey, Purchase, Settings, rfc3339};
+use tresor::trail::Actor;
+use tresor_game::Stake;
+
+const MINUTE_MS: i64 = 60 * 1000;
+const HOUR_MS: i64 = 60 * MINUTE_MS;
+const DAY_MS: i64 = 24 * HOUR_MS;
+
+/// Like `on_both!`, on a server with the given settings.
+macro_rules! on_both_with {
+    ($name:ident, $settings:expr, |$app:ident| $body:block) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            async fn run($app: TestApp) $body
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn on_sqlite() {
+                if let Some(app) = TestApp::spawn_with(Backend::Sqlite, $settings).await {
+                    run(app).await;
+                }
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn on_postgres() {
+                if let Some(app) = TestApp::spawn_with(Backend::Postgres, $settings).await {
+                    run(app).await;
+                }
+            }
+        }
+    };
+}
+
+/// Settings with no throttle but the ones a test sets.
+fn throttled(rate_limits: RateLimits) -> Settings {
+    Settings {
+        rate_limits,
+        ..Settings::default()
+    }
+}
+
+fn unthrottled() -> Settings {
+    throttled(RateLimits::unthrottled())
+}
+
+async fn register_with_limits(
+    app: &TestApp,
+    username: &str,
+    deposit_cents: i64,
+    stake_cents: i64,
+) -> Value {
+    let (status, me) = app
+        .post(
+            "/api/register",
+            json!({
+                "username": username, "password": "a long password", "adult": true, "accept_rules": true,
+                "deposit_limit_cents": deposit_cents, "stake_limit_cents": stake_cents,
+            }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{me}");
+    me
+}
+
+/// A request outside the cookie jar, with its answer's headers.
+async fn raw(
+    app: &TestApp,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+    headers: &[(&str, &str)],
+) -> (StatusCode, HeaderMap, Value) {
+    let client = reqwest::Client::new();
+    let mut request = client.request(method, format!("{}{path}", app.address));
+    if let Some(body) = body {
+        request = request
+            .header("content-type", "application/json")
+            .body(body.to_string());
+    }
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.send().await.unwrap();
+    let (status, headers) = (response.status(), response.headers().clone());
+    let text = response.text().await.unwrap();
+    (
+        status,
+        headers,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+fn session_cookie(headers: &HeaderMap) -> String {
+    let cookie = headers
+        .get("set-cookie")
+        .expect("a session cookie")
+        .to_str()
+        .unwrap();
+    cookie.split(';').next().unwrap().to_owned()
+}
+
+async fn trail_actions(app: &TestApp, action: &str) -> Vec<(String, String)> {
+    sqlx::query_as("SELECT request, result FROM trail WHERE action = $1 ORDER BY seq")
+        .bind(action)
+        .fetch_all(&app.service.db.pool)
+        .await
+        .unwrap()
+}
+
+// -- Caps -------------------------------------------------------------------
+
+on_both_with!(
+    a_stake_cap_refuses_the_purchase_that_would_pass_it_and_accepts_the_one_that_fits,
+    unthrottled(),
+    |app| {
+        let me = register_with_limits(&app, "ana", 50_000, 250).await;
+        assert_eq!(me["limits"]["stake"]["limit_cents"], 250);
+        assert_eq!(me["limits"]["deposit"]["limit_cents"], 50_000);
+        assert_eq!(me["excluded_until"], Value::Null);
+        assert_eq!(app.deposit(1_000).await.0, StatusCode::OK);
+        for _ in 0..2 {
+            assert_eq!(app.buy(100).await.0, StatusCode::CREATED);
+        }
+        let balance = app.balance().await;
+        let (status, error) = app.buy(100).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{error}");
+        let error = &error["error"];
+        assert_eq!(error["code"], "stake_limit_reached");
+        assert_eq!(error["limit_cents"], 250);
+        assert_eq!(error["left_cents"], 50);
+        let resets_at = error["resets_at"].as_str().expect("a reset time");
+        let message = error["message"].as_str().unwrap();
+        for part in ["stake limit of 2.50 €", "0.50 € left", resets_at] {
+            assert!(message.contains(part), "{part} in {message}");
+        }
+        // The reset is when the oldest counted stake (this hour's) is 7 days old.
+        let hour_start = app.clock.now_ms() - app.clock.now_ms() % HOUR_MS;
+        assert_eq!(resets_at, rfc3339(hour_start + HOUR_MS + 7 * DAY_MS));
+        assert_eq!(
+            app.balance().await,
+            balance,
+            "the refused purchase debited nothing"
+        );
+        let (status, play) = app.buy(50).await;
+        assert_eq!(status, StatusCode::CREATED, "{play}");
+        let (_, me) = app.me().await;
+        assert_eq!(me["limits"]["stake"]["used_cents"], 250);
+        assert_eq!(me["limits"]["stake"]["left_cents"], 0);
+        assert_eq!(me["limits"]["stake"]["resets_at"], resets_at);
+        // Once the window has passed, the player may play again.
+        app.clock.advance_ms(7 * DAY_MS + HOUR_MS);
+        app.login("ana", "a long password").await;
+        assert_eq!(app.buy(100).await.0, StatusCode::CREATED);
+        app.assert_ledger_balances().await;
+    }
+);
+
+on_both_with!(
+    a_deposit_cap_refuses_the_deposit_that_would_pass_it_and_counts_the_operators_credits,
+    unthrottled(),
+    |app| {
+        register_with_limits(&app, "ana", 1_000, 50_000).await;
+        assert_eq!(app.deposit(600).await.0, StatusCode::OK);
+        let (status, error) = app.deposit(500).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{error}");
+        assert_eq!(error["error"]["code"], "deposit_limit_reached");
+        assert_eq!(error["error"]["left_cents"], 400);
+        let message = error["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("deposit limit of 10.00 €") && message.contains("4.00 € left"),
+            "{message}"
+        );
+        assert!(
+            message.contains(error["error"]["resets_at"].as_str().unwrap()),
+            "{message}"
+        );
+        assert_eq!(
+            app.balance().await,
+            600,
+            "the refused deposit credited nothing"
+        );
+        // The operator's credit is how money comes in outside demo mode: it counts.
+        let ana = app.service.player_by_username("ana").await.unwrap();
+        match app.service.credit(&ana, 500).await {
+            Err(Error::LimitReached {
+                left_cents: 400, ..
+            }) => {}
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            app.deposit(400).await.0,
+            StatusCode::OK,
+            "the deposit that fits is accepted"
+        );
+        assert_eq!(app.balance().await, 1_000);
+        app.assert_ledger_balances().await;
+    }
+);
+
+on_both_with!(
+    caps_out_of_range_are_refused_at_registration_and_absent_ones_are_the_defaults,
+    unthrottled(),
+    |app| {
+        for (deposit, stake, field) in [
+            (0, 100, "deposit_limit_cents"),
+            (100, -5, "stake_limit_cents"),
+            (10_000_001, 100, "deposit_limit_cents"),
+        ] {
+            let (status, error) = app
+            .post(
+                "/api/register",
+                json!({"username": "bob", "password": "a long password", "adult": true, "accept_rules": true,
+                       "deposit_limit_cents": deposit, "stake_limit_cents": stake}),
+            )
+            .await;
+            assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{error}");
+            assert!(
+                error["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(field),
+                "{error}"
+            );
+        }
+        let (_, me) = app.register("ana").await;
+        assert_eq!(me["limits"]["deposit"]["limit_cents"], 50_000);
+        assert_eq!(me["limits"]["stake"]["limit_cents"], 50_000);
+        assert_eq!(me["limits"]["window_days"], 7);
+        let (status, error) = app.post("/api/limits", json!({})).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{error}");
+    }
+);
+
+on_both_with!(
+    a_raised_cap_applies_only_after_48_hours_and_a_lowered_one_at_once,
+    unthrottled(),
+    |app| {
+        register_with_limits(&app, "ana", 50_000, 500).await;
+        app.deposit(5_000).await;
+        let (status, limits) = app
+            .post("/api/limits", json!({"stake_limit_cents": 200}))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{limits}");
+        assert_eq!(
+            limits["stake"]["limit_cents"], 200,
+            "a lowered cap applies at once"
+        );
+        assert_eq!(limits["stake"]["pending"], Value::Null);
+        assert_eq!(app.buy(200).await.0, StatusCode::CREATED);
+        assert_eq!(app.buy(50).await.0, StatusCode::FORBIDDEN);
+
+        let raised_at = app.clock.now_ms();
+        let (status, limits) = app
+            .post("/api/limits", json!({"stake_limit_cents": 1_000}))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{limits}");
+        assert_eq!(limits["stake"]["limit_cents"], 200, "a raised cap waits");
+        assert_eq!(limits["stake"]["pending"]["limit_cents"], 1_000);
+        assert_eq!(
+            limits["stake"]["pending"]["effective_at"],
+            rfc3339(raised_at + 48 * HOUR_MS)
+        );
+
+        app.clock.advance_ms(47 * HOUR_MS);
+        app.login("ana", "a long password").await;
+        assert_eq!(
+            app.buy(50).await.0,
+            StatusCode::FORBIDDEN,
+            "47 hours later the old cap holds"
+        );
+        app.clock.advance_ms(HOUR_MS);
+        let (_, me) = app.login("ana", "a long password").await;
+        assert_eq!(
+            me["limits"]["stake"]["limit_cents"], 1_000,
+            "48 hours later the raise applies"
+        );
+        assert_eq!(me["limits"]["stake"]["pending"], Value::Null);
+        assert_eq!(app.buy(200).await.0, StatusCode::CREATED);
+
+        // Lowering while a raise is pending drops the raise.
+        app.post("/api/limits", json!({"deposit_limit_cents": 90_000}))
+            .await;
+        let (_, limits) = app
+            .post("/api/limits", json!({"deposit_limit_cents": 10_000}))
+            .await;
+        assert_eq!(limits["deposit"]["limit_cents"], 10_000);
+        assert_eq!(limits["deposit"]["pending"], Value::Null);
+        let (_, limits) = app.get("/api/limits").await;
+        assert_eq!(limits["deposit"]["limit_cents"], 10_000);
+        assert_eq!(
+            trail_actions(&app, "limits").await.len(),
+            4,
+            "every change is in the trail"
+        );
+    }
+);
+
+// -- Exclusion --------------------------------------------------------------
+
+on_both_with!(
+    self_exclusion_ends_every_session_and_refuses_play_deposits_and_login,
+    unthrottled(),
+    |app| {
+        app.player("ana", 1_000).await;
+        let other_browser = app.another_client();
+        assert_eq!(
+            other_browser.login("ana", "a long password").await.0,
+            StatusCode::OK
+        );
+        let (status, error) = app.post("/api/exclusion", json!({"period": "2w"})).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{error}");
+
+        let (status, excluded) = app.post("/api/exclusion", json!({"period": "7d"})).await;
+        assert_eq!(status, StatusCode::OK, "{excluded}");
+        let until = rfc3339(app.clock.now_ms() + 7 * DAY_MS);
+        assert_eq!(excluded["excluded_until"], until);
+        // This browser's cookie was cleared; the other one's session ended.
+        for client in [&app, &other_browser] {
+            assert_eq!(
+                client.me().await.0,
+                StatusCode::UNAUTHORIZED,
+                "every session ended"
+            );
+            assert_eq!(client.buy(50).await.0, StatusCode::UNAUTHORIZED);
+        }
+        assert_eq!(
+            other_browser.me().await.1["error"]["reason"],
+            "session_ended"
+        );
+        let (status, error) = app.login("ana", "a long password").await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{error}");
+        assert_eq!(error["error"]["code"], "excluded");
+        assert_eq!(error["error"]["excluded_until"], until);
+        assert!(
+            error["error"]["message"].as_str().unwrap().contains(&until),
+            "{error}"
+        );
+        // A wrong password still says only that the credentials are wrong.
+        assert_eq!(
+            app.login("ana", "not the password").await.1["error"]["code"],
+            "invalid_credentials"
+        );
+
+        let ana = app.service.player_by_username("ana").await.unwrap();
+        assert!(matches!(
+            app.service.deposit(&ana, 100).await,
+            Err(Error::Excluded { .. })
+        ));
+        assert!(matches!(
+            app.service.credit(&ana, 100).await,
+            Err(Error::Excluded { .. })
+        ));
+        let purchase = Purchase {
+            stake: Stake::try_from(50).unwrap(),
+            idempotency_key: IdempotencyKey::parse("k").unwrap(),
+        };
+        assert!(matches!(
+            app.service.buy(&ana, purchase).await,
+            Err(Error::Excluded { .. })
+        ));
+        let records = trail_actions(&app, "exclude").await;
+        assert_eq!(records.len(), 1);
+        assert!(
+            records[0].0.contains(r#""period":"7d""#)
+                && records[0].1.contains(r#""sessions_ended":2"#),
+            "{records:?}"
+        );
+
+        app.clock.advance_ms(7 * DAY_MS + 1);
+        assert_eq!(
+            app.login("ana", "a long password").await.0,
+            StatusCode::OK,
+            "the exclusion is over"
+        );
+        assert_eq!(app.buy(50).await.0, StatusCode::CREATED);
+    }
+);
+
+on_both_with!(
+    an_exclusion_cannot_be_shortened_and_the_operator_can_exclude_from_the_command_line,
+    unthrottled(),
+    |app| {
+        app.player("ana", 0).await;
+        let db_args: Vec<String> = if app.db.url.starts_with("sqlite:") {
+            let path = app
+                .db
+                .url
+                .trim_start_matches("sqlite://")
+                .trim_end_matches("?mode=rwc");
+            vec![
+                "--data".into(),
+                std::path::Path::new(path)
+                    .parent()
+                    .unwrap()
+                    .display()
+                    .to_string(),
+            ]
+        } else {
+            vec!["--database-url".into(), app.db.url.clone()]
+        };
+        let tresor = |args: &[&str]| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_tresor"))
+                .args(["player", "exclude", "--username", "ana"])
+                .args(args)
+                .args(&db_args)
+                .env("RUST_LOG", "warn")
+                .output()
+                .unwrap()
+        };
+        let output = tresor(&["--days", "30"]);
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{stdout} {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(stdout.contains("ana is excluded until"), "{stdout}");
+        let (status, error) = app.me().await;
+        assert_eq!(
+            (status, &error["error"]["reason"]),
+            (StatusCode::UNAUTHORIZED, &json!("session_ended"))
+        );
+
+        let output = tresor(&["--days", "7"]);
+        assert_eq!(output.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&output.stderr).contains("cannot be shortened"));
+        let output = tresor(&["--days", "0"]);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "a bad number of days is a usage error"
+        );
+        let ana = app.service.player_by_username("ana").await.unwrap();
+        let shorter = app
+            .service
+            .exclude(&ana, Actor::player(ana.id, "ana"), ExclusionLength::Days(7))
+            .await;
+        assert!(
+            matches!(shorter, Err(Error::ExclusionShorter { .. })),
+            "{shorter:?}"
+        );
+        let output = tresor(&["--period", "1y"]);
+        assert!(output.status.success(), "a longer exclusion extends it");
+        let records = trail_actions(&app, "exclude").await;
+        assert_eq!(
+            records.len(),
+            2,
+            "each exclusion is in the trail: {records:?}"
+        );
+        let actors: Vec<String> =
+            sqlx::query_scalar("SELECT actor FROM trail WHERE action = 'exclude'")
+                .fetch_all(&app.service.db.pool)
+                .await
+                .unwrap();
+        assert_eq!(actors, ["operator", "operator"]);
+        app.clock.advance_ms(40 * DAY_MS);
+        assert_eq!(
+            app.login("ana", "a long password").await.0,
+            StatusCode::FORBIDDEN,
+            "still excluded after 40 days"
+        );
+    }
+);
+
+// -- Sessions ---------------------------------------------------------------
+
+on_both_with!(
+    a_session_expires_after_30_idle_minutes_and_after_12_hours_in_all,
+    unthrottled(),
+    |app| {
+        app.register("ana").await;
+        app.clock.advance_ms(31 * MINUTE_MS);
+        let (status, error) = app.me().await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+        assert_eq!(error["error"]["code"], "unauthorized");
+        assert_eq!(error["error"]["reason"], "session_idle");
+        assert!(
+            error["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("30 minutes"),
+            "{error}"
+        );
+
+        app.login("ana", "a long password").await;
+        // Busy all the time: the session still ends 12 hours after login.
+        for _ in 0..(12 * 60 / 20) {
+            app.clock.advance_ms(20 * MINUTE_MS);
+            assert_eq!(app.me().await.0, StatusCode::OK);
+        }
+        app.clock.advance_ms(MINUTE_MS);
+        let (status, error) = app.me().await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+        assert_eq!(error["error"]["reason"], "session_max_age");
+    }
+);
+
+on_both_with!(
+    a_login_opens_a_new_session_and_ends_the_one_the_browser_had,
+    unthrottled(),
+    |app| {
+        let body = json!({"username": "ana", "password": "a long password", "adult": true, "accept_rules": true});
+        let csrf = ("x-requested-with", "tresor");
+        let (_, headers, _) = raw(
+            &app,
+            reqwest::Method::POST,
+            "/api/register",
+            Some(body),
+            &[csrf],
+        )
+        .await;
+        let first = session_cookie(&headers);
+        let login = json!({"username": "ana", "password": "a long password"});
+        let (status, headers, _) = raw(
+            &app,
+            reqwest::Method::POST,
+            "/api/login",
+            Some(login),
+            &[csrf, ("cookie", &first)],
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK);
+        let second = session_cookie(&headers);
+        assert_ne!(first, second, "a new session id at login");
+        let (status, _, error) = raw(
+            &app,
+            reqwest::Method::GET,
+            "/api/me",
+            None,
+            &[("cookie", &first)],
+        )
+        .await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+        assert_eq!(error["error"]["reason"], "session_ended");
+        assert_eq!(
+            raw(
+                &app,
+                reqwest::Method::GET,
+                "/api/me",
+                None,
+                &[("cookie", &second)]
+            )
+            .await
+            .0,
+            StatusCode::OK
+        );
+        // PUT /api/limits works like POST.
+        let change = Some(json!({"deposit_limit_cents": 40_000}));
+        let (status, _, limits) = raw(
+            &app,
+            reqwest::Method::PUT,
+            "/api/limits",
+            change,
+            &[csrf, ("cookie", &second)],
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{limits}");
+        assert_eq!(limits["deposit"]["limit_cents"], 40_000);
+        // Neither the password nor a session id is ever written to the trail.
+        let trail: Vec<String> = sqlx::query_scalar("SELECT request || result || actor FROM trail")
+            .fetch_all(&app.service.db.pool)
+            .await
+            .unwrap();
+        for secret in [
+            "a long password",
+            first.split('=').nth(1).unwrap(),
+            second.split('=').nth(1).unwrap(),
+        ] {
+            assert!(
+                trail.iter().all(|r| !r.contains(secret)),
+                "{secret} leaked into the trail"
+            );
+        }
+    }
+);
+
+// -- Throttles --------------------------------------------------------------
+
+on_both_with!(
+    failed_logins_on_one_account_are_throttled_with_retry_after,
+    throttled(RateLimits {
+        failed_logins_per_hour_per_account: 5,
+        ..RateLimits::unthrottled()
+    }),
+    |app| {
+        app.register("ana").await;
+        for _ in 0..5 {
+            assert_eq!(
+                app.login("ana", "wrong password").await.0,
+                StatusCode::UNAUTHORIZED
+            );
+        }
+        let login = json!({"username": "ana", "password": "a long password"});
+        let (status, headers, error) = raw(
+            &app,
+            reqwest::Method::POST,
+            "/api/login",
+            Some(login.clone()),
+            &[("x-requested-with", "tresor")],
+        )
+        .await;
+        assert_eq!(
+            status,
+            StatusCode::TOO_MANY_REQUESTS,
+            "even the right password waits: {error}"
+        );
+        assert_eq!(error["error"]["code"], "rate_limited");
+        let retry: u64 = headers["retry-after"].to_str().unwrap().parse().unwrap();
+        assert!((3500..=3600).contains(&retry), "{retry}");
+        assert_eq!(
+            trail_actions(&app, "login_failed").await.len(),
+            5,
+            "throttled attempts are not counted"
+        );
+        // Another account is not affected; an hour later, ana may log in.
+        app.another_client().register("bob").await;
+        app.clock.advance_ms(HOUR_MS + 1);
+        assert_eq!(app.login("ana", "a long password").await.0, StatusCode::OK);
+    }
+);
+
+on_both_with!(
+    logins_and_registrations_from_one_address_are_throttled,
+    throttled(RateLimits {
+        logins_per_minute_per_address: 3,
+        registrations_per_hour_per_address: 2,
+        ..RateLimits::unthrottled()
+    }),
+    |app| {
+        app.register("ana").await;
+        app.another_client().register("bob").await;
+        let (status, error) = app.another_client().register("cleo").await;
+        assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{error}");
+        assert_eq!(error["error"]["code"], "rate_limited");
+        for _ in 0..3 {
+            assert_eq!(
+                app.login("nobody", "a long password").await.0,
+                StatusCode::UNAUTHORIZED
+            );
+        }
+        let login = json!({"username": "ana", "password": "a long password"});
+        let (status, headers, _) = raw(
+            &app,
+            reqwest::Method::POST,
+            "/api/login",
+            Some(login),
+            &[("x-requested-with", "tresor")],
+        )
+        .await;
+        assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+        let retry: u64 = headers["retry-after"].to_str().unwrap().parse().unwrap();
+        assert!(
+            (1..=20).contains(&retry),
+            "a login is refilled every 20 seconds: {retry}"
+        );
+    }
+);
+
+on_both_with!(
+    purchases_from_one_player_are_throttled_with_retry_after,
+    throttled(RateLimits {
+        purchases_per_minute_per_player: 3,
+        ..RateLimits::unthrottled()
+    }),
+    |app| {
+        app.player("ana", 1_000).await;
+        for _ in 0..3 {
+            assert_eq!(app.buy(50).await.0, StatusCode::CREATED);
+        }
+        let balance = app.balance().await;
+        let (status, error) = app.buy(50).await;
+        assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{error}");
+        assert_eq!(error["error"]["code"], "rate_limited");
+        assert_eq!(
+            app.balance().await,
+            balance,
+            "a throttled purchase debits nothing"
+        );
+        let bob = app.another_client();
+        bob.player("bob", 1_000).await;
+        assert_eq!(
+            bob.buy(50).await.0,
+            StatusCode::CREATED,
+            "another player has a budget of his own"
+        );
+    }
+);
+
+// -- The web side -----------------------------------------------------------
+
+on_both_with!(
+    a_cross_site_post_is_refused_with_or_without_the_csrf_proof,
+    unthrottled(),
+    |app| {
+        let body = || {
+            Some(
+                json!({"username": "ana", "password": "a long password", "adult": true, "accept_rules": true}),
+            )
+        };
+        let post = reqwest::Method::POST;
+        let (status, _, error) = raw(&app, post.clone(), "/api/register", body(), &[]).await;
+        assert_eq!(
+            (status, &error["error"]["code"]),
+            (StatusCode::FORBIDDEN, &json!("csrf"))
+        );
+        let host = app.address.trim_start_matches("http://").to_owned();
+        for header in [
+            ("sec-fetch-site", "cross-site"),
+            ("sec-fetch-site", "same-site"),
+            ("origin", "https://evil.example"),
+            ("origin", "null"),
+        ] {
+            let (status, _, error) = raw(
+                &app,
+                post.clone(),
+                "/api/register",
+                body(),
+                &[("x-requested-with", "tresor"), header],
+            )
+            .await;
+            assert_eq!(status, StatusCode::FORBIDDEN, "{header:?}: {error}");
+            assert_eq!(error["error"]["code"], "csrf");
+        }
+        let players: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM players")
+            .fetch_one(&app.service.db.pool)
+            .await
+            .unwrap();
+        assert_eq!(players, 0, "nothing was created");
+        let origin = format!("http://{host}");
+        let same_origin = [
+            ("x-requested-with", "tresor"),
+            ("sec-fetch-site", "same-origin"),
+            ("origin", origin.as_str()),
+        ];
+        let (status, _, me) = raw(&app, post, "/api/register", body(), &same_origin).await;
+        assert_eq!(status, StatusCode::CREATED, "{me}");
+    }
+);
+
+on_both_with!(
+    the_security_headers_are_on_the_page_and_on_api_responses,
+    unthrottled(),
+    |app| {
+        for path in ["/", "/api/status", "/api/me"] {
+            let (_, headers, _) = raw(&app, reqwest::Method::GET, path, None, &[]).await;
+            let csp = headers["content-security-policy"].to_str().unwrap();
+            assert!(
+                csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"),
+                "no inline script: {csp}"
+            );
+            assert!(csp.contains("frame-ancestors 'none'"), "{path}: {csp}");
+            assert_eq!(headers["x-content-type-options"], "nosniff", "{path}");
+            assert_eq!(headers["x-frame-options"], "DENY", "{path}");
+            assert_eq!(headers["referrer-policy"], "same-origin", "{path}");
+            assert!(
+                headers.get("strict-transport-security").is_none(),
+                "no HSTS over plain http"
+            );
+            if path.starts_with("/api") {
+                assert_eq!(headers["cache-control"], "no-store", "{path}");
+            }
+        }
+        // Over https (secure cookies), browsers are told to stay on https.
+        let metrics = std::sync::Arc::new(tresor::metrics::Metrics::new(&app.service.writer.stats));
+        let state = tresor::http::AppState {
+            service: app.service.clone(),
+            metrics,
+            secure_cookies: true,
+        };
+        let router = tresor::http::app(state);
+        let request = axum::http::Request::get("/api/status")
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let response = tower::ServiceExt::oneshot(router, request).await.unwrap();
+        assert_eq!(
+            response.headers()["strict-transport-security"],
+            "max-age=31536000; includeSubDomains"
+        );
+        // The body-size limit answers in JSON too.
+        let big = "x".repeat(70 * 1024);
+        let (status, _, error) = raw(
+            &app,
+            reqwest::Method::POST,
+            "/api/login",
+            Some(json!({"username": big, "password": "p"})),
+            &[("x-requested-with", "tresor")],
+        )
+        .await;
+        assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+        assert_eq!(error["error"]["code"], "payload_too_large");
+    }
+);
