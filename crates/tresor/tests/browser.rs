@@ -886,6 +886,37 @@ async fn the_rules_are_one_click_away_in_french_and_in_english() {
         .await;
     assert!(footer.as_str().unwrap().contains("09-74-75-13-13"));
 
+    // The fairness page lists every block with its commitment.
+    browser.click("[data-testid=nav-fairness]").await;
+    browser
+        .wait_for("document.querySelectorAll('[data-testid=block-row]').length > 0")
+        .await;
+    let shown = browser
+        .execute(
+            "return Array.from(document.querySelectorAll('[data-testid=block-row]'), (row) =>
+               [Number(row.dataset.blockId), row.querySelector('[data-testid=block-commitment]').textContent])",
+        )
+        .await;
+    let blocks: Value = reqwest::get(format!("{base}/api/blocks"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let expected: Vec<Value> = blocks["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| json!([b["id"], b["commitment"]]))
+        .collect();
+    assert!(!expected.is_empty());
+    assert_eq!(shown, json!(expected));
+    let text = browser
+        .execute("return document.querySelector('#screen-fairness').textContent")
+        .await;
+    assert!(text.as_str().unwrap().contains("tresor block verify"));
+    browser.screenshot("fairness").await;
+
     let errors = browser.console_errors().await;
     assert!(errors.is_empty(), "console errors: {errors:?}");
     browser.close().await;

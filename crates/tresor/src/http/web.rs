@@ -58,6 +58,7 @@ static ASSETS: &[Asset] = &[
     asset!("assets/js/game.js", JS),
     asset!("assets/js/screens.js", JS),
     asset!("assets/js/util.js", JS),
+    asset!("assets/js/fairness.js", JS),
     asset!("rules/fr.txt", "text/plain; charset=utf-8"),
     asset!("rules/en.txt", "text/plain; charset=utf-8"),
 ];

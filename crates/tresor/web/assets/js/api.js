@@ -58,6 +58,7 @@ export const api = {
   buy: (stakeCents, key) => request('POST', '/api/plays', { stake_cents: stakeCents }, { 'Idempotency-Key': key }),
   throwOnce: (playId) => request('POST', `/api/plays/${encodeURIComponent(playId)}/throws`, {}),
   play: (playId) => request('GET', `/api/plays/${encodeURIComponent(playId)}`),
+  blocks: () => request('GET', '/api/blocks'),
   plays: (cursor, limit = 20) =>
     request('GET', `/api/plays?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`),
 };

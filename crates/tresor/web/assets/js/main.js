@@ -1,6 +1,6 @@
 //! The page's entry point: loads the sale status, the island and the player,
 //! routes between screens with the URL hash (#/, #/history, #/account,
-//! #/rules, #/login, #/register, #/replay/ID), keeps the balance, the site
+//! #/rules, #/fairness, #/login, #/register, #/replay/ID), keeps the balance, the site
 //! message and the language in step, and speaks to screen readers.
 
 import { api } from './api.js';
@@ -9,6 +9,7 @@ import { installDefs } from './scene.js';
 import { EMBLEM } from './art.js';
 import { Game } from './game.js';
 import { setupAuth, setupAccount, setupHistory, loadRules } from './screens.js';
+import { setupFairness } from './fairness.js';
 import { $ } from './util.js';
 
 /**
@@ -118,6 +119,7 @@ const app = {
 let game;
 let account;
 let history;
+let fairness;
 
 function renderUser() {
   const me = state.me;
@@ -157,7 +159,7 @@ function currentRoute() {
   return { name: name || 'game', arg };
 }
 
-const SCREENS = ['game', 'history', 'account', 'login', 'register', 'rules'];
+const SCREENS = ['game', 'history', 'account', 'login', 'register', 'rules', 'fairness'];
 
 async function route() {
   let { name, arg } = currentRoute();
@@ -181,6 +183,7 @@ async function route() {
   else if (screen === 'history') await history.show();
   else if (screen === 'account') account.render();
   else if (screen === 'rules') await loadRules($('#rules-text'), currentLang());
+  else if (screen === 'fairness') await fairness.show();
 }
 
 async function boot() {
@@ -190,6 +193,7 @@ async function boot() {
   game = new Game(app);
   account = setupAccount(app);
   history = setupHistory(app);
+  fairness = setupFairness(app);
   setupAuth(app);
 
   $('#lang').addEventListener('click', () => setLang(currentLang() === 'fr' ? 'en' : 'fr'));
@@ -212,6 +216,7 @@ async function boot() {
     renderStatus();
     game.relabel();
     if (currentRoute().name === 'history' && state.me) history.show();
+    if (currentRoute().name === 'fairness') fairness.render();
     const rules = $('#rules-text');
     if (!$('#screen-rules').hidden) loadRules(rules, currentLang());
   });
