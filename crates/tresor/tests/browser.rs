@@ -567,6 +567,16 @@ async fn a_new_player_registers_deposits_and_plays_a_full_game_at_each_stake() {
     browser
         .wait_for("document.querySelector('[data-testid=balance]').dataset.cents === '2000'")
         .await;
+    // The 7-day caps chosen on the form (100 € each) show on the account
+    // screen, the deposit counted against its cap.
+    browser
+        .wait_for(
+            "document.querySelector('[data-testid=cap-deposit]')?.dataset.leftCents === '8000'
+             && document.querySelector('[data-testid=cap-deposit]').dataset.limitCents === '10000'
+             && document.querySelector('[data-testid=cap-stake]').dataset.limitCents === '10000'",
+        )
+        .await;
+    browser.screenshot("account-caps").await;
     browser.click("[data-testid=brand]").await;
     browser
         .wait_for("document.body.dataset.screen === 'game' && !document.querySelector('[data-testid=play]').disabled")

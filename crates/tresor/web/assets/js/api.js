@@ -50,8 +50,11 @@ export const api = {
   status: () => request('GET', '/api/status'),
   island: () => request('GET', '/api/island'),
   me: () => request('GET', '/api/me'),
-  register: (username, password, adult, acceptRules) =>
-    request('POST', '/api/register', { username, password, adult, accept_rules: acceptRules }),
+  register: (username, password, adult, acceptRules, limits = {}) =>
+    request('POST', '/api/register', { username, password, adult, accept_rules: acceptRules, ...limits }),
+  limits: () => request('GET', '/api/limits'),
+  changeLimits: (limits) => request('POST', '/api/limits', limits),
+  exclude: (period) => request('POST', '/api/exclusion', { period }),
   login: (username, password) => request('POST', '/api/login', { username, password }),
   logout: () => request('POST', '/api/logout', {}),
   demoDeposit: (amountCents) => request('POST', '/api/demo/deposit', { amount_cents: amountCents }),

@@ -48,10 +48,15 @@ const app = {
     while (live.children.length > 6) live.firstElementChild.remove();
   },
 
-  /** Shows an API error's message in `node` (and logs the player out on 401). */
+  /**
+   * Shows an API error's message in `node`: the server's own message for
+   * refusals (`deposit_limit_reached`, `stake_limit_reached`, `excluded`,
+   * `rate_limited`, ...). A 401 means the session has expired: say so and
+   * go back to the log-in screen.
+   */
   showError(error, node) {
-    if (error && error.code === 'unauthorized') {
-      app.loggedOut();
+    if (error && (error.code === 'unauthorized' || (error.status === 401 && error.code !== 'invalid_credentials'))) {
+      app.sessionExpired();
       return;
     }
     const message = error?.code === 'network' ? t('error.network') : error?.message || t('error.generic');
@@ -77,7 +82,7 @@ const app = {
         renderUser();
       }
     } catch (error) {
-      if (error.code === 'unauthorized') app.loggedOut();
+      if (error.code === 'unauthorized') app.sessionExpired();
     }
   },
 
@@ -103,6 +108,18 @@ const app = {
     app.setMe(me);
     if (currentRoute().name === 'game') route();
     else location.hash = '#/';
+  },
+
+  /** The server no longer knows the session: log out and ask to log in again. */
+  sessionExpired() {
+    const wasIn = Boolean(state.me);
+    app.loggedOut();
+    const error = $('#login-error');
+    error.textContent = t('session.expired');
+    error.dataset.kind = 'error';
+    error.dataset.code = 'session_expired';
+    if (wasIn) app.say(t('session.expired'));
+    location.hash = '#/login';
   },
 
   loggedOut() {

@@ -36,12 +36,16 @@ export function setupAuth(app) {
     const password = $('#reg-password').value;
     const adult = $('#reg-adult').checked;
     const accept = $('#reg-accept').checked;
+    const depositLimit = euros($('#reg-deposit-limit').value);
+    const stakeLimit = euros($('#reg-stake-limit').value);
     // The server checks all of this too; checking here first spares a round trip.
     let problem = null;
     if (!username) problem = [t('username'), '#reg-username'];
     else if (password.length < 10) problem = [t('password.hint'), '#reg-password'];
     else if (!adult) problem = [t('adult'), '#reg-adult'];
     else if (!accept) problem = [t('accept'), '#reg-accept'];
+    else if (depositLimit === null) problem = [t('caps.invalid'), '#reg-deposit-limit'];
+    else if (stakeLimit === null) problem = [t('caps.invalid'), '#reg-stake-limit'];
     if (problem) {
       error.textContent = `${t('error.generic')} ${problem[0]}`;
       $(problem[1]).focus();
@@ -50,7 +54,10 @@ export function setupAuth(app) {
     const button = register.querySelector('button[type=submit]');
     button.disabled = true;
     try {
-      const me = await api.register(username, password, adult, accept);
+      const me = await api.register(username, password, adult, accept, {
+        deposit_limit_cents: depositLimit,
+        stake_limit_cents: stakeLimit,
+      });
       $('#reg-password').value = '';
       app.loggedIn(me);
     } catch (e) {
@@ -68,8 +75,112 @@ export function setupAuth(app) {
   $('#dlg-rules-close').addEventListener('click', () => rulesDialog.close());
 }
 
-/** The account screen: who, how much, and the demo deposit. */
+/** Whole euros typed in a field as cents, or `null` when not a valid cap. */
+function euros(text) {
+  const value = Number(String(text).trim().replace(',', '.'));
+  if (!Number.isInteger(value) || value < 1 || value > 100000) return null;
+  return value * 100;
+}
+
+const PERIODS = ['7d', '1m', '3m', '6m', '1y'];
+
+/** The account screen: who, how much, the demo deposit, the caps and self-exclusion. */
 export function setupAccount(app) {
+  let capsShownFor = null;
+
+  function capRow(kind, cap) {
+    const pending = cap.pending
+      ? t('caps.pending.at', { amount: money(cap.pending.limit_cents), date: dateTime(cap.pending.effective_at) })
+      : t('caps.none');
+    return h(
+      'tr',
+      { 'data-testid': `cap-${kind}`, 'data-limit-cents': cap.limit_cents, 'data-left-cents': cap.left_cents },
+      h('th', { scope: 'row' }, t(`caps.row.${kind}`)),
+      h('td', { class: 'money' }, money(cap.limit_cents)),
+      h('td', { class: 'money' }, money(cap.used_cents)),
+      h('td', { class: 'money' }, money(cap.left_cents)),
+      h('td', { 'data-testid': `cap-${kind}-pending` }, pending),
+    );
+  }
+
+  function renderCaps(limits) {
+    const box = $('#caps-box');
+    if (!limits || !limits.deposit || !limits.stake) {
+      box.hidden = true;
+      return;
+    }
+    box.hidden = false;
+    $('#caps-rows').replaceChildren(capRow('deposit', limits.deposit), capRow('stake', limits.stake));
+    // Fill the form once per player, so typing is not overwritten by a refresh.
+    const me = app.state.me;
+    if (capsShownFor !== me.username) {
+      capsShownFor = me.username;
+      $('#caps-deposit').value = String(Math.round((limits.deposit.pending?.limit_cents ?? limits.deposit.limit_cents) / 100));
+      $('#caps-stake').value = String(Math.round((limits.stake.pending?.limit_cents ?? limits.stake.limit_cents) / 100));
+    }
+  }
+
+  $('#caps-form').addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const error = $('#caps-error');
+    const notice = $('#caps-notice');
+    error.textContent = '';
+    notice.textContent = '';
+    const deposit = euros($('#caps-deposit').value);
+    const stake = euros($('#caps-stake').value);
+    if (deposit === null || stake === null) {
+      error.textContent = t('caps.invalid');
+      $(deposit === null ? '#caps-deposit' : '#caps-stake').focus();
+      return;
+    }
+    const button = $('#caps-form button[type=submit]');
+    button.disabled = true;
+    try {
+      const limits = await api.changeLimits({ deposit_limit_cents: deposit, stake_limit_cents: stake });
+      if (app.state.me) app.state.me.limits = limits;
+      renderCaps(limits);
+      notice.textContent = t('caps.saved');
+      app.say(t('caps.saved'));
+    } catch (e) {
+      app.showError(e, error);
+    } finally {
+      button.disabled = false;
+    }
+  });
+
+  const dialog = $('#dlg-exclude');
+  $('#exclude-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    $('#exclude-error').textContent = '';
+    const select = $('#exclude-period');
+    const period = PERIODS.includes(select.value) ? select.value : '7d';
+    $('#dlg-exclude-text').textContent = t('exclude.confirm.text', { period: t(`exclude.${period}`) });
+    dialog.dataset.period = period;
+    dialog.showModal();
+  });
+  $('#dlg-exclude-cancel').addEventListener('click', () => dialog.close());
+  $('#dlg-exclude-ok').addEventListener('click', async () => {
+    const ok = $('#dlg-exclude-ok');
+    ok.disabled = true;
+    try {
+      const answer = await api.exclude(dialog.dataset.period);
+      dialog.close();
+      app.loggedOut();
+      location.hash = '#/login';
+      const text = t('exclude.done', { date: dateTime(answer.excluded_until) });
+      const node = $('#login-error');
+      node.textContent = text;
+      node.dataset.kind = 'notice';
+      node.dataset.code = 'excluded';
+      app.say(text);
+    } catch (e) {
+      dialog.close();
+      app.showError(e, $('#exclude-error'));
+    } finally {
+      ok.disabled = false;
+    }
+  });
+
   const deposit = $('#deposit');
   deposit.addEventListener('click', async () => {
     deposit.disabled = true;
@@ -95,6 +206,7 @@ export function setupAccount(app) {
       const demo = Boolean(me.demo || app.state.status?.demo);
       $('#demo-box').hidden = !demo;
       deposit.textContent = t('account.deposit', { amount: money(DEMO_DEPOSIT_CENTS) });
+      renderCaps(me.limits);
     },
   };
 }
