@@ -19,27 +19,46 @@ use tresor::store::Db;
 use tresor_game::{LEVELS, Stake};
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 fn start_server(db: &TestDb, port: u16) -> Child {
     let mut command = Command::new(env!("CARGO_BIN_EXE_tresor"));
     command.args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--demo"]);
     // Sixteen players on one address buy as fast as they can.
-    command.args(["--purchases-per-minute-per-player", "1000000", "--purchases-per-minute-per-address", "1000000"]);
+    command.args([
+        "--purchases-per-minute-per-player",
+        "1000000",
+        "--purchases-per-minute-per-address",
+        "1000000",
+    ]);
     if db.url.starts_with("sqlite:") {
-        let path = db.url.trim_start_matches("sqlite://").trim_end_matches("?mode=rwc");
+        let path = db
+            .url
+            .trim_start_matches("sqlite://")
+            .trim_end_matches("?mode=rwc");
         let dir = std::path::Path::new(path).parent().unwrap();
         command.args(["--data", dir.to_str().unwrap()]);
     } else {
         command.args(["--database-url", &db.url]);
     }
-    command.stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("start tresor serve")
+    command
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start tresor serve")
 }
 
 async fn wait_healthy(base: &str) {
     for _ in 0..200 {
-        if reqwest::get(format!("{base}/healthz")).await.is_ok_and(|r| r.status().is_success()) {
+        if reqwest::get(format!("{base}/healthz"))
+            .await
+            .is_ok_and(|r| r.status().is_success())
+        {
             return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -48,11 +67,23 @@ async fn wait_healthy(base: &str) {
 }
 
 fn client() -> reqwest::Client {
-    reqwest::Client::builder().cookie_store(true).timeout(Duration::from_secs(20)).build().unwrap()
+    reqwest::Client::builder()
+        .cookie_store(true)
+        .timeout(Duration::from_secs(20))
+        .build()
+        .unwrap()
 }
 
-async fn post(client: &reqwest::Client, url: String, body: Value, key: Option<&str>) -> Option<(u16, Value)> {
-    let mut request = client.post(url).header("x-requested-with", "tresor").json(&body);
+async fn post(
+    client: &reqwest::Client,
+    url: String,
+    body: Value,
+    key: Option<&str>,
+) -> Option<(u16, Value)> {
+    let mut request = client
+        .post(url)
+        .header("x-requested-with", "tresor")
+        .json(&body);
     if let Some(key) = key {
         request = request.header("idempotency-key", key);
     }
@@ -62,7 +93,9 @@ async fn post(client: &reqwest::Client, url: String, body: Value, key: Option<&s
 }
 
 async fn survives_a_kill(backend: Backend) {
-    let Some(db) = TestDb::new(backend).await else { return };
+    let Some(db) = TestDb::new(backend).await else {
+        return;
+    };
     let port = free_port();
     let base = format!("http://127.0.0.1:{port}");
     let mut server = start_server(&db, port);
@@ -76,9 +109,21 @@ async fn survives_a_kill(backend: Backend) {
             "username": format!("player{p}"), "password": "a long password", "adult": true, "accept_rules": true,
             "deposit_limit_cents": 1_000_000, "stake_limit_cents": 1_000_000,
         });
-        assert_eq!(post(&client, format!("{base}/api/register"), body, None).await.unwrap().0, 201);
+        assert_eq!(
+            post(&client, format!("{base}/api/register"), body, None)
+                .await
+                .unwrap()
+                .0,
+            201
+        );
         let deposit = json!({"amount_cents": 100_000});
-        assert_eq!(post(&client, format!("{base}/api/demo/deposit"), deposit, None).await.unwrap().0, 200);
+        assert_eq!(
+            post(&client, format!("{base}/api/demo/deposit"), deposit, None)
+                .await
+                .unwrap()
+                .0,
+            200
+        );
         clients.push(client);
     }
 
@@ -92,8 +137,17 @@ async fn survives_a_kill(backend: Backend) {
             for n in 0.. {
                 let key = format!("p{p}-n{n}");
                 attempted.push(key.clone());
-                match post(&client, format!("{base}/api/plays"), json!({"stake_cents": 50}), Some(&key)).await {
-                    Some((201, play)) => acknowledged.push((key, play["id"].as_i64().unwrap(), play["unit"].clone())),
+                match post(
+                    &client,
+                    format!("{base}/api/plays"),
+                    json!({"stake_cents": 50}),
+                    Some(&key),
+                )
+                .await
+                {
+                    Some((201, play)) => {
+                        acknowledged.push((key, play["id"].as_i64().unwrap(), play["unit"].clone()))
+                    }
                     Some((status, body)) => panic!("unexpected {status}: {body}"),
                     None => break,
                 }
@@ -109,24 +163,47 @@ async fn survives_a_kill(backend: Backend) {
         results.push(task.await.unwrap());
     }
     let acknowledged: usize = results.iter().map(|(a, _)| a.len()).sum();
-    assert!(acknowledged > 10, "purchases were made before the kill ({acknowledged})");
+    assert!(
+        acknowledged > 10,
+        "purchases were made before the kill ({acknowledged})"
+    );
 
     let mut server = start_server(&db, port);
     wait_healthy(&base).await;
     for (client, (acknowledged, attempted)) in clients.iter().zip(&results) {
         // Sessions live in the database: the same cookie still works.
         for (_, id, unit) in acknowledged {
-            let play: Value = client.get(format!("{base}/api/plays/{id}")).send().await.unwrap().json().await.unwrap();
+            let play: Value = client
+                .get(format!("{base}/api/plays/{id}"))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
             assert_eq!(&play["unit"], unit, "acknowledged play {id} survived");
         }
         // Retrying every attempted key, acknowledged or not, debits nothing twice.
-        let ids: HashMap<&str, i64> = acknowledged.iter().map(|(k, id, _)| (k.as_str(), *id)).collect();
+        let ids: HashMap<&str, i64> = acknowledged
+            .iter()
+            .map(|(k, id, _)| (k.as_str(), *id))
+            .collect();
         for key in attempted {
-            let (status, play) =
-                post(client, format!("{base}/api/plays"), json!({"stake_cents": 50}), Some(key)).await.unwrap();
+            let (status, play) = post(
+                client,
+                format!("{base}/api/plays"),
+                json!({"stake_cents": 50}),
+                Some(key),
+            )
+            .await
+            .unwrap();
             assert_eq!(status, 201, "{play}");
             if let Some(id) = ids.get(key.as_str()) {
-                assert_eq!(play["id"].as_i64(), Some(*id), "the same key names the same play");
+                assert_eq!(
+                    play["id"].as_i64(),
+                    Some(*id),
+                    "the same key names the same play"
+                );
             }
         }
     }
@@ -134,7 +211,10 @@ async fn survives_a_kill(backend: Backend) {
     server.wait().unwrap();
     let store = Db::connect(&db.url).await.unwrap();
     assert_ledger_balances(&store).await;
-    let plays: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM plays").fetch_one(&store.pool).await.unwrap();
+    let plays: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM plays")
+        .fetch_one(&store.pool)
+        .await
+        .unwrap();
     let attempted: usize = results.iter().map(|(_, a)| a.len()).sum();
     assert_eq!(plays as usize, attempted, "one play per key, none twice");
     store.pool.close().await;
@@ -151,25 +231,41 @@ async fn acknowledged_purchases_survive_a_kill_on_postgres() {
 }
 
 async fn sells_a_whole_block(backend: Backend) {
-    let Some(db) = TestDb::new(backend).await else { return };
+    let Some(db) = TestDb::new(backend).await else {
+        return;
+    };
     let store = Db::connect(&db.url).await.unwrap();
     let clock = Arc::new(ManualClock::new(helpers::now_ms()));
     let service = Service::new(store, clock.clone(), Settings::default());
     let stake = Stake::try_from(200).unwrap();
-    service.create_emission("Whole block", &[stake], 1).await.unwrap();
+    service
+        .create_emission("Whole block", &[stake], 1)
+        .await
+        .unwrap();
     const PLAYERS: usize = 256;
     let units = tresor_game::UNITS_PER_BLOCK as usize;
     let mut tasks = Vec::new();
     for p in 0..PLAYERS {
         let service = service.clone();
         tasks.push(tokio::spawn(async move {
-            let player =
-                service.register(Registration::parse(&format!("player{p}"), "a long password", true, true).unwrap().with_limits(Limits::highest())).await.unwrap();
-            service.deposit(&player, 200 * (units / PLAYERS + 1) as i64).await.unwrap();
+            let player = service
+                .register(
+                    Registration::parse(&format!("player{p}"), "a long password", true, true)
+                        .unwrap()
+                        .with_limits(Limits::highest()),
+                )
+                .await
+                .unwrap();
+            service
+                .deposit(&player, 200 * (units / PLAYERS + 1) as i64)
+                .await
+                .unwrap();
             let mut n = 0;
             loop {
-                let purchase =
-                    Purchase { stake, idempotency_key: IdempotencyKey::parse(&format!("k{n}")).unwrap() };
+                let purchase = Purchase {
+                    stake,
+                    idempotency_key: IdempotencyKey::parse(&format!("k{n}")).unwrap(),
+                };
                 match service.buy(&player, purchase).await {
                     Ok(_) => n += 1,
                     Err(tresor::error::Error::SoldOut) => break n,
@@ -195,8 +291,16 @@ async fn sells_a_whole_block(backend: Backend) {
         .fetch_one(pool)
         .await
         .unwrap();
-        assert_eq!(count, i64::from(spec.units_per_block), "level {}", spec.level);
-        assert_eq!(prizes, i64::from(spec.units_per_block) * spec.prize_cents_at_50 * 4);
+        assert_eq!(
+            count,
+            i64::from(spec.units_per_block),
+            "level {}",
+            spec.level
+        );
+        assert_eq!(
+            prizes,
+            i64::from(spec.units_per_block) * spec.prize_cents_at_50 * 4
+        );
     }
     let paid: i64 = sqlx::query_scalar(
         "SELECT CAST(SUM(amount_cents) AS BIGINT) FROM transfers WHERE kind = 'prize'",
@@ -204,17 +308,37 @@ async fn sells_a_whole_block(backend: Backend) {
     .fetch_one(pool)
     .await
     .unwrap();
-    assert_eq!(paid, stake.block_prizes_cents(), "the block paid exactly its table");
+    assert_eq!(
+        paid,
+        stake.block_prizes_cents(),
+        "the block paid exactly its table"
+    );
     assert_ledger_balances(&service.db).await;
     let blocks = service.blocks().await.unwrap();
     let block = &blocks[0];
     assert_eq!(block.state, "sold_out");
-    let secret = block.secret.as_deref().expect("a sold-out block's secret is published");
+    let secret = block
+        .secret
+        .as_deref()
+        .expect("a sold-out block's secret is published");
     let output = Command::new(env!("CARGO_BIN_EXE_tresor"))
-        .args(["block", "verify", "--secret", secret, "--commitment", &block.commitment, "--stake", "200"])
+        .args([
+            "block",
+            "verify",
+            "--secret",
+            secret,
+            "--commitment",
+            &block.commitment,
+            "--stake",
+            "200",
+        ])
         .output()
         .unwrap();
-    assert!(output.status.success(), "tresor block verify accepts it: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "tresor block verify accepts it: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

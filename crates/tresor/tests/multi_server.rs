@@ -20,13 +20,20 @@ const PLAYERS: usize = 24;
 const LOAD: Duration = Duration::from_secs(5);
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// Flags that lift the per-address throttles, for those this binary has:
 /// every simulated player comes from 127.0.0.1.
 fn unthrottled() -> Vec<String> {
-    let help = Command::new(env!("CARGO_BIN_EXE_tresor")).args(["serve", "--help"]).output().unwrap();
+    let help = Command::new(env!("CARGO_BIN_EXE_tresor"))
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
     let help = String::from_utf8_lossy(&help.stdout).into_owned();
     [
         "--purchases-per-minute-per-player",
@@ -42,7 +49,14 @@ fn unthrottled() -> Vec<String> {
 
 fn start_server(db: &TestDb, port: u16, block_offset: u32) -> Child {
     Command::new(env!("CARGO_BIN_EXE_tresor"))
-        .args(["serve", "--demo", "--listen", &format!("127.0.0.1:{port}"), "--database-url", &db.url])
+        .args([
+            "serve",
+            "--demo",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--database-url",
+            &db.url,
+        ])
         .args(["--block-offset", &block_offset.to_string()])
         .args(unthrottled())
         .env("RUST_LOG", "warn")
@@ -53,7 +67,10 @@ fn start_server(db: &TestDb, port: u16, block_offset: u32) -> Child {
 
 async fn wait_healthy(base: &str) {
     for _ in 0..400 {
-        if reqwest::get(format!("{base}/healthz")).await.is_ok_and(|r| r.status().is_success()) {
+        if reqwest::get(format!("{base}/healthz"))
+            .await
+            .is_ok_and(|r| r.status().is_success())
+        {
             return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -61,8 +78,16 @@ async fn wait_healthy(base: &str) {
     panic!("the server at {base} did not start");
 }
 
-async fn post(client: &reqwest::Client, url: String, body: Value, key: Option<&str>) -> (u16, Value) {
-    let mut request = client.post(url).header("x-requested-with", "tresor").json(&body);
+async fn post(
+    client: &reqwest::Client,
+    url: String,
+    body: Value,
+    key: Option<&str>,
+) -> (u16, Value) {
+    let mut request = client
+        .post(url)
+        .header("x-requested-with", "tresor")
+        .json(&body);
     if let Some(key) = key {
         request = request.header("idempotency-key", key);
     }
@@ -80,10 +105,15 @@ struct Seen {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_servers_on_one_postgres_sell_each_unit_once_and_keep_every_account_right() {
-    let Some(db) = TestDb::new(Backend::Postgres).await else { return };
+    let Some(db) = TestDb::new(Backend::Postgres).await else {
+        return;
+    };
     // The first server creates the demo emission; the second finds it.
     let ports = [free_port(), free_port()];
-    let bases: Vec<String> = ports.iter().map(|port| format!("http://127.0.0.1:{port}")).collect();
+    let bases: Vec<String> = ports
+        .iter()
+        .map(|port| format!("http://127.0.0.1:{port}"))
+        .collect();
     let mut servers = vec![start_server(&db, ports[0], 0)];
     wait_healthy(&bases[0]).await;
     servers.push(start_server(&db, ports[1], 1));
@@ -93,7 +123,11 @@ async fn two_servers_on_one_postgres_sell_each_unit_once_and_keep_every_account_
     // both (cookies are per host, not per port, so its session goes along).
     let mut clients = Vec::new();
     for p in 0..PLAYERS {
-        let client = reqwest::Client::builder().cookie_store(true).timeout(Duration::from_secs(30)).build().unwrap();
+        let client = reqwest::Client::builder()
+            .cookie_store(true)
+            .timeout(Duration::from_secs(30))
+            .build()
+            .unwrap();
         let home = &bases[p % 2];
         let body = json!({
             "username": format!("player{p}"), "password": "a long password", "adult": true, "accept_rules": true,
@@ -101,7 +135,13 @@ async fn two_servers_on_one_postgres_sell_each_unit_once_and_keep_every_account_
         });
         let (status, body) = post(&client, format!("{home}/api/register"), body, None).await;
         assert_eq!(status, 201, "{body}");
-        let (status, body) = post(&client, format!("{home}/api/demo/deposit"), json!({"amount_cents": 20_000}), None).await;
+        let (status, body) = post(
+            &client,
+            format!("{home}/api/demo/deposit"),
+            json!({"amount_cents": 20_000}),
+            None,
+        )
+        .await;
         assert_eq!(status, 200, "{body}");
         clients.push(client);
     }
@@ -116,25 +156,46 @@ async fn two_servers_on_one_postgres_sell_each_unit_once_and_keep_every_account_
             let mut n = 0usize;
             while Instant::now() < deadline {
                 n += 1;
-                let server = if traveller { &bases[n % 2] } else { &bases[p % 2] };
+                let server = if traveller {
+                    &bases[n % 2]
+                } else {
+                    &bases[p % 2]
+                };
                 let key = format!("p{p}-n{n}");
-                let (status, play) =
-                    post(&client, format!("{server}/api/plays"), json!({"stake_cents": 50}), Some(&key)).await;
+                let (status, play) = post(
+                    &client,
+                    format!("{server}/api/plays"),
+                    json!({"stake_cents": 50}),
+                    Some(&key),
+                )
+                .await;
                 if status == 402 {
                     break; // out of money: this player is done
                 }
                 assert_eq!(status, 201, "purchase on {server}: {play}");
                 let id = play["id"].as_i64().unwrap();
-                let unit = (play["unit"]["block"].as_i64().unwrap(), play["unit"]["index"].as_i64().unwrap());
+                let unit = (
+                    play["unit"]["block"].as_i64().unwrap(),
+                    play["unit"]["index"].as_i64().unwrap(),
+                );
                 // Every other game is played to the end, a traveller's throws
                 // alternating between the servers; the others are settled by
                 // the player's next purchase.
                 let finish = n % 2 == 0;
                 if finish {
                     for t in 0..4 {
-                        let server = if traveller { &bases[(n + t) % 2] } else { server };
-                        let (status, body) =
-                            post(&client, format!("{server}/api/plays/{id}/throws"), json!({}), None).await;
+                        let server = if traveller {
+                            &bases[(n + t) % 2]
+                        } else {
+                            server
+                        };
+                        let (status, body) = post(
+                            &client,
+                            format!("{server}/api/plays/{id}/throws"),
+                            json!({}),
+                            None,
+                        )
+                        .await;
                         assert_eq!(status, 200, "throw on {server}: {body}");
                     }
                 }
@@ -148,7 +209,10 @@ async fn two_servers_on_one_postgres_sell_each_unit_once_and_keep_every_account_
         seen.push(task.await.unwrap());
     }
     let acknowledged: usize = seen.iter().map(|s| s.plays.len()).sum();
-    assert!(acknowledged >= PLAYERS * 5, "the servers sold under load ({acknowledged} plays)");
+    assert!(
+        acknowledged >= PLAYERS * 5,
+        "the servers sold under load ({acknowledged} plays)"
+    );
 
     // Every acknowledged play is in its player's history, seen from either
     // server, and nothing else is.
@@ -174,7 +238,10 @@ async fn two_servers_on_one_postgres_sell_each_unit_once_and_keep_every_account_
             }
         }
         let ids: BTreeSet<i64> = seen.plays.iter().map(|(id, _, _)| *id).collect();
-        assert_eq!(listed, ids, "player{p}'s history holds exactly the plays it was sold");
+        assert_eq!(
+            listed, ids,
+            "player{p}'s history holds exactly the plays it was sold"
+        );
     }
 
     for mut server in servers {
@@ -186,9 +253,16 @@ async fn two_servers_on_one_postgres_sell_each_unit_once_and_keep_every_account_
     assert_ledger_balances(&store).await;
 
     // No unit sold twice, and each block's counter matches its plays.
-    let units: Vec<(i64, i64)> = seen.iter().flat_map(|s| s.plays.iter().map(|(_, unit, _)| *unit)).collect();
+    let units: Vec<(i64, i64)> = seen
+        .iter()
+        .flat_map(|s| s.plays.iter().map(|(_, unit, _)| *unit))
+        .collect();
     let distinct: BTreeSet<(i64, i64)> = units.iter().copied().collect();
-    assert_eq!(distinct.len(), units.len(), "no unit was acknowledged twice");
+    assert_eq!(
+        distinct.len(),
+        units.len(),
+        "no unit was acknowledged twice"
+    );
     let twice: i64 = sqlx::query_scalar(
         "SELECT COUNT(*) FROM (SELECT block_id, unit_index FROM plays GROUP BY block_id, unit_index HAVING COUNT(*) > 1) t",
     )
@@ -203,20 +277,31 @@ async fn two_servers_on_one_postgres_sell_each_unit_once_and_keep_every_account_
     .await
     .unwrap();
     for (block, sold, plays) in &counters {
-        assert_eq!(sold, plays, "block {block}: units_sold counts its plays (no lost update)");
+        assert_eq!(
+            sold, plays,
+            "block {block}: units_sold counts its plays (no lost update)"
+        );
     }
-    let plays: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM plays").fetch_one(pool).await.unwrap();
-    assert_eq!(plays as usize, acknowledged, "one play per acknowledged purchase");
+    let plays: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM plays")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        plays as usize, acknowledged,
+        "one play per acknowledged purchase"
+    );
     // Blocks are the shards: each server sold from its own block.
-    let by_block: HashMap<i64, i64> = sqlx::query_as::<_, (i64, i64)>(
-        "SELECT block_id, COUNT(*) FROM plays GROUP BY block_id",
-    )
-    .fetch_all(pool)
-    .await
-    .unwrap()
-    .into_iter()
-    .collect();
-    assert!(by_block.len() >= 2, "the two servers sold from different blocks: {by_block:?}");
+    let by_block: HashMap<i64, i64> =
+        sqlx::query_as::<_, (i64, i64)>("SELECT block_id, COUNT(*) FROM plays GROUP BY block_id")
+            .fetch_all(pool)
+            .await
+            .unwrap()
+            .into_iter()
+            .collect();
+    assert!(
+        by_block.len() >= 2,
+        "the two servers sold from different blocks: {by_block:?}"
+    );
 
     // Every win credited once: one prize transfer per finished winning play,
     // of its prize, and none for a play still in progress.
@@ -230,11 +315,22 @@ async fn two_servers_on_one_postgres_sell_each_unit_once_and_keep_every_account_
     .fetch_one(pool)
     .await
     .unwrap();
-    assert_eq!(wrong, 0, "every win is credited exactly once, and only wins");
-    let finished_by_players: usize = seen.iter().map(|s| s.plays.iter().filter(|(_, _, f)| *f).count()).sum();
-    let finished: i64 =
-        sqlx::query_scalar("SELECT COUNT(*) FROM plays WHERE state = 'finished'").fetch_one(pool).await.unwrap();
-    assert!(finished as usize >= finished_by_players, "every game played to the end is finished");
+    assert_eq!(
+        wrong, 0,
+        "every win is credited exactly once, and only wins"
+    );
+    let finished_by_players: usize = seen
+        .iter()
+        .map(|s| s.plays.iter().filter(|(_, _, f)| *f).count())
+        .sum();
+    let finished: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM plays WHERE state = 'finished'")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    assert!(
+        finished as usize >= finished_by_players,
+        "every game played to the end is finished"
+    );
     store.pool.close().await;
 
     // The game trail written by both servers is one unbroken chain.
