@@ -181,7 +181,7 @@ async fn two_servers_on_one_postgres_sell_each_unit_once_and_keep_every_account_
                 // Every other game is played to the end, a traveller's throws
                 // alternating between the servers; the others are settled by
                 // the player's next purchase.
-                let finish = n % 2 == 0;
+                let finish = n.is_multiple_of(2);
                 if finish {
                     for t in 0..4 {
                         let server = if traveller {
