@@ -931,3 +931,70 @@ async fn the_rules_are_one_click_away_in_french_and_in_english() {
     assert!(errors.is_empty(), "console errors: {errors:?}");
     browser.close().await;
 }
+
+#[tokio::test]
+async fn a_stake_cap_chosen_at_registration_refuses_the_purchase_that_would_pass_it() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let Some((server, browser)) = setup(1280, 900).await else {
+        return;
+    };
+    let base = &server.base;
+    browser.goto(&format!("{base}/?fast=1#/register")).await;
+    browser
+        .type_into("[data-testid=register-username]", "prudent_player")
+        .await;
+    browser
+        .type_into("[data-testid=register-password]", "a long enough password")
+        .await;
+    // A 1 € weekly cap on stakes, chosen on the registration form.
+    browser
+        .execute("const input = document.querySelector('[data-testid=register-stake-limit]'); input.value = '1';")
+        .await;
+    browser.click("[data-testid=register-adult]").await;
+    browser.click("[data-testid=register-accept]").await;
+    browser.click("[data-testid=register-submit]").await;
+    browser
+        .wait_for("document.body.dataset.user === 'in' && document.body.dataset.screen === 'game'")
+        .await;
+    browser.click("[data-testid=nav-account]").await;
+    browser
+        .wait_for("document.querySelector('[data-testid=cap-stake]')?.dataset.limitCents === '100'")
+        .await;
+    browser.click("[data-testid=deposit]").await;
+    browser
+        .wait_for("document.querySelector('[data-testid=balance]').dataset.cents === '2000'")
+        .await;
+    browser.click("[data-testid=brand]").await;
+    browser
+        .wait_for("document.body.dataset.screen === 'game' && !document.querySelector('[data-testid=play]').disabled")
+        .await;
+
+    // The first 1 € game fits the cap.
+    let play = browser.play_a_game(100, None).await;
+    browser
+        .dismiss_win(play["outcome"]["prize_cents"].as_i64().unwrap(), None)
+        .await;
+    let balance = browser.balance_cents().await;
+
+    // The second would pass it: refused, with the server's message, nothing debited.
+    browser.click("label:has(> [data-testid=stake-100])").await;
+    browser.click("[data-testid=play]").await;
+    browser
+        .wait_for("document.querySelector('[data-testid=game-status]').dataset.code === 'stake_limit_reached'")
+        .await;
+    let message = browser
+        .execute("return document.querySelector('[data-testid=game-status]').textContent")
+        .await;
+    let message = message.as_str().unwrap();
+    assert!(
+        message.contains("1.00 €"),
+        "the message names the cap: {message}"
+    );
+    browser.screenshot("capped-purchase-refused").await;
+    assert_eq!(
+        browser.balance_cents().await,
+        balance,
+        "nothing was debited"
+    );
+    browser.close().await;
+}
