@@ -87,6 +87,11 @@ pub struct BenchArgs {
     /// With `--url`: the server's process id, to report its memory.
     #[arg(long)]
     pub server_pid: Option<u32>,
+    /// With `--spawn --data DIR`: before serving, bulk-load finished plays
+    /// (with their transfers and trail records) until the database holds
+    /// this many, to measure purchases on a large database.
+    #[arg(long, requires = "data")]
+    pub preload_plays: Option<u64>,
 }
 
 /// One measured run of one mix.
@@ -859,6 +864,9 @@ pub async fn run_bench(args: BenchArgs) -> anyhow::Result<()> {
         args.stake_cents,
         load_average()
     );
+    if let (Some(plays), Some(data)) = (args.preload_plays, &args.data) {
+        preload(data, plays).await?;
+    }
     let mut results = Vec::new();
     let mut ceiling = None;
     if let Some(url) = &args.url {
@@ -969,5 +977,140 @@ pub async fn run_bench(args: BenchArgs) -> anyhow::Result<()> {
         }
     }
     println!("load average after: {}", load_average());
+    Ok(())
+}
+
+/// Bulk-loads finished 50-cent plays into the SQLite database under `data`
+/// until it holds `target` plays: closed blocks to hold them, one player per
+/// thousand plays, a deposit per player, a stake transfer and a trail record
+/// per play, all generated inside SQLite (recursive CTEs), a block at a time.
+///
+/// Only the measurement is real (purchases through the server afterwards):
+/// the loaded plays all lose, and their trail records carry placeholder
+/// hashes, so `tresor audit verify` refuses such a database. It is for
+/// measuring growth, never for anything else.
+async fn preload(data: &std::path::Path, target: u64) -> anyhow::Result<()> {
+    use crate::service::{DEPOSITS_ACCOUNT, STAKES_ACCOUNT, os_random_32, sha256_hex};
+    let db = crate::store::Db::open_data_dir(data).await?;
+    let pool = &db.pool;
+    let have: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM plays")
+        .fetch_one(pool)
+        .await?;
+    let mut left = target.saturating_sub(have as u64);
+    if left == 0 {
+        return Ok(());
+    }
+    // The bench deposits through the demo deposit: a growth database is a
+    // demo database (no trail record for it: this database is not audited).
+    sqlx::query("DELETE FROM settings WHERE key = 'demo'")
+        .execute(pool)
+        .await?;
+    sqlx::query("INSERT INTO settings (key, value) VALUES ('demo', '1')")
+        .execute(pool)
+        .await?;
+    let bar = progress(left, "preloading plays");
+    let now_ms = {
+        use crate::service::Clock;
+        crate::service::SystemClock.now_ms()
+    };
+    let emission_id: i64 = sqlx::query_scalar(
+        "INSERT INTO emissions (name, state, created_at_ms, closed_at_ms) \
+         VALUES ('Preload', 'closed', $1, $1) RETURNING id",
+    )
+    .bind(now_ms)
+    .fetch_one(pool)
+    .await?;
+    const PER_PLAYER: u64 = 1000;
+    let units = u64::from(tresor_game::UNITS_PER_BLOCK);
+    while left > 0 {
+        let count = left.min(units) as i64;
+        let players = (count as u64).div_ceil(PER_PLAYER) as i64;
+        let mut tx = pool.begin().await?;
+        let secret = os_random_32();
+        let block_id: i64 = sqlx::query_scalar(
+            "INSERT INTO blocks (emission_id, stake_cents, secret, commitment, units_sold, state, \
+             created_at_ms, published_at_ms) VALUES ($1, 50, $2, $3, $4, 'closed', $5, $5) RETURNING id",
+        )
+        .bind(emission_id)
+        .bind(secret.to_vec())
+        .bind(sha256_hex(&secret))
+        .bind(count)
+        .bind(now_ms)
+        .fetch_one(&mut *tx)
+        .await?;
+        let first_account: i64 =
+            sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) + 1 FROM accounts")
+                .fetch_one(&mut *tx)
+                .await?;
+        let first_player: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) + 1 FROM players")
+            .fetch_one(&mut *tx)
+            .await?;
+        let first_play: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) + 1 FROM plays")
+            .fetch_one(&mut *tx)
+            .await?;
+        let head_seq: i64 = sqlx::query_scalar("SELECT seq FROM trail_head WHERE id = 1")
+            .fetch_one(&mut *tx)
+            .await?;
+        let statements = [
+            // Players and their accounts: player k of this block is
+            // first_player + k with account first_account + k.
+            "WITH RECURSIVE c(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM c WHERE k + 1 < $1) \
+             INSERT INTO accounts (id, kind, balance_cents) SELECT $2 + k, 'player', 0 FROM c",
+            "WITH RECURSIVE c(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM c WHERE k + 1 < $1) \
+             INSERT INTO players (id, username, username_key, password_hash, account_id, \
+             adult_declared_at_ms, rules_accepted_at_ms, created_at_ms) \
+             SELECT $3 + k, 'preload' || ($3 + k), 'preload' || ($3 + k), '!', $2 + k, $4, $4, $4 FROM c",
+            // Each player deposits exactly what its plays stake.
+            "WITH RECURSIVE c(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM c WHERE k + 1 < $1) \
+             INSERT INTO transfers (debit_account_id, credit_account_id, amount_cents, kind, created_at_ms) \
+             SELECT 1, $2 + k, 50 * ((($5 - 1 - k) / $1) + 1), 'deposit', $4 FROM c",
+            // Play n of the block belongs to player n mod players.
+            "WITH RECURSIVE c(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM c WHERE n + 1 < $5) \
+             INSERT INTO plays (id, player_id, block_id, unit_index, stake_cents, level, prize_cents, \
+             throws_made, state, idempotency_key, request_hash, created_at_ms, finished_at_ms) \
+             SELECT $6 + n, $3 + n % $1, $7, n, 50, 0, 0, 4, 'finished', 'preload-' || n, \
+             '5a1b6a0c0b7a4f3e2d1c0b9a8f7e6d5c4b3a29180f7e6d5c4b3a291807f6e5d4', $4, $4 FROM c",
+            "WITH RECURSIVE c(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM c WHERE n + 1 < $5) \
+             INSERT INTO transfers (debit_account_id, credit_account_id, amount_cents, kind, play_id, created_at_ms) \
+             SELECT $2 + n % $1, 2, 50, 'stake', $6 + n, $4 FROM c",
+            "WITH RECURSIVE c(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM c WHERE n + 1 < $5) \
+             INSERT INTO trail (seq, at_ms, actor, action, request, result, prev_hash, hash) \
+             SELECT $8 + 1 + n, $4, 'player:' || ($3 + n % $1) || ':preload' || ($3 + n % $1), 'buy', \
+             '{\"idempotency_key\":\"preload-' || n || '\",\"stake_cents\":50}', \
+             '{\"balance_cents\":0,\"block_id\":' || $7 || ',\"block_sold_out\":false,\"emission_id\":1,\"level\":0,\"play_id\":' || ($6 + n) || ',\"prize_cents\":0,\"unit_index\":' || n || '}', \
+             printf('%064d', $8 + n), printf('%064d', $8 + 1 + n) FROM c",
+            "UPDATE trail_head SET seq = $8 + $5, hash = printf('%064d', $8 + $5) WHERE id = 1",
+        ];
+        for sql in statements {
+            sqlx::query(sql)
+                .bind(players)
+                .bind(first_account)
+                .bind(first_player)
+                .bind(now_ms)
+                .bind(count)
+                .bind(first_play)
+                .bind(block_id)
+                .bind(head_seq)
+                .execute(&mut *tx)
+                .await
+                .with_context(|| format!("preloading: {}", &sql[..60.min(sql.len())]))?;
+        }
+        // The money moved from the deposits account to the stakes account.
+        sqlx::query("UPDATE accounts SET balance_cents = balance_cents - $1 WHERE id = $2")
+            .bind(50 * count)
+            .bind(DEPOSITS_ACCOUNT)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("UPDATE accounts SET balance_cents = balance_cents + $1 WHERE id = $2")
+            .bind(50 * count)
+            .bind(STAKES_ACCOUNT)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        left -= count as u64;
+        bar.inc(count as u64);
+    }
+    bar.finish_and_clear();
+    db.pool.close().await;
     Ok(())
 }
