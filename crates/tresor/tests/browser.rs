@@ -278,10 +278,44 @@ impl Browser {
             .to_owned()
     }
 
+    /// Clicks `css`, waiting (a bounded while) for it to become clickable:
+    /// under load an element may still be fading in or under a closing dialog.
     async fn click(&self, css: &str) {
-        let element = self.find(css).await;
-        self.post(&format!("/element/{element}/click"), json!({}))
-            .await;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let element = self.find(css).await;
+            let url = format!(
+                "{}/session/{}/element/{element}/click",
+                self.driver, self.session
+            );
+            let response: Value = self
+                .http
+                .post(url)
+                .json(&json!({}))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            let Some(error) = response["value"].get("error") else {
+                return;
+            };
+            let retry = matches!(
+                error.as_str(),
+                Some(
+                    "element not interactable"
+                        | "element click intercepted"
+                        | "stale element reference"
+                )
+            );
+            assert!(
+                retry && Instant::now() < deadline,
+                "WebDriver click on {css}: {error}: {}",
+                response["value"]["message"]
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     async fn type_into(&self, css: &str, text: &str) {
@@ -809,6 +843,13 @@ async fn the_history_shows_the_last_play_at_once_and_replays_a_finished_one() {
     browser.click("[data-testid=play]").await;
     browser
         .wait_for("document.querySelector('#dlg-howto').open")
+        .await;
+    // The purchase runs behind the how-to window: wait for its answer.
+    browser
+        .wait_for(&format!(
+            "(document.querySelector('#screen-game').dataset.playId ?? '{0}') !== '{0}'",
+            finished["id"]
+        ))
         .await;
     let id = browser.play_id().await;
     browser.click("[data-testid=howto-close]").await;
