@@ -124,4 +124,7 @@ pub enum Error {
     Unavailable(&'static str),
     #[error("database error")]
     Database(#[from] sqlx::Error),
+    /// An error of the writer's own SQLite connection.
+    #[error("database error")]
+    Sqlite(#[from] rusqlite::Error),
 }

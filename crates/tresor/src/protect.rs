@@ -9,10 +9,10 @@
 
 use crate::error::Error;
 use crate::service::{Player, Service, rfc3339};
+use crate::store::{Conn, sql};
 use crate::trail::{self, Actor};
 use serde::Serialize;
 use serde_json::json;
-use sqlx::{AnyConnection, Row};
 
 /// The caps are rolling: a movement counts for seven days.
 pub const WINDOW_MS: i64 = 7 * 24 * 3600 * 1000;
@@ -316,8 +316,8 @@ impl Stored {
     }
 }
 
-async fn load(conn: &mut AnyConnection, player_id: i64) -> Result<Stored, Error> {
-    let row = sqlx::query(
+async fn load(conn: &mut Conn, player_id: i64) -> Result<Stored, Error> {
+    let row = sql::query(
         "SELECT deposit_limit_cents, deposit_pending_cents, deposit_pending_at_ms, \
          stake_limit_cents, stake_pending_cents, stake_pending_at_ms, excluded_until_ms \
          FROM protections WHERE player_id = $1",
@@ -341,7 +341,7 @@ async fn load(conn: &mut AnyConnection, player_id: i64) -> Result<Stored, Error>
             excluded_until_ms: None,
         });
     };
-    let cap = |prefix: &str| -> Result<Cap, sqlx::Error> {
+    let cap = |prefix: &str| -> Result<Cap, Error> {
         let cents: Option<i64> = row.try_get(format!("{prefix}_pending_cents").as_str())?;
         let at_ms: Option<i64> = row.try_get(format!("{prefix}_pending_at_ms").as_str())?;
         Ok(Cap {
@@ -356,13 +356,8 @@ async fn load(conn: &mut AnyConnection, player_id: i64) -> Result<Stored, Error>
     })
 }
 
-async fn save(
-    conn: &mut AnyConnection,
-    player_id: i64,
-    stored: &Stored,
-    now_ms: i64,
-) -> Result<(), Error> {
-    sqlx::query(
+async fn save(conn: &mut Conn, player_id: i64, stored: &Stored, now_ms: i64) -> Result<(), Error> {
+    sql::query(
         "UPDATE protections SET deposit_limit_cents = $1, deposit_pending_cents = $2, \
          deposit_pending_at_ms = $3, stake_limit_cents = $4, stake_pending_cents = $5, \
          stake_pending_at_ms = $6, excluded_until_ms = $7, updated_at_ms = $8 WHERE player_id = $9",
@@ -383,12 +378,12 @@ async fn save(
 
 /// Writes a new player's caps (inside the registration job).
 pub(crate) async fn insert_limits(
-    conn: &mut AnyConnection,
+    conn: &mut Conn,
     player_id: i64,
     limits: Limits,
     now_ms: i64,
 ) -> Result<(), Error> {
-    sqlx::query(
+    sql::query(
         "INSERT INTO protections (player_id, deposit_limit_cents, stake_limit_cents, updated_at_ms) \
          VALUES ($1, $2, $3, $4)",
     )
@@ -409,12 +404,12 @@ const HOUR_MS: i64 = 3600 * 1000;
 /// oldest of it leaves the window. An hour's movements leave together, an
 /// hour after the first could have: the count errs on the player's side.
 async fn used(
-    conn: &mut AnyConnection,
+    conn: &mut Conn,
     kind: LimitKind,
     player_id: i64,
     now_ms: i64,
 ) -> Result<(i64, Option<i64>), Error> {
-    let (sum, oldest): (i64, Option<i64>) = sqlx::query_as(
+    let (sum, oldest): (i64, Option<i64>) = sql::query_as(
         "SELECT CAST(COALESCE(SUM(amount_cents), 0) AS BIGINT), MIN(hour_ms) FROM movement_hours \
          WHERE player_id = $1 AND kind = $2 AND hour_ms > $3",
     )
@@ -428,12 +423,12 @@ async fn used(
 
 /// Refuses while the player is excluded.
 pub(crate) async fn refuse_if_excluded(
-    conn: &mut AnyConnection,
+    conn: &mut Conn,
     player_id: i64,
     now_ms: i64,
 ) -> Result<(), Error> {
     let until: Option<i64> =
-        sqlx::query_scalar("SELECT excluded_until_ms FROM protections WHERE player_id = $1")
+        sql::query_scalar("SELECT excluded_until_ms FROM protections WHERE player_id = $1")
             .bind(player_id)
             .fetch_optional(&mut *conn)
             .await?
@@ -448,7 +443,7 @@ pub(crate) async fn refuse_if_excluded(
 /// or that would take the player past a cap, and counts it otherwise. Runs
 /// inside the job that moves the money.
 pub(crate) async fn check_movement(
-    conn: &mut AnyConnection,
+    conn: &mut Conn,
     kind: LimitKind,
     player: &Player,
     amount_cents: i64,
@@ -470,7 +465,7 @@ pub(crate) async fn check_movement(
         });
     }
     // Counted in the same job as the movement: both commit or neither.
-    sqlx::query(
+    sql::query(
         "INSERT INTO movement_hours (player_id, kind, hour_ms, amount_cents) VALUES ($1, $2, $3, $4) \
          ON CONFLICT (player_id, kind, hour_ms) \
          DO UPDATE SET amount_cents = movement_hours.amount_cents + excluded.amount_cents",
@@ -519,7 +514,7 @@ pub struct LimitsView {
 }
 
 async fn cap_view(
-    conn: &mut AnyConnection,
+    conn: &mut Conn,
     kind: LimitKind,
     cap: Cap,
     player_id: i64,
@@ -540,7 +535,7 @@ async fn cap_view(
 }
 
 async fn limits_view(
-    conn: &mut AnyConnection,
+    conn: &mut Conn,
     stored: &Stored,
     player_id: i64,
     now_ms: i64,
@@ -557,7 +552,7 @@ impl Service {
     /// raise; and the end of an exclusion in force.
     pub async fn protection(&self, player: &Player) -> Result<(LimitsView, Option<i64>), Error> {
         let now_ms = self.now_ms();
-        let mut conn = self.db.pool.acquire().await?;
+        let mut conn = self.db.conn().await?;
         let stored = load(&mut conn, player.id).await?;
         let limits = limits_view(&mut conn, &stored, player.id, now_ms).await?;
         Ok((limits, stored.excluded_until_ms.filter(|&t| t > now_ms)))
@@ -626,14 +621,13 @@ impl Service {
                 }
                 stored.excluded_until_ms = Some(until_ms);
                 save(conn, player.id, &stored, now_ms).await?;
-                let ended = sqlx::query(
+                let ended = sql::query(
                     "UPDATE sessions SET ended_at_ms = $1 WHERE player_id = $2 AND ended_at_ms IS NULL",
                 )
                 .bind(now_ms)
                 .bind(player.id)
                 .execute(&mut *conn)
-                .await?
-                .rows_affected();
+                .await?;
                 trail::append(
                     conn,
                     now_ms,

@@ -4,12 +4,12 @@
 
 use crate::error::{Error, SessionEnd};
 use crate::protect::{self, LimitKind, Limits, LimitsView, RateLimits};
-use crate::store::{Db, Writer};
+use crate::store::{Conn, Db, Writer, sql};
 use crate::trail::{self, Actor};
 use futures_util::future::BoxFuture;
 use serde::Serialize;
 use serde_json::json;
-use sqlx::{AnyConnection, Row};
+use sqlx::Row;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -386,7 +386,7 @@ pub fn sha256_hex(data: &[u8]) -> String {
 /// Moves `amount_cents` from `debit` to `credit`, refusing to take a player
 /// account below zero. Returns the two accounts' new balances (debit, credit).
 async fn transfer(
-    conn: &mut AnyConnection,
+    conn: &mut Conn,
     debit: i64,
     credit: i64,
     amount_cents: i64,
@@ -395,7 +395,7 @@ async fn transfer(
     now_ms: i64,
 ) -> Result<(i64, i64), Error> {
     assert!(amount_cents > 0, "a transfer moves a positive amount");
-    let debited: Option<i64> = sqlx::query_scalar(
+    let debited: Option<i64> = sql::query_scalar(
         "UPDATE accounts SET balance_cents = balance_cents - $1 \
          WHERE id = $2 AND (kind <> 'player' OR balance_cents >= $1) RETURNING balance_cents",
     )
@@ -405,7 +405,7 @@ async fn transfer(
     .await?;
     let Some(debit_balance_cents) = debited else {
         let balance_cents: i64 =
-            sqlx::query_scalar("SELECT balance_cents FROM accounts WHERE id = $1")
+            sql::query_scalar("SELECT balance_cents FROM accounts WHERE id = $1")
                 .bind(debit)
                 .fetch_one(&mut *conn)
                 .await?;
@@ -414,14 +414,14 @@ async fn transfer(
             needed_cents: amount_cents,
         });
     };
-    let credit_balance_cents: i64 = sqlx::query_scalar(
+    let credit_balance_cents: i64 = sql::query_scalar(
         "UPDATE accounts SET balance_cents = balance_cents + $1 WHERE id = $2 RETURNING balance_cents",
     )
     .bind(amount_cents)
     .bind(credit)
     .fetch_one(&mut *conn)
     .await?;
-    sqlx::query(
+    sql::query(
         "INSERT INTO transfers (debit_account_id, credit_account_id, amount_cents, kind, play_id, created_at_ms) \
          VALUES ($1, $2, $3, $4, $5, $6)",
     )
@@ -441,13 +441,13 @@ async fn transfer(
 /// the trail with `reason`: the fourth throw, the next purchase, or the play
 /// being abandoned.
 async fn settle(
-    conn: &mut AnyConnection,
+    conn: &mut Conn,
     play_id: i64,
     now_ms: i64,
     actor: &Actor,
     reason: &str,
 ) -> Result<bool, Error> {
-    let row = sqlx::query(
+    let row = sql::query(
         "UPDATE plays SET state = 'finished', throws_made = 4, finished_at_ms = $1 \
          WHERE id = $2 AND state = 'in_progress' \
          RETURNING player_id, prize_cents, \
@@ -493,33 +493,27 @@ async fn settle(
     Ok(true)
 }
 
-async fn account_balance(conn: &mut AnyConnection, account_id: i64) -> Result<i64, Error> {
-    Ok(
-        sqlx::query_scalar("SELECT balance_cents FROM accounts WHERE id = $1")
-            .bind(account_id)
-            .fetch_one(&mut *conn)
-            .await?,
-    )
+async fn account_balance(conn: &mut Conn, account_id: i64) -> Result<i64, Error> {
+    sql::query_scalar("SELECT balance_cents FROM accounts WHERE id = $1")
+        .bind(account_id)
+        .fetch_one(&mut *conn)
+        .await
 }
 
-async fn setting(conn: &mut AnyConnection, key: &str) -> Result<Option<String>, sqlx::Error> {
-    sqlx::query_scalar("SELECT value FROM settings WHERE key = $1")
+async fn setting(conn: &mut Conn, key: &str) -> Result<Option<String>, Error> {
+    sql::query_scalar("SELECT value FROM settings WHERE key = $1")
         .bind(key)
         .fetch_optional(conn)
         .await
 }
 
-async fn put_setting(
-    conn: &mut AnyConnection,
-    key: &str,
-    value: Option<&str>,
-) -> Result<(), sqlx::Error> {
-    sqlx::query("DELETE FROM settings WHERE key = $1")
+async fn put_setting(conn: &mut Conn, key: &str, value: Option<&str>) -> Result<(), Error> {
+    sql::query("DELETE FROM settings WHERE key = $1")
         .bind(key)
         .execute(&mut *conn)
         .await?;
     if let Some(value) = value {
-        sqlx::query("INSERT INTO settings (key, value) VALUES ($1, $2)")
+        sql::query("INSERT INTO settings (key, value) VALUES ($1, $2)")
             .bind(key)
             .bind(value)
             .execute(&mut *conn)
@@ -606,10 +600,7 @@ impl Service {
     pub async fn write<T, F>(&self, job: F) -> Result<T, Error>
     where
         T: Send + 'static,
-        F: for<'c> Fn(&'c mut AnyConnection) -> BoxFuture<'c, Result<T, Error>>
-            + Send
-            + Sync
-            + 'static,
+        F: for<'c> Fn(&'c mut Conn) -> BoxFuture<'c, Result<T, Error>> + Send + Sync + 'static,
     {
         self.writer.run(job).await
     }
@@ -660,19 +651,19 @@ impl Service {
             Box::pin(async move {
                 let key = username.to_lowercase();
                 let taken: Option<i64> =
-                    sqlx::query_scalar("SELECT id FROM players WHERE username_key = $1")
+                    sql::query_scalar("SELECT id FROM players WHERE username_key = $1")
                         .bind(&key)
                         .fetch_optional(&mut *conn)
                         .await?;
                 if taken.is_some() {
                     return Err(Error::UsernameTaken);
                 }
-                let account_id: i64 = sqlx::query_scalar(
+                let account_id: i64 = sql::query_scalar(
                     "INSERT INTO accounts (kind, balance_cents) VALUES ('player', 0) RETURNING id",
                 )
                 .fetch_one(&mut *conn)
                 .await?;
-                let id: i64 = sqlx::query_scalar(
+                let id: i64 = sql::query_scalar(
                     "INSERT INTO players (username, username_key, password_hash, account_id, \
                      adult_declared_at_ms, rules_accepted_at_ms, created_at_ms) \
                      VALUES ($1, $2, $3, $4, $5, $5, $5) RETURNING id",
@@ -822,7 +813,7 @@ impl Service {
                 // Checked here, in the job that opens the session, so that a
                 // login racing an exclusion cannot slip through.
                 protect::refuse_if_excluded(conn, player_id, now_ms).await?;
-                sqlx::query(
+                sql::query(
                     "INSERT INTO sessions (token_hash, player_id, created_at_ms, last_seen_at_ms) VALUES ($1, $2, $3, $3)",
                 )
                 .bind(token_hash)
@@ -832,7 +823,7 @@ impl Service {
                 .await?;
                 // The trail records that a session opened, never its token.
                 let username: String =
-                    sqlx::query_scalar("SELECT username FROM players WHERE id = $1")
+                    sql::query_scalar("SELECT username FROM players WHERE id = $1")
                         .bind(player_id)
                         .fetch_one(&mut *conn)
                         .await?;
@@ -887,7 +878,7 @@ impl Service {
             self.write(move |conn| {
                 let token_hash = token_hash.clone();
                 Box::pin(async move {
-                    sqlx::query("UPDATE sessions SET last_seen_at_ms = $1 WHERE token_hash = $2")
+                    sql::query("UPDATE sessions SET last_seen_at_ms = $1 WHERE token_hash = $2")
                         .bind(now_ms)
                         .bind(token_hash)
                         .execute(&mut *conn)
@@ -910,7 +901,7 @@ impl Service {
         self.write(move |conn| {
             let token_hash = token_hash.clone();
             Box::pin(async move {
-                let closed: Option<(i64, String)> = sqlx::query_as(
+                let closed: Option<(i64, String)> = sql::query_as(
                     "UPDATE sessions SET ended_at_ms = $1 WHERE token_hash = $2 AND ended_at_ms IS NULL \
                      RETURNING player_id, (SELECT username FROM players WHERE players.id = sessions.player_id)",
                 )
@@ -1033,7 +1024,7 @@ impl Service {
     // -- Status ---------------------------------------------------------------
 
     pub async fn is_demo(&self) -> Result<bool, Error> {
-        let mut conn = self.db.pool.acquire().await?;
+        let mut conn = self.db.conn().await?;
         Ok(setting(&mut conn, "demo").await?.as_deref() == Some("1"))
     }
 
@@ -1059,17 +1050,17 @@ impl Service {
     }
 
     pub async fn status(&self) -> Result<Status, Error> {
-        let mut conn = self.db.pool.acquire().await?;
+        let mut conn = self.db.conn().await?;
         let opens_at_ms: Option<i64> = setting(&mut conn, "sales_open_at_ms")
             .await?
             .and_then(|v| v.parse().ok());
         let message = setting(&mut conn, "announcement").await?;
         let demo = setting(&mut conn, "demo").await?.as_deref() == Some("1");
-        let stakes: Vec<i64> = sqlx::query_scalar(
+        let stakes: Vec<i64> = sql::query_scalar(
             "SELECT DISTINCT b.stake_cents FROM blocks b JOIN emissions e ON e.id = b.emission_id \
              WHERE b.state = 'open' AND e.state = 'open' ORDER BY b.stake_cents",
         )
-        .fetch_all(&mut *conn)
+        .fetch_all(&mut conn)
         .await?;
         let now_ms = self.now_ms();
         Ok(Status {
@@ -1177,7 +1168,7 @@ impl Service {
             let blocks = blocks.clone();
             let actor = actor.clone();
             Box::pin(async move {
-                let emission_id: i64 = sqlx::query_scalar(
+                let emission_id: i64 = sql::query_scalar(
                     "INSERT INTO emissions (name, state, created_at_ms) VALUES ($1, 'open', $2) RETURNING id",
                 )
                 .bind(&name)
@@ -1187,7 +1178,7 @@ impl Service {
                 let mut created = Vec::with_capacity(blocks.len());
                 for (stake_cents, secret) in &blocks {
                     let commitment = secret.commitment().to_hex();
-                    let block_id: i64 = sqlx::query_scalar(
+                    let block_id: i64 = sql::query_scalar(
                         "INSERT INTO blocks (emission_id, stake_cents, secret, commitment, state, created_at_ms) \
                          VALUES ($1, $2, $3, $4, 'open', $5) RETURNING id",
                     )
@@ -1229,7 +1220,7 @@ impl Service {
         self.write(move |conn| {
             Box::pin(async move {
                 let state: Option<String> =
-                    sqlx::query_scalar("SELECT state FROM emissions WHERE id = $1")
+                    sql::query_scalar("SELECT state FROM emissions WHERE id = $1")
                         .bind(emission_id)
                         .fetch_optional(&mut *conn)
                         .await?;
@@ -1242,14 +1233,14 @@ impl Service {
                     }
                     Some(_) => {}
                 }
-                sqlx::query(
+                sql::query(
                     "UPDATE emissions SET state = 'closed', closed_at_ms = $1 WHERE id = $2",
                 )
                 .bind(now_ms)
                 .bind(emission_id)
                 .execute(&mut *conn)
                 .await?;
-                let closed: Vec<i64> = sqlx::query_scalar(
+                let closed: Vec<i64> = sql::query_scalar(
                     "UPDATE blocks SET state = 'closed', published_at_ms = $1 \
                      WHERE emission_id = $2 AND state IN ('open', 'suspended') RETURNING id",
                 )
@@ -1295,7 +1286,7 @@ impl Service {
         let now_ms = self.now_ms();
         self.write(move |conn| {
             Box::pin(async move {
-                let row: Option<(String, String)> = sqlx::query_as(
+                let row: Option<(String, String)> = sql::query_as(
                     "SELECT b.state, e.state FROM blocks b JOIN emissions e ON e.id = b.emission_id \
                      WHERE b.id = $1",
                 )
@@ -1315,7 +1306,7 @@ impl Service {
                         "the emission of block {block_id} is closed"
                     )));
                 }
-                sqlx::query("UPDATE blocks SET state = $1 WHERE id = $2 AND state = $3")
+                sql::query("UPDATE blocks SET state = $1 WHERE id = $2 AND state = $3")
                     .bind(to)
                     .bind(block_id)
                     .bind(from)
@@ -1467,7 +1458,7 @@ impl Service {
         self.write(move |conn| {
             let player = player.clone();
             Box::pin(async move {
-                let row: Option<(i64, String)> = sqlx::query_as(
+                let row: Option<(i64, String)> = sql::query_as(
                     "SELECT throws_made, state FROM plays WHERE id = $1 AND player_id = $2",
                 )
                 .bind(play_id)
@@ -1493,7 +1484,7 @@ impl Service {
                 if throws_made == 3 {
                     settle(conn, play_id, now_ms, &actor, "fourth_throw").await?;
                 } else {
-                    sqlx::query("UPDATE plays SET throws_made = throws_made + 1 WHERE id = $1")
+                    sql::query("UPDATE plays SET throws_made = throws_made + 1 WHERE id = $1")
                         .bind(play_id)
                         .execute(&mut *conn)
                         .await?;
@@ -1614,7 +1605,7 @@ impl Service {
 }
 
 async fn buy_job(
-    conn: &mut AnyConnection,
+    conn: &mut Conn,
     player: &Player,
     purchase: &Purchase,
     request_hash: &str,
@@ -1623,7 +1614,7 @@ async fn buy_job(
     block_offset: i64,
 ) -> Result<Bought, Error> {
     let stake_cents = purchase.stake.cents();
-    let earlier: Option<(i64, String)> = sqlx::query_as(
+    let earlier: Option<(i64, String)> = sql::query_as(
         "SELECT id, request_hash FROM plays WHERE player_id = $1 AND idempotency_key = $2",
     )
     .bind(player.id)
@@ -1663,7 +1654,7 @@ async fn buy_job(
 
     // A game the player left mid-way is settled before the next one starts.
     let unfinished: Vec<i64> =
-        sqlx::query_scalar("SELECT id FROM plays WHERE player_id = $1 AND state = 'in_progress'")
+        sql::query_scalar("SELECT id FROM plays WHERE player_id = $1 AND state = 'in_progress'")
             .bind(player.id)
             .fetch_all(&mut *conn)
             .await?;
@@ -1678,7 +1669,7 @@ async fn buy_job(
     // the subquery looked, and then the next attempt picks another block.
     let mut unit = None;
     for offset in [block_offset, 0, 0] {
-        unit = sqlx::query(
+        unit = sql::query(
             "UPDATE blocks SET units_sold = units_sold + 1 WHERE id = ( \
                  SELECT b.id FROM blocks b JOIN emissions e ON e.id = b.emission_id \
                  WHERE b.stake_cents = $1 AND b.state = 'open' AND e.state = 'open' AND b.units_sold < $2 \
@@ -1697,7 +1688,7 @@ async fn buy_job(
     }
     let Some(unit) = unit else {
         let any_block: Option<i64> =
-            sqlx::query_scalar("SELECT id FROM blocks WHERE stake_cents = $1 LIMIT 1")
+            sql::query_scalar("SELECT id FROM blocks WHERE stake_cents = $1 LIMIT 1")
                 .bind(stake_cents)
                 .fetch_optional(&mut *conn)
                 .await?;
@@ -1714,7 +1705,7 @@ async fn buy_job(
     let sold_out = units_sold == i64::from(UNITS_PER_BLOCK);
     if sold_out {
         // The last unit: the block is sold out and its secret is published.
-        sqlx::query("UPDATE blocks SET state = 'sold_out', published_at_ms = $1 WHERE id = $2")
+        sql::query("UPDATE blocks SET state = 'sold_out', published_at_ms = $1 WHERE id = $2")
             .bind(now_ms)
             .bind(block_id)
             .execute(&mut *conn)
@@ -1733,7 +1724,7 @@ async fn buy_job(
     let level = data.outcomes[unit_index as usize];
     let prize_cents = purchase.stake.prize_cents(level);
 
-    let play_id: i64 = sqlx::query_scalar(
+    let play_id: i64 = sql::query_scalar(
         "INSERT INTO plays (player_id, block_id, unit_index, stake_cents, level, prize_cents, throws_made, state, \
          idempotency_key, request_hash, created_at_ms) \
          VALUES ($1, $2, $3, $4, $5, $6, 0, 'in_progress', $7, $8, $9) RETURNING id",

@@ -9,9 +9,10 @@
 //! reordering records breaks the chain at the first record touched.
 
 use crate::error::Error;
+use crate::store::{Conn, sql};
 use serde::Serialize;
 use serde_json::Value;
-use sqlx::{AnyConnection, AnyPool, Row};
+use sqlx::{AnyPool, Row};
 
 /// The `prev_hash` of the first record.
 pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -147,8 +148,8 @@ tokio::task_local! {
 /// Locks the head row for the rest of the transaction and reads it. Taking
 /// this lock first in every writer transaction orders all writers (servers
 /// and operator commands) on one row, so they never deadlock on the others.
-pub async fn lock_head(conn: &mut AnyConnection) -> Result<Head, sqlx::Error> {
-    let row = sqlx::query("UPDATE trail_head SET seq = seq WHERE id = 1 RETURNING seq, hash")
+pub async fn lock_head(conn: &mut Conn) -> Result<Head, Error> {
+    let row = sql::query("UPDATE trail_head SET seq = seq WHERE id = 1 RETURNING seq, hash")
         .fetch_one(&mut *conn)
         .await?;
     Ok(Head {
@@ -158,8 +159,8 @@ pub async fn lock_head(conn: &mut AnyConnection) -> Result<Head, sqlx::Error> {
 }
 
 /// Writes the head back, in the transaction that locked it.
-pub async fn store_head(conn: &mut AnyConnection, head: &Head) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE trail_head SET seq = $1, hash = $2 WHERE id = 1")
+pub async fn store_head(conn: &mut Conn, head: &Head) -> Result<(), Error> {
+    sql::query("UPDATE trail_head SET seq = $1, hash = $2 WHERE id = 1")
         .bind(head.seq)
         .bind(&head.hash)
         .execute(&mut *conn)
@@ -197,7 +198,7 @@ pub fn reset_batch_head(head: Head) {
 /// locked when the batch began and is held in memory until it commits
 /// ([`with_batch_head`]); elsewhere it is read and moved here.
 pub async fn append(
-    conn: &mut AnyConnection,
+    conn: &mut Conn,
     at_ms: i64,
     actor: &Actor,
     action: &str,
@@ -209,7 +210,7 @@ pub async fn append(
         Some(head) => (head.seq + 1, head.hash.clone()),
         None => {
             let head =
-                sqlx::query("UPDATE trail_head SET seq = seq + 1 WHERE id = 1 RETURNING seq, hash")
+                sql::query("UPDATE trail_head SET seq = seq + 1 WHERE id = 1 RETURNING seq, hash")
                     .fetch_one(&mut *conn)
                     .await?;
             (head.try_get("seq")?, head.try_get("hash")?)
@@ -225,12 +226,12 @@ pub async fn append(
             hash: hash.clone(),
         });
     } else {
-        sqlx::query("UPDATE trail_head SET hash = $1 WHERE id = 1")
+        sql::query("UPDATE trail_head SET hash = $1 WHERE id = 1")
             .bind(&hash)
             .execute(&mut *conn)
             .await?;
     }
-    sqlx::query(
+    sql::query(
         "INSERT INTO trail (seq, at_ms, actor, action, request, result, prev_hash, hash) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
     )

@@ -67,10 +67,16 @@ impl From<Error> for ApiError {
             }
             Error::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
             Error::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
-            Error::Database(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+            Error::Database(_) | Error::Sqlite(_) => {
+                (StatusCode::INTERNAL_SERVER_ERROR, "internal")
+            }
         };
         let message = match &error {
             Error::Database(cause) => {
+                tracing::error!(error = %cause, "database error");
+                "internal error".to_owned()
+            }
+            Error::Sqlite(cause) => {
                 tracing::error!(error = %cause, "database error");
                 "internal error".to_owned()
             }

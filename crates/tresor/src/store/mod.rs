@@ -2,14 +2,16 @@
 //! PostgreSQL with a `postgres://` URL), its migrations, and the single writer
 //! that commits every change in batches (group commit).
 
+pub mod sql;
 mod writer;
 
+pub use sql::Conn;
 pub use writer::{DEFAULT_MAX_BATCH, Job, Writer, WriterStats};
 
 use anyhow::Context;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyPool, Executor};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -25,6 +27,8 @@ pub enum Backend {
 pub struct Db {
     pub pool: AnyPool,
     pub backend: Backend,
+    /// The SQLite file, which the writer opens on its own thread.
+    pub sqlite_path: Option<PathBuf>,
 }
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -78,7 +82,25 @@ impl Db {
             .run(&pool)
             .await
             .context("cannot migrate the database")?;
-        Ok(Db { pool, backend })
+        let sqlite_path = match backend {
+            Backend::Sqlite => {
+                let options = sqlx::sqlite::SqliteConnectOptions::from_str(url)
+                    .context("invalid database URL")?;
+                let path = options.get_filename();
+                (path != Path::new(":memory:")).then(|| path.to_owned())
+            }
+            Backend::Postgres => None,
+        };
+        Ok(Db {
+            pool,
+            backend,
+            sqlite_path,
+        })
+    }
+
+    /// A pooled connection, for reads that share code with the writer.
+    pub async fn conn(&self) -> Result<Conn, crate::error::Error> {
+        Ok(Conn::Pooled(self.pool.acquire().await?))
     }
 
     /// Opens the SQLite database under `data_dir`, creating the folder.

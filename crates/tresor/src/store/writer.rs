@@ -6,15 +6,18 @@
 //!
 //! Tuning (see BENCHMARKS.md): a batch runs without per-job savepoints unless
 //! one of its jobs is refused, and the trail's head is locked once per batch
-//! and kept in memory while its jobs append (`trail::with_batch_head`).
+//! and kept in memory while its jobs append (`trail::with_batch_head`). On
+//! SQLite the writer runs on a thread of its own with its own connection
+//! (`sql::Conn::Lite`): its statements are plain function calls on prepared
+//! statements, and only a request and its answer cross threads.
 
 use crate::error::Error;
-use crate::store::Db;
+use crate::store::sql::{self, Conn};
+use crate::store::{Backend, Db};
 use crate::trail;
 use futures_util::future::BoxFuture;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
-use sqlx::{Acquire, AnyConnection};
 use std::any::Any;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
@@ -25,7 +28,7 @@ type Boxed = Box<dyn Any + Send>;
 /// once (a batch that fails on a transient error is retried job by job), so it
 /// must not have effects outside the connection it is given.
 pub type Job =
-    Box<dyn for<'c> Fn(&'c mut AnyConnection) -> BoxFuture<'c, Result<Boxed, Error>> + Send + Sync>;
+    Box<dyn for<'c> Fn(&'c mut Conn) -> BoxFuture<'c, Result<Boxed, Error>> + Send + Sync>;
 
 struct Request {
     job: Job,
@@ -69,19 +72,95 @@ impl std::fmt::Debug for Request {
 pub const DEFAULT_MAX_BATCH: usize = 1024;
 const MAX_ATTEMPTS: usize = 8;
 
+/// Where the writer's transactions come from.
+enum Engine {
+    /// The writer's own SQLite connection, used on the writer's thread.
+    Lite(Option<Conn>),
+    /// Transactions of sqlx's pool (PostgreSQL).
+    Pool(Db),
+}
+
+impl Engine {
+    async fn begin(&mut self) -> Result<Conn, Error> {
+        match self {
+            Engine::Lite(conn) => {
+                let mut conn = conn.take().expect("the SQLite connection is back");
+                if let Err(error) = conn.execute_raw("BEGIN IMMEDIATE").await {
+                    *self = Engine::Lite(Some(conn));
+                    return Err(error);
+                }
+                Ok(conn)
+            }
+            Engine::Pool(db) => Ok(Conn::Tx(db.pool.begin().await?)),
+        }
+    }
+
+    async fn end(&mut self, mut conn: Conn, commit: bool) -> Result<(), Error> {
+        match conn {
+            Conn::Tx(tx) if commit => tx.commit().await?,
+            Conn::Tx(tx) => tx.rollback().await?,
+            Conn::Lite(_) => {
+                let outcome = conn
+                    .execute_raw(if commit { "COMMIT" } else { "ROLLBACK" })
+                    .await;
+                if outcome.is_err() && commit {
+                    // A failed COMMIT leaves the transaction open: end it.
+                    let _ = conn.execute_raw("ROLLBACK").await;
+                }
+                *self = Engine::Lite(Some(conn));
+                outcome?;
+            }
+            Conn::Pooled(_) => unreachable!("the writer uses transactions"),
+        }
+        Ok(())
+    }
+
+    /// Ends a transaction after an error: rolls back whatever it did.
+    async fn abandon(&mut self, conn: Conn) {
+        let _ = self.end(conn, false).await;
+    }
+}
+
 impl Writer {
-    /// Starts the writer task on the current runtime.
+    /// Starts the writer.
     pub fn start(db: Db) -> Writer {
         Writer::start_with(db, DEFAULT_MAX_BATCH)
     }
 
-    /// Starts the writer task, committing at most `max_batch` jobs per
-    /// transaction (1: each job alone).
+    /// Starts the writer, committing at most `max_batch` jobs per transaction
+    /// (1: each job alone). On SQLite it runs on a thread of its own with its
+    /// own connection to the file; on PostgreSQL as a task of the current
+    /// runtime, on the pool.
     pub fn start_with(db: Db, max_batch: usize) -> Writer {
         let max_batch = max_batch.max(1);
         let (queue, receiver) = mpsc::channel(16 * max_batch.max(64));
         let stats = Arc::new(WriterStats::default());
-        tokio::spawn(run(db, receiver, stats.clone(), max_batch));
+        match (&db.backend, &db.sqlite_path) {
+            (Backend::Sqlite, Some(path)) => {
+                let path = path.clone();
+                let stats = stats.clone();
+                std::thread::Builder::new()
+                    .name("tresor-writer".to_owned())
+                    .spawn(move || {
+                        let runtime = tokio::runtime::Builder::new_current_thread()
+                            .enable_all()
+                            .build()
+                            .expect("a runtime for the writer");
+                        let engine = match sql::open_lite(&path) {
+                            Ok(conn) => Engine::Lite(Some(Conn::Lite(conn))),
+                            Err(error) => {
+                                tracing::error!(%error, path = %path.display(), "the writer cannot open the database");
+                                return;
+                            }
+                        };
+                        runtime.block_on(run(engine, receiver, stats, max_batch));
+                    })
+                    .expect("a thread for the writer");
+            }
+            _ => {
+                tokio::spawn(run(Engine::Pool(db), receiver, stats.clone(), max_batch));
+            }
+        }
         Writer { queue, stats }
     }
 
@@ -90,10 +169,7 @@ impl Writer {
     pub async fn run<T, F>(&self, job: F) -> Result<T, Error>
     where
         T: Send + 'static,
-        F: for<'c> Fn(&'c mut AnyConnection) -> BoxFuture<'c, Result<T, Error>>
-            + Send
-            + Sync
-            + 'static,
+        F: for<'c> Fn(&'c mut Conn) -> BoxFuture<'c, Result<T, Error>> + Send + Sync + 'static,
     {
         let job: Job = Box::new(move |conn| {
             let future = job(conn);
@@ -114,7 +190,7 @@ impl Writer {
 }
 
 async fn run(
-    db: Db,
+    mut engine: Engine,
     mut receiver: mpsc::Receiver<Request>,
     stats: Arc<WriterStats>,
     max_batch: usize,
@@ -125,9 +201,9 @@ async fn run(
         // Most batches have no refusal: run them without savepoints, which
         // cost two statements per job. A refusal rolls that attempt back and
         // the batch runs again with a savepoint per job (jobs may run twice).
-        let mut outcome = commit_batch(&db, &batch, false).await;
+        let mut outcome = commit_batch(&mut engine, &batch, false).await;
         if matches!(outcome, Ok(None)) {
-            outcome = commit_batch(&db, &batch, true).await;
+            outcome = commit_batch(&mut engine, &batch, true).await;
         }
         let results = match outcome {
             Ok(Some(results)) => results,
@@ -140,7 +216,7 @@ async fn run(
                 tracing::warn!(error = %error, size = batch.len(), "batch failed; retrying job by job");
                 let mut results = Vec::with_capacity(batch.len());
                 for request in &batch {
-                    results.push(commit_alone(&db, &request.job).await);
+                    results.push(commit_alone(&mut engine, &request.job).await);
                 }
                 results
             }
@@ -160,20 +236,44 @@ async fn run(
 /// back and `Ok(None)` asks for a run with savepoints; a batch of one job
 /// needs none, its refusal is simply its result.
 async fn commit_batch(
-    db: &Db,
+    engine: &mut Engine,
     batch: &[Request],
     savepoints: bool,
-) -> Result<Option<Vec<Result<Boxed, Error>>>, sqlx::Error> {
-    let mut tx = db.pool.begin().await?;
-    let head = trail::lock_head(&mut tx).await?;
+) -> Result<Option<Vec<Result<Boxed, Error>>>, Error> {
+    let mut conn = engine.begin().await?;
+    let outcome = batch_in(&mut conn, batch, savepoints).await;
+    match outcome {
+        Err(error) => {
+            engine.abandon(conn).await;
+            Err(error)
+        }
+        Ok(None) => {
+            engine.end(conn, false).await?;
+            Ok(None)
+        }
+        Ok(Some((results, keep))) => {
+            engine.end(conn, keep).await?;
+            Ok(Some(results))
+        }
+    }
+}
+
+/// The jobs of a batch inside its transaction: their results, and whether
+/// the transaction is to be committed (`None`: run again with savepoints).
+async fn batch_in(
+    conn: &mut Conn,
+    batch: &[Request],
+    savepoints: bool,
+) -> Result<Option<(Vec<Result<Boxed, Error>>, bool)>, Error> {
+    let head = trail::lock_head(conn).await?;
     let start_seq = head.seq;
     let (outcome, head) = trail::with_batch_head(head, async {
         let mut results = Vec::with_capacity(batch.len());
         for request in batch {
             if !savepoints {
-                match (request.job)(&mut tx).await {
+                match (request.job)(conn).await {
                     Ok(value) => results.push(Ok(value)),
-                    Err(Error::Database(error)) if is_transient(&error) => return Err(error),
+                    Err(error) if is_transient(&error) => return Err(error),
                     Err(error) if batch.len() == 1 => {
                         results.push(Err(error));
                         return Ok(Some((results, false)));
@@ -183,15 +283,16 @@ async fn commit_batch(
                 continue;
             }
             let before = trail::batch_head().expect("inside the batch scope");
-            let mut savepoint = tx.begin().await?;
-            match (request.job)(&mut savepoint).await {
+            conn.execute_raw("SAVEPOINT job").await?;
+            match (request.job)(conn).await {
                 Ok(value) => {
-                    savepoint.commit().await?;
+                    conn.execute_raw("RELEASE SAVEPOINT job").await?;
                     results.push(Ok(value));
                 }
-                Err(Error::Database(error)) if is_transient(&error) => return Err(error),
+                Err(error) if is_transient(&error) => return Err(error),
                 Err(error) => {
-                    savepoint.rollback().await?;
+                    conn.execute_raw("ROLLBACK TO SAVEPOINT job").await?;
+                    conn.execute_raw("RELEASE SAVEPOINT job").await?;
                     trail::reset_batch_head(before);
                     results.push(Err(error));
                 }
@@ -200,45 +301,46 @@ async fn commit_batch(
         Ok(Some((results, true)))
     })
     .await;
-    match outcome? {
-        None => {
-            tx.rollback().await?;
-            Ok(None)
-        }
-        Some((results, true)) => {
-            if head.seq != start_seq {
-                trail::store_head(&mut tx, &head).await?;
-            }
-            tx.commit().await?;
-            Ok(Some(results))
-        }
-        Some((results, false)) => {
-            // The batch's only job was refused: nothing to keep.
-            tx.rollback().await?;
-            Ok(Some(results))
-        }
+    let outcome = outcome?;
+    if let Some((_, true)) = &outcome
+        && head.seq != start_seq
+    {
+        trail::store_head(conn, &head).await?;
     }
+    Ok(outcome)
 }
 
-async fn commit_alone(db: &Db, job: &Job) -> Result<Boxed, Error> {
+async fn commit_alone(engine: &mut Engine, job: &Job) -> Result<Boxed, Error> {
     let mut attempt = 0;
     loop {
         attempt += 1;
         let result = async {
-            let mut tx = db.pool.begin().await?;
-            let head = trail::lock_head(&mut tx).await?;
-            let start_seq = head.seq;
-            let (value, head) = trail::with_batch_head(head, job(&mut tx)).await;
-            let value = value?;
-            if head.seq != start_seq {
-                trail::store_head(&mut tx, &head).await?;
+            let mut conn = engine.begin().await?;
+            let inside = async {
+                let head = trail::lock_head(&mut conn).await?;
+                let start_seq = head.seq;
+                let (value, head) = trail::with_batch_head(head, job(&mut conn)).await;
+                let value = value?;
+                if head.seq != start_seq {
+                    trail::store_head(&mut conn, &head).await?;
+                }
+                Ok(value)
             }
-            tx.commit().await?;
-            Ok(value)
+            .await;
+            match inside {
+                Ok(value) => {
+                    engine.end(conn, true).await?;
+                    Ok(value)
+                }
+                Err(error) => {
+                    engine.abandon(conn).await;
+                    Err(error)
+                }
+            }
         }
         .await;
         match result {
-            Err(Error::Database(error)) if is_transient(&error) && attempt < MAX_ATTEMPTS => {
+            Err(error) if is_transient(&error) && attempt < MAX_ATTEMPTS => {
                 tokio::time::sleep(std::time::Duration::from_millis(2 << attempt)).await;
             }
             other => return other,
@@ -247,14 +349,17 @@ async fn commit_alone(db: &Db, job: &Job) -> Result<Boxed, Error> {
 }
 
 /// Errors that go away when the transaction is tried again.
-fn is_transient(error: &sqlx::Error) -> bool {
+fn is_transient(error: &Error) -> bool {
     match error {
-        sqlx::Error::Database(db) => matches!(
+        Error::Database(sqlx::Error::Database(db)) => matches!(
             db.code().as_deref(),
             // PostgreSQL: serialization failure, deadlock; SQLite: busy, locked.
             Some("40001" | "40P01" | "5" | "6" | "517" | "262")
         ),
-        sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed => false,
+        Error::Sqlite(rusqlite::Error::SqliteFailure(failure, _)) => matches!(
+            failure.code,
+            rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+        ),
         _ => false,
     }
 }

@@ -1,0 +1,468 @@
+//! The SQL the writer runs, over either driver, with sqlx's shape
+//! (`query(…).bind(…).fetch_one(conn)`), so every statement is written once
+//! for both databases.
+//!
+//! On SQLite the writer owns a plain `rusqlite` connection and runs its jobs
+//! on its own thread: a statement is a function call on a prepared statement
+//! kept in a cache, not a round trip to a driver thread (two futex wake-ups
+//! and two context switches per statement, which is where the time went; see
+//! BENCHMARKS.md). On PostgreSQL, and for reads outside the writer, the same
+//! calls go through sqlx.
+
+use crate::error::Error;
+use futures_util::future::BoxFuture;
+use rusqlite::types::{ToSqlOutput, Value as LiteValue};
+use sqlx::any::AnyRow;
+use sqlx::pool::PoolConnection;
+use sqlx::{Any, AnyConnection, Column as _, Row as _};
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+/// A connection the writer's SQL can run on.
+#[derive(Debug)]
+pub enum Conn {
+    /// The writer's own SQLite connection; it manages its transactions with
+    /// `BEGIN IMMEDIATE` / `COMMIT` statements.
+    Lite(rusqlite::Connection),
+    /// A transaction of sqlx's pool (PostgreSQL, or any database outside the
+    /// writer).
+    Tx(sqlx::Transaction<'static, Any>),
+    /// A pooled connection, for reads outside the writer.
+    Pooled(PoolConnection<Any>),
+}
+
+impl Conn {
+    fn any(&mut self) -> Option<&mut AnyConnection> {
+        match self {
+            Conn::Lite(_) => None,
+            Conn::Tx(tx) => Some(&mut **tx),
+            Conn::Pooled(conn) => Some(&mut **conn),
+        }
+    }
+
+    /// Runs one statement without arguments or results (transaction
+    /// control, savepoints).
+    pub async fn execute_raw(&mut self, sql: &str) -> Result<(), Error> {
+        if let Conn::Lite(conn) = self {
+            return Ok(conn.execute_batch(sql)?);
+        }
+        Ok(any_raw(self.any().expect("not SQLite"), sql).await?)
+    }
+
+    async fn run(
+        &mut self,
+        sql: &str,
+        args: Vec<Arg>,
+        limit: Option<usize>,
+    ) -> Result<Vec<Row>, Error> {
+        if let Conn::Lite(conn) = self {
+            return Ok(lite_rows(conn, sql, &args, limit)?);
+        }
+        let conn = self.any().expect("not SQLite");
+        let query = any_query(sql, args);
+        let future: BoxFuture<'_, Result<Vec<AnyRow>, sqlx::Error>> = match limit {
+            Some(_) => {
+                Box::pin(async move { Ok(query.fetch_optional(conn).await?.into_iter().collect()) })
+            }
+            None => Box::pin(query.fetch_all(conn)),
+        };
+        Ok(future.await?.into_iter().map(Row::Any).collect())
+    }
+
+    async fn execute(&mut self, sql: &str, args: Vec<Arg>) -> Result<u64, Error> {
+        if let Conn::Lite(conn) = self {
+            lite_rows(conn, sql, &args, None)?;
+            return Ok(conn.changes());
+        }
+        let conn = self.any().expect("not SQLite");
+        let future: BoxFuture<'_, Result<_, sqlx::Error>> =
+            Box::pin(any_query(sql, args).execute(conn));
+        Ok(future.await?.rows_affected())
+    }
+}
+
+/// One statement without arguments. (sqlx's `Executor` methods return
+/// boxed futures, which stay provably `Send` in the writer's generic code;
+/// see rust-lang/rust#96865 for why its `async fn`s do not.)
+fn any_raw<'a>(
+    conn: &'a mut AnyConnection,
+    sql: &'a str,
+) -> BoxFuture<'a, Result<(), sqlx::Error>> {
+    use sqlx::Executor as _;
+    let future = conn.execute(sql);
+    Box::pin(async move {
+        future.await?;
+        Ok(())
+    })
+}
+
+fn any_query(
+    sql: &str,
+    args: Vec<Arg>,
+) -> sqlx::query::Query<'_, Any, sqlx::any::AnyArguments<'_>> {
+    let mut query = sqlx::query(sql);
+    for arg in args {
+        query = match arg {
+            Arg::Int(value) => query.bind(value),
+            Arg::Text(value) => query.bind(value),
+            Arg::Blob(value) => query.bind(value),
+            Arg::NullInt => query.bind(None::<i64>),
+            Arg::NullText => query.bind(None::<String>),
+        };
+    }
+    query
+}
+
+/// Runs one statement on the SQLite connection, from its cache of prepared
+/// statements. Parameters are written `$1`, `$2`… as for PostgreSQL and bound
+/// by name, so their order in the text does not matter.
+fn lite_rows(
+    conn: &rusqlite::Connection,
+    sql: &str,
+    args: &[Arg],
+    limit: Option<usize>,
+) -> rusqlite::Result<Vec<Row>> {
+    let mut statement = conn.prepare_cached(sql)?;
+    for index in 1..=statement.parameter_count() {
+        let name = statement.parameter_name(index).unwrap_or("?");
+        let position = name
+            .strip_prefix('$')
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|&n| (1..=args.len()).contains(&n))
+            .ok_or_else(|| rusqlite::Error::InvalidParameterName(name.to_owned()))?;
+        statement.raw_bind_parameter(index, &args[position - 1])?;
+    }
+    let count = statement.column_count();
+    let columns: Arc<[String]> = statement
+        .column_names()
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    let mut rows = statement.raw_query();
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
+        let mut values = Vec::with_capacity(count);
+        for index in 0..count {
+            values.push(row.get::<_, LiteValue>(index)?);
+        }
+        out.push(Row::Lite {
+            columns: columns.clone(),
+            values,
+        });
+        if limit.is_some_and(|limit| out.len() >= limit) {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// A value bound to a statement's parameter.
+#[derive(Debug, Clone)]
+pub enum Arg {
+    Int(i64),
+    Text(String),
+    Blob(Vec<u8>),
+    NullInt,
+    NullText,
+}
+
+impl rusqlite::ToSql for Arg {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match self {
+            Arg::Int(value) => ToSqlOutput::from(*value),
+            Arg::Text(value) => ToSqlOutput::from(value.as_str()),
+            Arg::Blob(value) => ToSqlOutput::from(value.as_slice()),
+            Arg::NullInt | Arg::NullText => ToSqlOutput::from(rusqlite::types::Null),
+        })
+    }
+}
+
+impl From<i64> for Arg {
+    fn from(value: i64) -> Self {
+        Arg::Int(value)
+    }
+}
+impl From<Option<i64>> for Arg {
+    fn from(value: Option<i64>) -> Self {
+        value.map_or(Arg::NullInt, Arg::Int)
+    }
+}
+impl From<&str> for Arg {
+    fn from(value: &str) -> Self {
+        Arg::Text(value.to_owned())
+    }
+}
+impl From<String> for Arg {
+    fn from(value: String) -> Self {
+        Arg::Text(value)
+    }
+}
+impl From<&String> for Arg {
+    fn from(value: &String) -> Self {
+        Arg::Text(value.clone())
+    }
+}
+impl From<Option<String>> for Arg {
+    fn from(value: Option<String>) -> Self {
+        value.map_or(Arg::NullText, Arg::Text)
+    }
+}
+impl From<Option<&str>> for Arg {
+    fn from(value: Option<&str>) -> Self {
+        value.map_or(Arg::NullText, |v| Arg::Text(v.to_owned()))
+    }
+}
+impl From<Vec<u8>> for Arg {
+    fn from(value: Vec<u8>) -> Self {
+        Arg::Blob(value)
+    }
+}
+impl From<&[u8]> for Arg {
+    fn from(value: &[u8]) -> Self {
+        Arg::Blob(value.to_vec())
+    }
+}
+
+/// A row read by the writer's SQL.
+pub enum Row {
+    Lite {
+        columns: Arc<[String]>,
+        values: Vec<LiteValue>,
+    },
+    Any(AnyRow),
+}
+
+impl std::fmt::Debug for Row {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Row::Lite { values, .. } => f.debug_tuple("Row").field(values).finish(),
+            Row::Any(row) => f.debug_tuple("Row").field(&row.len()).finish(),
+        }
+    }
+}
+
+/// A column of a [`Row`], by position or by name.
+pub trait RowIndex: Copy + std::fmt::Display {
+    fn position<'n>(self, names: impl Iterator<Item = &'n str>) -> Option<usize>;
+}
+
+impl RowIndex for usize {
+    fn position<'n>(self, mut names: impl Iterator<Item = &'n str>) -> Option<usize> {
+        names.nth(self).map(|_| self)
+    }
+}
+
+impl RowIndex for &str {
+    fn position<'n>(self, mut names: impl Iterator<Item = &'n str>) -> Option<usize> {
+        names.position(|name| name == self)
+    }
+}
+
+impl Row {
+    pub fn try_get<T: Decode, I: RowIndex>(&self, index: I) -> Result<T, Error> {
+        match self {
+            Row::Lite { columns, values } => {
+                let position = index
+                    .position(columns.iter().map(String::as_str))
+                    .ok_or_else(|| rusqlite::Error::InvalidColumnName(index.to_string()))?;
+                let value = &values[position];
+                T::lite(value).ok_or_else(|| {
+                    Error::Sqlite(rusqlite::Error::InvalidColumnType(
+                        position,
+                        columns[position].clone(),
+                        value.data_type(),
+                    ))
+                })
+            }
+            Row::Any(row) => {
+                let position = index
+                    .position(row.columns().iter().map(|c| c.name()))
+                    .ok_or_else(|| sqlx::Error::ColumnNotFound(index.to_string()))?;
+                Ok(T::any(row, position)?)
+            }
+        }
+    }
+}
+
+/// A Rust value read from a column.
+pub trait Decode: Sized + Send {
+    fn lite(value: &LiteValue) -> Option<Self>;
+    fn any(row: &AnyRow, index: usize) -> Result<Self, sqlx::Error>;
+}
+
+macro_rules! decode {
+    ($ty:ty, $pattern:pat => $value:expr) => {
+        impl Decode for $ty {
+            fn lite(value: &LiteValue) -> Option<Self> {
+                match value {
+                    $pattern => Some($value),
+                    _ => None,
+                }
+            }
+            fn any(row: &AnyRow, index: usize) -> Result<Self, sqlx::Error> {
+                row.try_get(index)
+            }
+        }
+        impl Decode for Option<$ty> {
+            fn lite(value: &LiteValue) -> Option<Self> {
+                match value {
+                    LiteValue::Null => Some(None),
+                    other => <$ty>::lite(other).map(Some),
+                }
+            }
+            fn any(row: &AnyRow, index: usize) -> Result<Self, sqlx::Error> {
+                row.try_get(index)
+            }
+        }
+    };
+}
+
+decode!(i64, LiteValue::Integer(v) => *v);
+decode!(String, LiteValue::Text(v) => v.clone());
+decode!(Vec<u8>, LiteValue::Blob(v) => v.clone());
+
+/// Rows read into tuples, as `query_as`.
+pub trait FromRow: Sized + Send {
+    fn from_row(row: &Row) -> Result<Self, Error>;
+}
+
+impl<A: Decode, B: Decode> FromRow for (A, B) {
+    fn from_row(row: &Row) -> Result<Self, Error> {
+        Ok((row.try_get(0usize)?, row.try_get(1usize)?))
+    }
+}
+
+impl<A: Decode, B: Decode, C: Decode> FromRow for (A, B, C) {
+    fn from_row(row: &Row) -> Result<Self, Error> {
+        Ok((
+            row.try_get(0usize)?,
+            row.try_get(1usize)?,
+            row.try_get(2usize)?,
+        ))
+    }
+}
+
+/// A statement and its arguments.
+#[derive(Debug)]
+pub struct Query<'q> {
+    sql: &'q str,
+    args: Vec<Arg>,
+}
+
+pub fn query(sql: &str) -> Query<'_> {
+    Query {
+        sql,
+        args: Vec::new(),
+    }
+}
+
+impl<'q> Query<'q> {
+    pub fn bind(mut self, value: impl Into<Arg>) -> Self {
+        self.args.push(value.into());
+        self
+    }
+
+    pub async fn execute(self, conn: &mut Conn) -> Result<u64, Error> {
+        conn.execute(self.sql, self.args).await
+    }
+
+    pub async fn fetch_optional(self, conn: &mut Conn) -> Result<Option<Row>, Error> {
+        Ok(conn
+            .run(self.sql, self.args, Some(1))
+            .await?
+            .into_iter()
+            .next())
+    }
+
+    pub async fn fetch_one(self, conn: &mut Conn) -> Result<Row, Error> {
+        self.fetch_optional(conn)
+            .await?
+            .ok_or(Error::Database(sqlx::Error::RowNotFound))
+    }
+
+    pub async fn fetch_all(self, conn: &mut Conn) -> Result<Vec<Row>, Error> {
+        conn.run(self.sql, self.args, None).await
+    }
+}
+
+/// A statement read as rows of `T`: `query_scalar` (its first column) or
+/// `query_as` (a tuple).
+#[derive(Debug)]
+pub struct Typed<'q, T, const SCALAR: bool> {
+    query: Query<'q>,
+    _type: PhantomData<fn() -> T>,
+}
+
+pub fn query_scalar<T: Decode>(sql: &str) -> Typed<'_, T, true> {
+    Typed {
+        query: query(sql),
+        _type: PhantomData,
+    }
+}
+
+pub fn query_as<T: FromRow>(sql: &str) -> Typed<'_, T, false> {
+    Typed {
+        query: query(sql),
+        _type: PhantomData,
+    }
+}
+
+/// How a typed statement reads its rows.
+pub trait ReadRow<T> {
+    fn read(row: &Row) -> Result<T, Error>;
+}
+
+impl<T: Decode> ReadRow<T> for Typed<'_, T, true> {
+    fn read(row: &Row) -> Result<T, Error> {
+        row.try_get(0usize)
+    }
+}
+
+impl<T: FromRow> ReadRow<T> for Typed<'_, T, false> {
+    fn read(row: &Row) -> Result<T, Error> {
+        T::from_row(row)
+    }
+}
+
+impl<'q, T, const SCALAR: bool> Typed<'q, T, SCALAR>
+where
+    Self: ReadRow<T>,
+{
+    pub fn bind(mut self, value: impl Into<Arg>) -> Self {
+        self.query = self.query.bind(value);
+        self
+    }
+
+    pub async fn fetch_optional(self, conn: &mut Conn) -> Result<Option<T>, Error> {
+        match self.query.fetch_optional(conn).await? {
+            Some(row) => Ok(Some(Self::read(&row)?)),
+            None => Ok(None),
+        }
+    }
+
+    pub async fn fetch_one(self, conn: &mut Conn) -> Result<T, Error> {
+        Self::read(&self.query.fetch_one(conn).await?)
+    }
+
+    pub async fn fetch_all(self, conn: &mut Conn) -> Result<Vec<T>, Error> {
+        self.query
+            .fetch_all(conn)
+            .await?
+            .iter()
+            .map(Self::read)
+            .collect()
+    }
+}
+
+/// Opens the writer's own connection to the SQLite file, with the same
+/// settings as the pool's: WAL, every commit durable (`synchronous = FULL`),
+/// foreign keys checked.
+pub fn open_lite(path: &std::path::Path) -> rusqlite::Result<rusqlite::Connection> {
+    let conn = rusqlite::Connection::open(path)?;
+    conn.execute_batch(
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; \
+         PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;",
+    )?;
+    conn.set_prepared_statement_cache_capacity(256);
+    Ok(conn)
+}
