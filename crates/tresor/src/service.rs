@@ -846,15 +846,17 @@ impl Service {
     /// The player of a live session; refreshes its idle timer now and then.
     pub async fn session_player(&self, token: &str) -> Result<Player, Error> {
         let token_hash = sha256_hex(token.as_bytes());
-        let row = sqlx::query(
+        let mut conn = self.db.conn().await?;
+        let row = sql::query(
             "SELECT s.created_at_ms, s.last_seen_at_ms, s.ended_at_ms, p.id, p.username, p.account_id \
              FROM sessions s JOIN players p ON p.id = s.player_id \
              WHERE s.token_hash = $1",
         )
         .bind(&token_hash)
-        .fetch_optional(&self.db.pool)
+        .fetch_optional(&mut conn)
         .await?
         .ok_or(Error::Unauthorized)?;
+        drop(conn);
         let now_ms = self.now_ms();
         let created_at_ms: i64 = row.try_get("created_at_ms")?;
         let last_seen_at_ms: i64 = row.try_get("last_seen_at_ms")?;

@@ -13,6 +13,7 @@ use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyPool, Executor};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Which database a [`Db`] talks to.
@@ -29,7 +30,44 @@ pub struct Db {
     pub backend: Backend,
     /// The SQLite file, which the writer opens on its own thread.
     pub sqlite_path: Option<PathBuf>,
+    /// Idle SQLite connections for the reads on every request (the session),
+    /// run where the request runs (see [`Db::conn`]).
+    readers: Arc<Mutex<Vec<rusqlite::Connection>>>,
 }
+
+/// A connection for reads that share the writer's SQL ([`sql`]); a SQLite
+/// one goes back to [`Db`]'s idle list when dropped.
+#[derive(Debug)]
+pub struct ReadConn {
+    conn: Option<Conn>,
+    idle: Arc<Mutex<Vec<rusqlite::Connection>>>,
+}
+
+impl std::ops::Deref for ReadConn {
+    type Target = Conn;
+    fn deref(&self) -> &Conn {
+        self.conn.as_ref().expect("until dropped")
+    }
+}
+
+impl std::ops::DerefMut for ReadConn {
+    fn deref_mut(&mut self) -> &mut Conn {
+        self.conn.as_mut().expect("until dropped")
+    }
+}
+
+impl Drop for ReadConn {
+    fn drop(&mut self) {
+        if let Some(Conn::Lite(conn)) = self.conn.take()
+            && let Ok(mut idle) = self.idle.lock()
+            && idle.len() < MAX_IDLE_READERS
+        {
+            idle.push(conn);
+        }
+    }
+}
+
+const MAX_IDLE_READERS: usize = 16;
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
@@ -95,12 +133,35 @@ impl Db {
             pool,
             backend,
             sqlite_path,
+            readers: Arc::default(),
         })
     }
 
-    /// A pooled connection, for reads that share code with the writer.
-    pub async fn conn(&self) -> Result<Conn, crate::error::Error> {
-        Ok(Conn::Pooled(self.pool.acquire().await?))
+    /// A connection for reads that share code with the writer. On SQLite it
+    /// is a plain connection used right where the request runs: a read by
+    /// primary key takes microseconds in the page cache, far less than the
+    /// two thread switches of a round trip to sqlx's driver thread, and it
+    /// reads the last committed state (WAL), so nothing is cached or stale.
+    pub async fn conn(&self) -> Result<ReadConn, crate::error::Error> {
+        let conn = match &self.sqlite_path {
+            Some(path) => {
+                let idle = self.readers.lock().ok().and_then(|mut idle| idle.pop());
+                let conn = match idle {
+                    Some(conn) => conn,
+                    None => {
+                        let conn = sql::open_lite(path)?;
+                        conn.execute_batch("PRAGMA query_only = ON")?;
+                        conn
+                    }
+                };
+                Conn::Lite(conn)
+            }
+            None => Conn::Pooled(self.pool.acquire().await?),
+        };
+        Ok(ReadConn {
+            conn: Some(conn),
+            idle: self.readers.clone(),
+        })
     }
 
     /// Opens the SQLite database under `data_dir`, creating the folder.
