@@ -4,6 +4,9 @@ use clap::Parser;
 use std::process::ExitCode;
 use tresor::cli::Cli;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

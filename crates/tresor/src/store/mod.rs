@@ -11,7 +11,7 @@ pub use writer::{DEFAULT_MAX_BATCH, Job, Writer, WriterStats};
 use anyhow::Context;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyPool, Executor};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -29,7 +29,7 @@ pub struct Db {
     pub pool: AnyPool,
     pub backend: Backend,
     /// The SQLite file, which the writer opens on its own thread.
-    pub sqlite_path: Option<PathBuf>,
+    pub sqlite_path: Option<Arc<Path>>,
     /// Idle SQLite connections for the reads on every request (the session),
     /// run where the request runs (see [`Db::conn`]).
     readers: Arc<Mutex<Vec<rusqlite::Connection>>>,
@@ -125,7 +125,7 @@ impl Db {
                 let options = sqlx::sqlite::SqliteConnectOptions::from_str(url)
                     .context("invalid database URL")?;
                 let path = options.get_filename();
-                (path != Path::new(":memory:")).then(|| path.to_owned())
+                (path != Path::new(":memory:")).then(|| Arc::from(path))
             }
             Backend::Postgres => None,
         };
