@@ -9,7 +9,6 @@ use crate::trail::{self, Actor};
 use futures_util::future::BoxFuture;
 use serde::Serialize;
 use serde_json::json;
-use sqlx::Row;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -541,7 +540,7 @@ struct PlayRow {
 }
 
 impl PlayRow {
-    fn from_row(row: &sqlx::any::AnyRow) -> Result<Self, sqlx::Error> {
+    fn from_row(row: &sql::Row) -> Result<Self, Error> {
         Ok(PlayRow {
             id: row.try_get("id")?,
             block_id: row.try_get("block_id")?,
@@ -609,9 +608,9 @@ impl Service {
         if let Some(data) = self.blocks.get(block_id) {
             return Ok(data);
         }
-        let secret: Vec<u8> = sqlx::query_scalar("SELECT secret FROM blocks WHERE id = $1")
+        let secret: Vec<u8> = sql::query_scalar("SELECT secret FROM blocks WHERE id = $1")
             .bind(block_id)
-            .fetch_one(&self.db.pool)
+            .fetch_one(&mut *self.db.conn().await?)
             .await?;
         let secret =
             BlockSecret::from_bytes(secret.try_into().expect("a stored secret is 32 bytes"));
@@ -627,8 +626,8 @@ impl Service {
     /// for a shuffle.
     pub async fn warm_block_cache(&self) -> Result<(), Error> {
         let ids: Vec<i64> =
-            sqlx::query_scalar("SELECT id FROM blocks WHERE state IN ('open', 'suspended')")
-                .fetch_all(&self.db.pool)
+            sql::query_scalar("SELECT id FROM blocks WHERE state IN ('open', 'suspended')")
+                .fetch_all(&mut *self.db.conn().await?)
                 .await?;
         for id in ids {
             self.block_data(id).await?;
@@ -703,11 +702,11 @@ impl Service {
 
     /// Checks a username and password.
     pub async fn authenticate(&self, username: &str, password: &str) -> Result<Player, Error> {
-        let row = sqlx::query(
+        let row = sql::query(
             "SELECT id, username, account_id, password_hash FROM players WHERE username_key = $1",
         )
         .bind(username.trim().to_lowercase())
-        .fetch_optional(&self.db.pool)
+        .fetch_optional(&mut *self.db.conn().await?)
         .await?;
         // Hash even for an unknown name, so that timing does not tell which
         // usernames exist.
@@ -743,13 +742,13 @@ impl Service {
     async fn refuse_if_login_locked(&self, player: &Player) -> Result<(), Error> {
         let most = i64::from(self.settings.rate_limits.failed_logins_per_hour_per_account);
         let now_ms = self.now_ms();
-        let (failures, oldest_ms): (i64, Option<i64>) = sqlx::query_as(
+        let (failures, oldest_ms): (i64, Option<i64>) = sql::query_as(
             "SELECT COUNT(*), MIN(at_ms) FROM trail \
              WHERE action = 'login_failed' AND actor = $1 AND at_ms > $2",
         )
         .bind(Actor::player(player.id, &player.username).label())
         .bind(now_ms - 3600 * 1000)
-        .fetch_one(&self.db.pool)
+        .fetch_one(&mut *self.db.conn().await?)
         .await?;
         match oldest_ms {
             Some(oldest_ms) if failures >= most => Err(Error::RateLimited {
@@ -788,9 +787,9 @@ impl Service {
 
     pub async fn player_by_username(&self, username: &str) -> Result<Player, Error> {
         let row =
-            sqlx::query("SELECT id, username, account_id FROM players WHERE username_key = $1")
+            sql::query("SELECT id, username, account_id FROM players WHERE username_key = $1")
                 .bind(username.trim().to_lowercase())
-                .fetch_optional(&self.db.pool)
+                .fetch_optional(&mut *self.db.conn().await?)
                 .await?
                 .ok_or(Error::NotFound)?;
         Ok(Player {
@@ -931,21 +930,19 @@ impl Service {
     // -- Money ----------------------------------------------------------------
 
     pub async fn balance_cents(&self, account_id: i64) -> Result<i64, Error> {
-        Ok(
-            sqlx::query_scalar("SELECT balance_cents FROM accounts WHERE id = $1")
-                .bind(account_id)
-                .fetch_one(&self.db.pool)
-                .await?,
-        )
+        sql::query_scalar("SELECT balance_cents FROM accounts WHERE id = $1")
+            .bind(account_id)
+            .fetch_one(&mut *self.db.conn().await?)
+            .await
     }
 
     pub async fn me(&self, player: &Player) -> Result<Me, Error> {
         let balance_cents = self.balance_cents(player.account_id).await?;
-        let current_play_id: Option<i64> = sqlx::query_scalar(
+        let current_play_id: Option<i64> = sql::query_scalar(
             "SELECT id FROM plays WHERE player_id = $1 AND state = 'in_progress' ORDER BY id DESC LIMIT 1",
         )
         .bind(player.id)
-        .fetch_optional(&self.db.pool)
+        .fetch_optional(&mut *self.db.conn().await?)
         .await?;
         let (limits, excluded_until_ms) = self.protection(player).await?;
         Ok(Me {
@@ -1329,7 +1326,7 @@ impl Service {
         .await
     }
 
-    fn block_view(row: &sqlx::any::AnyRow) -> Result<BlockView, Error> {
+    fn block_view(row: &sql::Row) -> Result<BlockView, Error> {
         let published: Option<i64> = row.try_get("published_at_ms")?;
         let secret: Vec<u8> = row.try_get("secret")?;
         Ok(BlockView {
@@ -1347,18 +1344,18 @@ impl Service {
 
     /// Every block, oldest first, with secrets only where published.
     pub async fn blocks(&self) -> Result<Vec<BlockView>, Error> {
-        let rows = sqlx::query(
+        let rows = sql::query(
             "SELECT id, emission_id, stake_cents, state, commitment, units_sold, secret, published_at_ms \
              FROM blocks ORDER BY id",
         )
-        .fetch_all(&self.db.pool)
+        .fetch_all(&mut *self.db.conn().await?)
         .await?;
         rows.iter().map(Self::block_view).collect()
     }
 
     pub async fn emissions(&self) -> Result<Vec<EmissionView>, Error> {
-        let rows = sqlx::query("SELECT id, name, state, created_at_ms FROM emissions ORDER BY id")
-            .fetch_all(&self.db.pool)
+        let rows = sql::query("SELECT id, name, state, created_at_ms FROM emissions ORDER BY id")
+            .fetch_all(&mut *self.db.conn().await?)
             .await?;
         let blocks = self.blocks().await?;
         let mut emissions = Vec::with_capacity(rows.len());
@@ -1391,14 +1388,14 @@ impl Service {
         // writer never waits for a shuffle (best effort: the job checks
         // again). Looked up once a second, not on every purchase.
         if self.blocks.due_for_check(purchase.stake.cents()) {
-            let candidates: Vec<i64> = sqlx::query_scalar(
+            let candidates: Vec<i64> = sql::query_scalar(
                 "SELECT b.id FROM blocks b JOIN emissions e ON e.id = b.emission_id \
                  WHERE b.stake_cents = $1 AND b.state = 'open' AND e.state = 'open' \
                  ORDER BY b.id LIMIT $2",
             )
             .bind(purchase.stake.cents())
             .bind(self.settings.block_offset + 2)
-            .fetch_all(&self.db.pool)
+            .fetch_all(&mut *self.db.conn().await?)
             .await?;
             for block_id in candidates {
                 self.block_data(block_id).await?;
@@ -1502,11 +1499,11 @@ impl Service {
     pub async fn settle_abandoned(&self) -> Result<usize, Error> {
         let now_ms = self.now_ms();
         let before_ms = now_ms - self.settings.auto_settle_after_s * 1000;
-        let ids: Vec<i64> = sqlx::query_scalar(
+        let ids: Vec<i64> = sql::query_scalar(
             "SELECT id FROM plays WHERE state = 'in_progress' AND created_at_ms <= $1 ORDER BY id LIMIT 1000",
         )
         .bind(before_ms)
-        .fetch_all(&self.db.pool)
+        .fetch_all(&mut *self.db.conn().await?)
         .await?;
         let mut settled = 0;
         for chunk in ids.chunks(100) {
@@ -1565,12 +1562,12 @@ impl Service {
 
     /// One of the player's plays; another player's play is "not found".
     pub async fn play(&self, player: &Player, play_id: i64) -> Result<PlayView, Error> {
-        let row = sqlx::query(&format!(
+        let row = sql::query(&format!(
             "SELECT {PLAY_COLUMNS} FROM plays p JOIN blocks b ON b.id = p.block_id WHERE p.id = $1 AND p.player_id = $2"
         ))
         .bind(play_id)
         .bind(player.id)
-        .fetch_optional(&self.db.pool)
+        .fetch_optional(&mut *self.db.conn().await?)
         .await?
         .ok_or(Error::NotFound)?;
         self.play_view(PlayRow::from_row(&row)?).await
@@ -1584,14 +1581,14 @@ impl Service {
         cursor: Option<i64>,
     ) -> Result<History, Error> {
         let limit = limit.clamp(1, 100);
-        let rows = sqlx::query(&format!(
+        let rows = sql::query(&format!(
             "SELECT {PLAY_COLUMNS} FROM plays p JOIN blocks b ON b.id = p.block_id \
              WHERE p.player_id = $1 AND p.id < $2 ORDER BY p.id DESC LIMIT $3"
         ))
         .bind(player.id)
         .bind(cursor.unwrap_or(i64::MAX))
         .bind(limit + 1)
-        .fetch_all(&self.db.pool)
+        .fetch_all(&mut *self.db.conn().await?)
         .await?;
         let mut plays = Vec::with_capacity(rows.len());
         for row in rows.iter().take(limit as usize) {
