@@ -3,11 +3,9 @@
 //! twice, and the ledger balances; and a whole block sold through the service
 //! pays exactly its table, then verifies once its secret is published.
 
-#[path = "api/helpers.rs"]
-#[expect(dead_code, reason = "the API tests use the rest of the helpers")]
-mod helpers;
+mod common;
 
-use helpers::{Backend, TestDb, assert_ledger_balances};
+use common::{TestDb, assert_ledger_balances};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::process::{Child, Command, Stdio};
@@ -15,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tresor::protect::Limits;
 use tresor::service::{IdempotencyKey, ManualClock, Purchase, Registration, Service, Settings};
-use tresor::store::Db;
+use tresor::store::{Backend, Db};
 use tresor_game::{LEVELS, Stake};
 
 fn free_port() -> u16 {
@@ -235,7 +233,7 @@ async fn sells_a_whole_block(backend: Backend) {
         return;
     };
     let store = Db::connect(&db.url).await.unwrap();
-    let clock = Arc::new(ManualClock::new(helpers::now_ms()));
+    let clock = Arc::new(ManualClock::new(common::now_ms()));
     let service = Service::new(store, clock.clone(), Settings::default());
     let stake = Stake::try_from(200).unwrap();
     service

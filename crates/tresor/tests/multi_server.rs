@@ -5,16 +5,14 @@
 //! acknowledged play is in its player's history, each server sells from its
 //! own block, and the game trail verifies.
 
-#[path = "api/helpers.rs"]
-#[expect(dead_code, reason = "the API tests use the rest of the helpers")]
-mod helpers;
+mod common;
 
-use helpers::{Backend, TestDb, assert_ledger_balances};
+use common::{TestDb, assert_ledger_balances};
 use serde_json::{Value, json};
 use std::collections::{BTreeSet, HashMap};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use tresor::store::Db;
+use tresor::store::{Backend, Db};
 
 const PLAYERS: usize = 24;
 const LOAD: Duration = Duration::from_secs(5);

@@ -1,11 +1,12 @@
 //! Buying units, throwing, settling, the history, and plays under concurrency.
 
-use crate::helpers::{TestApp, assert_ledger_balances};
+use crate::common::{TestApp, assert_ledger_balances};
 use crate::on_both;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::collections::HashSet;
 use tresor::service::Clock;
+use tresor::store::Backend;
 use tresor_game::{Content, Symbol, evaluate};
 
 fn revealed(play: &Value) -> Vec<Symbol> {
@@ -327,14 +328,14 @@ on_both!(the_history_pages_newest_first_with_a_cursor, |app| {
 /// mid-way (settled by their next purchase or later by the settler).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_players_never_share_a_unit_and_the_ledger_balances_on_sqlite() {
-    if let Some(app) = TestApp::spawn(crate::helpers::Backend::Sqlite).await {
+    if let Some(app) = TestApp::spawn(Backend::Sqlite).await {
         concurrent_players(app).await;
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_players_never_share_a_unit_and_the_ledger_balances_on_postgres() {
-    if let Some(app) = TestApp::spawn(crate::helpers::Backend::Postgres).await {
+    if let Some(app) = TestApp::spawn(Backend::Postgres).await {
         concurrent_players(app).await;
     }
 }
