@@ -7,14 +7,16 @@
 //! `TRESOR_REQUIRE_BROWSER=1` (as in CI), where they fail instead.
 //! Screenshots of the main states go to `target/screenshots/`.
 
+mod common;
+
+use common::{Server, TestDb, free_port};
+use serde_json::{Value, json};
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-use serde_json::{Value, json};
 
 /// One browser test at a time: each runs a server, chromedriver and a
 /// Chromium, which is plenty for a two-core machine.
@@ -22,67 +24,27 @@ static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(())
 
 const STAKES: [i64; 3] = [50, 100, 200];
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn screenshots_dir() -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/screenshots");
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
 
-/// A child process killed when the test ends, pass or fail.
-struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// The real server on a free port with a fresh data directory.
-struct Server {
+struct Site {
     base: String,
-    _process: Process,
-    _data: tempfile::TempDir,
+    _server: Server,
+    _data: TestDb,
 }
 
-impl Server {
-    async fn start() -> Server {
-        let data = tempfile::tempdir().unwrap();
-        let port = free_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_tresor"))
-            .args(["serve", "--data"])
-            .arg(data.path())
-            .args(["--listen", &format!("127.0.0.1:{port}"), "--demo"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("the tresor binary starts");
-        let server = Server {
-            base: format!("http://127.0.0.1:{port}"),
-            _process: Process(child),
+impl Site {
+    async fn start() -> Site {
+        let data = TestDb::sqlite().await;
+        let server = Server::start(&data, free_port(), &[]).await;
+        Site {
+            base: server.base.clone(),
+            _server: server,
             _data: data,
-        };
-        let client = reqwest::Client::new();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Ok(response) = client.get(format!("{}/healthz", server.base)).send().await
-                && response.status().is_success()
-            {
-                return server;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the server never answered /healthz"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 }
@@ -577,9 +539,9 @@ fn base64_decode(text: &str) -> Vec<u8> {
 }
 
 /// Starts the server and a browser, or says why the test is skipped.
-async fn setup(width: u32, height: u32) -> Option<(Server, Browser)> {
+async fn setup(width: u32, height: u32) -> Option<(Site, Browser)> {
     let (chromium, chromedriver) = browser_paths()?;
-    let server = Server::start().await;
+    let server = Site::start().await;
     let browser = Browser::start(&chromium, &chromedriver, width, height).await;
     Some((server, browser))
 }

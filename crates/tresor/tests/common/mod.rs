@@ -7,6 +7,8 @@
 //! - the HTTP router driven in-process ([`Api`]);
 //! - a real HTTP server in-process on a fresh database, one method per
 //!   endpoint ([`TestApp`], run on both databases with [`on_both!`]);
+//! - the real `tresor serve` process on a free port ([`Server`]) and a
+//!   client for it;
 //! - the ledger's invariants ([`assert_ledger_balances`]).
 #![allow(
     dead_code,
@@ -18,8 +20,9 @@ use axum::http::{Request, StatusCode, header};
 use serde_json::{Value, json};
 use sqlx::Row;
 use std::path::PathBuf;
-use std::process::Output;
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tower::ServiceExt;
 use tresor::metrics::Metrics;
 use tresor::service::{ManualClock, Player, Registration, Service, Settings};
@@ -624,4 +627,157 @@ macro_rules! on_both {
             }
         }
     };
+}
+
+// ---- The real `tresor serve` process ----
+
+/// A TCP port free on 127.0.0.1 when asked.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind a free port")
+        .local_addr()
+        .expect("a local address")
+        .port()
+}
+
+/// Flags that lift the per-address throttles, for those this binary has:
+/// every simulated player comes from 127.0.0.1.
+pub fn unthrottled_flags() -> Vec<String> {
+    let help = Command::new(env!("CARGO_BIN_EXE_tresor"))
+        .args(["serve", "--help"])
+        .output()
+        .expect("run tresor serve --help");
+    let help = String::from_utf8_lossy(&help.stdout).into_owned();
+    [
+        "--purchases-per-minute-per-player",
+        "--purchases-per-minute-per-address",
+        "--registrations-per-hour-per-address",
+        "--logins-per-minute-per-address",
+    ]
+    .into_iter()
+    .filter(|flag| help.contains(flag))
+    .flat_map(|flag| [flag.to_owned(), "1000000".to_owned()])
+    .collect()
+}
+
+/// A real `tresor serve --demo` process, killed when dropped (pass or fail).
+#[derive(Debug)]
+pub struct Server {
+    /// `http://127.0.0.1:{port}`.
+    pub base: String,
+    child: Child,
+}
+
+impl Server {
+    /// Starts `tresor serve --demo` on `db` at 127.0.0.1:`port` with the
+    /// `extra` flags, and waits until it answers `/healthz`.
+    pub async fn start(db: &TestDb, port: u16, extra: &[String]) -> Server {
+        let child = Command::new(env!("CARGO_BIN_EXE_tresor"))
+            .args(["serve", "--demo", "--listen", &format!("127.0.0.1:{port}")])
+            .args(db.db_args())
+            .args(extra)
+            .env_remove("TRESOR_DATA")
+            .env_remove("TRESOR_DATABASE_URL")
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start tresor serve");
+        let server = Server {
+            base: format!("http://127.0.0.1:{port}"),
+            child,
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if reqwest::get(format!("{}/healthz", server.base))
+                .await
+                .is_ok_and(|r| r.status().is_success())
+            {
+                return server;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the server at {} never answered /healthz",
+                server.base
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Kills the server with SIGKILL, as a crash would, and reaps it.
+    pub fn kill(mut self) {
+        self.child.kill().expect("SIGKILL the server");
+        self.child.wait().expect("reap the server");
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A client for a [`Server`] with a cookie jar of its own (one player).
+pub fn cookie_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .cookie_store(true)
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("an HTTP client")
+}
+
+/// POSTs `body` as JSON with the CSRF header and, if given, an idempotency
+/// key. The status and the JSON answer, or `None` when no JSON answer came
+/// (the server was killed, say).
+pub async fn post(
+    client: &reqwest::Client,
+    url: &str,
+    body: &Value,
+    idempotency_key: Option<&str>,
+) -> Option<(u16, Value)> {
+    let mut request = client
+        .post(url)
+        .header("x-requested-with", "tresor")
+        .json(body);
+    if let Some(key) = idempotency_key {
+        request = request.header("idempotency-key", key);
+    }
+    let response = request.send().await.ok()?;
+    let status = response.status().as_u16();
+    Some((status, response.json().await.ok()?))
+}
+
+/// GETs `url` and parses its JSON answer.
+pub async fn get_json(client: &reqwest::Client, url: &str) -> Value {
+    client
+        .get(url)
+        .send()
+        .await
+        .expect("the server answers")
+        .json()
+        .await
+        .expect("a JSON answer")
+}
+
+/// Registers `username` on the server at `base` as `client`'s player, with
+/// high 7-day caps, and deposits `cents`.
+pub async fn register_and_deposit(
+    client: &reqwest::Client,
+    base: &str,
+    username: &str,
+    cents: i64,
+) {
+    let body = json!({
+        "username": username, "password": "a long password", "adult": true, "accept_rules": true,
+        "deposit_limit_cents": 1_000_000, "stake_limit_cents": 1_000_000,
+    });
+    let (status, body) = post(client, &format!("{base}/api/register"), &body, None)
+        .await
+        .expect("the server answers the registration");
+    assert_eq!(status, 201, "{body}");
+    let deposit = json!({ "amount_cents": cents });
+    let (status, body) = post(client, &format!("{base}/api/demo/deposit"), &deposit, None)
+        .await
+        .expect("the server answers the deposit");
+    assert_eq!(status, 200, "{body}");
 }
