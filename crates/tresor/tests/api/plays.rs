@@ -20,6 +20,16 @@ fn revealed(play: &Value) -> Vec<Symbol> {
     symbols
 }
 
+/// The ids of the plays on a page of the history, in its order.
+fn ids_in(page: &Value) -> Vec<i64> {
+    page["plays"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_i64().unwrap())
+        .collect()
+}
+
 on_both!(
     a_purchase_debits_the_stake_and_shows_the_outcome_at_once,
     |app| {
@@ -295,22 +305,10 @@ on_both!(the_history_pages_newest_first_with_a_cursor, |app| {
         ids.push(play["id"].as_i64().unwrap());
     }
     let (_, page) = app.history("?limit=2").await;
-    let got: Vec<i64> = page["plays"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["id"].as_i64().unwrap())
-        .collect();
-    assert_eq!(got, vec![ids[4], ids[3]]);
+    assert_eq!(ids_in(&page), vec![ids[4], ids[3]]);
     let cursor = page["next_cursor"].as_str().unwrap().to_owned();
     let (_, page) = app.history(&format!("?limit=2&cursor={cursor}")).await;
-    let got: Vec<i64> = page["plays"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["id"].as_i64().unwrap())
-        .collect();
-    assert_eq!(got, vec![ids[2], ids[1]]);
+    assert_eq!(ids_in(&page), vec![ids[2], ids[1]]);
     let cursor = page["next_cursor"].as_str().unwrap().to_owned();
     let (_, page) = app.history(&format!("?limit=2&cursor={cursor}")).await;
     assert_eq!(page["plays"].as_array().unwrap().len(), 1);
@@ -363,12 +361,7 @@ async fn concurrent_players(app: TestApp) {
                 }
             }
             let (_, history) = client.history("?limit=100").await;
-            let listed: HashSet<i64> = history["plays"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|p| p["id"].as_i64().unwrap())
-                .collect();
+            let listed: HashSet<i64> = ids_in(&history).into_iter().collect();
             assert_eq!(
                 listed,
                 ids.iter().copied().collect(),

@@ -25,7 +25,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tower::ServiceExt;
 use tresor::metrics::Metrics;
-use tresor::service::{ManualClock, Player, Registration, Service, Settings};
+use tresor::service::{
+    IdempotencyKey, ManualClock, Player, Purchase, Registration, Service, Settings,
+};
 use tresor::store::{Backend, Db, sqlite_url};
 use tresor_game::Stake;
 
@@ -163,6 +165,14 @@ impl TestDb {
             .output()
             .expect("run the tresor binary")
     }
+
+    /// Runs the real `tresor` binary like [`TestDb::tresor`] and checks that
+    /// it succeeded.
+    pub fn tresor_ok(&self, args: &[&str]) -> Output {
+        let output = self.tresor(args);
+        assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+        output
+    }
 }
 
 impl Drop for TestDb {
@@ -274,6 +284,14 @@ pub async fn assert_ledger_balances(db: &Db) -> i64 {
         .unwrap()
 }
 
+/// A purchase of one unit at `stake_cents` under the idempotency key `key`.
+pub fn purchase(stake_cents: i64, key: &str) -> Purchase {
+    Purchase {
+        stake: Stake::try_from(stake_cents).expect("a stake"),
+        idempotency_key: IdempotencyKey::parse(key).expect("a key"),
+    }
+}
+
 /// The HTTP router on `service`, driven in-process.
 #[derive(Debug, Clone)]
 pub struct Api {
@@ -373,6 +391,18 @@ impl Api {
             .await;
         assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.text);
         answer.cookie.expect("a session cookie")
+    }
+
+    /// Buys a unit at `stake_cents` as the player of `cookie`.
+    pub async fn buy(&self, cookie: &str, stake_cents: i64, idempotency_key: &str) -> Answer {
+        self.call(
+            "POST",
+            "/api/plays",
+            Some(json!({ "stake_cents": stake_cents })),
+            Some(cookie),
+            Some(idempotency_key),
+        )
+        .await
     }
 }
 
