@@ -86,7 +86,28 @@ impl Drop for DriverProcess {
             .status();
         let _ = self.0.kill();
         let _ = self.0.wait();
+        // Chromium's helpers, orphaned by the kill, stay listed until the
+        // system reaps them: wait (a bounded while) until the group is gone.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while group_is_listed(pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
+}
+
+/// Whether any process, a zombie included, is still in process group `pgid`.
+fn group_is_listed(pgid: u32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        std::fs::read_to_string(entry.path().join("stat")).is_ok_and(|stat| {
+            // After "pid (comm)": state, ppid, pgrp.
+            stat.rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(2)?.parse::<u32>().ok())
+                == Some(pgid)
+        })
+    })
 }
 
 /// Ends a WebDriver session with a blocking raw HTTP/1.1 request (drop
