@@ -4,10 +4,10 @@
 
 mod common;
 
-use common::{TestDb, describe, player};
+use common::{TestDb, describe, player, purchase};
 use sqlx::AnyPool;
 use std::collections::HashMap;
-use tresor::service::{IdempotencyKey, Purchase, Service};
+use tresor::service::Service;
 use tresor::store::Backend;
 use tresor::trail::{self, Record, Verdict};
 use tresor_game::Stake;
@@ -36,13 +36,6 @@ async fn some_activity(service: &Service) {
         .set_announcement(Some("Bonne chance".to_owned()))
         .await
         .expect("announce");
-}
-
-fn purchase(stake_cents: i64, key: &str) -> Purchase {
-    Purchase {
-        stake: Stake::try_from(stake_cents).expect("a stake"),
-        idempotency_key: IdempotencyKey::parse(key).expect("a key"),
-    }
 }
 
 /// Lets the test edit the trail as an intruder with full rights would: the

@@ -7,14 +7,16 @@
 //! `TRESOR_REQUIRE_BROWSER=1` (as in CI), where they fail instead.
 //! Screenshots of the main states go to `target/screenshots/`.
 
+mod common;
+
+use common::{Server, TestDb, free_port};
+use serde_json::{Value, json};
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-use serde_json::{Value, json};
 
 /// One browser test at a time: each runs a server, chromedriver and a
 /// Chromium, which is plenty for a two-core machine.
@@ -22,67 +24,30 @@ static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(())
 
 const STAKES: [i64; 3] = [50, 100, 200];
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn screenshots_dir() -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/screenshots");
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
 
-/// A child process killed when the test ends, pass or fail.
-struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// The real server on a free port with a fresh data directory.
-struct Server {
+/// The real server on a free port with a fresh data directory, and this
+/// test's turn (given back last, when all is stopped).
+struct Site {
     base: String,
-    _process: Process,
-    _data: tempfile::TempDir,
+    _server: Server,
+    _data: TestDb,
+    _turn: tokio::sync::MutexGuard<'static, ()>,
 }
 
-impl Server {
-    async fn start() -> Server {
-        let data = tempfile::tempdir().unwrap();
-        let port = free_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_tresor"))
-            .args(["serve", "--data"])
-            .arg(data.path())
-            .args(["--listen", &format!("127.0.0.1:{port}"), "--demo"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("the tresor binary starts");
-        let server = Server {
-            base: format!("http://127.0.0.1:{port}"),
-            _process: Process(child),
+impl Site {
+    async fn start(turn: tokio::sync::MutexGuard<'static, ()>) -> Site {
+        let data = TestDb::sqlite().await;
+        let server = Server::start(&data, free_port(), &[]).await;
+        Site {
+            base: server.base.clone(),
+            _server: server,
             _data: data,
-        };
-        let client = reqwest::Client::new();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Ok(response) = client.get(format!("{}/healthz", server.base)).send().await
-                && response.status().is_success()
-            {
-                return server;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the server never answered /healthz"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            _turn: turn,
         }
     }
 }
@@ -121,7 +86,28 @@ impl Drop for DriverProcess {
             .status();
         let _ = self.0.kill();
         let _ = self.0.wait();
+        // Chromium's helpers, orphaned by the kill, stay listed until the
+        // system reaps them: wait (a bounded while) until the group is gone.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while group_is_listed(pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
+}
+
+/// Whether any process, a zombie included, is still in process group `pgid`.
+fn group_is_listed(pgid: u32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        std::fs::read_to_string(entry.path().join("stat")).is_ok_and(|stat| {
+            // After "pid (comm)": state, ppid, pgrp.
+            stat.rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(2)?.parse::<u32>().ok())
+                == Some(pgid)
+        })
+    })
 }
 
 /// Ends a WebDriver session with a blocking raw HTTP/1.1 request (drop
@@ -399,7 +385,59 @@ impl Browser {
         self.session.clear();
     }
 
+    /// Checks that the console showed no error, then ends the session.
+    async fn close_without_console_errors(self) {
+        let errors = self.console_errors().await;
+        assert!(errors.is_empty(), "console errors: {errors:?}");
+        self.close().await;
+    }
+
     // ---- The game's own vocabulary ----
+
+    /// Waits until the game screen is in `mode` (buying, playing, finished…).
+    async fn wait_mode(&self, mode: &str) {
+        self.wait_for(&format!(
+            "document.querySelector('#screen-game').dataset.mode === '{mode}'"
+        ))
+        .await;
+    }
+
+    /// Waits until the balance shown is `cents`.
+    async fn wait_balance(&self, cents: i64) {
+        self.wait_for(&format!(
+            "document.querySelector('[data-testid=balance]').dataset.cents === '{cents}'"
+        ))
+        .await;
+    }
+
+    /// Deposits with the account screen's button (the demo's 20 €), which
+    /// must bring the balance to `expected_cents`.
+    async fn deposit_on_the_account_screen(&self, expected_cents: i64) {
+        self.click("[data-testid=nav-account]").await;
+        self.click("[data-testid=deposit]").await;
+        self.wait_balance(expected_cents).await;
+    }
+
+    /// Goes back to the game screen, ready to play.
+    async fn back_to_the_game(&self) {
+        self.click("[data-testid=brand]").await;
+        self.wait_for("document.body.dataset.screen === 'game' && !document.querySelector('[data-testid=play]').disabled")
+            .await;
+    }
+
+    /// Clicks "Jouer" and waits for the how-to-play window that opens over
+    /// the purchase.
+    async fn press_play(&self) {
+        self.click("[data-testid=play]").await;
+        self.wait_for("document.querySelector('#dlg-howto').open")
+            .await;
+    }
+
+    /// Closes the how-to-play window and waits for the game to be playable.
+    async fn close_the_howto(&self) {
+        self.click("[data-testid=howto-close]").await;
+        self.wait_mode("playing").await;
+    }
 
     async fn balance_cents(&self) -> i64 {
         let value = self
@@ -410,11 +448,21 @@ impl Browser {
 
     /// Registers through the form, accepting the rules, and lands on the game.
     async fn register_with_the_form(&self, base: &str, username: &str) {
+        self.fill_the_registration_form(base, username).await;
+        self.submit_the_registration_form().await;
+    }
+
+    /// Opens the registration form and types a username and a password.
+    async fn fill_the_registration_form(&self, base: &str, username: &str) {
         self.goto(&format!("{base}/?fast=1#/register")).await;
         self.type_into("[data-testid=register-username]", username)
             .await;
         self.type_into("[data-testid=register-password]", "a long enough password")
             .await;
+    }
+
+    /// Ticks both declarations, submits, and lands on the game.
+    async fn submit_the_registration_form(&self) {
         self.click("[data-testid=register-adult]").await;
         self.click("[data-testid=register-accept]").await;
         self.click("[data-testid=register-submit]").await;
@@ -491,17 +539,13 @@ impl Browser {
         // The radio button itself is invisible: a player clicks its label.
         self.click(&format!("label:has(> [data-testid=stake-{stake_cents}])"))
             .await;
-        self.click("[data-testid=play]").await;
-        self.wait_for("document.querySelector('#dlg-howto').open")
-            .await;
+        self.press_play().await;
         if let Some(prefix) = shots {
             self.wait_for("document.querySelector('#screen-game').dataset.mode === 'buying' && document.querySelectorAll('#howto-prizes tr').length === 9").await;
             tokio::time::sleep(Duration::from_millis(300)).await;
             self.screenshot(&format!("{prefix}-how-to-play")).await;
         }
-        self.click("[data-testid=howto-close]").await;
-        self.wait_for("document.querySelector('#screen-game').dataset.mode === 'playing'")
-            .await;
+        self.close_the_howto().await;
         for number in 1..=4 {
             self.throw_and_wait(number).await;
             if number == 2
@@ -510,8 +554,7 @@ impl Browser {
                 self.screenshot(&format!("{prefix}-mid-game")).await;
             }
         }
-        self.wait_for("document.querySelector('#screen-game').dataset.mode === 'finished'")
-            .await;
+        self.wait_mode("finished").await;
         let id = self.play_id().await;
         self.fetch_play(id).await
     }
@@ -576,17 +619,18 @@ fn base64_decode(text: &str) -> Vec<u8> {
     out
 }
 
-/// Starts the server and a browser, or says why the test is skipped.
-async fn setup(width: u32, height: u32) -> Option<(Server, Browser)> {
+/// Waits for this test's turn, then starts the server and a browser; or
+/// says why the test is skipped.
+async fn setup(width: u32, height: u32) -> Option<(Site, Browser)> {
+    let turn = ONE_AT_A_TIME.lock().await;
     let (chromium, chromedriver) = browser_paths()?;
-    let server = Server::start().await;
+    let server = Site::start(turn).await;
     let browser = Browser::start(&chromium, &chromedriver, width, height).await;
     Some((server, browser))
 }
 
 #[tokio::test]
 async fn a_new_player_registers_deposits_and_plays_a_full_game_at_each_stake() {
-    let _turn = ONE_AT_A_TIME.lock().await;
     let Some((server, browser)) = setup(1280, 900).await else {
         return;
     };
@@ -596,11 +640,7 @@ async fn a_new_player_registers_deposits_and_plays_a_full_game_at_each_stake() {
     browser.register_with_the_form(base, "marie_curie").await;
     assert_eq!(browser.balance_cents().await, 0);
 
-    browser.click("[data-testid=nav-account]").await;
-    browser.click("[data-testid=deposit]").await;
-    browser
-        .wait_for("document.querySelector('[data-testid=balance]').dataset.cents === '2000'")
-        .await;
+    browser.deposit_on_the_account_screen(2000).await;
     // The 7-day caps chosen on the form (100 € each) show on the account
     // screen, the deposit counted against its cap.
     browser
@@ -611,10 +651,7 @@ async fn a_new_player_registers_deposits_and_plays_a_full_game_at_each_stake() {
         )
         .await;
     browser.screenshot("account-caps").await;
-    browser.click("[data-testid=brand]").await;
-    browser
-        .wait_for("document.body.dataset.screen === 'game' && !document.querySelector('[data-testid=play]').disabled")
-        .await;
+    browser.back_to_the_game().await;
 
     let mut won = false;
     let mut games = 0;
@@ -624,15 +661,8 @@ async fn a_new_player_registers_deposits_and_plays_a_full_game_at_each_stake() {
         let stake = STAKES[games % 3];
         let before = browser.balance_cents().await;
         if before < stake {
-            browser.click("[data-testid=nav-account]").await;
-            browser.click("[data-testid=deposit]").await;
-            browser
-                .wait_for(&format!(
-                    "document.querySelector('[data-testid=balance]').dataset.cents === '{}'",
-                    before + 2000
-                ))
-                .await;
-            browser.click("[data-testid=brand]").await;
+            browser.deposit_on_the_account_screen(before + 2000).await;
+            browser.back_to_the_game().await;
             continue;
         }
         let shots = (games == 0).then_some("02");
@@ -655,11 +685,7 @@ async fn a_new_player_registers_deposits_and_plays_a_full_game_at_each_stake() {
             "the page shows the scenario's symbols"
         );
         let expected = before - stake + prize;
-        browser
-            .wait_for(&format!(
-                "document.querySelector('[data-testid=balance]').dataset.cents === '{expected}'"
-            ))
-            .await;
+        browser.wait_balance(expected).await;
         assert_eq!(browser.balance_cents().await, expected);
         won |= prize > 0;
         games += 1;
@@ -667,36 +693,25 @@ async fn a_new_player_registers_deposits_and_plays_a_full_game_at_each_stake() {
     if !won {
         eprintln!("no game won in {games}: no screenshot of a winning end this time");
     }
-    let errors = browser.console_errors().await;
-    assert!(errors.is_empty(), "console errors: {errors:?}");
-    browser.close().await;
+    browser.close_without_console_errors().await;
 }
 
 #[tokio::test]
 async fn a_reload_in_the_middle_of_a_game_resumes_it_where_it_stopped() {
-    let _turn = ONE_AT_A_TIME.lock().await;
     let Some((server, browser)) = setup(1280, 900).await else {
         return;
     };
     let base = &server.base;
     browser.register_quickly(base, "resumer", "?fast=1").await;
-    browser.click("[data-testid=play]").await;
-    browser
-        .wait_for("document.querySelector('#dlg-howto').open")
-        .await;
-    browser.click("[data-testid=howto-close]").await;
-    browser
-        .wait_for("document.querySelector('#screen-game').dataset.mode === 'playing'")
-        .await;
+    browser.press_play().await;
+    browser.close_the_howto().await;
     browser.throw_and_wait(1).await;
     browser.throw_and_wait(2).await;
     let id = browser.play_id().await;
     let shown = browser.found_symbols().await;
 
     browser.goto(&format!("{base}/?fast=1#/")).await;
-    browser
-        .wait_for("document.querySelector('#screen-game').dataset.mode === 'playing'")
-        .await;
+    browser.wait_mode("playing").await;
     assert_eq!(browser.play_id().await, id);
     assert_eq!(browser.found_symbols().await, shown);
     assert_eq!(
@@ -721,9 +736,7 @@ async fn a_reload_in_the_middle_of_a_game_resumes_it_where_it_stopped() {
 
     browser.throw_and_wait(3).await;
     browser.throw_and_wait(4).await;
-    browser
-        .wait_for("document.querySelector('#screen-game').dataset.mode === 'finished'")
-        .await;
+    browser.wait_mode("finished").await;
     let play = browser.fetch_play(id).await;
     assert_eq!(play["state"], json!("finished"));
     assert_eq!(browser.found_symbols().await, revealed(&play));
@@ -732,7 +745,6 @@ async fn a_reload_in_the_middle_of_a_game_resumes_it_where_it_stopped() {
 
 #[tokio::test]
 async fn a_whole_game_can_be_played_with_the_keyboard_alone_at_normal_speed() {
-    let _turn = ONE_AT_A_TIME.lock().await;
     let Some((server, browser)) = setup(1280, 900).await else {
         return;
     };
@@ -796,9 +808,7 @@ async fn a_whole_game_can_be_played_with_the_keyboard_alone_at_normal_speed() {
             .await;
         browser.wait_throw(number).await;
     }
-    browser
-        .wait_for("document.querySelector('#screen-game').dataset.mode === 'finished'")
-        .await;
+    browser.wait_mode("finished").await;
     let play = browser.fetch_play(browser.play_id().await).await;
     let prize = play["outcome"]["prize_cents"].as_i64().unwrap();
     if prize > 0 {
@@ -812,11 +822,7 @@ async fn a_whole_game_can_be_played_with_the_keyboard_alone_at_normal_speed() {
         .await;
     assert_eq!(browser.found_symbols().await, revealed(&play));
     let expected = before - 50 + prize;
-    browser
-        .wait_for(&format!(
-            "document.querySelector('[data-testid=balance]').dataset.cents === '{expected}'"
-        ))
-        .await;
+    browser.wait_balance(expected).await;
     let live = browser
         .execute("return document.querySelector('#live').textContent")
         .await;
@@ -829,7 +835,6 @@ async fn a_whole_game_can_be_played_with_the_keyboard_alone_at_normal_speed() {
 
 #[tokio::test]
 async fn the_history_shows_the_last_play_at_once_and_replays_a_finished_one() {
-    let _turn = ONE_AT_A_TIME.lock().await;
     let Some((server, browser)) = setup(1280, 900).await else {
         return;
     };
@@ -840,10 +845,7 @@ async fn the_history_shows_the_last_play_at_once_and_replays_a_finished_one() {
     browser.dismiss_win(prize, None).await;
 
     // Bought but never played: it is in the history at once, with its outcome.
-    browser.click("[data-testid=play]").await;
-    browser
-        .wait_for("document.querySelector('#dlg-howto').open")
-        .await;
+    browser.press_play().await;
     // The purchase runs behind the how-to window: wait for its answer.
     browser
         .wait_for(&format!(
@@ -902,7 +904,6 @@ async fn the_history_shows_the_last_play_at_once_and_replays_a_finished_one() {
 
 #[tokio::test]
 async fn the_rules_are_one_click_away_in_french_and_in_english() {
-    let _turn = ONE_AT_A_TIME.lock().await;
     let Some((server, browser)) = setup(1280, 900).await else {
         return;
     };
@@ -968,47 +969,30 @@ async fn the_rules_are_one_click_away_in_french_and_in_english() {
     assert!(text.as_str().unwrap().contains("tresor block verify"));
     browser.screenshot("fairness").await;
 
-    let errors = browser.console_errors().await;
-    assert!(errors.is_empty(), "console errors: {errors:?}");
-    browser.close().await;
+    browser.close_without_console_errors().await;
 }
 
 #[tokio::test]
 async fn a_stake_cap_chosen_at_registration_refuses_the_purchase_that_would_pass_it() {
-    let _turn = ONE_AT_A_TIME.lock().await;
     let Some((server, browser)) = setup(1280, 900).await else {
         return;
     };
     let base = &server.base;
-    browser.goto(&format!("{base}/?fast=1#/register")).await;
     browser
-        .type_into("[data-testid=register-username]", "prudent_player")
-        .await;
-    browser
-        .type_into("[data-testid=register-password]", "a long enough password")
+        .fill_the_registration_form(base, "prudent_player")
         .await;
     // A 1 € weekly cap on stakes, chosen on the registration form.
     browser
         .execute("const input = document.querySelector('[data-testid=register-stake-limit]'); input.value = '1';")
         .await;
-    browser.click("[data-testid=register-adult]").await;
-    browser.click("[data-testid=register-accept]").await;
-    browser.click("[data-testid=register-submit]").await;
-    browser
-        .wait_for("document.body.dataset.user === 'in' && document.body.dataset.screen === 'game'")
-        .await;
+    browser.submit_the_registration_form().await;
     browser.click("[data-testid=nav-account]").await;
     browser
         .wait_for("document.querySelector('[data-testid=cap-stake]')?.dataset.limitCents === '100'")
         .await;
     browser.click("[data-testid=deposit]").await;
-    browser
-        .wait_for("document.querySelector('[data-testid=balance]').dataset.cents === '2000'")
-        .await;
-    browser.click("[data-testid=brand]").await;
-    browser
-        .wait_for("document.body.dataset.screen === 'game' && !document.querySelector('[data-testid=play]').disabled")
-        .await;
+    browser.wait_balance(2000).await;
+    browser.back_to_the_game().await;
 
     // The first 1 € game fits the cap.
     let play = browser.play_a_game(100, None).await;

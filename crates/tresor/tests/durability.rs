@@ -3,127 +3,36 @@
 //! twice, and the ledger balances; and a whole block sold through the service
 //! pays exactly its table, then verifies once its secret is published.
 
-#[path = "api/helpers.rs"]
-#[expect(dead_code, reason = "the API tests use the rest of the helpers")]
-mod helpers;
+mod common;
 
-use helpers::{Backend, TestDb, assert_ledger_balances};
+use common::{
+    Server, TestDb, assert_ledger_balances, cookie_client, free_port, get_json, post,
+    register_and_deposit, unthrottled_flags,
+};
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 use tresor::protect::Limits;
 use tresor::service::{IdempotencyKey, ManualClock, Purchase, Registration, Service, Settings};
-use tresor::store::Db;
+use tresor::store::{Backend, Db};
 use tresor_game::{LEVELS, Stake};
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn start_server(db: &TestDb, port: u16) -> Child {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_tresor"));
-    command.args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--demo"]);
-    // Sixteen players on one address buy as fast as they can.
-    command.args([
-        "--purchases-per-minute-per-player",
-        "1000000",
-        "--purchases-per-minute-per-address",
-        "1000000",
-    ]);
-    if db.url.starts_with("sqlite:") {
-        let path = db
-            .url
-            .trim_start_matches("sqlite://")
-            .trim_end_matches("?mode=rwc");
-        let dir = std::path::Path::new(path).parent().unwrap();
-        command.args(["--data", dir.to_str().unwrap()]);
-    } else {
-        command.args(["--database-url", &db.url]);
-    }
-    command
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start tresor serve")
-}
-
-async fn wait_healthy(base: &str) {
-    for _ in 0..200 {
-        if reqwest::get(format!("{base}/healthz"))
-            .await
-            .is_ok_and(|r| r.status().is_success())
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the server did not start");
-}
-
-fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .cookie_store(true)
-        .timeout(Duration::from_secs(20))
-        .build()
-        .unwrap()
-}
-
-async fn post(
-    client: &reqwest::Client,
-    url: String,
-    body: Value,
-    key: Option<&str>,
-) -> Option<(u16, Value)> {
-    let mut request = client
-        .post(url)
-        .header("x-requested-with", "tresor")
-        .json(&body);
-    if let Some(key) = key {
-        request = request.header("idempotency-key", key);
-    }
-    let response = request.send().await.ok()?;
-    let status = response.status().as_u16();
-    Some((status, response.json().await.ok()?))
-}
 
 async fn survives_a_kill(backend: Backend) {
     let Some(db) = TestDb::new(backend).await else {
         return;
     };
+    // Sixteen players on one address buy as fast as they can.
     let port = free_port();
-    let base = format!("http://127.0.0.1:{port}");
-    let mut server = start_server(&db, port);
-    wait_healthy(&base).await;
+    let server = Server::start(&db, port, &unthrottled_flags()).await;
+    let base = server.base.clone();
 
     const PLAYERS: usize = 16;
     let mut clients = Vec::new();
     for p in 0..PLAYERS {
-        let client = client();
-        let body = json!({
-            "username": format!("player{p}"), "password": "a long password", "adult": true, "accept_rules": true,
-            "deposit_limit_cents": 1_000_000, "stake_limit_cents": 1_000_000,
-        });
-        assert_eq!(
-            post(&client, format!("{base}/api/register"), body, None)
-                .await
-                .unwrap()
-                .0,
-            201
-        );
-        let deposit = json!({"amount_cents": 100_000});
-        assert_eq!(
-            post(&client, format!("{base}/api/demo/deposit"), deposit, None)
-                .await
-                .unwrap()
-                .0,
-            200
-        );
+        let client = cookie_client();
+        register_and_deposit(&client, &base, &format!("player{p}"), 100_000).await;
         clients.push(client);
     }
 
@@ -139,8 +48,8 @@ async fn survives_a_kill(backend: Backend) {
                 attempted.push(key.clone());
                 match post(
                     &client,
-                    format!("{base}/api/plays"),
-                    json!({"stake_cents": 50}),
+                    &format!("{base}/api/plays"),
+                    &json!({"stake_cents": 50}),
                     Some(&key),
                 )
                 .await
@@ -156,8 +65,7 @@ async fn survives_a_kill(backend: Backend) {
         }));
     }
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    server.kill().expect("SIGKILL the server");
-    server.wait().unwrap();
+    server.kill();
     let mut results = Vec::new();
     for task in tasks {
         results.push(task.await.unwrap());
@@ -168,19 +76,11 @@ async fn survives_a_kill(backend: Backend) {
         "purchases were made before the kill ({acknowledged})"
     );
 
-    let mut server = start_server(&db, port);
-    wait_healthy(&base).await;
+    let server = Server::start(&db, port, &unthrottled_flags()).await;
     for (client, (acknowledged, attempted)) in clients.iter().zip(&results) {
         // Sessions live in the database: the same cookie still works.
         for (_, id, unit) in acknowledged {
-            let play: Value = client
-                .get(format!("{base}/api/plays/{id}"))
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
+            let play = get_json(client, &format!("{base}/api/plays/{id}")).await;
             assert_eq!(&play["unit"], unit, "acknowledged play {id} survived");
         }
         // Retrying every attempted key, acknowledged or not, debits nothing twice.
@@ -191,8 +91,8 @@ async fn survives_a_kill(backend: Backend) {
         for key in attempted {
             let (status, play) = post(
                 client,
-                format!("{base}/api/plays"),
-                json!({"stake_cents": 50}),
+                &format!("{base}/api/plays"),
+                &json!({"stake_cents": 50}),
                 Some(key),
             )
             .await
@@ -207,8 +107,7 @@ async fn survives_a_kill(backend: Backend) {
             }
         }
     }
-    server.kill().unwrap();
-    server.wait().unwrap();
+    server.kill();
     let store = Db::connect(&db.url).await.unwrap();
     assert_ledger_balances(&store).await;
     let plays: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM plays")
@@ -235,7 +134,7 @@ async fn sells_a_whole_block(backend: Backend) {
         return;
     };
     let store = Db::connect(&db.url).await.unwrap();
-    let clock = Arc::new(ManualClock::new(helpers::now_ms()));
+    let clock = Arc::new(ManualClock::new(common::now_ms()));
     let service = Service::new(store, clock.clone(), Settings::default());
     let stake = Stake::try_from(200).unwrap();
     service

@@ -5,95 +5,38 @@
 //! acknowledged play is in its player's history, each server sells from its
 //! own block, and the game trail verifies.
 
-#[path = "api/helpers.rs"]
-#[expect(dead_code, reason = "the API tests use the rest of the helpers")]
-mod helpers;
+mod common;
 
-use helpers::{Backend, TestDb, assert_ledger_balances};
+use common::{
+    Server, TestDb, assert_ledger_balances, cookie_client, free_port, get_json, post,
+    register_and_deposit, unthrottled_flags,
+};
 use serde_json::{Value, json};
 use std::collections::{BTreeSet, HashMap};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
-use tresor::store::Db;
+use tresor::store::{Backend, Db};
 
 const PLAYERS: usize = 24;
 const LOAD: Duration = Duration::from_secs(5);
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// `tresor serve` on `db`, unthrottled, numbering its blocks from `block_offset`.
+async fn start_server(db: &TestDb, block_offset: u32) -> Server {
+    let mut flags = vec!["--block-offset".to_owned(), block_offset.to_string()];
+    flags.extend(unthrottled_flags());
+    Server::start(db, free_port(), &flags).await
 }
 
-/// Flags that lift the per-address throttles, for those this binary has:
-/// every simulated player comes from 127.0.0.1.
-fn unthrottled() -> Vec<String> {
-    let help = Command::new(env!("CARGO_BIN_EXE_tresor"))
-        .args(["serve", "--help"])
-        .output()
-        .unwrap();
-    let help = String::from_utf8_lossy(&help.stdout).into_owned();
-    [
-        "--purchases-per-minute-per-player",
-        "--purchases-per-minute-per-address",
-        "--registrations-per-hour-per-address",
-        "--logins-per-minute-per-address",
-    ]
-    .into_iter()
-    .filter(|flag| help.contains(flag))
-    .flat_map(|flag| [flag.to_owned(), "1000000".to_owned()])
-    .collect()
-}
-
-fn start_server(db: &TestDb, port: u16, block_offset: u32) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_tresor"))
-        .args([
-            "serve",
-            "--demo",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--database-url",
-            &db.url,
-        ])
-        .args(["--block-offset", &block_offset.to_string()])
-        .args(unthrottled())
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("start tresor serve")
-}
-
-async fn wait_healthy(base: &str) {
-    for _ in 0..400 {
-        if reqwest::get(format!("{base}/healthz"))
-            .await
-            .is_ok_and(|r| r.status().is_success())
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the server at {base} did not start");
-}
-
-async fn post(
+/// POSTs to a server that must answer with JSON.
+async fn post_ok(
     client: &reqwest::Client,
-    url: String,
-    body: Value,
+    url: &str,
+    body: &Value,
     key: Option<&str>,
 ) -> (u16, Value) {
-    let mut request = client
-        .post(url)
-        .header("x-requested-with", "tresor")
-        .json(&body);
-    if let Some(key) = key {
-        request = request.header("idempotency-key", key);
-    }
-    let response = request.send().await.expect("the server answers");
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
+    post(client, url, body, key)
+        .await
+        .unwrap_or_else(|| panic!("{url} answers with JSON"))
 }
 
 /// What one player saw: each acknowledged play with its unit, and whether it
@@ -109,40 +52,15 @@ async fn two_servers_on_one_postgres_sell_each_unit_once_and_keep_every_account_
         return;
     };
     // The first server creates the demo emission; the second finds it.
-    let ports = [free_port(), free_port()];
-    let bases: Vec<String> = ports
-        .iter()
-        .map(|port| format!("http://127.0.0.1:{port}"))
-        .collect();
-    let mut servers = vec![start_server(&db, ports[0], 0)];
-    wait_healthy(&bases[0]).await;
-    servers.push(start_server(&db, ports[1], 1));
-    wait_healthy(&bases[1]).await;
+    let servers = vec![start_server(&db, 0).await, start_server(&db, 1).await];
+    let bases: Vec<String> = servers.iter().map(|server| server.base.clone()).collect();
 
     // Players register on one server or the other; every third one plays on
     // both (cookies are per host, not per port, so its session goes along).
     let mut clients = Vec::new();
     for p in 0..PLAYERS {
-        let client = reqwest::Client::builder()
-            .cookie_store(true)
-            .timeout(Duration::from_secs(30))
-            .build()
-            .unwrap();
-        let home = &bases[p % 2];
-        let body = json!({
-            "username": format!("player{p}"), "password": "a long password", "adult": true, "accept_rules": true,
-            "deposit_limit_cents": 1_000_000, "stake_limit_cents": 1_000_000,
-        });
-        let (status, body) = post(&client, format!("{home}/api/register"), body, None).await;
-        assert_eq!(status, 201, "{body}");
-        let (status, body) = post(
-            &client,
-            format!("{home}/api/demo/deposit"),
-            json!({"amount_cents": 20_000}),
-            None,
-        )
-        .await;
-        assert_eq!(status, 200, "{body}");
+        let client = cookie_client();
+        register_and_deposit(&client, &bases[p % 2], &format!("player{p}"), 20_000).await;
         clients.push(client);
     }
 
@@ -162,10 +80,10 @@ async fn two_servers_on_one_postgres_sell_each_unit_once_and_keep_every_account_
                     &bases[p % 2]
                 };
                 let key = format!("p{p}-n{n}");
-                let (status, play) = post(
+                let (status, play) = post_ok(
                     &client,
-                    format!("{server}/api/plays"),
-                    json!({"stake_cents": 50}),
+                    &format!("{server}/api/plays"),
+                    &json!({"stake_cents": 50}),
                     Some(&key),
                 )
                 .await;
@@ -189,10 +107,10 @@ async fn two_servers_on_one_postgres_sell_each_unit_once_and_keep_every_account_
                         } else {
                             server
                         };
-                        let (status, body) = post(
+                        let (status, body) = post_ok(
                             &client,
-                            format!("{server}/api/plays/{id}/throws"),
-                            json!({}),
+                            &format!("{server}/api/plays/{id}/throws"),
+                            &json!({}),
                             None,
                         )
                         .await;
@@ -221,14 +139,11 @@ async fn two_servers_on_one_postgres_sell_each_unit_once_and_keep_every_account_
         let mut cursor = String::new();
         loop {
             let base = &bases[(p + listed.len()) % 2];
-            let page: Value = client
-                .get(format!("{base}/api/plays?limit=100&cursor={cursor}"))
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
+            let page = get_json(
+                client,
+                &format!("{base}/api/plays?limit=100&cursor={cursor}"),
+            )
+            .await;
             for play in page["plays"].as_array().unwrap() {
                 listed.insert(play["id"].as_i64().unwrap());
             }
@@ -244,9 +159,8 @@ async fn two_servers_on_one_postgres_sell_each_unit_once_and_keep_every_account_
         );
     }
 
-    for mut server in servers {
-        server.kill().unwrap();
-        server.wait().unwrap();
+    for server in servers {
+        server.kill();
     }
     let store = Db::connect(&db.url).await.unwrap();
     let pool = &store.pool;

@@ -6,27 +6,30 @@
 mod common;
 
 use axum::http::StatusCode;
-use common::{Api, TestDb, describe, player};
+use common::{Api, TestDb, describe, player, purchase};
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use tresor::service::{IdempotencyKey, Purchase, Service, rfc3339};
+use tresor::service::{Service, rfc3339};
 use tresor::store::Backend;
 use tresor::trail;
 use tresor_game::{BlockSecret, LEVELS, Level, Stake, UNITS_PER_BLOCK, block_outcomes};
 
-fn purchase(stake_cents: i64, key: &str) -> Purchase {
-    Purchase {
-        stake: Stake::try_from(stake_cents).expect("a stake"),
-        idempotency_key: IdempotencyKey::parse(key).expect("a key"),
-    }
+/// The ids of the blocks, in the service's order.
+async fn block_ids(service: &Service) -> Vec<i64> {
+    service
+        .blocks()
+        .await
+        .expect("blocks")
+        .iter()
+        .map(|b| b.id)
+        .collect()
 }
 
 /// Runs `tresor report --format json` and parses it.
 fn report_json(db: &TestDb, extra: &[&str]) -> Value {
     let mut args = vec!["report", "--format", "json"];
     args.extend_from_slice(extra);
-    let output = db.tresor(&args);
-    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let output = db.tresor_ok(&args);
     serde_json::from_slice(&output.stdout).expect("the report is JSON")
 }
 
@@ -168,12 +171,10 @@ async fn report_figures_equal_the_ledger_summed_independently(db: &TestDb) {
     assert_eq!(balances, 0, "all balances sum to zero");
 
     // The other formats say the same.
-    let output = db.tresor(&["report", "--format", "csv"]);
-    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    let output = db.tresor_ok(&["report", "--format", "csv"]);
     let csv = String::from_utf8_lossy(&output.stdout);
     assert_eq!(csv.lines().count(), 1 + 3 * 2 + 1, "{csv}");
-    let output = db.tresor(&["report"]);
-    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    db.tresor_ok(&["report"]);
     let output = db.tresor(&["report", "--emission", "99"]);
     assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
 }
@@ -380,13 +381,7 @@ async fn a_suspended_block_is_not_sold_and_sales_go_on_from_another_block(db: &T
         .create_emission("Test", &[Stake::ALL[1]], 2)
         .await
         .expect("create an emission");
-    let ids: Vec<i64> = service
-        .blocks()
-        .await
-        .expect("blocks")
-        .iter()
-        .map(|b| b.id)
-        .collect();
+    let ids = block_ids(&service).await;
     let (first, second) = (ids[0], ids[1]);
     let api = Api::new(&service);
     let cookie = api.register("alice").await;
@@ -395,20 +390,10 @@ async fn a_suspended_block_is_not_sold_and_sales_go_on_from_another_block(db: &T
     let buy = |key: &'static str| {
         let api = api.clone();
         let cookie = cookie.clone();
-        async move {
-            api.call(
-                "POST",
-                "/api/plays",
-                Some(json!({"stake_cents": 100})),
-                Some(&cookie),
-                Some(key),
-            )
-            .await
-        }
+        async move { api.buy(&cookie, 100, key).await }
     };
 
-    let out = db.tresor(&["block", "suspend", &first.to_string()]);
-    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    db.tresor_ok(&["block", "suspend", &first.to_string()]);
     let answer = buy("k1").await;
     assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.text);
     assert_eq!(
@@ -417,8 +402,7 @@ async fn a_suspended_block_is_not_sold_and_sales_go_on_from_another_block(db: &T
         "sold from the other block"
     );
 
-    let out = db.tresor(&["block", "suspend", &second.to_string()]);
-    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    db.tresor_ok(&["block", "suspend", &second.to_string()]);
     let answer = buy("k2").await;
     assert_eq!(answer.status, StatusCode::CONFLICT, "{}", answer.text);
     assert_eq!(answer.body["error"]["code"], "sold_out");
@@ -449,8 +433,7 @@ async fn a_suspended_block_is_not_sold_and_sales_go_on_from_another_block(db: &T
         assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
     }
 
-    let out = db.tresor(&["block", "resume", &first.to_string()]);
-    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    db.tresor_ok(&["block", "resume", &first.to_string()]);
     let answer = buy("k3").await;
     assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.text);
     assert_eq!(answer.body["unit"]["block"], json!(first));
@@ -492,20 +475,11 @@ async fn purchases_before_the_sales_opening_are_refused_with_sales_closed(db: &T
     service.credit(&alice, 10_000).await.expect("credit");
 
     let opening = rfc3339(common::START_MS + 600_000);
-    let out = db.tresor(&["sales", "open-at", &opening]);
-    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    db.tresor_ok(&["sales", "open-at", &opening]);
     let status = api.get("/api/status").await;
     assert_eq!(status.body["sales_open"], json!(false), "{}", status.text);
     assert_eq!(status.body["opens_at"], json!(opening));
-    let answer = api
-        .call(
-            "POST",
-            "/api/plays",
-            Some(json!({"stake_cents": 50})),
-            Some(&cookie),
-            Some("a"),
-        )
-        .await;
+    let answer = api.buy(&cookie, 50, "a").await;
     assert_eq!(answer.status, StatusCode::FORBIDDEN, "{}", answer.text);
     assert_eq!(answer.body["error"]["code"], "sales_closed");
     assert_eq!(
@@ -519,26 +493,16 @@ async fn purchases_before_the_sales_opening_are_refused_with_sales_closed(db: &T
     // At the opening time, sales open by themselves.
     clock.advance_ms(600_000);
     assert_eq!(api.get("/api/status").await.body["sales_open"], json!(true));
-    let answer = api
-        .call(
-            "POST",
-            "/api/plays",
-            Some(json!({"stake_cents": 50})),
-            Some(&cookie),
-            Some("b"),
-        )
-        .await;
+    let answer = api.buy(&cookie, 50, "b").await;
     assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.text);
 
     // Set far ahead then cleared: open again.
-    let out = db.tresor(&["sales", "open-at", "2099-01-01T00:00:00+01:00"]);
-    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    db.tresor_ok(&["sales", "open-at", "2099-01-01T00:00:00+01:00"]);
     assert_eq!(
         api.get("/api/status").await.body["sales_open"],
         json!(false)
     );
-    let out = db.tresor(&["sales", "open-at", "--clear"]);
-    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    db.tresor_ok(&["sales", "open-at", "--clear"]);
     let status = api.get("/api/status").await;
     assert_eq!(status.body["sales_open"], json!(true));
     assert_eq!(status.body["opens_at"], Value::Null);
@@ -560,11 +524,9 @@ async fn an_announcement_is_shown_by_the_status_api_until_cleared(db: &TestDb) {
     let api = Api::new(&service);
     assert_eq!(api.get("/api/status").await.body["message"], Value::Null);
     let text = "Maintenance ce soir à 22 h — « L'Ile au Trésor » revient demain";
-    let out = db.tresor(&["announce", text]);
-    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    db.tresor_ok(&["announce", text]);
     assert_eq!(api.get("/api/status").await.body["message"], json!(text));
-    let out = db.tresor(&["announce", "--clear"]);
-    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    db.tresor_ok(&["announce", "--clear"]);
     assert_eq!(api.get("/api/status").await.body["message"], Value::Null);
     for args in [&["announce"][..], &["announce", "   "][..]] {
         let out = db.tresor(args);
@@ -585,13 +547,7 @@ async fn the_public_block_list_never_shows_the_secret_of_a_block_on_sale(db: &Te
         .create_emission("Test", &Stake::ALL, 2)
         .await
         .expect("create an emission");
-    let ids: Vec<i64> = service
-        .blocks()
-        .await
-        .expect("blocks")
-        .iter()
-        .map(|b| b.id)
-        .collect();
+    let ids = block_ids(&service).await;
     service.suspend_block(ids[1]).await.expect("suspend");
     let alice = player(&service, "alice").await;
     service.credit(&alice, 1_000).await.expect("credit");
@@ -619,8 +575,7 @@ async fn the_public_block_list_never_shows_the_secret_of_a_block_on_sale(db: &Te
         assert_eq!(block["secret"], Value::Null, "{block}");
     }
     // Nor does the trail or its export hold any secret.
-    let out = db.tresor(&["audit", "export"]);
-    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let out = db.tresor_ok(&["audit", "export"]);
     let export = String::from_utf8_lossy(&out.stdout);
     assert!(export.lines().count() >= 5, "{export}");
     for secret in &secrets {
@@ -632,8 +587,7 @@ async fn the_public_block_list_never_shows_the_secret_of_a_block_on_sale(db: &Te
 
     // Closing the emission publishes every secret, each matching its
     // commitment.
-    let out = db.tresor(&["emission", "close", &emission.to_string()]);
-    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    db.tresor_ok(&["emission", "close", &emission.to_string()]);
     let answer = api.get("/api/blocks").await;
     for block in answer.body["blocks"].as_array().expect("blocks") {
         let secret = block["secret"].as_str().expect("published");
@@ -662,8 +616,7 @@ async fn audit_export_writes_json_lines_within_the_window(db: &TestDb) {
         .expect("announce");
     let from = rfc3339(common::START_MS + 30_000);
     let to = rfc3339(common::START_MS + 90_000);
-    let out = db.tresor(&["audit", "export", "--from", &from, "--to", &to]);
-    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    let out = db.tresor_ok(&["audit", "export", "--from", &from, "--to", &to]);
     let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).expect("a JSON line"))

@@ -2,14 +2,9 @@
 //! 7-day caps on deposits and stakes, self-exclusion, session expiry,
 //! throttles, cross-site refusals and the security headers.
 
-#[path = "api/helpers.rs"]
-#[expect(
-    dead_code,
-    reason = "each test binary uses a different part of the helpers"
-)]
-mod helpers;
+mod common;
 
-use helpers::{Backend, TestApp};
+use common::TestApp;
 use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
@@ -23,42 +18,12 @@ const MINUTE_MS: i64 = 60 * 1000;
 const HOUR_MS: i64 = 60 * MINUTE_MS;
 const DAY_MS: i64 = 24 * HOUR_MS;
 
-/// Like `on_both!`, on a server with the given settings.
-macro_rules! on_both_with {
-    ($name:ident, $settings:expr, |$app:ident| $body:block) => {
-        mod $name {
-            #[allow(unused_imports)]
-            use super::*;
-
-            async fn run($app: TestApp) $body
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn on_sqlite() {
-                if let Some(app) = TestApp::spawn_with(Backend::Sqlite, $settings).await {
-                    run(app).await;
-                }
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn on_postgres() {
-                if let Some(app) = TestApp::spawn_with(Backend::Postgres, $settings).await {
-                    run(app).await;
-                }
-            }
-        }
-    };
-}
-
 /// Settings with no throttle but the ones a test sets.
 fn throttled(rate_limits: RateLimits) -> Settings {
     Settings {
         rate_limits,
         ..Settings::default()
     }
-}
-
-fn unthrottled() -> Settings {
-    throttled(RateLimits::unthrottled())
 }
 
 async fn register_with_limits(
@@ -127,9 +92,8 @@ async fn trail_actions(app: &TestApp, action: &str) -> Vec<(String, String)> {
 
 // -- Caps -------------------------------------------------------------------
 
-on_both_with!(
+on_both!(
     a_stake_cap_refuses_the_purchase_that_would_pass_it_and_accepts_the_one_that_fits,
-    unthrottled(),
     |app| {
         let me = register_with_limits(&app, "ana", 50_000, 250).await;
         assert_eq!(me["limits"]["stake"]["limit_cents"], 250);
@@ -173,9 +137,8 @@ on_both_with!(
     }
 );
 
-on_both_with!(
+on_both!(
     a_deposit_cap_refuses_the_deposit_that_would_pass_it_and_counts_the_operators_credits,
-    unthrottled(),
     |app| {
         register_with_limits(&app, "ana", 1_000, 50_000).await;
         assert_eq!(app.deposit(600).await.0, StatusCode::OK);
@@ -215,9 +178,8 @@ on_both_with!(
     }
 );
 
-on_both_with!(
+on_both!(
     caps_out_of_range_are_refused_at_registration_and_absent_ones_are_the_defaults,
-    unthrottled(),
     |app| {
         for (deposit, stake, field) in [
             (0, 100, "deposit_limit_cents"),
@@ -249,9 +211,8 @@ on_both_with!(
     }
 );
 
-on_both_with!(
+on_both!(
     a_raised_cap_applies_only_after_48_hours_and_a_lowered_one_at_once,
-    unthrottled(),
     |app| {
         register_with_limits(&app, "ana", 50_000, 500).await;
         app.deposit(5_000).await;
@@ -315,9 +276,8 @@ on_both_with!(
 
 // -- Exclusion --------------------------------------------------------------
 
-on_both_with!(
+on_both!(
     self_exclusion_ends_every_session_and_refuses_play_deposits_and_login,
-    unthrottled(),
     |app| {
         app.player("ana", 1_000).await;
         let other_browser = app.another_client();
@@ -394,9 +354,8 @@ on_both_with!(
     }
 );
 
-on_both_with!(
+on_both!(
     an_exclusion_cannot_be_shortened_and_the_operator_can_exclude_from_the_command_line,
-    unthrottled(),
     |app| {
         app.player("ana", 0).await;
         let db_args: Vec<String> = if app.db.url.starts_with("sqlite:") {
@@ -482,9 +441,8 @@ on_both_with!(
 
 // -- Sessions ---------------------------------------------------------------
 
-on_both_with!(
+on_both!(
     a_session_expires_after_30_idle_minutes_and_after_12_hours_in_all,
-    unthrottled(),
     |app| {
         app.register("ana").await;
         app.clock.advance_ms(31 * MINUTE_MS);
@@ -513,9 +471,8 @@ on_both_with!(
     }
 );
 
-on_both_with!(
+on_both!(
     a_login_opens_a_new_session_and_ends_the_one_the_browser_had,
-    unthrottled(),
     |app| {
         let body = json!({"username": "ana", "password": "a long password", "adult": true, "accept_rules": true});
         let csrf = ("x-requested-with", "tresor");
@@ -594,7 +551,7 @@ on_both_with!(
 
 // -- Throttles --------------------------------------------------------------
 
-on_both_with!(
+on_both!(
     failed_logins_on_one_account_are_throttled_with_retry_after,
     throttled(RateLimits {
         failed_logins_per_hour_per_account: 5,
@@ -637,7 +594,7 @@ on_both_with!(
     }
 );
 
-on_both_with!(
+on_both!(
     logins_and_registrations_from_one_address_are_throttled,
     throttled(RateLimits {
         logins_per_minute_per_address: 3,
@@ -674,7 +631,7 @@ on_both_with!(
     }
 );
 
-on_both_with!(
+on_both!(
     purchases_from_one_player_are_throttled_with_retry_after,
     throttled(RateLimits {
         purchases_per_minute_per_player: 3,
@@ -706,9 +663,8 @@ on_both_with!(
 
 // -- The web side -----------------------------------------------------------
 
-on_both_with!(
+on_both!(
     a_cross_site_post_is_refused_with_or_without_the_csrf_proof,
-    unthrottled(),
     |app| {
         let body = || {
             Some(
@@ -755,9 +711,8 @@ on_both_with!(
     }
 );
 
-on_both_with!(
+on_both!(
     the_security_headers_are_on_the_page_and_on_api_responses,
-    unthrottled(),
     |app| {
         for path in ["/", "/api/status", "/api/me"] {
             let (_, headers, _) = raw(&app, reqwest::Method::GET, path, None, &[]).await;

@@ -1,7 +1,8 @@
 //! API tests: every endpoint, its success and its refusals, on SQLite and on
 //! PostgreSQL alike. A refused request must change nothing.
 
-mod helpers;
+#[path = "../common/mod.rs"]
+mod common;
 mod plays;
 
 use reqwest::StatusCode;

@@ -1,11 +1,12 @@
 //! Buying units, throwing, settling, the history, and plays under concurrency.
 
-use crate::helpers::{TestApp, assert_ledger_balances};
+use crate::common::{TestApp, assert_ledger_balances};
 use crate::on_both;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::collections::HashSet;
 use tresor::service::Clock;
+use tresor::store::Backend;
 use tresor_game::{Content, Symbol, evaluate};
 
 fn revealed(play: &Value) -> Vec<Symbol> {
@@ -17,6 +18,16 @@ fn revealed(play: &Value) -> Vec<Symbol> {
         }
     }
     symbols
+}
+
+/// The ids of the plays on a page of the history, in its order.
+fn ids_in(page: &Value) -> Vec<i64> {
+    page["plays"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_i64().unwrap())
+        .collect()
 }
 
 on_both!(
@@ -294,22 +305,10 @@ on_both!(the_history_pages_newest_first_with_a_cursor, |app| {
         ids.push(play["id"].as_i64().unwrap());
     }
     let (_, page) = app.history("?limit=2").await;
-    let got: Vec<i64> = page["plays"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["id"].as_i64().unwrap())
-        .collect();
-    assert_eq!(got, vec![ids[4], ids[3]]);
+    assert_eq!(ids_in(&page), vec![ids[4], ids[3]]);
     let cursor = page["next_cursor"].as_str().unwrap().to_owned();
     let (_, page) = app.history(&format!("?limit=2&cursor={cursor}")).await;
-    let got: Vec<i64> = page["plays"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["id"].as_i64().unwrap())
-        .collect();
-    assert_eq!(got, vec![ids[2], ids[1]]);
+    assert_eq!(ids_in(&page), vec![ids[2], ids[1]]);
     let cursor = page["next_cursor"].as_str().unwrap().to_owned();
     let (_, page) = app.history(&format!("?limit=2&cursor={cursor}")).await;
     assert_eq!(page["plays"].as_array().unwrap().len(), 1);
@@ -327,14 +326,14 @@ on_both!(the_history_pages_newest_first_with_a_cursor, |app| {
 /// mid-way (settled by their next purchase or later by the settler).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_players_never_share_a_unit_and_the_ledger_balances_on_sqlite() {
-    if let Some(app) = TestApp::spawn(crate::helpers::Backend::Sqlite).await {
+    if let Some(app) = TestApp::spawn(Backend::Sqlite).await {
         concurrent_players(app).await;
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_players_never_share_a_unit_and_the_ledger_balances_on_postgres() {
-    if let Some(app) = TestApp::spawn(crate::helpers::Backend::Postgres).await {
+    if let Some(app) = TestApp::spawn(Backend::Postgres).await {
         concurrent_players(app).await;
     }
 }
@@ -362,12 +361,7 @@ async fn concurrent_players(app: TestApp) {
                 }
             }
             let (_, history) = client.history("?limit=100").await;
-            let listed: HashSet<i64> = history["plays"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|p| p["id"].as_i64().unwrap())
-                .collect();
+            let listed: HashSet<i64> = ids_in(&history).into_iter().collect();
             assert_eq!(
                 listed,
                 ids.iter().copied().collect(),

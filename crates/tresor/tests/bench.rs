@@ -1,0 +1,71 @@
+//! `tresor bench` end to end, briefly: it spawns its own servers, loads them
+//! over HTTP and reports each run beside its baselines. It measures; this
+//! test checks only that it runs and reports, never how fast.
+
+use std::process::Command;
+
+#[test]
+fn a_short_bench_reports_purchases_beside_its_baselines() {
+    let output = Command::new(env!("CARGO_BIN_EXE_tresor"))
+        .args(["bench", "--spawn", "--baselines", "--mix", "games"])
+        .args([
+            "--concurrency",
+            "2",
+            "--duration",
+            "1",
+            "--warmup",
+            "0",
+            "--extra-blocks",
+            "0",
+        ])
+        .env("RUST_LOG", "error")
+        .output()
+        .expect("run tresor bench");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for expected in [
+        "/healthz (HTTP ceiling)",
+        "SQLite, group commit",
+        "SQLite, one transaction per job",
+        "games/s",
+        "POST /api/plays ",
+        "POST /api/plays/{id}/throws",
+        "server memory: VmRSS",
+        "group commit:",
+    ] {
+        assert!(
+            stdout.contains(expected),
+            "the report names {expected:?}:\n{stdout}"
+        );
+    }
+    // Each SQLite run really bought units: its purchase line counts some.
+    let purchases: Vec<u64> = stdout
+        .lines()
+        .filter(|line| line.trim_start().starts_with("POST /api/plays "))
+        .map(|line| {
+            let count = line
+                .split_whitespace()
+                .find_map(|word| word.strip_prefix("n="))
+                .unwrap_or_else(|| panic!("a request count in {line:?}"));
+            count.parse().expect("a number of requests")
+        })
+        .collect();
+    assert_eq!(purchases.len(), 2, "one purchase line a run:\n{stdout}");
+    assert!(
+        purchases.iter().all(|&n| n > 0),
+        "every run made purchases:\n{stdout}"
+    );
+}
+
+#[test]
+fn bench_needs_a_server_or_spawn() {
+    let output = Command::new(env!("CARGO_BIN_EXE_tresor"))
+        .args(["bench"])
+        .output()
+        .expect("run tresor bench");
+    assert_eq!(output.status.code(), Some(2), "a usage error");
+}
