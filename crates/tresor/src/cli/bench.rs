@@ -295,7 +295,7 @@ async fn timed(request: reqwest::RequestBuilder) -> (Option<(u16, Bytes)>, Insta
 
 async fn play_loop(
     base: Arc<str>,
-    player: Player,
+    mut player: Player,
     index: usize,
     mix: Mix,
     stake_cents: i64,
@@ -350,6 +350,18 @@ async fn play_loop(
                 // Out of money: top up (not measured) and go on.
                 if deposit(&base, &player).await.is_err() {
                     tally.errors += 1;
+                }
+                continue;
+            }
+            Some((403, body)) if body.windows(19).any(|w| w == b"stake_limit_reached") => {
+                // A fast player reaches the highest 7-day stake cap in
+                // seconds: go on as a new player (registration not measured).
+                let nanos = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.subsec_nanos());
+                match register(&base, &format!("c{nanos:x}i{index}n{n}")).await {
+                    Ok(fresh) => player = fresh,
+                    Err(_) => tally.errors += 1,
                 }
                 continue;
             }
