@@ -629,7 +629,7 @@ impl Store {
 /// Flags that lift the per-player and per-address throttles, for those this
 /// binary has: every simulated player comes from 127.0.0.1 and buys as fast
 /// as it can, which is the point of a load test and nothing a player does.
-fn unthrottled(exe: &std::path::Path) -> Vec<String> {
+pub fn unthrottled(exe: &std::path::Path) -> Vec<String> {
     let help = Command::new(exe)
         .args(["serve", "--help"])
         .output()

@@ -670,24 +670,10 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// Flags that lift the per-address throttles, for those this binary has:
-/// every simulated player comes from 127.0.0.1.
+/// Flags that lift the per-player and per-address throttles, for those this
+/// binary has: every simulated player comes from 127.0.0.1.
 pub fn unthrottled_flags() -> Vec<String> {
-    let help = Command::new(env!("CARGO_BIN_EXE_tresor"))
-        .args(["serve", "--help"])
-        .output()
-        .expect("run tresor serve --help");
-    let help = String::from_utf8_lossy(&help.stdout).into_owned();
-    [
-        "--purchases-per-minute-per-player",
-        "--purchases-per-minute-per-address",
-        "--registrations-per-hour-per-address",
-        "--logins-per-minute-per-address",
-    ]
-    .into_iter()
-    .filter(|flag| help.contains(flag))
-    .flat_map(|flag| [flag.to_owned(), "1000000".to_owned()])
-    .collect()
+    tresor::cli::bench::unthrottled(std::path::Path::new(env!("CARGO_BIN_EXE_tresor")))
 }
 
 /// A real `tresor serve --demo` process, killed when dropped (pass or fail).
