@@ -1,6 +1,8 @@
 //! Tresor: the game server, its storage, the web page and the operator's
 //! commands, around the pure rules of `tresor_game`.
 
+pub mod batch;
+pub mod blocks;
 pub mod cli;
 pub mod error;
 pub mod http;
@@ -10,3 +12,4 @@ pub mod report;
 pub mod service;
 pub mod store;
 pub mod trail;
+pub mod writer;

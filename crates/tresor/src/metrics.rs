@@ -1,7 +1,7 @@
 //! Prometheus metrics: purchases, throws, wins paid, request latency and the
 //! writer's batch sizes, rendered by `GET /metrics`.
 
-use crate::store::WriterStats;
+use crate::writer::WriterStats;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -53,13 +53,23 @@ impl Metrics {
         );
         registry.register(
             "writer_batch_size",
-            "Jobs committed per batch",
+            "Requests per committed batch",
             writer.batch_size.clone(),
         );
         registry.register(
             "writer_batch_retries",
-            "Batches retried job by job",
+            "Batches that failed before committing and ran again request by request",
             writer.batch_retries.clone(),
+        );
+        registry.register(
+            "writer_dropped",
+            "Requests dropped before running because their caller was gone",
+            writer.dropped.clone(),
+        );
+        registry.register(
+            "writer_commits_resolved",
+            "COMMITs whose answer was lost and that were found committed",
+            writer.commits_resolved.clone(),
         );
         Metrics {
             registry,

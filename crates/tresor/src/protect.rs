@@ -472,11 +472,108 @@ pub(crate) async fn check_movement(
     )
     .bind(player.id)
     .bind(kind.as_str())
-    .bind(now_ms - now_ms.rem_euclid(HOUR_MS))
+    .bind(hour_of(now_ms))
     .bind(amount_cents)
     .execute(&mut *conn)
     .await?;
     Ok(())
+}
+
+/// The hour a movement at `now_ms` is counted in.
+pub(crate) fn hour_of(now_ms: i64) -> i64 {
+    now_ms - now_ms.rem_euclid(HOUR_MS)
+}
+
+/// What a batch of purchases needs to check one player's stakes against
+/// the cap, read for all the batch's buyers at once
+/// ([`stake_allowances`]) and then moved in memory as the batch decides.
+#[derive(Debug, Clone)]
+pub(crate) struct StakeAllowance {
+    stake: Cap,
+    excluded_until_ms: Option<i64>,
+    used_cents: i64,
+    oldest_hour_ms: Option<i64>,
+}
+
+impl Default for StakeAllowance {
+    /// A player with no protections row: the defaults, as [`load`] reads it.
+    fn default() -> Self {
+        StakeAllowance {
+            stake: Cap {
+                limit_cents: Limits::default().stake.cents(),
+                pending: None,
+            },
+            excluded_until_ms: None,
+            used_cents: 0,
+            oldest_hour_ms: None,
+        }
+    }
+}
+
+impl StakeAllowance {
+    /// Refuses a stake that an exclusion forbids or that would pass the
+    /// cap, with the same refusals as [`check_movement`].
+    pub(crate) fn check(&self, amount_cents: i64, now_ms: i64) -> Result<(), Error> {
+        if let Some(until_ms) = self.excluded_until_ms.filter(|&t| t > now_ms) {
+            return Err(Error::Excluded { until_ms });
+        }
+        let limit_cents = self.stake.settled(now_ms).limit_cents;
+        if self.used_cents + amount_cents > limit_cents {
+            return Err(Error::LimitReached {
+                kind: LimitKind::Stake,
+                amount_cents,
+                limit_cents,
+                left_cents: (limit_cents - self.used_cents).max(0),
+                resets_at_ms: self.oldest_hour_ms.map(|h| h + HOUR_MS + WINDOW_MS),
+            });
+        }
+        Ok(())
+    }
+
+    /// Counts a stake the batch accepted.
+    pub(crate) fn count(&mut self, amount_cents: i64, now_ms: i64) {
+        self.used_cents += amount_cents;
+        self.oldest_hour_ms.get_or_insert(hour_of(now_ms));
+    }
+}
+
+/// The stake allowances of `players` in the window that ends at `now_ms`
+/// (the batch's earliest time: a later command may count an hour that has
+/// just left its window, erring on the player's side, as [`used`] does).
+pub(crate) async fn stake_allowances(
+    conn: &mut Conn,
+    sqlite: bool,
+    players: &[i64],
+    now_ms: i64,
+) -> Result<std::collections::HashMap<i64, StakeAllowance>, Error> {
+    let table = sql::json_rows(sqlite, 1, &[("id", sql::ColumnType::Int)]);
+    let rows = sql::query(&format!(
+        "SELECT d.id, p.stake_limit_cents, p.stake_pending_cents, p.stake_pending_at_ms,          p.excluded_until_ms,          (SELECT CAST(COALESCE(SUM(m.amount_cents), 0) AS BIGINT) FROM movement_hours m           WHERE m.player_id = d.id AND m.kind = 'stake' AND m.hour_ms > $2) AS used_cents,          (SELECT MIN(m.hour_ms) FROM movement_hours m           WHERE m.player_id = d.id AND m.kind = 'stake' AND m.hour_ms > $2) AS oldest_hour_ms          FROM {table} AS d LEFT JOIN protections p ON p.player_id = d.id"
+    ))
+    .bind(serde_json::to_string(&players.iter().map(|id| [*id]).collect::<Vec<_>>()).expect("ids"))
+    .bind(now_ms - WINDOW_MS - HOUR_MS)
+    .fetch_all(conn)
+    .await?;
+    let mut allowances = std::collections::HashMap::with_capacity(rows.len());
+    for row in rows {
+        let limit_cents: Option<i64> = row.try_get("stake_limit_cents")?;
+        let pending_cents: Option<i64> = row.try_get("stake_pending_cents")?;
+        let pending_at_ms: Option<i64> = row.try_get("stake_pending_at_ms")?;
+        let mut allowance = StakeAllowance {
+            used_cents: row.try_get("used_cents")?,
+            oldest_hour_ms: row.try_get("oldest_hour_ms")?,
+            excluded_until_ms: row.try_get("excluded_until_ms")?,
+            ..StakeAllowance::default()
+        };
+        if let Some(limit_cents) = limit_cents {
+            allowance.stake = Cap {
+                limit_cents,
+                pending: pending_cents.zip(pending_at_ms),
+            };
+        }
+        allowances.insert(row.try_get("id")?, allowance);
+    }
+    Ok(allowances)
 }
 
 // ---------------------------------------------------------------------------

@@ -2,20 +2,21 @@
 //! Every change is a job run by the single [`Writer`]; reads go straight to
 //! the pool. HTTP handlers and operator commands both call this module.
 
+use crate::batch::{self, BuyCommand, Command, Reply, SettleCommand, ThrowCommand};
+use crate::blocks::{BlockCache, BlockData};
 use crate::error::{Error, SessionEnd};
 use crate::protect::{self, LimitKind, Limits, LimitsView, RateLimits};
-use crate::store::{Conn, Db, Writer, sql};
+use crate::store::{Conn, Db, sql};
 use crate::trail::{self, Actor};
+use crate::writer::Writer;
 use futures_util::future::BoxFuture;
 use serde::Serialize;
 use serde_json::json;
-use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
 use tresor_game::{
-    BlockSecret, Level, Outcome, Scenario, ScenarioSeeder, Stake, UNITS_PER_BLOCK, block_outcomes,
-    generate_scenario,
+    BlockSecret, Level, Outcome, Scenario, Stake, UNITS_PER_BLOCK, generate_scenario,
 };
 
 /// The ledger's system accounts (created by the first migration).
@@ -95,58 +96,8 @@ impl Default for Settings {
             session_idle_s: 30 * 60,
             session_max_s: 12 * 3600,
             block_offset: 0,
-            writer_max_batch: crate::store::DEFAULT_MAX_BATCH,
+            writer_max_batch: crate::writer::DEFAULT_MAX_BATCH,
         }
-    }
-}
-
-/// What the service keeps in memory of a block: its outcomes and the keyed
-/// HMAC that derives its scenario seeds. Both are recomputed from the secret.
-struct BlockData {
-    outcomes: Vec<Level>,
-    seeder: ScenarioSeeder,
-}
-
-#[derive(Default)]
-struct BlockCache {
-    blocks: Mutex<HashMap<i64, Arc<BlockData>>>,
-    /// When each stake's next block was last looked up to be shuffled ahead
-    /// of its sales: once a second is enough, not once per purchase.
-    checked: Mutex<HashMap<i64, std::time::Instant>>,
-}
-
-impl BlockCache {
-    /// Whether the blocks of `stake_cents` are due a look-up, and if so notes it.
-    fn due_for_check(&self, stake_cents: i64) -> bool {
-        let mut checked = self.checked.lock().expect("block cache lock");
-        let now = std::time::Instant::now();
-        match checked.get(&stake_cents) {
-            Some(at) if now.duration_since(*at) < std::time::Duration::from_secs(1) => false,
-            _ => {
-                checked.insert(stake_cents, now);
-                true
-            }
-        }
-    }
-
-    fn get(&self, block_id: i64) -> Option<Arc<BlockData>> {
-        self.blocks
-            .lock()
-            .expect("block cache lock")
-            .get(&block_id)
-            .cloned()
-    }
-
-    fn insert(&self, block_id: i64, secret: &BlockSecret) -> Arc<BlockData> {
-        let data = Arc::new(BlockData {
-            outcomes: block_outcomes(secret),
-            seeder: ScenarioSeeder::new(secret),
-        });
-        self.blocks
-            .lock()
-            .expect("block cache lock")
-            .insert(block_id, data.clone());
-        data
     }
 }
 
@@ -435,63 +386,6 @@ async fn transfer(
     Ok((debit_balance_cents, credit_balance_cents))
 }
 
-/// Finishes a play and credits its win, once: a play already finished is left
-/// as it is. Returns whether this call settled it. The settlement goes into
-/// the trail with `reason`: the fourth throw, the next purchase, or the play
-/// being abandoned.
-async fn settle(
-    conn: &mut Conn,
-    play_id: i64,
-    now_ms: i64,
-    actor: &Actor,
-    reason: &str,
-) -> Result<bool, Error> {
-    let row = sql::query(
-        "UPDATE plays SET state = 'finished', throws_made = 4, finished_at_ms = $1 \
-         WHERE id = $2 AND state = 'in_progress' \
-         RETURNING player_id, prize_cents, \
-         (SELECT account_id FROM players WHERE players.id = plays.player_id) AS account_id, \
-         (SELECT a.balance_cents FROM accounts a JOIN players p ON a.id = p.account_id \
-          WHERE p.id = plays.player_id) AS balance_cents",
-    )
-    .bind(now_ms)
-    .bind(play_id)
-    .fetch_optional(&mut *conn)
-    .await?;
-    let Some(row) = row else { return Ok(false) };
-    let player_id: i64 = row.try_get("player_id")?;
-    let prize_cents: i64 = row.try_get("prize_cents")?;
-    let account_id: i64 = row.try_get("account_id")?;
-    let mut balance_cents: i64 = row.try_get("balance_cents")?;
-    if prize_cents > 0 {
-        (_, balance_cents) = transfer(
-            conn,
-            PRIZES_ACCOUNT,
-            account_id,
-            prize_cents,
-            "prize",
-            Some(play_id),
-            now_ms,
-        )
-        .await?;
-    }
-    trail::append(
-        conn,
-        now_ms,
-        actor,
-        "settle",
-        json!({"play_id": play_id, "reason": reason}),
-        json!({
-            "player_id": player_id,
-            "prize_cents": prize_cents,
-            "credited_cents": prize_cents,
-            "balance_cents": balance_cents,
-        }),
-    )
-    .await?;
-    Ok(true)
-}
-
 async fn account_balance(conn: &mut Conn, account_id: i64) -> Result<i64, Error> {
     sql::query_scalar("SELECT balance_cents FROM accounts WHERE id = $1")
         .bind(account_id)
@@ -557,37 +451,54 @@ impl PlayRow {
     }
 }
 
-/// What a purchase job hands back: the play, and whether it was an earlier
+/// What a purchase hands back: the play, and whether it was an earlier
 /// purchase replayed by its idempotency key.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Bought {
     pub play_id: i64,
     pub replayed: bool,
     /// The play as the purchase wrote it (none for a replay).
-    fresh: Option<FreshPlay>,
+    fresh: Option<batch::PlayState>,
 }
 
-/// What a purchase knows of the play it recorded: all a view needs.
-#[derive(Debug, Clone, Copy)]
-struct FreshPlay {
-    block_id: i64,
-    emission_id: i64,
-    unit_index: i64,
-    stake_cents: i64,
-    level: i64,
-    prize_cents: i64,
-    created_at_ms: i64,
+impl PlayRow {
+    /// A play as the writer's batch left it.
+    fn from_state(play: &batch::PlayState) -> PlayRow {
+        PlayRow {
+            id: play.id,
+            block_id: play.block_id,
+            emission_id: play.emission_id,
+            unit_index: play.unit_index,
+            stake_cents: play.stake_cents,
+            level: play.level,
+            prize_cents: play.prize_cents,
+            throws_made: play.throws_made,
+            state: if play.finished {
+                "finished"
+            } else {
+                "in_progress"
+            }
+            .to_owned(),
+            created_at_ms: play.created_at_ms,
+            finished_at_ms: play.finished_at_ms,
+        }
+    }
 }
 
 impl Service {
     pub fn new(db: Db, clock: Arc<dyn Clock>, settings: Settings) -> Service {
-        let writer = Writer::start_with(db.clone(), settings.writer_max_batch);
+        let blocks = Arc::new(BlockCache::default());
+        let context = Arc::new(batch::Context {
+            blocks: blocks.clone(),
+            block_offset: settings.block_offset,
+        });
+        let writer = Writer::start(db.clone(), settings.writer_max_batch, context);
         Service {
             db,
             writer,
             clock,
             settings: Arc::new(settings),
-            blocks: Arc::default(),
+            blocks,
         }
     }
 
@@ -1401,97 +1312,44 @@ impl Service {
                 self.block_data(block_id).await?;
             }
         }
-        let player = player.clone();
-        let now_ms = self.now_ms();
-        let blocks = self.blocks.clone();
-        let block_offset = self.settings.block_offset;
-        self.write(move |conn| {
-            let player = player.clone();
-            let purchase = purchase.clone();
-            let request_hash = request_hash.clone();
-            let blocks = blocks.clone();
-            Box::pin(async move {
-                buy_job(
-                    conn,
-                    &player,
-                    &purchase,
-                    &request_hash,
-                    now_ms,
-                    &blocks,
-                    block_offset,
-                )
-                .await
-            })
-        })
-        .await
+        let command = Command::Buy(BuyCommand {
+            player: player.clone(),
+            stake: purchase.stake,
+            idempotency_key: purchase.idempotency_key,
+            request_hash,
+            now_ms: self.now_ms(),
+        });
+        match self.writer.hot(command).await? {
+            Reply::Bought { play_id, fresh } => Ok(Bought {
+                play_id,
+                replayed: fresh.is_none(),
+                fresh,
+            }),
+            other => unreachable!("a purchase is answered as one: {other:?}"),
+        }
     }
 
     /// The view of a play just bought: built from what the purchase wrote,
     /// or read back for a replay.
     pub async fn bought_view(&self, player: &Player, bought: &Bought) -> Result<PlayView, Error> {
-        let Some(fresh) = bought.fresh else {
-            return self.play(player, bought.play_id).await;
-        };
-        self.play_view(PlayRow {
-            id: bought.play_id,
-            block_id: fresh.block_id,
-            emission_id: fresh.emission_id,
-            unit_index: fresh.unit_index,
-            stake_cents: fresh.stake_cents,
-            level: fresh.level,
-            prize_cents: fresh.prize_cents,
-            throws_made: 0,
-            state: "in_progress".to_owned(),
-            created_at_ms: fresh.created_at_ms,
-            finished_at_ms: None,
-        })
-        .await
+        match &bought.fresh {
+            Some(fresh) => self.play_view(PlayRow::from_state(fresh)).await,
+            None => self.play(player, bought.play_id).await,
+        }
     }
 
     /// Reveals the next throw of a play; the fourth finishes it and credits
-    /// its win.
-    pub async fn throw(&self, player: &Player, play_id: i64) -> Result<(), Error> {
-        let player_id = player.id;
-        let now_ms = self.now_ms();
-        let player = player.clone();
-        self.write(move |conn| {
-            let player = player.clone();
-            Box::pin(async move {
-                let row: Option<(i64, String)> = sql::query_as(
-                    "SELECT throws_made, state FROM plays WHERE id = $1 AND player_id = $2",
-                )
-                .bind(play_id)
-                .bind(player_id)
-                .fetch_optional(&mut *conn)
-                .await?;
-                let Some((throws_made, state)) = row else {
-                    return Err(Error::NotFound);
-                };
-                if state != "in_progress" || throws_made >= 4 {
-                    return Err(Error::PlayFinished);
-                }
-                let actor = Actor::player(player.id, &player.username);
-                trail::append(
-                    conn,
-                    now_ms,
-                    &actor,
-                    "throw",
-                    json!({"play_id": play_id}),
-                    json!({"throw": throws_made + 1, "throws_left": 3 - throws_made}),
-                )
-                .await?;
-                if throws_made == 3 {
-                    settle(conn, play_id, now_ms, &actor, "fourth_throw").await?;
-                } else {
-                    sql::query("UPDATE plays SET throws_made = throws_made + 1 WHERE id = $1")
-                        .bind(play_id)
-                        .execute(&mut *conn)
-                        .await?;
-                }
-                Ok(())
-            })
-        })
-        .await
+    /// its win. Returns the play after the throw.
+    pub async fn throw(&self, player: &Player, play_id: i64) -> Result<PlayView, Error> {
+        let command = Command::Throw(ThrowCommand {
+            player: player.clone(),
+            play_id,
+            now_ms: self.now_ms(),
+        });
+        match self.writer.hot(command).await? {
+            Reply::Thrown(play) => self.play_view(PlayRow::from_state(&play)).await,
+            other => unreachable!("a throw is answered as one: {other:?}"),
+        }
     }
 
     /// Settles every play left unfinished for longer than the configured
@@ -1507,21 +1365,14 @@ impl Service {
         .await?;
         let mut settled = 0;
         for chunk in ids.chunks(100) {
-            let chunk = chunk.to_vec();
-            settled += self
-                .write(move |conn| {
-                    let chunk = chunk.clone();
-                    Box::pin(async move {
-                        let mut settled = 0;
-                        for id in chunk {
-                            if settle(conn, id, now_ms, &Actor::System, "abandoned").await? {
-                                settled += 1;
-                            }
-                        }
-                        Ok(settled)
-                    })
-                })
-                .await?;
+            let command = Command::Settle(SettleCommand {
+                play_ids: chunk.to_vec(),
+                now_ms,
+            });
+            match self.writer.hot(command).await? {
+                Reply::Settled(count) => settled += count,
+                other => unreachable!("a settlement is answered as one: {other:?}"),
+            }
         }
         Ok(settled)
     }
@@ -1601,185 +1452,6 @@ impl Service {
         };
         Ok(History { plays, next_cursor })
     }
-}
-
-async fn buy_job(
-    conn: &mut Conn,
-    player: &Player,
-    purchase: &Purchase,
-    request_hash: &str,
-    now_ms: i64,
-    blocks: &BlockCache,
-    block_offset: i64,
-) -> Result<Bought, Error> {
-    let stake_cents = purchase.stake.cents();
-    let earlier: Option<(i64, String)> = sql::query_as(
-        "SELECT id, request_hash FROM plays WHERE player_id = $1 AND idempotency_key = $2",
-    )
-    .bind(player.id)
-    .bind(purchase.idempotency_key.as_str())
-    .fetch_optional(&mut *conn)
-    .await?;
-    let actor = Actor::player(player.id, &player.username);
-    if let Some((play_id, earlier_hash)) = earlier {
-        if earlier_hash != request_hash {
-            return Err(Error::IdempotencyConflict);
-        }
-        // A replay changes nothing but shows the play again: recorded too.
-        trail::append(
-            conn,
-            now_ms,
-            &actor,
-            "buy",
-            json!({"stake_cents": stake_cents, "idempotency_key": purchase.idempotency_key.as_str()}),
-            json!({"play_id": play_id, "replayed": true}),
-        )
-        .await?;
-        return Ok(Bought {
-            play_id,
-            replayed: true,
-            fresh: None,
-        });
-    }
-
-    let opens_at_ms: Option<i64> = setting(conn, "sales_open_at_ms")
-        .await?
-        .and_then(|v| v.parse().ok());
-    if opens_at_ms.is_some_and(|t| t > now_ms) {
-        return Err(Error::SalesClosed { opens_at_ms });
-    }
-
-    protect::check_movement(conn, LimitKind::Stake, player, stake_cents, now_ms).await?;
-
-    // A game the player left mid-way is settled before the next one starts.
-    let unfinished: Vec<i64> =
-        sql::query_scalar("SELECT id FROM plays WHERE player_id = $1 AND state = 'in_progress'")
-            .bind(player.id)
-            .fetch_all(&mut *conn)
-            .await?;
-    for play_id in unfinished {
-        settle(conn, play_id, now_ms, &actor, "next_purchase").await?;
-    }
-
-    // The server's preferred block first (see `Settings::block_offset`),
-    // then the first open one, so sales never stop while any block has
-    // units. The outer conditions are checked again on the locked row: on
-    // PostgreSQL another server may have sold the block's last unit since
-    // the subquery looked, and then the next attempt picks another block.
-    let mut unit = None;
-    for offset in [block_offset, 0, 0] {
-        unit = sql::query(
-            "UPDATE blocks SET units_sold = units_sold + 1 WHERE id = ( \
-                 SELECT b.id FROM blocks b JOIN emissions e ON e.id = b.emission_id \
-                 WHERE b.stake_cents = $1 AND b.state = 'open' AND e.state = 'open' AND b.units_sold < $2 \
-                 ORDER BY b.id LIMIT 1 OFFSET $3) \
-             AND state = 'open' AND units_sold < $2 \
-             RETURNING id, emission_id, units_sold, secret",
-        )
-        .bind(stake_cents)
-        .bind(i64::from(UNITS_PER_BLOCK))
-        .bind(offset)
-        .fetch_optional(&mut *conn)
-        .await?;
-        if unit.is_some() {
-            break;
-        }
-    }
-    let Some(unit) = unit else {
-        let any_block: Option<i64> =
-            sql::query_scalar("SELECT id FROM blocks WHERE stake_cents = $1 LIMIT 1")
-                .bind(stake_cents)
-                .fetch_optional(&mut *conn)
-                .await?;
-        return Err(if any_block.is_some() {
-            Error::SoldOut
-        } else {
-            Error::SalesClosed { opens_at_ms: None }
-        });
-    };
-    let block_id: i64 = unit.try_get("id")?;
-    let emission_id: i64 = unit.try_get("emission_id")?;
-    let units_sold: i64 = unit.try_get("units_sold")?;
-    let unit_index = units_sold - 1;
-    let sold_out = units_sold == i64::from(UNITS_PER_BLOCK);
-    if sold_out {
-        // The last unit: the block is sold out and its secret is published.
-        sql::query("UPDATE blocks SET state = 'sold_out', published_at_ms = $1 WHERE id = $2")
-            .bind(now_ms)
-            .bind(block_id)
-            .execute(&mut *conn)
-            .await?;
-    }
-    let data = match blocks.get(block_id) {
-        Some(data) => data,
-        None => {
-            let secret: Vec<u8> = unit.try_get("secret")?;
-            blocks.insert(
-                block_id,
-                &BlockSecret::from_bytes(secret.try_into().expect("a stored secret is 32 bytes")),
-            )
-        }
-    };
-    let level = data.outcomes[unit_index as usize];
-    let prize_cents = purchase.stake.prize_cents(level);
-
-    let play_id: i64 = sql::query_scalar(
-        "INSERT INTO plays (player_id, block_id, unit_index, stake_cents, level, prize_cents, throws_made, state, \
-         idempotency_key, request_hash, created_at_ms) \
-         VALUES ($1, $2, $3, $4, $5, $6, 0, 'in_progress', $7, $8, $9) RETURNING id",
-    )
-    .bind(player.id)
-    .bind(block_id)
-    .bind(unit_index)
-    .bind(stake_cents)
-    .bind(i64::from(level.get()))
-    .bind(prize_cents)
-    .bind(purchase.idempotency_key.as_str())
-    .bind(request_hash)
-    .bind(now_ms)
-    .fetch_one(&mut *conn)
-    .await?;
-    let (balance_cents, _) = transfer(
-        conn,
-        player.account_id,
-        STAKES_ACCOUNT,
-        stake_cents,
-        "stake",
-        Some(play_id),
-        now_ms,
-    )
-    .await?;
-    trail::append(
-        conn,
-        now_ms,
-        &actor,
-        "buy",
-        json!({"stake_cents": stake_cents, "idempotency_key": purchase.idempotency_key.as_str()}),
-        json!({
-            "play_id": play_id,
-            "emission_id": emission_id,
-            "block_id": block_id,
-            "unit_index": unit_index,
-            "level": level.get(),
-            "prize_cents": prize_cents,
-            "balance_cents": balance_cents,
-            "block_sold_out": sold_out,
-        }),
-    )
-    .await?;
-    Ok(Bought {
-        play_id,
-        replayed: false,
-        fresh: Some(FreshPlay {
-            block_id,
-            emission_id,
-            unit_index,
-            stake_cents,
-            level: i64::from(level.get()),
-            prize_cents,
-            created_at_ms: now_ms,
-        }),
-    })
 }
 
 /// A valid argon2id hash of a random password, checked against when the

@@ -248,6 +248,83 @@ pub async fn append(
     Ok(seq)
 }
 
+/// The record that follows `head`: its number, previous hash and hash.
+/// The hot batch chains its records in memory with this, then inserts them
+/// at once ([`insert_records`]).
+pub fn chain(
+    head: &Head,
+    at_ms: i64,
+    actor: &Actor,
+    action: &str,
+    request: &Value,
+    result: &Value,
+) -> Record {
+    let seq = head.seq + 1;
+    let actor = actor.label();
+    let request = request.to_string();
+    let result = result.to_string();
+    let hash = record_hash(seq, at_ms, &actor, action, &request, &result, &head.hash);
+    Record {
+        seq,
+        at_ms,
+        actor,
+        action: action.to_owned(),
+        request,
+        result,
+        prev_hash: head.hash.clone(),
+        hash,
+    }
+}
+
+/// Inserts records chained in memory, in one statement.
+pub async fn insert_records(
+    conn: &mut Conn,
+    sqlite: bool,
+    records: &[Record],
+) -> Result<(), Error> {
+    if records.is_empty() {
+        return Ok(());
+    }
+    use sql::ColumnType::{Int, Text};
+    let table = sql::json_rows(
+        sqlite,
+        1,
+        &[
+            ("seq", Int),
+            ("at_ms", Int),
+            ("actor", Text),
+            ("action", Text),
+            ("request", Text),
+            ("result", Text),
+            ("prev_hash", Text),
+            ("hash", Text),
+        ],
+    );
+    let rows: Vec<_> = records
+        .iter()
+        .map(|r| {
+            (
+                r.seq,
+                r.at_ms,
+                &r.actor,
+                &r.action,
+                &r.request,
+                &r.result,
+                &r.prev_hash,
+                &r.hash,
+            )
+        })
+        .collect();
+    sql::query(&format!(
+        "INSERT INTO trail (seq, at_ms, actor, action, request, result, prev_hash, hash) \
+         SELECT seq, at_ms, actor, action, request, result, prev_hash, hash FROM {table} AS d"
+    ))
+    .bind(serde_json::to_string(&rows).expect("records serialise"))
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 /// What `verify` found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {

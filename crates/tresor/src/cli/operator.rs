@@ -71,7 +71,7 @@ pub struct ServeArgs {
     pub rate_limits: RateLimitArgs,
     /// The most jobs the writer commits in one transaction (1: each alone,
     /// the baseline `tresor bench --baselines` measures group commit against).
-    #[arg(long, env = "TRESOR_MAX_BATCH", default_value_t = crate::store::DEFAULT_MAX_BATCH)]
+    #[arg(long, env = "TRESOR_MAX_BATCH", default_value_t = crate::writer::DEFAULT_MAX_BATCH)]
     pub max_batch: usize,
     /// Sell first from the n-th open block of each stake (by id): give each
     /// server on a shared database its own, so that they sell from
@@ -93,7 +93,7 @@ impl Default for ServeArgs {
             session_idle_s: 30 * 60,
             secure_cookies: false,
             rate_limits: RateLimitArgs::default(),
-            max_batch: crate::store::DEFAULT_MAX_BATCH,
+            max_batch: crate::writer::DEFAULT_MAX_BATCH,
             block_offset: 0,
         }
     }

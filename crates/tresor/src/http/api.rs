@@ -364,9 +364,8 @@ async fn throw(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let id = play_id(&id)?;
-    state.service.throw(&current.player, id).await?;
+    let play = state.service.throw(&current.player, id).await?;
     state.metrics.throws.inc();
-    let play = state.service.play(&current.player, id).await?;
     if play.throws_left == 0 && play.outcome.prize_cents > 0 {
         state
             .metrics

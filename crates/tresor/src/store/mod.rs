@@ -1,12 +1,11 @@
 //! Storage: one code path over two real databases (SQLite by default,
-//! PostgreSQL with a `postgres://` URL), its migrations, and the single writer
-//! that commits every change in batches (group commit).
+//! PostgreSQL with a `postgres://` URL), its migrations, and the SQL the
+//! writer runs (`sql`, `batch`).
 
+pub mod batch;
 pub mod sql;
-mod writer;
 
 pub use sql::Conn;
-pub use writer::{DEFAULT_MAX_BATCH, Job, Writer, WriterStats};
 
 use anyhow::Context;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};

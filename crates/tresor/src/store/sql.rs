@@ -40,9 +40,19 @@ impl Conn {
         }
     }
 
+    /// Whether this is a SQLite connection (the writer's own or sqlx's):
+    /// the few statements whose text differs between the two databases ask.
+    pub fn is_sqlite(&mut self) -> bool {
+        match self.any() {
+            None => true,
+            Some(conn) => conn.backend_name() == "SQLite",
+        }
+    }
+
     /// Runs one statement without arguments or results (transaction
     /// control, savepoints).
     pub async fn execute_raw(&mut self, sql: &str) -> Result<(), Error> {
+        count_statement();
         if let Conn::Lite(conn) = self {
             return Ok(conn.execute_batch(sql)?);
         }
@@ -55,6 +65,7 @@ impl Conn {
         args: Vec<Arg>,
         limit: Option<usize>,
     ) -> Result<Vec<Row>, Error> {
+        count_statement();
         if let Conn::Lite(conn) = self {
             return Ok(lite_rows(conn, sql, &args, limit)?);
         }
@@ -70,6 +81,7 @@ impl Conn {
     }
 
     async fn execute(&mut self, sql: &str, args: Vec<Arg>) -> Result<u64, Error> {
+        count_statement();
         if let Conn::Lite(conn) = self {
             lite_rows(conn, sql, &args, None)?;
             return Ok(conn.changes());
@@ -79,6 +91,55 @@ impl Conn {
             Box::pin(any_query(sql, args).execute(conn));
         Ok(future.await?.rows_affected())
     }
+}
+
+tokio::task_local! {
+    /// Statements run inside [`counting`]: the writer counts each batch's,
+    /// which must not grow with the number of jobs in it.
+    static STATEMENTS: std::cell::Cell<u64>;
+}
+
+fn count_statement() {
+    let _ = STATEMENTS.try_with(|count| count.set(count.get() + 1));
+}
+
+/// Runs `future` and counts the statements it runs.
+pub async fn counting<F: std::future::Future>(future: F) -> (F::Output, u64) {
+    STATEMENTS
+        .scope(std::cell::Cell::new(0), async move {
+            let output = future.await;
+            (output, STATEMENTS.with(std::cell::Cell::get))
+        })
+        .await
+}
+
+/// The type of a column of [`json_rows`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColumnType {
+    Int,
+    Text,
+}
+
+/// A table passed as one parameter: `$param` is a JSON array of rows, each
+/// an array of values in the order of `columns`. Returns a subquery (for
+/// `FROM … AS d` or `IN (SELECT …)`) that reads it as a table with those
+/// column names. A set-oriented statement thus has one text and one
+/// parameter however many rows it carries, on both databases.
+pub fn json_rows(sqlite: bool, param: usize, columns: &[(&str, ColumnType)]) -> String {
+    let mut select = Vec::with_capacity(columns.len());
+    for (position, (name, kind)) in columns.iter().enumerate() {
+        select.push(match (sqlite, kind) {
+            (true, _) => format!("json_extract(value, '$[{position}]') AS {name}"),
+            (false, ColumnType::Int) => format!("(value->>{position})::bigint AS {name}"),
+            (false, ColumnType::Text) => format!("(value->>{position}) AS {name}"),
+        });
+    }
+    let source = if sqlite {
+        format!("json_each(${param})")
+    } else {
+        format!("json_array_elements(${param}::json)")
+    };
+    format!("(SELECT {} FROM {source})", select.join(", "))
 }
 
 /// One statement without arguments. (sqlx's `Executor` methods return

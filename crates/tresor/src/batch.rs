@@ -1,0 +1,712 @@
+//! The hot jobs — purchases, throws and settlements — run as one set per
+//! batch, in three steps read top to bottom: **prefetch** what the batch
+//! needs in a few multi-row statements, **decide** every command in memory
+//! (a refusal is a result, never a rollback), then **write** every effect
+//! with multi-row statements. The number of statements a batch runs does not
+//! grow with the number of commands in it (TigerBeetle's state machine: a
+//! cost per batch, not per request).
+//!
+//! The writer runs this inside its transaction, after locking the trail's
+//! head: every writer on the database (any server, any operator command)
+//! locks that row first, so what the prefetch reads cannot change under the
+//! decisions. The updates still check what they overwrite, as a guard.
+
+use crate::blocks::BlockCache;
+use crate::error::Error;
+use crate::protect::{self, StakeAllowance};
+use crate::service::{IdempotencyKey, Player};
+use crate::service::{PRIZES_ACCOUNT, STAKES_ACCOUNT};
+use crate::store::Conn;
+use crate::store::batch as store;
+pub use crate::store::batch::PlayState;
+use crate::store::batch::{
+    BlockOnSale, BlockUpdate, HourCount, LoadedPlay, NewPlayRow, PlayUpdate, TransferRow,
+};
+use crate::trail::{self, Actor, Head, Record};
+use serde_json::json;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use tresor_game::{Stake, UNITS_PER_BLOCK};
+
+/// A hot command, as the service hands it to the writer.
+#[derive(Debug, Clone)]
+pub enum Command {
+    Buy(BuyCommand),
+    Throw(ThrowCommand),
+    Settle(SettleCommand),
+}
+
+/// Buy the next unit of `stake` for `player` (see `Service::buy`).
+#[derive(Debug, Clone)]
+pub struct BuyCommand {
+    pub player: Player,
+    pub stake: Stake,
+    pub idempotency_key: IdempotencyKey,
+    pub request_hash: String,
+    pub now_ms: i64,
+}
+
+/// Reveal the next throw of one of `player`'s plays.
+#[derive(Debug, Clone)]
+pub struct ThrowCommand {
+    pub player: Player,
+    pub play_id: i64,
+    pub now_ms: i64,
+}
+
+/// Settle plays left unfinished (the background settler).
+#[derive(Debug, Clone)]
+pub struct SettleCommand {
+    pub play_ids: Vec<i64>,
+    pub now_ms: i64,
+}
+
+/// What a command did.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// A purchase: the play bought (`fresh`), or the id of the earlier one
+    /// its idempotency key replays (`fresh: None`).
+    Bought {
+        play_id: i64,
+        fresh: Option<PlayState>,
+    },
+    /// A throw: the play after it.
+    Thrown(PlayState),
+    /// How many plays a settlement finished.
+    Settled(usize),
+}
+
+/// What the batch needs from the service: the shuffled blocks, and which
+/// open block of a stake this server sells from first.
+#[derive(Debug)]
+pub struct Context {
+    pub blocks: Arc<BlockCache>,
+    pub block_offset: i64,
+}
+
+/// Runs the hot commands of one batch inside the writer's transaction.
+/// Returns one result per command, in order, and whether anything was
+/// written; an `Err` of the whole means the transaction must be rolled back
+/// (a database failure, never a refusal).
+pub async fn run(
+    conn: &mut Conn,
+    context: &Context,
+    commands: &[&Command],
+) -> Result<(Vec<Result<Reply, Error>>, bool), Error> {
+    let sqlite = conn.is_sqlite();
+    let mut window = context.block_offset + 4;
+    loop {
+        let state = prefetch(conn, sqlite, context, commands, window).await?;
+        let head = trail::batch_head().expect("inside the writer's batch");
+        match decide(state, context, commands, head) {
+            Decided::Done(results, writes) => {
+                // Every accepted command leaves a trail record; refusals none.
+                let wrote = !writes.records.is_empty();
+                write(conn, sqlite, &writes).await?;
+                trail::reset_batch_head(writes.head);
+                return Ok((results, wrote));
+            }
+            // More blocks sold out in this batch than were read: read more.
+            Decided::NeedMoreBlocks => window *= 4,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 1. Prefetch.
+
+/// Everything the batch reads before deciding.
+#[derive(Debug, Default)]
+struct State {
+    sales_open_at_ms: Option<i64>,
+    /// Earlier purchases by (player, idempotency key): play id and request hash.
+    earlier: HashMap<(i64, String), (i64, String)>,
+    plays: HashMap<i64, PlayState>,
+    /// Each buyer's plays in progress.
+    unfinished: HashMap<i64, Vec<i64>>,
+    balances: HashMap<i64, i64>,
+    allowances: HashMap<i64, StakeAllowance>,
+    /// Open blocks with units left, by stake, in id order; `full` when the
+    /// read stopped at its window (more may exist).
+    blocks: HashMap<i64, (Vec<BlockOnSale>, bool)>,
+    /// Ids for the plays this batch may create, one per purchase.
+    new_play_ids: Vec<i64>,
+}
+
+async fn prefetch(
+    conn: &mut Conn,
+    sqlite: bool,
+    context: &Context,
+    commands: &[&Command],
+    block_window: i64,
+) -> Result<State, Error> {
+    let mut buys = Vec::new();
+    let mut play_ids = Vec::new();
+    let mut min_now_ms = i64::MAX;
+    for &command in commands {
+        match command {
+            Command::Buy(buy) => {
+                buys.push(buy);
+                min_now_ms = min_now_ms.min(buy.now_ms);
+            }
+            Command::Throw(throw) => play_ids.push(throw.play_id),
+            Command::Settle(settle) => play_ids.extend(&settle.play_ids),
+        }
+    }
+    let mut state = State::default();
+    let mut buyers: Vec<i64> = buys.iter().map(|b| b.player.id).collect();
+    buyers.sort_unstable();
+    buyers.dedup();
+    if !buys.is_empty() {
+        state.sales_open_at_ms = store::sales_open_at_ms(conn).await?;
+        let keys: Vec<(i64, &str)> = buys
+            .iter()
+            .map(|b| (b.player.id, b.idempotency_key.as_str()))
+            .collect();
+        for (player_id, key, play_id, hash) in store::earlier_purchases(conn, sqlite, &keys).await?
+        {
+            state.earlier.insert((player_id, key), (play_id, hash));
+        }
+        state.allowances = protect::stake_allowances(conn, sqlite, &buyers, min_now_ms).await?;
+        let mut stakes: Vec<i64> = buys.iter().map(|b| b.stake.cents()).collect();
+        stakes.sort_unstable();
+        stakes.dedup();
+        for block in store::blocks_on_sale(conn, sqlite, &stakes, block_window).await? {
+            state
+                .blocks
+                .entry(block.stake_cents)
+                .or_default()
+                .0
+                .push(block);
+        }
+        for (blocks, full) in state.blocks.values_mut() {
+            *full = blocks.len() as i64 >= block_window;
+        }
+        state.new_play_ids = store::new_play_ids(conn, sqlite, buys.len()).await?;
+    }
+    let mut accounts: Vec<i64> = buys.iter().map(|b| b.player.account_id).collect();
+    if !play_ids.is_empty() || !buyers.is_empty() {
+        for LoadedPlay {
+            play,
+            in_progress_of_buyer,
+        } in store::plays_for_batch(conn, sqlite, &play_ids, &buyers).await?
+        {
+            if in_progress_of_buyer && !play.finished {
+                state
+                    .unfinished
+                    .entry(play.player_id)
+                    .or_default()
+                    .push(play.id);
+            }
+            accounts.push(play.account_id);
+            state.plays.insert(play.id, play);
+        }
+    }
+    for list in state.unfinished.values_mut() {
+        list.sort_unstable();
+        list.dedup();
+    }
+    accounts.sort_unstable();
+    accounts.dedup();
+    if !accounts.is_empty() {
+        state.balances = store::balances(conn, sqlite, &accounts).await?;
+    }
+    // The blocks sold from must be shuffled: normally the service has warmed
+    // the cache before the purchase reached the writer.
+    for (blocks, _) in state.blocks.values() {
+        for block in blocks {
+            if context.blocks.get(block.id).is_none() {
+                context.blocks.insert(block.id, &block.secret);
+            }
+        }
+    }
+    Ok(state)
+}
+
+// ---------------------------------------------------------------------------
+// 2. Decide, in memory.
+
+/// Everything the batch writes, gathered while deciding.
+#[derive(Debug)]
+pub(crate) struct Writes {
+    new_plays: Vec<NewPlayRow>,
+    play_updates: Vec<PlayUpdate>,
+    transfers: Vec<TransferRow>,
+    /// Balance changes by account.
+    deltas: Vec<(i64, i64)>,
+    block_updates: Vec<BlockUpdate>,
+    hours: Vec<HourCount>,
+    records: Vec<Record>,
+    head: Head,
+}
+
+enum Decided {
+    Done(Vec<Result<Reply, Error>>, Writes),
+    NeedMoreBlocks,
+}
+
+/// The batch's state as the commands change it, one after the other.
+struct Book<'a> {
+    state: State,
+    context: &'a Context,
+    /// Plays created by this batch (inserted rather than updated), with
+    /// their idempotency key and request hash.
+    created: Vec<(i64, String, String)>,
+    created_ids: HashSet<i64>,
+    /// Plays read from the database and changed, with their throws before.
+    changed: HashMap<i64, i64>,
+    transfers: Vec<TransferRow>,
+    deltas: HashMap<i64, i64>,
+    /// Blocks changed: units sold before the batch.
+    blocks_before: HashMap<i64, i64>,
+    hours: HashMap<(i64, i64), i64>,
+    records: Vec<Record>,
+    head: Head,
+    next_new_id: usize,
+}
+
+fn decide(state: State, context: &Context, commands: &[&Command], head: Head) -> Decided {
+    let mut book = Book {
+        state,
+        context,
+        created: Vec::new(),
+        created_ids: HashSet::new(),
+        changed: HashMap::new(),
+        transfers: Vec::new(),
+        deltas: HashMap::new(),
+        blocks_before: HashMap::new(),
+        hours: HashMap::new(),
+        records: Vec::new(),
+        head,
+        next_new_id: 0,
+    };
+    let mut results = Vec::with_capacity(commands.len());
+    for &command in commands {
+        let result = match command {
+            Command::Buy(buy) => match book.buy(buy) {
+                Err(Refusal::NeedMoreBlocks) => return Decided::NeedMoreBlocks,
+                Err(Refusal::Error(error)) => Err(error),
+                Ok(reply) => Ok(reply),
+            },
+            Command::Throw(throw) => book.throw(throw),
+            Command::Settle(settle) => {
+                let actor = Actor::System;
+                let count = settle
+                    .play_ids
+                    .iter()
+                    .filter(|&&id| book.settle(id, settle.now_ms, &actor, "abandoned"))
+                    .count();
+                Ok(Reply::Settled(count))
+            }
+        };
+        results.push(result);
+    }
+    Decided::Done(results, book.into_writes())
+}
+
+enum Refusal {
+    Error(Error),
+    NeedMoreBlocks,
+}
+
+impl From<Error> for Refusal {
+    fn from(error: Error) -> Self {
+        Refusal::Error(error)
+    }
+}
+
+impl Book<'_> {
+    fn buy(&mut self, buy: &BuyCommand) -> Result<Reply, Refusal> {
+        let player = &buy.player;
+        let actor = Actor::player(player.id, &player.username);
+        let stake_cents = buy.stake.cents();
+        let key = buy.idempotency_key.as_str();
+        let request = json!({"stake_cents": stake_cents, "idempotency_key": key});
+        if let Some((play_id, hash)) = self.state.earlier.get(&(player.id, key.to_owned())) {
+            if *hash != buy.request_hash {
+                return Err(Error::IdempotencyConflict.into());
+            }
+            // A replay changes nothing but shows the play again: recorded too.
+            let play_id = *play_id;
+            self.record(
+                buy.now_ms,
+                &actor,
+                "buy",
+                request,
+                json!({"play_id": play_id, "replayed": true}),
+            );
+            return Ok(Reply::Bought {
+                play_id,
+                fresh: None,
+            });
+        }
+        let opens_at_ms = self.state.sales_open_at_ms;
+        if opens_at_ms.is_some_and(|t| t > buy.now_ms) {
+            return Err(Error::SalesClosed { opens_at_ms }.into());
+        }
+        let allowance = self
+            .state
+            .allowances
+            .get(&player.id)
+            .cloned()
+            .unwrap_or_default();
+        allowance.check(stake_cents, buy.now_ms)?;
+        // A game the player left mid-way is settled before the next one
+        // starts: its prize counts towards paying for this one.
+        let unfinished: Vec<i64> = self
+            .state
+            .unfinished
+            .get(&player.id)
+            .map(|ids| {
+                ids.iter()
+                    .copied()
+                    .filter(|id| !self.state.plays[id].finished)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let prizes_cents: i64 = unfinished
+            .iter()
+            .map(|id| self.state.plays[id].prize_cents)
+            .sum();
+        let Some(block_position) = self.pick_block(stake_cents) else {
+            if self
+                .state
+                .blocks
+                .get(&stake_cents)
+                .is_some_and(|(_, full)| *full)
+            {
+                return Err(Refusal::NeedMoreBlocks);
+            }
+            return Err(Error::SoldOut.into());
+        };
+        let balance_cents = self.balance(player.account_id) + prizes_cents;
+        if balance_cents < stake_cents {
+            return Err(Error::InsufficientFunds {
+                balance_cents,
+                needed_cents: stake_cents,
+            }
+            .into());
+        }
+
+        // Every check passed: from here on the purchase happens.
+        for id in unfinished {
+            self.settle(id, buy.now_ms, &actor, "next_purchase");
+        }
+        if let Some(allowance) = self.state.allowances.get_mut(&player.id) {
+            allowance.count(stake_cents, buy.now_ms);
+        } else {
+            let mut allowance = allowance;
+            allowance.count(stake_cents, buy.now_ms);
+            self.state.allowances.insert(player.id, allowance);
+        }
+        *self
+            .hours
+            .entry((player.id, protect::hour_of(buy.now_ms)))
+            .or_default() += stake_cents;
+        let (block_id, emission_id, unit_index, sold_out) =
+            self.take_unit(stake_cents, block_position, buy.now_ms);
+        let data = self
+            .context
+            .blocks
+            .get(block_id)
+            .expect("the prefetch shuffled every block on sale");
+        let level = data.outcomes[unit_index as usize];
+        let prize_cents = buy.stake.prize_cents(level);
+        let play_id = self.state.new_play_ids[self.next_new_id];
+        self.next_new_id += 1;
+        let play = PlayState {
+            id: play_id,
+            player_id: player.id,
+            account_id: player.account_id,
+            block_id,
+            emission_id,
+            unit_index,
+            stake_cents,
+            level: i64::from(level.get()),
+            prize_cents,
+            throws_made: 0,
+            finished: false,
+            created_at_ms: buy.now_ms,
+            finished_at_ms: None,
+        };
+        self.state.plays.insert(play_id, play.clone());
+        self.created
+            .push((play_id, key.to_owned(), buy.request_hash.clone()));
+        self.created_ids.insert(play_id);
+        self.state.unfinished.insert(player.id, vec![play_id]);
+        self.state.earlier.insert(
+            (player.id, key.to_owned()),
+            (play_id, buy.request_hash.clone()),
+        );
+        let balance_cents = self.transfer(
+            player.account_id,
+            STAKES_ACCOUNT,
+            stake_cents,
+            "stake",
+            play_id,
+            buy.now_ms,
+        );
+        self.record(
+            buy.now_ms,
+            &actor,
+            "buy",
+            request,
+            json!({
+                "play_id": play_id,
+                "emission_id": emission_id,
+                "block_id": block_id,
+                "unit_index": unit_index,
+                "level": level.get(),
+                "prize_cents": prize_cents,
+                "balance_cents": balance_cents,
+                "block_sold_out": sold_out,
+            }),
+        );
+        Ok(Reply::Bought {
+            play_id,
+            fresh: Some(play),
+        })
+    }
+
+    fn throw(&mut self, throw: &ThrowCommand) -> Result<Reply, Error> {
+        let player = &throw.player;
+        let Some(play) = self.state.plays.get(&throw.play_id) else {
+            return Err(Error::NotFound);
+        };
+        if play.player_id != player.id {
+            return Err(Error::NotFound);
+        }
+        if play.finished || play.throws_made >= 4 {
+            return Err(Error::PlayFinished);
+        }
+        let throws_made = play.throws_made;
+        let actor = Actor::player(player.id, &player.username);
+        self.record(
+            throw.now_ms,
+            &actor,
+            "throw",
+            json!({"play_id": throw.play_id}),
+            json!({"throw": throws_made + 1, "throws_left": 3 - throws_made}),
+        );
+        if throws_made == 3 {
+            self.settle(throw.play_id, throw.now_ms, &actor, "fourth_throw");
+        } else {
+            self.touch(throw.play_id);
+            let play = self
+                .state
+                .plays
+                .get_mut(&throw.play_id)
+                .expect("read above");
+            play.throws_made += 1;
+        }
+        Ok(Reply::Thrown(self.state.plays[&throw.play_id].clone()))
+    }
+
+    /// Finishes a play and credits its win, once: a play already finished
+    /// (or unknown) is left as it is. Returns whether this settled it.
+    fn settle(&mut self, play_id: i64, now_ms: i64, actor: &Actor, reason: &str) -> bool {
+        match self.state.plays.get(&play_id) {
+            Some(play) if !play.finished => {}
+            _ => return false,
+        }
+        self.touch(play_id);
+        let play = self.state.plays.get_mut(&play_id).expect("checked above");
+        play.finished = true;
+        play.throws_made = 4;
+        play.finished_at_ms = Some(now_ms);
+        let (player_id, account_id, prize_cents) =
+            (play.player_id, play.account_id, play.prize_cents);
+        let balance_cents = if prize_cents > 0 {
+            self.transfer(
+                PRIZES_ACCOUNT,
+                account_id,
+                prize_cents,
+                "prize",
+                play_id,
+                now_ms,
+            );
+            self.balance(account_id)
+        } else {
+            self.balance(account_id)
+        };
+        self.record(
+            now_ms,
+            actor,
+            "settle",
+            json!({"play_id": play_id, "reason": reason}),
+            json!({
+                "player_id": player_id,
+                "prize_cents": prize_cents,
+                "credited_cents": prize_cents,
+                "balance_cents": balance_cents,
+            }),
+        );
+        true
+    }
+
+    /// Notes a play read from the database as changed (with its throws as
+    /// read, which the update checks).
+    fn touch(&mut self, play_id: i64) {
+        if self.created_ids.contains(&play_id) {
+            return;
+        }
+        let before = self.state.plays[&play_id].throws_made;
+        self.changed.entry(play_id).or_insert(before);
+    }
+
+    fn balance(&self, account_id: i64) -> i64 {
+        self.state.balances.get(&account_id).copied().unwrap_or(0)
+            + self.deltas.get(&account_id).copied().unwrap_or(0)
+    }
+
+    /// Moves money between two accounts; returns the debited account's new
+    /// balance. A player's balance was checked before, so it never goes
+    /// below zero (and the database's `CHECK` would refuse the batch).
+    fn transfer(
+        &mut self,
+        debit: i64,
+        credit: i64,
+        amount_cents: i64,
+        kind: &'static str,
+        play_id: i64,
+        now_ms: i64,
+    ) -> i64 {
+        assert!(amount_cents > 0, "a transfer moves a positive amount");
+        *self.deltas.entry(debit).or_default() -= amount_cents;
+        *self.deltas.entry(credit).or_default() += amount_cents;
+        self.transfers.push(TransferRow {
+            debit_account_id: debit,
+            credit_account_id: credit,
+            amount_cents,
+            kind,
+            play_id,
+            created_at_ms: now_ms,
+        });
+        self.balance(debit)
+    }
+
+    /// Which of the stake's blocks sells the next unit: the server's
+    /// preferred one (see `Settings::block_offset`), else the first one with
+    /// units left. `None` when none has any.
+    fn pick_block(&self, stake_cents: i64) -> Option<usize> {
+        let (blocks, _) = self.state.blocks.get(&stake_cents)?;
+        let mut with_units = blocks
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.units_sold < i64::from(UNITS_PER_BLOCK))
+            .map(|(position, _)| position);
+        let first = with_units.clone().next()?;
+        Some(
+            with_units
+                .nth(self.context.block_offset as usize)
+                .unwrap_or(first),
+        )
+    }
+
+    /// Takes the next unit of a block: (block, emission, unit index, whether
+    /// it was the block's last unit).
+    fn take_unit(
+        &mut self,
+        stake_cents: i64,
+        position: usize,
+        now_ms: i64,
+    ) -> (i64, i64, i64, bool) {
+        let (blocks, _) = self.state.blocks.get_mut(&stake_cents).expect("picked");
+        let block = &mut blocks[position];
+        self.blocks_before
+            .entry(block.id)
+            .or_insert(block.units_sold);
+        let unit_index = block.units_sold;
+        block.units_sold += 1;
+        let sold_out = block.units_sold == i64::from(UNITS_PER_BLOCK);
+        if sold_out {
+            // The last unit: the block is sold out and its secret published.
+            block.sold_out_at_ms = Some(now_ms);
+        }
+        (block.id, block.emission_id, unit_index, sold_out)
+    }
+
+    fn record(
+        &mut self,
+        at_ms: i64,
+        actor: &Actor,
+        action: &str,
+        request: serde_json::Value,
+        result: serde_json::Value,
+    ) {
+        let record = trail::chain(&self.head, at_ms, actor, action, &request, &result);
+        self.head = Head {
+            seq: record.seq,
+            hash: record.hash.clone(),
+        };
+        self.records.push(record);
+    }
+
+    fn into_writes(self) -> Writes {
+        let plays = &self.state.plays;
+        let row = |id: &i64| -> &PlayState { &plays[id] };
+        let new_plays = self
+            .created
+            .into_iter()
+            .map(|(id, key, hash)| NewPlayRow::from_state(row(&id), key, hash))
+            .collect();
+        let mut play_updates: Vec<PlayUpdate> = self
+            .changed
+            .iter()
+            .map(|(id, before)| PlayUpdate::from_state(row(id), *before))
+            .collect();
+        play_updates.sort_by_key(|u| u.id);
+        let mut block_updates = Vec::new();
+        for (blocks, _) in self.state.blocks.values() {
+            for block in blocks {
+                if let Some(&before) = self.blocks_before.get(&block.id) {
+                    block_updates.push(BlockUpdate {
+                        id: block.id,
+                        units_sold_before: before,
+                        units_sold: block.units_sold,
+                        sold_out_at_ms: block.sold_out_at_ms,
+                    });
+                }
+            }
+        }
+        block_updates.sort_by_key(|u| u.id);
+        let mut deltas: Vec<(i64, i64)> =
+            self.deltas.into_iter().filter(|(_, d)| *d != 0).collect();
+        // A fixed order, so that two servers never lock accounts crosswise.
+        deltas.sort_unstable();
+        let mut hours: Vec<HourCount> = self
+            .hours
+            .into_iter()
+            .map(|((player_id, hour_ms), amount_cents)| HourCount {
+                player_id,
+                hour_ms,
+                amount_cents,
+            })
+            .collect();
+        hours.sort_by_key(|h| (h.player_id, h.hour_ms));
+        Writes {
+            new_plays,
+            play_updates,
+            transfers: self.transfers,
+            deltas,
+            block_updates,
+            hours,
+            records: self.records,
+            head: self.head,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 3. Write.
+
+async fn write(conn: &mut Conn, sqlite: bool, writes: &Writes) -> Result<(), Error> {
+    store::insert_plays(conn, sqlite, &writes.new_plays).await?;
+    store::update_plays(conn, sqlite, &writes.play_updates).await?;
+    store::insert_transfers(conn, sqlite, &writes.transfers).await?;
+    store::add_to_balances(conn, sqlite, &writes.deltas).await?;
+    store::update_blocks(conn, sqlite, &writes.block_updates).await?;
+    store::count_stake_hours(conn, sqlite, &writes.hours).await?;
+    trail::insert_records(conn, sqlite, &writes.records).await?;
+    Ok(())
+}

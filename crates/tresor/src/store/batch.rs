@@ -1,0 +1,520 @@
+//! The set-oriented SQL of the hot batch (`crate::batch`): each function is
+//! one statement over all the batch's rows, passed as one JSON parameter
+//! ([`sql::json_rows`]), so its cost is per batch, not per command.
+
+use crate::error::Error;
+use crate::store::sql::{self, ColumnType::Int, ColumnType::Text, Conn};
+use serde::Serialize;
+use std::collections::HashMap;
+use tresor_game::BlockSecret;
+
+/// A play as the batch knows it: all a view of it needs.
+#[derive(Debug, Clone)]
+pub struct PlayState {
+    pub id: i64,
+    pub player_id: i64,
+    pub account_id: i64,
+    pub block_id: i64,
+    pub emission_id: i64,
+    pub unit_index: i64,
+    pub stake_cents: i64,
+    pub level: i64,
+    pub prize_cents: i64,
+    pub throws_made: i64,
+    pub finished: bool,
+    pub created_at_ms: i64,
+    pub finished_at_ms: Option<i64>,
+}
+
+/// A play read for the batch, and whether it was read as a buyer's play in
+/// progress (to be settled before the next purchase).
+#[derive(Debug)]
+pub struct LoadedPlay {
+    pub play: PlayState,
+    pub in_progress_of_buyer: bool,
+}
+
+/// An open block with units left.
+#[derive(Debug, Clone)]
+pub struct BlockOnSale {
+    pub id: i64,
+    pub emission_id: i64,
+    pub stake_cents: i64,
+    pub units_sold: i64,
+    pub secret: BlockSecret,
+    /// Set when the batch sells its last unit.
+    pub sold_out_at_ms: Option<i64>,
+}
+
+/// A play the batch creates.
+#[derive(Debug, Serialize)]
+pub struct NewPlayRow(
+    i64,          // id
+    i64,          // player_id
+    i64,          // block_id
+    i64,          // unit_index
+    i64,          // stake_cents
+    i64,          // level
+    i64,          // prize_cents
+    i64,          // throws_made
+    &'static str, // state
+    String,       // idempotency_key
+    String,       // request_hash
+    i64,          // created_at_ms
+    Option<i64>,  // finished_at_ms
+);
+
+impl NewPlayRow {
+    pub fn from_state(play: &PlayState, idempotency_key: String, request_hash: String) -> Self {
+        NewPlayRow(
+            play.id,
+            play.player_id,
+            play.block_id,
+            play.unit_index,
+            play.stake_cents,
+            play.level,
+            play.prize_cents,
+            play.throws_made,
+            state_text(play.finished),
+            idempotency_key,
+            request_hash,
+            play.created_at_ms,
+            play.finished_at_ms,
+        )
+    }
+}
+
+/// A play read from the database that the batch changed; the update checks
+/// that it still has `throws_before` throws and is in progress.
+#[derive(Debug)]
+pub struct PlayUpdate {
+    pub id: i64,
+    pub throws_before: i64,
+    pub throws_made: i64,
+    pub state: &'static str,
+    pub finished_at_ms: Option<i64>,
+}
+
+impl PlayUpdate {
+    pub fn from_state(play: &PlayState, throws_before: i64) -> Self {
+        PlayUpdate {
+            id: play.id,
+            throws_before,
+            throws_made: play.throws_made,
+            state: state_text(play.finished),
+            finished_at_ms: play.finished_at_ms,
+        }
+    }
+}
+
+fn state_text(finished: bool) -> &'static str {
+    if finished { "finished" } else { "in_progress" }
+}
+
+/// A transfer of the ledger.
+#[derive(Debug)]
+pub struct TransferRow {
+    pub debit_account_id: i64,
+    pub credit_account_id: i64,
+    pub amount_cents: i64,
+    pub kind: &'static str,
+    pub play_id: i64,
+    pub created_at_ms: i64,
+}
+
+/// A block the batch sold from.
+#[derive(Debug)]
+pub struct BlockUpdate {
+    pub id: i64,
+    pub units_sold_before: i64,
+    pub units_sold: i64,
+    pub sold_out_at_ms: Option<i64>,
+}
+
+/// Stakes to add to a player's hour.
+#[derive(Debug)]
+pub struct HourCount {
+    pub player_id: i64,
+    pub hour_ms: i64,
+    pub amount_cents: i64,
+}
+
+/// Serialises rows as the JSON array of arrays that [`sql::json_rows`]
+/// reads, each row as the tuple `columns` makes of it (in the order of the
+/// statement's column list).
+fn json_table<'r, T, U: Serialize + 'r>(rows: &'r [T], columns: impl Fn(&'r T) -> U) -> String {
+    let tuples: Vec<U> = rows.iter().map(columns).collect();
+    serde_json::to_string(&tuples).expect("rows serialise")
+}
+
+pub async fn sales_open_at_ms(conn: &mut Conn) -> Result<Option<i64>, Error> {
+    let value: Option<String> =
+        sql::query_scalar("SELECT value FROM settings WHERE key = 'sales_open_at_ms'")
+            .fetch_optional(conn)
+            .await?;
+    Ok(value.and_then(|v| v.parse().ok()))
+}
+
+/// Earlier purchases under these (player, idempotency key) pairs:
+/// (player, key, play id, request hash).
+pub async fn earlier_purchases(
+    conn: &mut Conn,
+    sqlite: bool,
+    keys: &[(i64, &str)],
+) -> Result<Vec<(i64, String, i64, String)>, Error> {
+    let table = sql::json_rows(sqlite, 1, &[("player_id", Int), ("key", Text)]);
+    let rows = sql::query(&format!(
+        "SELECT p.player_id, p.idempotency_key, p.id, p.request_hash FROM plays p \
+         JOIN {table} AS d ON p.player_id = d.player_id AND p.idempotency_key = d.key"
+    ))
+    .bind(json_table(keys, |k| *k))
+    .fetch_all(conn)
+    .await?;
+    rows.iter()
+        .map(|row| {
+            Ok((
+                row.try_get(0usize)?,
+                row.try_get(1usize)?,
+                row.try_get(2usize)?,
+                row.try_get(3usize)?,
+            ))
+        })
+        .collect()
+}
+
+/// The first `window` open blocks with units left of each stake, by id.
+pub async fn blocks_on_sale(
+    conn: &mut Conn,
+    sqlite: bool,
+    stakes: &[i64],
+    window: i64,
+) -> Result<Vec<BlockOnSale>, Error> {
+    let table = sql::json_rows(sqlite, 1, &[("stake", Int)]);
+    let rows = sql::query(&format!(
+        "SELECT id, emission_id, stake_cents, units_sold, secret FROM ( \
+             SELECT b.id, b.emission_id, b.stake_cents, b.units_sold, b.secret, \
+             ROW_NUMBER() OVER (PARTITION BY b.stake_cents ORDER BY b.id) AS position \
+             FROM blocks b JOIN emissions e ON e.id = b.emission_id \
+             WHERE b.state = 'open' AND e.state = 'open' AND b.units_sold < $2 \
+             AND b.stake_cents IN (SELECT stake FROM {table} AS d)) w \
+         WHERE position <= $3 ORDER BY stake_cents, id"
+    ))
+    .bind(json_table(stakes, |s| [*s]))
+    .bind(i64::from(tresor_game::UNITS_PER_BLOCK))
+    .bind(window)
+    .fetch_all(conn)
+    .await?;
+    rows.iter()
+        .map(|row| {
+            let secret: Vec<u8> = row.try_get("secret")?;
+            Ok(BlockOnSale {
+                id: row.try_get("id")?,
+                emission_id: row.try_get("emission_id")?,
+                stake_cents: row.try_get("stake_cents")?,
+                units_sold: row.try_get("units_sold")?,
+                secret: BlockSecret::from_bytes(
+                    secret.try_into().expect("a stored secret is 32 bytes"),
+                ),
+                sold_out_at_ms: None,
+            })
+        })
+        .collect()
+}
+
+/// `count` fresh play ids. On PostgreSQL from the plays' sequence (several
+/// servers may insert); on SQLite after the largest, which the writer's
+/// `BEGIN IMMEDIATE` keeps to itself until it commits.
+pub async fn new_play_ids(conn: &mut Conn, sqlite: bool, count: usize) -> Result<Vec<i64>, Error> {
+    if sqlite {
+        let last: i64 = sql::query_scalar("SELECT COALESCE(MAX(id), 0) FROM plays")
+            .fetch_one(conn)
+            .await?;
+        return Ok((1..=count as i64).map(|n| last + n).collect());
+    }
+    sql::query_scalar(
+        "SELECT nextval(pg_get_serial_sequence('plays', 'id')) FROM generate_series(1, $1)",
+    )
+    .bind(count as i64)
+    .fetch_all(conn)
+    .await
+}
+
+/// The plays named by id (throws, settlements) and every play in progress of
+/// the buyers, with their players' accounts.
+pub async fn plays_for_batch(
+    conn: &mut Conn,
+    sqlite: bool,
+    play_ids: &[i64],
+    buyers: &[i64],
+) -> Result<Vec<LoadedPlay>, Error> {
+    const COLUMNS: &str = "p.id, p.player_id, pl.account_id, p.block_id, b.emission_id, \
+        p.unit_index, p.stake_cents, p.level, p.prize_cents, p.throws_made, p.state, \
+        p.created_at_ms, p.finished_at_ms";
+    let ids = sql::json_rows(sqlite, 1, &[("id", Int)]);
+    let players = sql::json_rows(sqlite, 2, &[("id", Int)]);
+    let rows = sql::query(&format!(
+        "SELECT {COLUMNS}, 0 AS of_buyer FROM plays p \
+         JOIN players pl ON pl.id = p.player_id JOIN blocks b ON b.id = p.block_id \
+         WHERE p.id IN (SELECT id FROM {ids} AS d) \
+         UNION ALL \
+         SELECT {COLUMNS}, 1 AS of_buyer FROM plays p \
+         JOIN players pl ON pl.id = p.player_id JOIN blocks b ON b.id = p.block_id \
+         WHERE p.state = 'in_progress' AND p.player_id IN (SELECT id FROM {players} AS d)"
+    ))
+    .bind(json_table(play_ids, |id| [*id]))
+    .bind(json_table(buyers, |id| [*id]))
+    .fetch_all(conn)
+    .await?;
+    rows.iter()
+        .map(|row| {
+            let state: String = row.try_get("state")?;
+            let of_buyer: i64 = row.try_get("of_buyer")?;
+            Ok(LoadedPlay {
+                play: PlayState {
+                    id: row.try_get("id")?,
+                    player_id: row.try_get("player_id")?,
+                    account_id: row.try_get("account_id")?,
+                    block_id: row.try_get("block_id")?,
+                    emission_id: row.try_get("emission_id")?,
+                    unit_index: row.try_get("unit_index")?,
+                    stake_cents: row.try_get("stake_cents")?,
+                    level: row.try_get("level")?,
+                    prize_cents: row.try_get("prize_cents")?,
+                    throws_made: row.try_get("throws_made")?,
+                    finished: state == "finished",
+                    created_at_ms: row.try_get("created_at_ms")?,
+                    finished_at_ms: row.try_get("finished_at_ms")?,
+                },
+                in_progress_of_buyer: of_buyer == 1,
+            })
+        })
+        .collect()
+}
+
+/// The balances of these accounts.
+pub async fn balances(
+    conn: &mut Conn,
+    sqlite: bool,
+    accounts: &[i64],
+) -> Result<HashMap<i64, i64>, Error> {
+    let table = sql::json_rows(sqlite, 1, &[("id", Int)]);
+    let rows: Vec<(i64, i64)> = sql::query_as(&format!(
+        "SELECT id, balance_cents FROM accounts WHERE id IN (SELECT id FROM {table} AS d)"
+    ))
+    .bind(json_table(accounts, |id| [*id]))
+    .fetch_all(conn)
+    .await?;
+    Ok(rows.into_iter().collect())
+}
+
+/// Refuses the batch when an update found fewer rows than it expected: the
+/// batch's reads no longer hold (they cannot change under the trail head's
+/// lock; this guards that reasoning).
+fn expect_rows(table: &'static str, changed: u64, expected: usize) -> Result<(), Error> {
+    if changed as usize == expected {
+        Ok(())
+    } else {
+        tracing::error!(
+            table,
+            changed,
+            expected,
+            "a batch update found other rows than it read"
+        );
+        Err(Error::Unavailable("the batch's reads changed under it"))
+    }
+}
+
+pub async fn insert_plays(conn: &mut Conn, sqlite: bool, rows: &[NewPlayRow]) -> Result<(), Error> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let table = sql::json_rows(
+        sqlite,
+        1,
+        &[
+            ("id", Int),
+            ("player_id", Int),
+            ("block_id", Int),
+            ("unit_index", Int),
+            ("stake_cents", Int),
+            ("level", Int),
+            ("prize_cents", Int),
+            ("throws_made", Int),
+            ("state", Text),
+            ("idempotency_key", Text),
+            ("request_hash", Text),
+            ("created_at_ms", Int),
+            ("finished_at_ms", Int),
+        ],
+    );
+    let inserted = sql::query(&format!(
+        "INSERT INTO plays (id, player_id, block_id, unit_index, stake_cents, level, prize_cents, \
+         throws_made, state, idempotency_key, request_hash, created_at_ms, finished_at_ms) \
+         SELECT id, player_id, block_id, unit_index, stake_cents, level, prize_cents, throws_made, \
+         state, idempotency_key, request_hash, created_at_ms, finished_at_ms FROM {table} AS d"
+    ))
+    .bind(json_table(rows, |row| row))
+    .execute(conn)
+    .await?;
+    expect_rows("plays", inserted, rows.len())
+}
+
+pub async fn update_plays(conn: &mut Conn, sqlite: bool, rows: &[PlayUpdate]) -> Result<(), Error> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let table = sql::json_rows(
+        sqlite,
+        1,
+        &[
+            ("id", Int),
+            ("throws_before", Int),
+            ("throws_made", Int),
+            ("state", Text),
+            ("finished_at_ms", Int),
+        ],
+    );
+    let updated = sql::query(&format!(
+        "UPDATE plays SET throws_made = d.throws_made, state = d.state, \
+         finished_at_ms = d.finished_at_ms FROM {table} AS d \
+         WHERE plays.id = d.id AND plays.throws_made = d.throws_before \
+         AND plays.state = 'in_progress'"
+    ))
+    .bind(json_table(rows, |u| {
+        (
+            u.id,
+            u.throws_before,
+            u.throws_made,
+            u.state,
+            u.finished_at_ms,
+        )
+    }))
+    .execute(conn)
+    .await?;
+    expect_rows("plays", updated, rows.len())
+}
+
+pub async fn insert_transfers(
+    conn: &mut Conn,
+    sqlite: bool,
+    rows: &[TransferRow],
+) -> Result<(), Error> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let table = sql::json_rows(
+        sqlite,
+        1,
+        &[
+            ("debit_account_id", Int),
+            ("credit_account_id", Int),
+            ("amount_cents", Int),
+            ("kind", Text),
+            ("play_id", Int),
+            ("created_at_ms", Int),
+        ],
+    );
+    sql::query(&format!(
+        "INSERT INTO transfers (debit_account_id, credit_account_id, amount_cents, kind, play_id, \
+         created_at_ms) SELECT debit_account_id, credit_account_id, amount_cents, kind, play_id, \
+         created_at_ms FROM {table} AS d"
+    ))
+    .bind(json_table(rows, |t| {
+        (
+            t.debit_account_id,
+            t.credit_account_id,
+            t.amount_cents,
+            t.kind,
+            t.play_id,
+            t.created_at_ms,
+        )
+    }))
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Adds each (account, delta) to the account's balance. A player's balance
+/// below zero is refused by the `CHECK` (the batch checked it before).
+pub async fn add_to_balances(
+    conn: &mut Conn,
+    sqlite: bool,
+    deltas: &[(i64, i64)],
+) -> Result<(), Error> {
+    if deltas.is_empty() {
+        return Ok(());
+    }
+    let table = sql::json_rows(sqlite, 1, &[("id", Int), ("delta", Int)]);
+    let updated = sql::query(&format!(
+        "UPDATE accounts SET balance_cents = accounts.balance_cents + d.delta \
+         FROM {table} AS d WHERE accounts.id = d.id"
+    ))
+    .bind(json_table(deltas, |d| *d))
+    .execute(conn)
+    .await?;
+    expect_rows("accounts", updated, deltas.len())
+}
+
+/// Moves the blocks' counts of units sold; a block that sold its last unit
+/// becomes sold out and its secret published.
+pub async fn update_blocks(
+    conn: &mut Conn,
+    sqlite: bool,
+    rows: &[BlockUpdate],
+) -> Result<(), Error> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let table = sql::json_rows(
+        sqlite,
+        1,
+        &[
+            ("id", Int),
+            ("units_sold_before", Int),
+            ("units_sold", Int),
+            ("sold_out_at_ms", Int),
+        ],
+    );
+    let updated = sql::query(&format!(
+        "UPDATE blocks SET units_sold = d.units_sold, \
+         state = CASE WHEN d.sold_out_at_ms IS NULL THEN blocks.state ELSE 'sold_out' END, \
+         published_at_ms = COALESCE(d.sold_out_at_ms, blocks.published_at_ms) \
+         FROM {table} AS d \
+         WHERE blocks.id = d.id AND blocks.units_sold = d.units_sold_before AND blocks.state = 'open'"
+    ))
+    .bind(json_table(rows, |b| {
+        (b.id, b.units_sold_before, b.units_sold, b.sold_out_at_ms)
+    }))
+    .execute(conn)
+    .await?;
+    expect_rows("blocks", updated, rows.len())
+}
+
+/// Counts stakes in the players' hours (the 7-day caps read them).
+pub async fn count_stake_hours(
+    conn: &mut Conn,
+    sqlite: bool,
+    rows: &[HourCount],
+) -> Result<(), Error> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let table = sql::json_rows(
+        sqlite,
+        1,
+        &[("player_id", Int), ("hour_ms", Int), ("amount_cents", Int)],
+    );
+    // `WHERE true` tells SQLite's parser that ON CONFLICT is not a join's.
+    sql::query(&format!(
+        "INSERT INTO movement_hours (player_id, kind, hour_ms, amount_cents) \
+         SELECT player_id, 'stake', hour_ms, amount_cents FROM {table} AS d WHERE true \
+         ON CONFLICT (player_id, kind, hour_ms) \
+         DO UPDATE SET amount_cents = movement_hours.amount_cents + excluded.amount_cents"
+    ))
+    .bind(json_table(rows, |h| {
+        (h.player_id, h.hour_ms, h.amount_cents)
+    }))
+    .execute(conn)
+    .await?;
+    Ok(())
+}
