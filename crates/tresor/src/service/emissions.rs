@@ -1,0 +1,282 @@
+//! Emissions and blocks: creating, closing, suspending and listing them.
+
+use super::{Service, os_random_32, rfc3339};
+use crate::error::Error;
+use crate::store::sql;
+use crate::trail::{self, Actor};
+use serde::Serialize;
+use serde_json::json;
+use tresor_game::{BlockSecret, Stake, UNITS_PER_BLOCK};
+
+/// A block as the public sees it: the secret only once it is published.
+#[derive(Debug, Clone, Serialize)]
+pub struct BlockView {
+    pub id: i64,
+    pub emission: i64,
+    pub stake_cents: i64,
+    pub state: String,
+    pub commitment: String,
+    pub units_sold: i64,
+    pub units_per_block: u32,
+    pub secret: Option<String>,
+}
+
+/// An emission with its blocks, for the operator.
+#[derive(Debug, Clone, Serialize)]
+pub struct EmissionView {
+    pub id: i64,
+    pub name: String,
+    pub state: String,
+    pub created_at: String,
+    pub blocks: Vec<BlockView>,
+}
+
+impl Service {
+    /// Creates an emission with `blocks_per_stake` blocks of each stake, each
+    /// with a fresh secret from the OS CSPRNG. Returns the emission id.
+    pub async fn create_emission(
+        &self,
+        name: &str,
+        stakes: &[Stake],
+        blocks_per_stake: u32,
+    ) -> Result<i64, Error> {
+        self.create_emission_as(Actor::Operator, name, stakes, blocks_per_stake)
+            .await
+    }
+
+    /// [`Service::create_emission`], recorded in the trail as `actor`'s (the
+    /// demo emission is the system's).
+    pub async fn create_emission_as(
+        &self,
+        actor: Actor,
+        name: &str,
+        stakes: &[Stake],
+        blocks_per_stake: u32,
+    ) -> Result<i64, Error> {
+        if stakes.is_empty() || !(1..=1000).contains(&blocks_per_stake) {
+            return Err(Error::Validation(
+                "an emission needs at least one stake and 1 to 1000 blocks".to_owned(),
+            ));
+        }
+        let mut blocks = Vec::new();
+        for stake in stakes {
+            for _ in 0..blocks_per_stake {
+                blocks.push((stake.cents(), BlockSecret::from_bytes(os_random_32())));
+            }
+        }
+        let name = name.to_owned();
+        let now_ms = self.now_ms();
+        self.write(move |conn| {
+            let name = name.clone();
+            let blocks = blocks.clone();
+            let actor = actor.clone();
+            Box::pin(async move {
+                let emission_id: i64 = sql::query_scalar(
+                    "INSERT INTO emissions (name, state, created_at_ms) VALUES ($1, 'open', $2) RETURNING id",
+                )
+                .bind(&name)
+                .bind(now_ms)
+                .fetch_one(&mut *conn)
+                .await?;
+                let mut created = Vec::with_capacity(blocks.len());
+                for (stake_cents, secret) in &blocks {
+                    let commitment = secret.commitment().to_hex();
+                    let block_id: i64 = sql::query_scalar(
+                        "INSERT INTO blocks (emission_id, stake_cents, secret, commitment, state, created_at_ms) \
+                         VALUES ($1, $2, $3, $4, 'open', $5) RETURNING id",
+                    )
+                    .bind(emission_id)
+                    .bind(*stake_cents)
+                    .bind(secret.as_bytes().to_vec())
+                    .bind(&commitment)
+                    .bind(now_ms)
+                    .fetch_one(&mut *conn)
+                    .await?;
+                    // The commitment is public from now on; the secret never
+                    // enters the trail.
+                    created.push(json!({
+                        "block_id": block_id,
+                        "stake_cents": stake_cents,
+                        "commitment": commitment,
+                    }));
+                }
+                let stakes: Vec<i64> = blocks.iter().map(|(stake, _)| *stake).collect();
+                trail::append(
+                    conn,
+                    now_ms,
+                    &actor,
+                    "emission_create",
+                    json!({"name": name, "stakes_cents": stakes}),
+                    json!({"emission_id": emission_id, "blocks": created}),
+                )
+                .await?;
+                Ok(emission_id)
+            })
+        })
+        .await
+    }
+
+    /// Closes an emission: its sales stop and the secrets of its blocks are
+    /// published. Units left unsold stay counted as such.
+    pub async fn close_emission(&self, emission_id: i64) -> Result<(), Error> {
+        let now_ms = self.now_ms();
+        self.write(move |conn| {
+            Box::pin(async move {
+                let state: Option<String> =
+                    sql::query_scalar("SELECT state FROM emissions WHERE id = $1")
+                        .bind(emission_id)
+                        .fetch_optional(&mut *conn)
+                        .await?;
+                match state.as_deref() {
+                    None => return Err(Error::NotFound),
+                    Some("closed") => {
+                        return Err(Error::Validation(format!(
+                            "emission {emission_id} is already closed"
+                        )));
+                    }
+                    Some(_) => {}
+                }
+                sql::query(
+                    "UPDATE emissions SET state = 'closed', closed_at_ms = $1 WHERE id = $2",
+                )
+                .bind(now_ms)
+                .bind(emission_id)
+                .execute(&mut *conn)
+                .await?;
+                let closed: Vec<i64> = sql::query_scalar(
+                    "UPDATE blocks SET state = 'closed', published_at_ms = $1 \
+                     WHERE emission_id = $2 AND state IN ('open', 'suspended') RETURNING id",
+                )
+                .bind(now_ms)
+                .bind(emission_id)
+                .fetch_all(&mut *conn)
+                .await?;
+                trail::append(
+                    conn,
+                    now_ms,
+                    &Actor::Operator,
+                    "emission_close",
+                    json!({"emission_id": emission_id}),
+                    json!({"blocks_closed": closed}),
+                )
+                .await?;
+                Ok(())
+            })
+        })
+        .await
+    }
+
+    /// Takes an open block out of sale; sales go on from the other open
+    /// blocks of its stake, if any.
+    pub async fn suspend_block(&self, block_id: i64) -> Result<(), Error> {
+        self.move_block(block_id, "open", "suspended", "block_suspend")
+            .await
+    }
+
+    /// Puts a suspended block back on sale (its emission must be open).
+    pub async fn resume_block(&self, block_id: i64) -> Result<(), Error> {
+        self.move_block(block_id, "suspended", "open", "block_resume")
+            .await
+    }
+
+    async fn move_block(
+        &self,
+        block_id: i64,
+        from: &'static str,
+        to: &'static str,
+        action: &'static str,
+    ) -> Result<(), Error> {
+        let now_ms = self.now_ms();
+        self.write(move |conn| {
+            Box::pin(async move {
+                let row: Option<(String, String)> = sql::query_as(
+                    "SELECT b.state, e.state FROM blocks b JOIN emissions e ON e.id = b.emission_id \
+                     WHERE b.id = $1",
+                )
+                .bind(block_id)
+                .fetch_optional(&mut *conn)
+                .await?;
+                let Some((state, emission_state)) = row else {
+                    return Err(Error::NotFound);
+                };
+                if state != from {
+                    return Err(Error::Validation(format!(
+                        "block {block_id} is {state}, not {from}"
+                    )));
+                }
+                if emission_state != "open" {
+                    return Err(Error::Validation(format!(
+                        "the emission of block {block_id} is closed"
+                    )));
+                }
+                sql::query("UPDATE blocks SET state = $1 WHERE id = $2 AND state = $3")
+                    .bind(to)
+                    .bind(block_id)
+                    .bind(from)
+                    .execute(&mut *conn)
+                    .await?;
+                trail::append(
+                    conn,
+                    now_ms,
+                    &Actor::Operator,
+                    action,
+                    json!({"block_id": block_id}),
+                    json!({"state": to}),
+                )
+                .await?;
+                Ok(())
+            })
+        })
+        .await
+    }
+
+    fn block_view(row: &sql::Row) -> Result<BlockView, Error> {
+        let published: Option<i64> = row.try_get("published_at_ms")?;
+        let secret: Vec<u8> = row.try_get("secret")?;
+        Ok(BlockView {
+            id: row.try_get("id")?,
+            emission: row.try_get("emission_id")?,
+            stake_cents: row.try_get("stake_cents")?,
+            state: row.try_get("state")?,
+            commitment: row.try_get("commitment")?,
+            units_sold: row.try_get("units_sold")?,
+            units_per_block: UNITS_PER_BLOCK,
+            // The secret leaves the server only once the block is closed.
+            secret: published.map(|_| hex::encode(&secret)),
+        })
+    }
+
+    /// Every block, oldest first, with secrets only where published.
+    pub async fn blocks(&self) -> Result<Vec<BlockView>, Error> {
+        let rows = sql::query(
+            "SELECT id, emission_id, stake_cents, state, commitment, units_sold, secret, published_at_ms \
+             FROM blocks ORDER BY id",
+        )
+        .fetch_all(&mut *self.db.conn().await?)
+        .await?;
+        rows.iter().map(Self::block_view).collect()
+    }
+
+    pub async fn emissions(&self) -> Result<Vec<EmissionView>, Error> {
+        let rows = sql::query("SELECT id, name, state, created_at_ms FROM emissions ORDER BY id")
+            .fetch_all(&mut *self.db.conn().await?)
+            .await?;
+        let blocks = self.blocks().await?;
+        let mut emissions = Vec::with_capacity(rows.len());
+        for row in rows {
+            let id: i64 = row.try_get("id")?;
+            emissions.push(EmissionView {
+                id,
+                name: row.try_get("name")?,
+                state: row.try_get("state")?,
+                created_at: rfc3339(row.try_get("created_at_ms")?),
+                blocks: blocks
+                    .iter()
+                    .filter(|b| b.emission == id)
+                    .cloned()
+                    .collect(),
+            });
+        }
+        Ok(emissions)
+    }
+}

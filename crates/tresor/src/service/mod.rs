@@ -1,0 +1,182 @@
+//! The service layer: players, the ledger, emissions and blocks, and plays.
+//! Every change is a job run by the single [`Writer`]; reads go straight to
+//! the pool. HTTP handlers and operator commands both call this module.
+
+use crate::batch;
+use crate::blocks::BlockCache;
+use crate::error::Error;
+use crate::protect::RateLimits;
+use crate::store::{Conn, Db};
+use crate::writer::Writer;
+use futures_util::future::BoxFuture;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+mod blocks;
+mod emissions;
+mod money;
+mod players;
+mod plays;
+mod purchase;
+mod sessions;
+mod status;
+
+pub use emissions::{BlockView, EmissionView};
+pub use money::{
+    DEPOSITS_ACCOUNT, MAX_DEMO_DEPOSIT_CENTS, MAX_DEPOSIT_CENTS, Me, PRIZES_ACCOUNT, STAKES_ACCOUNT,
+};
+pub use players::{Player, Registration};
+pub use plays::{History, PlayView, RevealedScenario, UnitRef};
+pub use purchase::{Bought, IdempotencyKey, Purchase};
+pub use status::Status;
+
+/// Where time comes from: the system clock in production, a hand-moved clock
+/// in tests.
+pub trait Clock: Send + Sync + fmt::Debug {
+    /// Milliseconds since the Unix epoch.
+    fn now_ms(&self) -> i64;
+}
+
+#[derive(Debug, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_ms(&self) -> i64 {
+        let since = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("the clock is after 1970");
+        since.as_millis() as i64
+    }
+}
+
+/// A clock that moves only when told to.
+#[derive(Debug)]
+pub struct ManualClock(AtomicI64);
+
+impl ManualClock {
+    pub fn new(now_ms: i64) -> Self {
+        ManualClock(AtomicI64::new(now_ms))
+    }
+
+    pub fn advance_ms(&self, ms: i64) {
+        self.0.fetch_add(ms, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_ms(&self) -> i64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// Service settings, parsed once at start.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Throttles on logins, registrations and purchases.
+    pub rate_limits: RateLimits,
+    /// A play its player never finishes is settled after this many seconds.
+    pub auto_settle_after_s: i64,
+    /// A session unused for this long ends.
+    pub session_idle_s: i64,
+    /// A session ends this long after login, used or not.
+    pub session_max_s: i64,
+    /// Which open block of a stake this server sells from first: the n-th,
+    /// by id (falling back to the first). Servers sharing one database each
+    /// take a different offset, so they do not queue on one block's row.
+    pub block_offset: i64,
+    /// The most jobs the writer commits in one transaction; 1 commits each
+    /// job alone (the baseline that group commit is measured against).
+    pub writer_max_batch: usize,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            rate_limits: RateLimits::default(),
+            auto_settle_after_s: 24 * 3600,
+            session_idle_s: 30 * 60,
+            session_max_s: 12 * 3600,
+            block_offset: 0,
+            writer_max_batch: crate::writer::DEFAULT_MAX_BATCH,
+        }
+    }
+}
+
+/// The service: cheap to clone, shared by every request.
+#[derive(Clone)]
+pub struct Service {
+    pub db: Db,
+    pub writer: Writer,
+    pub clock: Arc<dyn Clock>,
+    pub settings: Arc<Settings>,
+    blocks: Arc<BlockCache>,
+}
+
+impl fmt::Debug for Service {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Service")
+            .field("backend", &self.db.backend)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Formats milliseconds since the epoch as RFC 3339 UTC.
+pub fn rfc3339(ms: i64) -> String {
+    let time = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    let format = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
+    time.format(&format).unwrap_or_default()
+}
+
+/// Parses an RFC 3339 time into milliseconds since the epoch.
+pub fn parse_rfc3339(text: &str) -> Result<i64, Error> {
+    let time = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
+        .map_err(|_| Error::Validation(format!("not an RFC 3339 time: {text}")))?;
+    Ok((time.unix_timestamp_nanos() / 1_000_000) as i64)
+}
+
+/// 32 bytes from the operating system's CSPRNG.
+pub fn os_random_32() -> [u8; 32] {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).expect("the operating system's random generator works");
+    bytes
+}
+
+pub fn sha256_hex(data: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(data))
+}
+
+impl Service {
+    pub fn new(db: Db, clock: Arc<dyn Clock>, settings: Settings) -> Service {
+        let blocks = Arc::new(BlockCache::default());
+        let context = Arc::new(batch::Context {
+            blocks: blocks.clone(),
+            block_offset: settings.block_offset,
+        });
+        let writer = Writer::start(db.clone(), settings.writer_max_batch, context);
+        Service {
+            db,
+            writer,
+            clock,
+            settings: Arc::new(settings),
+            blocks,
+        }
+    }
+
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    /// Runs a writer job (see [`Writer::run`]).
+    pub async fn write<T, F>(&self, job: F) -> Result<T, Error>
+    where
+        T: Send + 'static,
+        F: for<'c> Fn(&'c mut Conn) -> BoxFuture<'c, Result<T, Error>> + Send + Sync + 'static,
+    {
+        self.writer.run(job).await
+    }
+}

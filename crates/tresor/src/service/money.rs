@@ -1,0 +1,189 @@
+//! Money: the double-entry ledger, balances and deposits.
+
+use super::players::Player;
+use super::{Service, rfc3339};
+use crate::error::Error;
+use crate::protect::{self, LimitKind, LimitsView};
+use crate::store::{Conn, sql};
+use crate::trail::{self, Actor};
+use serde::Serialize;
+use serde_json::json;
+
+/// The ledger's system accounts (created by the first migration).
+pub const DEPOSITS_ACCOUNT: i64 = 1;
+pub const STAKES_ACCOUNT: i64 = 2;
+pub const PRIZES_ACCOUNT: i64 = 3;
+
+/// The largest single deposit, a guard against typing mistakes.
+pub const MAX_DEPOSIT_CENTS: i64 = 100_000_000;
+/// The largest single demo deposit.
+pub const MAX_DEMO_DEPOSIT_CENTS: i64 = 100_000;
+
+/// A player's view of themselves.
+#[derive(Debug, Clone, Serialize)]
+pub struct Me {
+    pub username: String,
+    pub balance_cents: i64,
+    pub demo: bool,
+    pub current_play_id: Option<i64>,
+    /// The 7-day caps on deposits and stakes: in force, used, left, pending.
+    pub limits: LimitsView,
+    /// The end of an exclusion in force (RFC 3339), if any.
+    pub excluded_until: Option<String>,
+}
+
+// ---------------------------------------------------------------------------
+// Ledger primitives, run inside writer jobs.
+
+/// Moves `amount_cents` from `debit` to `credit`, refusing to take a player
+/// account below zero. Returns the two accounts' new balances (debit, credit).
+pub(super) async fn transfer(
+    conn: &mut Conn,
+    debit: i64,
+    credit: i64,
+    amount_cents: i64,
+    kind: &str,
+    play_id: Option<i64>,
+    now_ms: i64,
+) -> Result<(i64, i64), Error> {
+    assert!(amount_cents > 0, "a transfer moves a positive amount");
+    let debited: Option<i64> = sql::query_scalar(
+        "UPDATE accounts SET balance_cents = balance_cents - $1 \
+         WHERE id = $2 AND (kind <> 'player' OR balance_cents >= $1) RETURNING balance_cents",
+    )
+    .bind(amount_cents)
+    .bind(debit)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some(debit_balance_cents) = debited else {
+        let balance_cents: i64 =
+            sql::query_scalar("SELECT balance_cents FROM accounts WHERE id = $1")
+                .bind(debit)
+                .fetch_one(&mut *conn)
+                .await?;
+        return Err(Error::InsufficientFunds {
+            balance_cents,
+            needed_cents: amount_cents,
+        });
+    };
+    let credit_balance_cents: i64 = sql::query_scalar(
+        "UPDATE accounts SET balance_cents = balance_cents + $1 WHERE id = $2 RETURNING balance_cents",
+    )
+    .bind(amount_cents)
+    .bind(credit)
+    .fetch_one(&mut *conn)
+    .await?;
+    sql::query(
+        "INSERT INTO transfers (debit_account_id, credit_account_id, amount_cents, kind, play_id, created_at_ms) \
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(debit)
+    .bind(credit)
+    .bind(amount_cents)
+    .bind(kind)
+    .bind(play_id)
+    .bind(now_ms)
+    .execute(&mut *conn)
+    .await?;
+    Ok((debit_balance_cents, credit_balance_cents))
+}
+
+async fn account_balance(conn: &mut Conn, account_id: i64) -> Result<i64, Error> {
+    sql::query_scalar("SELECT balance_cents FROM accounts WHERE id = $1")
+        .bind(account_id)
+        .fetch_one(&mut *conn)
+        .await
+}
+
+impl Service {
+    pub async fn balance_cents(&self, account_id: i64) -> Result<i64, Error> {
+        sql::query_scalar("SELECT balance_cents FROM accounts WHERE id = $1")
+            .bind(account_id)
+            .fetch_one(&mut *self.db.conn().await?)
+            .await
+    }
+
+    pub async fn me(&self, player: &Player) -> Result<Me, Error> {
+        let balance_cents = self.balance_cents(player.account_id).await?;
+        let current_play_id: Option<i64> = sql::query_scalar(
+            "SELECT id FROM plays WHERE player_id = $1 AND state = 'in_progress' ORDER BY id DESC LIMIT 1",
+        )
+        .bind(player.id)
+        .fetch_optional(&mut *self.db.conn().await?)
+        .await?;
+        let (limits, excluded_until_ms) = self.protection(player).await?;
+        Ok(Me {
+            username: player.username.clone(),
+            balance_cents,
+            demo: self.is_demo().await?,
+            current_play_id,
+            limits,
+            excluded_until: excluded_until_ms.map(rfc3339),
+        })
+    }
+
+    /// Credits a player's account from the deposits account, at the player's
+    /// request (the demo deposit). Returns the new balance.
+    pub async fn deposit(&self, player: &Player, amount_cents: i64) -> Result<i64, Error> {
+        let actor = Actor::player(player.id, &player.username);
+        self.deposit_as(actor, "deposit", player, amount_cents)
+            .await
+    }
+
+    /// Credits a player's account at the operator's command (`tresor player
+    /// credit`). Returns the new balance.
+    pub async fn credit(&self, player: &Player, amount_cents: i64) -> Result<i64, Error> {
+        self.deposit_as(Actor::Operator, "credit", player, amount_cents)
+            .await
+    }
+
+    async fn deposit_as(
+        &self,
+        actor: Actor,
+        action: &'static str,
+        player: &Player,
+        amount_cents: i64,
+    ) -> Result<i64, Error> {
+        if !(1..=MAX_DEPOSIT_CENTS).contains(&amount_cents) {
+            return Err(Error::Validation(format!(
+                "amount_cents: between 1 and {MAX_DEPOSIT_CENTS}"
+            )));
+        }
+        let account_id = player.account_id;
+        let player_id = player.id;
+        let now_ms = self.now_ms();
+        let player = player.clone();
+        self.write(move |conn| {
+            let actor = actor.clone();
+            let player = player.clone();
+            Box::pin(async move {
+                // The operator's credit is how money comes in outside demo
+                // mode, so it counts against the player's cap like a deposit.
+                protect::check_movement(conn, LimitKind::Deposit, &player, amount_cents, now_ms)
+                    .await?;
+                transfer(
+                    conn,
+                    DEPOSITS_ACCOUNT,
+                    account_id,
+                    amount_cents,
+                    "deposit",
+                    None,
+                    now_ms,
+                )
+                .await?;
+                let balance_cents = account_balance(conn, account_id).await?;
+                trail::append(
+                    conn,
+                    now_ms,
+                    &actor,
+                    action,
+                    json!({"player_id": player_id, "amount_cents": amount_cents}),
+                    json!({"balance_cents": balance_cents}),
+                )
+                .await?;
+                Ok(balance_cents)
+            })
+        })
+        .await
+    }
+}

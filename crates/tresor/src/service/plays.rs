@@ -1,0 +1,228 @@
+//! Plays: their views, throws, settlement and the player's history.
+
+use super::players::Player;
+use super::{Service, rfc3339};
+use crate::batch::{self, Command, Reply, SettleCommand, ThrowCommand};
+use crate::error::Error;
+use crate::store::sql;
+use serde::Serialize;
+use tresor_game::{Level, Outcome, Scenario, Stake, generate_scenario};
+
+/// The unit a play bought: emission, block and index in the block.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct UnitRef {
+    pub emission: i64,
+    pub block: i64,
+    pub index: i64,
+}
+
+/// A play as the API shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlayView {
+    pub id: i64,
+    pub stake_cents: i64,
+    pub unit: UnitRef,
+    pub created_at: String,
+    pub state: &'static str,
+    pub outcome: Outcome,
+    pub throws_left: i64,
+    pub finished_at: Option<String>,
+    pub scenario: RevealedScenario,
+}
+
+/// A scenario with only its first `throws` throws revealed.
+#[derive(Debug, Clone)]
+pub struct RevealedScenario {
+    pub scenario: Scenario,
+    pub throws: usize,
+}
+
+impl Serialize for RevealedScenario {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.scenario.view(self.throws).serialize(serializer)
+    }
+}
+
+/// One page of a player's history, newest first.
+#[derive(Debug, Clone, Serialize)]
+pub struct History {
+    pub plays: Vec<PlayView>,
+    pub next_cursor: Option<String>,
+}
+
+const PLAY_COLUMNS: &str = "p.id, p.player_id, p.block_id, b.emission_id, p.unit_index, p.stake_cents, p.level, \
+     p.prize_cents, p.throws_made, p.state, p.created_at_ms, p.finished_at_ms";
+
+#[derive(Debug, Clone)]
+pub(super) struct PlayRow {
+    pub(super) id: i64,
+    pub(super) block_id: i64,
+    pub(super) emission_id: i64,
+    pub(super) unit_index: i64,
+    pub(super) stake_cents: i64,
+    pub(super) level: i64,
+    pub(super) prize_cents: i64,
+    pub(super) throws_made: i64,
+    pub(super) state: String,
+    pub(super) created_at_ms: i64,
+    pub(super) finished_at_ms: Option<i64>,
+}
+
+impl PlayRow {
+    fn from_row(row: &sql::Row) -> Result<Self, Error> {
+        Ok(PlayRow {
+            id: row.try_get("id")?,
+            block_id: row.try_get("block_id")?,
+            emission_id: row.try_get("emission_id")?,
+            unit_index: row.try_get("unit_index")?,
+            stake_cents: row.try_get("stake_cents")?,
+            level: row.try_get("level")?,
+            prize_cents: row.try_get("prize_cents")?,
+            throws_made: row.try_get("throws_made")?,
+            state: row.try_get("state")?,
+            created_at_ms: row.try_get("created_at_ms")?,
+            finished_at_ms: row.try_get("finished_at_ms")?,
+        })
+    }
+}
+
+impl PlayRow {
+    /// A play as the writer's batch left it.
+    pub(super) fn from_state(play: &batch::PlayState) -> PlayRow {
+        PlayRow {
+            id: play.id,
+            block_id: play.block_id,
+            emission_id: play.emission_id,
+            unit_index: play.unit_index,
+            stake_cents: play.stake_cents,
+            level: play.level,
+            prize_cents: play.prize_cents,
+            throws_made: play.throws_made,
+            state: if play.finished {
+                "finished"
+            } else {
+                "in_progress"
+            }
+            .to_owned(),
+            created_at_ms: play.created_at_ms,
+            finished_at_ms: play.finished_at_ms,
+        }
+    }
+}
+
+impl Service {
+    /// Reveals the next throw of a play; the fourth finishes it and credits
+    /// its win. Returns the play after the throw.
+    pub async fn throw(&self, player: &Player, play_id: i64) -> Result<PlayView, Error> {
+        let command = Command::Throw(ThrowCommand {
+            player: player.clone(),
+            play_id,
+            now_ms: self.now_ms(),
+        });
+        match self.writer.hot(command).await? {
+            Reply::Thrown(play) => self.play_view(PlayRow::from_state(&play)).await,
+            other => unreachable!("a throw is answered as one: {other:?}"),
+        }
+    }
+
+    /// Settles every play left unfinished for longer than the configured
+    /// delay. Returns how many were settled.
+    pub async fn settle_abandoned(&self) -> Result<usize, Error> {
+        let now_ms = self.now_ms();
+        let before_ms = now_ms - self.settings.auto_settle_after_s * 1000;
+        let ids: Vec<i64> = sql::query_scalar(
+            "SELECT id FROM plays WHERE state = 'in_progress' AND created_at_ms <= $1 ORDER BY id LIMIT 1000",
+        )
+        .bind(before_ms)
+        .fetch_all(&mut *self.db.conn().await?)
+        .await?;
+        let mut settled = 0;
+        for chunk in ids.chunks(100) {
+            let command = Command::Settle(SettleCommand {
+                play_ids: chunk.to_vec(),
+                now_ms,
+            });
+            match self.writer.hot(command).await? {
+                Reply::Settled(count) => settled += count,
+                other => unreachable!("a settlement is answered as one: {other:?}"),
+            }
+        }
+        Ok(settled)
+    }
+
+    pub(super) async fn play_view(&self, row: PlayRow) -> Result<PlayView, Error> {
+        let data = self.block_data(row.block_id).await?;
+        let stake = Stake::try_from(row.stake_cents).expect("a stored stake is valid");
+        let level = Level::new(row.level as u8).expect("a stored level is valid");
+        let seed = data.seeder.seed(row.unit_index as u32);
+        let scenario = generate_scenario(stake, level, &seed);
+        debug_assert_eq!(scenario.outcome.prize_cents, row.prize_cents);
+        Ok(PlayView {
+            id: row.id,
+            stake_cents: row.stake_cents,
+            unit: UnitRef {
+                emission: row.emission_id,
+                block: row.block_id,
+                index: row.unit_index,
+            },
+            created_at: rfc3339(row.created_at_ms),
+            state: if row.state == "finished" {
+                "finished"
+            } else {
+                "in_progress"
+            },
+            outcome: Outcome {
+                level,
+                prize_cents: row.prize_cents,
+            },
+            throws_left: 4 - row.throws_made,
+            finished_at: row.finished_at_ms.map(rfc3339),
+            scenario: RevealedScenario {
+                scenario,
+                throws: row.throws_made as usize,
+            },
+        })
+    }
+
+    /// One of the player's plays; another player's play is "not found".
+    pub async fn play(&self, player: &Player, play_id: i64) -> Result<PlayView, Error> {
+        let row = sql::query(&format!(
+            "SELECT {PLAY_COLUMNS} FROM plays p JOIN blocks b ON b.id = p.block_id WHERE p.id = $1 AND p.player_id = $2"
+        ))
+        .bind(play_id)
+        .bind(player.id)
+        .fetch_optional(&mut *self.db.conn().await?)
+        .await?
+        .ok_or(Error::NotFound)?;
+        self.play_view(PlayRow::from_row(&row)?).await
+    }
+
+    /// The player's plays, newest first, `limit` at a time.
+    pub async fn history(
+        &self,
+        player: &Player,
+        limit: i64,
+        cursor: Option<i64>,
+    ) -> Result<History, Error> {
+        let limit = limit.clamp(1, 100);
+        let rows = sql::query(&format!(
+            "SELECT {PLAY_COLUMNS} FROM plays p JOIN blocks b ON b.id = p.block_id \
+             WHERE p.player_id = $1 AND p.id < $2 ORDER BY p.id DESC LIMIT $3"
+        ))
+        .bind(player.id)
+        .bind(cursor.unwrap_or(i64::MAX))
+        .bind(limit + 1)
+        .fetch_all(&mut *self.db.conn().await?)
+        .await?;
+        let mut plays = Vec::with_capacity(rows.len());
+        for row in rows.iter().take(limit as usize) {
+            plays.push(self.play_view(PlayRow::from_row(row)?).await?);
+        }
+        let next_cursor = if rows.len() as i64 > limit {
+            plays.last().map(|p| p.id.to_string())
+        } else {
+            None
+        };
+        Ok(History { plays, next_cursor })
+    }
+}

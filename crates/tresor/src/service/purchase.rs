@@ -1,0 +1,100 @@
+//! Buying a unit: the purchase request, its idempotency key, and handing it
+//! to the writer's hot batch (`crate::batch`).
+
+use super::players::Player;
+use super::plays::{PlayRow, PlayView};
+use super::{Service, sha256_hex};
+use crate::batch::{self, BuyCommand, Command, Reply};
+use crate::error::Error;
+use crate::store::sql;
+use tresor_game::Stake;
+
+/// A purchase's validated request.
+#[derive(Debug, Clone)]
+pub struct Purchase {
+    pub stake: Stake,
+    pub idempotency_key: IdempotencyKey,
+}
+
+/// An `Idempotency-Key`: 1 to 64 characters among `A-Z a-z 0-9 - _ :`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdempotencyKey(String);
+
+impl IdempotencyKey {
+    pub fn parse(text: &str) -> Result<Self, Error> {
+        let ok = (1..=64).contains(&text.len())
+            && text
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b':'));
+        if ok {
+            Ok(IdempotencyKey(text.to_owned()))
+        } else {
+            Err(Error::InvalidIdempotencyKey)
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// What a purchase hands back: the play, and whether it was an earlier
+/// purchase replayed by its idempotency key.
+#[derive(Debug, Clone)]
+pub struct Bought {
+    pub play_id: i64,
+    pub replayed: bool,
+    /// The play as the purchase wrote it (none for a replay).
+    fresh: Option<batch::PlayState>,
+}
+
+impl Service {
+    /// Buys the next unit of an open block of the stake for the player: in one
+    /// transaction the stake is debited, the unit assigned and the play
+    /// recorded with its outcome. A play the player left unfinished is settled
+    /// first. The same idempotency key returns the first play again.
+    pub async fn buy(&self, player: &Player, purchase: Purchase) -> Result<Bought, Error> {
+        let request_hash = sha256_hex(format!("stake_cents={}", purchase.stake.cents()).as_bytes());
+        // Make sure the blocks that will be sold from are in memory, so the
+        // writer never waits for a shuffle (best effort: the job checks
+        // again). Looked up once a second, not on every purchase.
+        if self.blocks.due_for_check(purchase.stake.cents()) {
+            let candidates: Vec<i64> = sql::query_scalar(
+                "SELECT b.id FROM blocks b JOIN emissions e ON e.id = b.emission_id \
+                 WHERE b.stake_cents = $1 AND b.state = 'open' AND e.state = 'open' \
+                 ORDER BY b.id LIMIT $2",
+            )
+            .bind(purchase.stake.cents())
+            .bind(self.settings.block_offset + 2)
+            .fetch_all(&mut *self.db.conn().await?)
+            .await?;
+            for block_id in candidates {
+                self.block_data(block_id).await?;
+            }
+        }
+        let command = Command::Buy(BuyCommand {
+            player: player.clone(),
+            stake: purchase.stake,
+            idempotency_key: purchase.idempotency_key,
+            request_hash,
+            now_ms: self.now_ms(),
+        });
+        match self.writer.hot(command).await? {
+            Reply::Bought { play_id, fresh } => Ok(Bought {
+                play_id,
+                replayed: fresh.is_none(),
+                fresh,
+            }),
+            other => unreachable!("a purchase is answered as one: {other:?}"),
+        }
+    }
+
+    /// The view of a play just bought: built from what the purchase wrote,
+    /// or read back for a replay.
+    pub async fn bought_view(&self, player: &Player, bought: &Bought) -> Result<PlayView, Error> {
+        match &bought.fresh {
+            Some(fresh) => self.play_view(PlayRow::from_state(fresh)).await,
+            None => self.play(player, bought.play_id).await,
+        }
+    }
+}

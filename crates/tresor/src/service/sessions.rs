@@ -1,0 +1,137 @@
+//! Sessions: opening, resolving and closing a player's session token.
+
+use super::players::Player;
+use super::{Service, os_random_32, sha256_hex};
+use crate::error::{Error, SessionEnd};
+use crate::protect;
+use crate::store::sql;
+use crate::trail::{self, Actor};
+use serde_json::json;
+
+impl Service {
+    /// Opens a session and returns its token (only its hash is stored).
+    pub async fn open_session(&self, player_id: i64) -> Result<String, Error> {
+        let token = hex::encode(os_random_32());
+        let token_hash = sha256_hex(token.as_bytes());
+        let now_ms = self.now_ms();
+        self.write(move |conn| {
+            let token_hash = token_hash.clone();
+            Box::pin(async move {
+                // Checked here, in the job that opens the session, so that a
+                // login racing an exclusion cannot slip through.
+                protect::refuse_if_excluded(conn, player_id, now_ms).await?;
+                sql::query(
+                    "INSERT INTO sessions (token_hash, player_id, created_at_ms, last_seen_at_ms) VALUES ($1, $2, $3, $3)",
+                )
+                .bind(token_hash)
+                .bind(player_id)
+                .bind(now_ms)
+                .execute(&mut *conn)
+                .await?;
+                // The trail records that a session opened, never its token.
+                let username: String =
+                    sql::query_scalar("SELECT username FROM players WHERE id = $1")
+                        .bind(player_id)
+                        .fetch_one(&mut *conn)
+                        .await?;
+                trail::append(
+                    conn,
+                    now_ms,
+                    &Actor::player(player_id, &username),
+                    "login",
+                    json!({"username": username}),
+                    json!({"session": "opened"}),
+                )
+                .await?;
+                Ok(())
+            })
+        })
+        .await?;
+        Ok(token)
+    }
+
+    /// The player of a live session; refreshes its idle timer now and then.
+    pub async fn session_player(&self, token: &str) -> Result<Player, Error> {
+        let token_hash = sha256_hex(token.as_bytes());
+        let mut conn = self.db.conn().await?;
+        let row = sql::query(
+            "SELECT s.created_at_ms, s.last_seen_at_ms, s.ended_at_ms, p.id, p.username, p.account_id \
+             FROM sessions s JOIN players p ON p.id = s.player_id \
+             WHERE s.token_hash = $1",
+        )
+        .bind(&token_hash)
+        .fetch_optional(&mut conn)
+        .await?
+        .ok_or(Error::Unauthorized)?;
+        drop(conn);
+        let now_ms = self.now_ms();
+        let created_at_ms: i64 = row.try_get("created_at_ms")?;
+        let last_seen_at_ms: i64 = row.try_get("last_seen_at_ms")?;
+        let ended_at_ms: Option<i64> = row.try_get("ended_at_ms")?;
+        // The reason lets the page say why the player must log in again.
+        if ended_at_ms.is_some() {
+            return Err(Error::SessionEnded(SessionEnd::Ended));
+        }
+        if now_ms - created_at_ms > self.settings.session_max_s * 1000 {
+            return Err(Error::SessionEnded(SessionEnd::MaxAge {
+                after_s: self.settings.session_max_s,
+            }));
+        }
+        if now_ms - last_seen_at_ms > self.settings.session_idle_s * 1000 {
+            return Err(Error::SessionEnded(SessionEnd::Idle {
+                after_s: self.settings.session_idle_s,
+            }));
+        }
+        // Refreshing the idle timer costs a write; once a minute is enough.
+        if now_ms - last_seen_at_ms > 60_000 {
+            self.write(move |conn| {
+                let token_hash = token_hash.clone();
+                Box::pin(async move {
+                    sql::query("UPDATE sessions SET last_seen_at_ms = $1 WHERE token_hash = $2")
+                        .bind(now_ms)
+                        .bind(token_hash)
+                        .execute(&mut *conn)
+                        .await?;
+                    Ok(())
+                })
+            })
+            .await?;
+        }
+        Ok(Player {
+            id: row.try_get("id")?,
+            username: row.try_get("username")?,
+            account_id: row.try_get("account_id")?,
+        })
+    }
+
+    pub async fn close_session(&self, token: &str) -> Result<(), Error> {
+        let token_hash = sha256_hex(token.as_bytes());
+        let now_ms = self.now_ms();
+        self.write(move |conn| {
+            let token_hash = token_hash.clone();
+            Box::pin(async move {
+                let closed: Option<(i64, String)> = sql::query_as(
+                    "UPDATE sessions SET ended_at_ms = $1 WHERE token_hash = $2 AND ended_at_ms IS NULL \
+                     RETURNING player_id, (SELECT username FROM players WHERE players.id = sessions.player_id)",
+                )
+                .bind(now_ms)
+                .bind(token_hash)
+                .fetch_optional(&mut *conn)
+                .await?;
+                if let Some((player_id, username)) = closed {
+                    trail::append(
+                        conn,
+                        now_ms,
+                        &Actor::player(player_id, &username),
+                        "logout",
+                        json!({}),
+                        json!({"session": "closed"}),
+                    )
+                    .await?;
+                }
+                Ok(())
+            })
+        })
+        .await
+    }
+}

@@ -1,0 +1,146 @@
+//! The site status: demo mode, the sales window, the announcement, settings.
+
+use super::{Service, rfc3339};
+use crate::error::Error;
+use crate::store::{Conn, sql};
+use crate::trail::{self, Actor};
+use serde::Serialize;
+use serde_json::json;
+
+/// The sales window and site message (Article 1).
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    pub sales_open: bool,
+    pub opens_at: Option<String>,
+    pub message: Option<String>,
+    pub demo: bool,
+    pub stakes: Vec<i64>,
+}
+
+pub(super) async fn setting(conn: &mut Conn, key: &str) -> Result<Option<String>, Error> {
+    sql::query_scalar("SELECT value FROM settings WHERE key = $1")
+        .bind(key)
+        .fetch_optional(conn)
+        .await
+}
+
+async fn put_setting(conn: &mut Conn, key: &str, value: Option<&str>) -> Result<(), Error> {
+    sql::query("DELETE FROM settings WHERE key = $1")
+        .bind(key)
+        .execute(&mut *conn)
+        .await?;
+    if let Some(value) = value {
+        sql::query("INSERT INTO settings (key, value) VALUES ($1, $2)")
+            .bind(key)
+            .bind(value)
+            .execute(&mut *conn)
+            .await?;
+    }
+    Ok(())
+}
+
+impl Service {
+    pub async fn is_demo(&self) -> Result<bool, Error> {
+        let mut conn = self.db.conn().await?;
+        Ok(setting(&mut conn, "demo").await?.as_deref() == Some("1"))
+    }
+
+    /// Marks this database as a demo database, for good.
+    pub async fn set_demo(&self) -> Result<(), Error> {
+        let now_ms = self.now_ms();
+        self.write(move |conn| {
+            Box::pin(async move {
+                put_setting(conn, "demo", Some("1")).await?;
+                trail::append(
+                    conn,
+                    now_ms,
+                    &Actor::System,
+                    "demo_mode",
+                    json!({}),
+                    json!({"demo": true}),
+                )
+                .await?;
+                Ok(())
+            })
+        })
+        .await
+    }
+
+    pub async fn status(&self) -> Result<Status, Error> {
+        let mut conn = self.db.conn().await?;
+        let opens_at_ms: Option<i64> = setting(&mut conn, "sales_open_at_ms")
+            .await?
+            .and_then(|v| v.parse().ok());
+        let message = setting(&mut conn, "announcement").await?;
+        let demo = setting(&mut conn, "demo").await?.as_deref() == Some("1");
+        let stakes: Vec<i64> = sql::query_scalar(
+            "SELECT DISTINCT b.stake_cents FROM blocks b JOIN emissions e ON e.id = b.emission_id \
+             WHERE b.state = 'open' AND e.state = 'open' ORDER BY b.stake_cents",
+        )
+        .fetch_all(&mut conn)
+        .await?;
+        let now_ms = self.now_ms();
+        Ok(Status {
+            sales_open: opens_at_ms.is_none_or(|t| t <= now_ms) && !stakes.is_empty(),
+            opens_at: opens_at_ms.map(rfc3339),
+            message,
+            demo,
+            stakes,
+        })
+    }
+
+    /// Sets (or clears) when sales open.
+    pub async fn set_sales_open_at(&self, opens_at_ms: Option<i64>) -> Result<(), Error> {
+        let now_ms = self.now_ms();
+        self.write(move |conn| {
+            Box::pin(async move {
+                put_setting(
+                    conn,
+                    "sales_open_at_ms",
+                    opens_at_ms.map(|t| t.to_string()).as_deref(),
+                )
+                .await?;
+                trail::append(
+                    conn,
+                    now_ms,
+                    &Actor::Operator,
+                    "sales_open_at",
+                    json!({"opens_at": opens_at_ms.map(rfc3339), "opens_at_ms": opens_at_ms}),
+                    json!({}),
+                )
+                .await?;
+                Ok(())
+            })
+        })
+        .await
+    }
+
+    /// Sets (or clears) the message shown on the site.
+    pub async fn set_announcement(&self, message: Option<String>) -> Result<(), Error> {
+        if let Some(text) = &message
+            && (text.trim().is_empty() || text.chars().count() > 1000)
+        {
+            return Err(Error::Validation(
+                "announcement: 1 to 1000 characters, not only spaces".to_owned(),
+            ));
+        }
+        let now_ms = self.now_ms();
+        self.write(move |conn| {
+            let message = message.clone();
+            Box::pin(async move {
+                put_setting(conn, "announcement", message.as_deref()).await?;
+                trail::append(
+                    conn,
+                    now_ms,
+                    &Actor::Operator,
+                    "announce",
+                    json!({"message": message}),
+                    json!({}),
+                )
+                .await?;
+                Ok(())
+            })
+        })
+        .await
+    }
+}
