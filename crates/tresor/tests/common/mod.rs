@@ -15,6 +15,8 @@
     reason = "each test binary uses a different part of the helpers"
 )]
 
+pub mod proxy;
+
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use serde_json::{Value, json};

@@ -1,0 +1,530 @@
+//! The writer's batches, on SQLite and PostgreSQL: a batch's statements do
+//! not grow with its requests; refusals are decided in memory and make
+//! nothing run again; a request whose caller is gone never runs; a COMMIT
+//! whose answer is lost is resolved, never replayed.
+//!
+//! To make a batch of exactly the requests a test wants, the test first
+//! holds the writer inside a batch with a job that waits ([`hold_writer`]),
+//! queues its requests, then lets the writer go: they all form the next
+//! batch.
+
+mod common;
+
+use common::proxy::{Cut, Proxy};
+use common::{START_MS, TestDb, assert_ledger_balances, player, purchase};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Semaphore;
+use tresor::error::Error;
+use tresor::service::{Bought, ManualClock, Player, Service, Settings};
+use tresor::store::Db;
+use tresor::trail::{self, Verdict};
+use tresor::writer::BatchCost;
+use tresor_game::Stake;
+
+on_both_databases!(
+    a_batch_runs_as_many_statements_for_a_hundred_purchases_as_for_one,
+    refusals_cost_their_batch_no_statement_and_run_nothing_again,
+    a_purchase_whose_caller_is_gone_is_dropped_before_it_runs,
+);
+
+/// The writer held inside a batch by a job that waits for [`Gate::release`].
+struct Gate {
+    open: Arc<Semaphore>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+async fn hold_writer(service: &Service) -> Gate {
+    let started = Arc::new(Semaphore::new(0));
+    let open = Arc::new(Semaphore::new(0));
+    let (started_in, open_in, service) = (started.clone(), open.clone(), service.clone());
+    let task = tokio::spawn(async move {
+        service
+            .write(move |_conn| {
+                let (started, open) = (started_in.clone(), open_in.clone());
+                Box::pin(async move {
+                    started.add_permits(1);
+                    let _permit = open.acquire().await.expect("the gate stays");
+                    Ok(())
+                })
+            })
+            .await
+            .expect("the holding job");
+    });
+    started.acquire().await.expect("the gate stays").forget();
+    Gate { open, task }
+}
+
+impl Gate {
+    async fn release(self) {
+        self.open.add_permits(1_000);
+        self.task.await.expect("the holding job ends");
+    }
+}
+
+/// Waits until `count` requests wait in the writer's queue.
+async fn queued(service: &Service, count: usize) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while service.writer.queued() < count {
+        assert!(Instant::now() < deadline, "{count} requests never queued");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// The cost of the batch that ran last.
+fn last_batch(service: &Service) -> BatchCost {
+    *service
+        .writer
+        .stats
+        .recent_batches()
+        .last()
+        .expect("a batch ran")
+}
+
+async fn setup(db: &TestDb) -> (Service, Arc<ManualClock>) {
+    let (service, clock) = db.service().await;
+    service
+        .create_emission("Batches", &Stake::ALL, 1)
+        .await
+        .expect("an emission");
+    (service, clock)
+}
+
+/// `count` players named `prefix-N`, each with 100 € to play.
+async fn players(service: &Service, prefix: &str, count: usize) -> Vec<Player> {
+    let mut registered = Vec::with_capacity(count);
+    for chunk in (0..count).collect::<Vec<_>>().chunks(8) {
+        let tasks: Vec<_> = chunk
+            .iter()
+            .map(|n| {
+                let service = service.clone();
+                let name = format!("{prefix}-{n}");
+                tokio::spawn(async move {
+                    let player = player(&service, &name).await;
+                    service.deposit(&player, 10_000).await.expect("deposit");
+                    player
+                })
+            })
+            .collect();
+        for task in tasks {
+            registered.push(task.await.expect("registered"));
+        }
+    }
+    registered
+}
+
+/// Queues one purchase per player with `key`, behind the held writer, and
+/// returns their results once the batch has run.
+async fn buy_in_one_batch(
+    service: &Service,
+    players: &[Player],
+    key: &str,
+) -> Vec<Result<Bought, Error>> {
+    let gate = hold_writer(service).await;
+    let tasks: Vec<_> = players
+        .iter()
+        .map(|player| {
+            let (service, player, key) = (service.clone(), player.clone(), key.to_owned());
+            tokio::spawn(async move { service.buy(&player, purchase(50, &key)).await })
+        })
+        .collect();
+    queued(service, players.len()).await;
+    gate.release().await;
+    let mut results = Vec::with_capacity(tasks.len());
+    for task in tasks {
+        results.push(task.await.expect("a purchase task"));
+    }
+    results
+}
+
+async fn assert_trail_verifies(db: &Db) {
+    let verdict = trail::verify(&db.pool, |_| {}).await.expect("verify");
+    assert!(matches!(verdict, Verdict::Intact { .. }), "{verdict:?}");
+}
+
+async fn a_batch_runs_as_many_statements_for_a_hundred_purchases_as_for_one(db: &TestDb) {
+    let (service, _clock) = setup(db).await;
+    let everyone = players(&service, "p", 111).await;
+    let groups = [&everyone[0..1], &everyone[1..11], &everyone[11..111]];
+    // The first round buys; the second also settles each player's first play.
+    for round in ["first", "second"] {
+        let mut costs = Vec::new();
+        for group in groups {
+            for result in buy_in_one_batch(&service, group, round).await {
+                result.expect("bought");
+            }
+            costs.push(last_batch(&service));
+        }
+        let requests: Vec<usize> = costs.iter().map(|c| c.requests).collect();
+        assert_eq!(requests, [1, 10, 100], "{round} round: {costs:?}");
+        assert!(
+            costs.iter().all(|c| c.statements == costs[0].statements),
+            "{round} round: the statements do not grow with the batch: {costs:?}"
+        );
+        assert!(
+            costs[0].statements <= 20,
+            "{round} round: a handful of statements per batch: {costs:?}"
+        );
+    }
+    assert_eq!(service.writer.stats.batch_retries.get(), 0);
+    assert_ledger_balances(&service.db).await;
+    assert_trail_verifies(&service.db).await;
+}
+
+async fn refusals_cost_their_batch_no_statement_and_run_nothing_again(db: &TestDb) {
+    let (service, _clock) = setup(db).await;
+    let alone = players(&service, "alone", 20).await;
+    let flooded = players(&service, "flooded", 20).await;
+    // Twenty good purchases alone: the yardstick.
+    for result in buy_in_one_batch(&service, &alone, "k").await {
+        result.expect("bought");
+    }
+    let yardstick = last_batch(&service);
+
+    // Refusals of every kind: throws on a finished play and on another
+    // player's play, purchases past a stake cap, without money, and with a
+    // key used before for another stake.
+    let finisher = players(&service, "finisher", 1).await.remove(0);
+    let finished = service
+        .buy(&finisher, purchase(50, "done"))
+        .await
+        .expect("bought");
+    for _ in 0..4 {
+        service
+            .throw(&finisher, finished.play_id)
+            .await
+            .expect("a throw");
+    }
+    let capped = {
+        let registration =
+            tresor::service::Registration::parse("capped", "correct horse battery", true, true)
+                .expect("a registration")
+                .with_limits(tresor::protect::Limits::parse(None, Some(100)).expect("caps"));
+        let capped = service.register(registration).await.expect("registered");
+        service.deposit(&capped, 1_000).await.expect("deposit");
+        for key in ["c1", "c2"] {
+            service
+                .buy(&capped, purchase(50, key))
+                .await
+                .expect("bought");
+        }
+        capped
+    };
+    let broke = player(&service, "broke").await;
+    service.deposit(&broke, 100).await.expect("deposit");
+    let stranger = alone[0].clone();
+
+    let retries = service.writer.stats.batch_retries.get();
+    let gate = hold_writer(&service).await;
+    let mut good = Vec::new();
+    for player in &flooded {
+        let (service, player) = (service.clone(), player.clone());
+        good.push(tokio::spawn(async move {
+            service.buy(&player, purchase(50, "k")).await
+        }));
+    }
+    let mut refused = Vec::new();
+    for n in 0..30 {
+        refused.push(spawn_throw(&service, &finisher, finished.play_id));
+        refused.push(spawn_buy(&service, &capped, 50, format!("over-{n}")));
+    }
+    for n in 0..10 {
+        refused.push(spawn_buy(&service, &broke, 200, format!("broke-{n}")));
+        refused.push(spawn_throw(&service, &stranger, finished.play_id));
+    }
+    refused.push(spawn_buy(&service, &finisher, 100, "done".to_owned()));
+    queued(&service, good.len() + refused.len()).await;
+    gate.release().await;
+    for task in good {
+        task.await
+            .expect("a task")
+            .expect("a good purchase is bought");
+    }
+    let mut codes = std::collections::BTreeMap::new();
+    for task in refused {
+        let error = task.await.expect("a task").expect_err("refused");
+        *codes.entry(error_name(&error)).or_insert(0) += 1;
+    }
+    let flood = last_batch(&service);
+    assert_eq!(flood.requests, 20 + 60 + 20 + 1, "{flood:?}");
+    assert_eq!(
+        flood.statements, yardstick.statements,
+        "refusals add no statement to their batch"
+    );
+    assert_eq!(
+        service.writer.stats.batch_retries.get(),
+        retries,
+        "no refusal made the batch run again"
+    );
+    let expected: std::collections::BTreeMap<&str, i32> = [
+        ("play_finished", 30),
+        ("limit_reached", 30),
+        ("not_found", 10),
+        ("idempotency_conflict", 1),
+    ]
+    .into_iter()
+    .collect();
+    let broke_count = codes.remove("insufficient_funds").unwrap_or(0);
+    assert_eq!(broke_count, 10, "{codes:?}");
+    assert_eq!(codes, expected);
+    assert_ledger_balances(&service.db).await;
+    assert_trail_verifies(&service.db).await;
+}
+
+type Task = tokio::task::JoinHandle<Result<(), Error>>;
+
+fn spawn_throw(service: &Service, player: &Player, play_id: i64) -> Task {
+    let (service, player) = (service.clone(), player.clone());
+    tokio::spawn(async move { service.throw(&player, play_id).await.map(|_| ()) })
+}
+
+fn spawn_buy(service: &Service, player: &Player, stake_cents: i64, key: String) -> Task {
+    let (service, player) = (service.clone(), player.clone());
+    tokio::spawn(async move {
+        service
+            .buy(&player, purchase(stake_cents, &key))
+            .await
+            .map(|_| ())
+    })
+}
+
+fn error_name(error: &Error) -> &'static str {
+    match error {
+        Error::PlayFinished => "play_finished",
+        Error::LimitReached { .. } => "limit_reached",
+        Error::NotFound => "not_found",
+        Error::IdempotencyConflict => "idempotency_conflict",
+        Error::InsufficientFunds { .. } => "insufficient_funds",
+        _ => "other",
+    }
+}
+
+async fn a_purchase_whose_caller_is_gone_is_dropped_before_it_runs(db: &TestDb) {
+    let (service, _clock) = setup(db).await;
+    let ana = players(&service, "ana", 1).await.remove(0);
+    let gate = hold_writer(&service).await;
+    let gone = {
+        let (service, ana) = (service.clone(), ana.clone());
+        tokio::spawn(async move { service.buy(&ana, purchase(50, "gone")).await })
+    };
+    queued(&service, 1).await;
+    // The caller gives up (its request timed out, its client left).
+    gone.abort();
+    assert!(gone.await.expect_err("aborted").is_cancelled());
+    gate.release().await;
+
+    let after = service
+        .buy(&ana, purchase(50, "after"))
+        .await
+        .expect("bought");
+    assert!(!after.replayed);
+    assert_eq!(service.writer.stats.dropped.get(), 1);
+    let plays: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM plays WHERE player_id = $1")
+        .bind(ana.id)
+        .fetch_one(&service.db.pool)
+        .await
+        .expect("plays");
+    assert_eq!(plays, 1, "the dropped purchase left nothing");
+    assert_eq!(
+        service
+            .balance_cents(ana.account_id)
+            .await
+            .expect("balance"),
+        10_000 - 50
+    );
+    // Its key was never used: a retry with it buys, it does not replay.
+    let retry = service
+        .buy(&ana, purchase(50, "gone"))
+        .await
+        .expect("bought");
+    assert!(!retry.replayed);
+    assert_ledger_balances(&service.db).await;
+    assert_trail_verifies(&service.db).await;
+}
+
+/// What a COMMIT whose outcome is unknown must leave: each request applied
+/// exactly once and answered as such.
+async fn assert_applied_once(service: &Service, ana: &Player, bought: &[Result<Bought, Error>]) {
+    for result in bought {
+        result.as_ref().expect("a purchase is answered as bought");
+    }
+    let plays: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM plays WHERE player_id = $1")
+        .bind(ana.id)
+        .fetch_one(&service.db.pool)
+        .await
+        .expect("plays");
+    assert_eq!(plays, 1, "one purchase, one play");
+    assert_ledger_balances(&service.db).await;
+    assert_trail_verifies(&service.db).await;
+}
+
+/// A batch with a credit (a rare job) and purchases whose COMMIT goes
+/// through a proxy that cuts it. Returns the service, the credited player
+/// and the purchases' results, and the proxy (the service's connections go
+/// through it).
+async fn batch_through_a_cut(
+    db: &TestDb,
+    cut: Cut,
+) -> (Service, Player, Vec<Result<Bought, Error>>, Proxy) {
+    let base = db
+        .url
+        .rsplit_once('/')
+        .expect("a database URL")
+        .0
+        .to_owned();
+    let upstream = base.rsplit_once('@').expect("a host").1.to_owned();
+    let proxy = Proxy::start(upstream.clone()).await;
+    let url = db
+        .url
+        .replacen(&upstream, &format!("127.0.0.1:{}", proxy.port), 1);
+    let database = Db::connect(&url).await.expect("connect through the proxy");
+    let clock = Arc::new(ManualClock::new(START_MS));
+    let service = Service::new(database, clock, Settings::default());
+    service
+        .create_emission("Cut", &Stake::ALL, 1)
+        .await
+        .expect("an emission");
+    let ana = players(&service, "ana", 1).await.remove(0);
+    let others = players(&service, "other", 4).await;
+
+    let gate = hold_writer(&service).await;
+    let credit = {
+        let (service, ana) = (service.clone(), ana.clone());
+        tokio::spawn(async move { service.credit(&ana, 2_500).await })
+    };
+    queued(&service, 1).await;
+    let mut buyers = vec![ana.clone()];
+    buyers.extend(others);
+    let purchases: Vec<_> = buyers
+        .iter()
+        .map(|player| {
+            let (service, player) = (service.clone(), player.clone());
+            tokio::spawn(async move { service.buy(&player, purchase(50, "cut")).await })
+        })
+        .collect();
+    queued(&service, 1 + buyers.len()).await;
+    proxy.arm(cut);
+    gate.release().await;
+    // Its balance is before or after the purchase, as the writer ordered them.
+    let credited = credit
+        .await
+        .expect("a task")
+        .expect("the credit is answered as done");
+    assert!([10_000 + 2_500, 10_000 + 2_500 - 50].contains(&credited));
+    let mut bought = Vec::new();
+    for task in purchases {
+        bought.push(task.await.expect("a task"));
+    }
+    assert_eq!(proxy.cuts(), 1, "the COMMIT was cut");
+    let balance = service
+        .balance_cents(ana.account_id)
+        .await
+        .expect("balance");
+    assert_eq!(balance, 10_000 + 2_500 - 50, "credited once, debited once");
+    (service, ana, bought, proxy)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_whose_answer_is_lost_is_resolved_and_applied_once_on_postgres() {
+    let Some(db) = TestDb::postgres().await else {
+        return;
+    };
+    let (service, ana, bought, _proxy) = batch_through_a_cut(&db, Cut::AfterCommit).await;
+    assert_eq!(service.writer.stats.commits_resolved.get(), 1);
+    assert_eq!(
+        service.writer.stats.batch_retries.get(),
+        0,
+        "nothing ran again"
+    );
+    assert_applied_once(&service, &ana, &bought).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_that_never_arrived_is_resolved_and_run_again_once_on_postgres() {
+    let Some(db) = TestDb::postgres().await else {
+        return;
+    };
+    let (service, ana, bought, _proxy) = batch_through_a_cut(&db, Cut::BeforeCommit).await;
+    assert_eq!(service.writer.stats.commits_resolved.get(), 0);
+    assert_eq!(
+        service.writer.stats.batch_retries.get(),
+        1,
+        "run again, request by request"
+    );
+    assert_applied_once(&service, &ana, &bought).await;
+}
+
+/// On SQLite the writer's connection is in the process: a COMMIT fails for
+/// real (here a foreign key checked only at COMMIT) and is then resolved as
+/// not committed; every other request of the batch runs again once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_that_fails_is_resolved_and_its_requests_run_again_once_on_sqlite() {
+    let db = TestDb::sqlite().await;
+    let (service, _clock) = setup(&db).await;
+    let ana = players(&service, "ana", 1).await.remove(0);
+    let others = players(&service, "other", 4).await;
+    let gate = hold_writer(&service).await;
+    let poison = {
+        let service = service.clone();
+        tokio::spawn(async move {
+            service
+                .write(|conn| {
+                    Box::pin(async move {
+                        tresor::store::sql::query("PRAGMA defer_foreign_keys = ON")
+                            .execute(&mut *conn)
+                            .await?;
+                        tresor::store::sql::query(
+                            "INSERT INTO sessions (token_hash, player_id, created_at_ms, last_seen_at_ms) \
+                             VALUES ('orphan', 999999, 0, 0)",
+                        )
+                        .execute(&mut *conn)
+                        .await?;
+                        Ok(())
+                    })
+                })
+                .await
+        })
+    };
+    queued(&service, 1).await;
+    let credit = {
+        let (service, ana) = (service.clone(), ana.clone());
+        tokio::spawn(async move { service.credit(&ana, 2_500).await })
+    };
+    queued(&service, 2).await;
+    let mut buyers = vec![ana.clone()];
+    buyers.extend(others);
+    let purchases: Vec<_> = buyers
+        .iter()
+        .map(|player| {
+            let (service, player) = (service.clone(), player.clone());
+            tokio::spawn(async move { service.buy(&player, purchase(50, "k")).await })
+        })
+        .collect();
+    queued(&service, 2 + buyers.len()).await;
+    gate.release().await;
+    poison
+        .await
+        .expect("a task")
+        .expect_err("the job whose COMMIT fails is refused");
+    let credited = credit.await.expect("a task").expect("credited");
+    assert!([10_000 + 2_500, 10_000 + 2_500 - 50].contains(&credited));
+    let mut bought = Vec::new();
+    for task in purchases {
+        bought.push(task.await.expect("a task"));
+    }
+    assert_eq!(service.writer.stats.batch_retries.get(), 1);
+    assert_eq!(
+        service
+            .balance_cents(ana.account_id)
+            .await
+            .expect("balance"),
+        10_000 + 2_500 - 50
+    );
+    let orphans: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM sessions WHERE token_hash = 'orphan'")
+            .fetch_one(&service.db.pool)
+            .await
+            .expect("sessions");
+    assert_eq!(orphans, 0);
+    assert_applied_once(&service, &ana, &bought).await;
+}

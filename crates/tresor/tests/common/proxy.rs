@@ -1,0 +1,136 @@
+//! A TCP proxy between the server and PostgreSQL that can cut a connection
+//! at its COMMIT: right after forwarding it (the database commits, the
+//! answer is lost) or instead of forwarding it (the database rolls back).
+//! It is how the tests make a COMMIT's outcome unknown for real.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Where the next COMMIT is cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cut {
+    /// Forward the COMMIT, then close both sides before its answer.
+    AfterCommit = 1,
+    /// Close both sides instead of forwarding the COMMIT.
+    BeforeCommit = 2,
+}
+
+/// A proxy listening on 127.0.0.1:`port` in front of `upstream`.
+#[derive(Debug)]
+pub struct Proxy {
+    pub port: u16,
+    armed: Arc<AtomicU8>,
+    cuts: Arc<AtomicUsize>,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.accept.abort();
+    }
+}
+
+/// The simple-query message of a COMMIT ('Q', then the text and a NUL).
+const COMMIT: &[u8] = b"COMMIT\0";
+
+impl Proxy {
+    pub async fn start(upstream: String) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("a port");
+        let port = listener.local_addr().expect("an address").port();
+        let armed = Arc::new(AtomicU8::new(0));
+        let cuts = Arc::new(AtomicUsize::new(0));
+        let (armed_in, cuts_in) = (armed.clone(), cuts.clone());
+        let accept = tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let Ok(server) = TcpStream::connect(&upstream).await else {
+                    continue;
+                };
+                tokio::spawn(pump(client, server, armed_in.clone(), cuts_in.clone()));
+            }
+        });
+        Proxy {
+            port,
+            armed,
+            cuts,
+            accept,
+        }
+    }
+
+    /// Cuts the next COMMIT that passes, once.
+    pub fn arm(&self, cut: Cut) {
+        self.armed.store(cut as u8, Ordering::SeqCst);
+    }
+
+    /// How many connections were cut.
+    pub fn cuts(&self) -> usize {
+        self.cuts.load(Ordering::SeqCst)
+    }
+}
+
+async fn pump(client: TcpStream, server: TcpStream, armed: Arc<AtomicU8>, cuts: Arc<AtomicUsize>) {
+    let _ = client.set_nodelay(true);
+    let _ = server.set_nodelay(true);
+    let (mut client_read, mut client_write) = client.into_split();
+    let (mut server_read, mut server_write) = server.into_split();
+    // Set when a COMMIT was forwarded to be cut after: the answers are then
+    // read and dropped until the database has answered the COMMIT.
+    let swallow = Arc::new(tokio::sync::Notify::new());
+    let swallowing = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (swallow_in, swallowing_in) = (swallow.clone(), swallowing.clone());
+    let answers = tokio::spawn(async move {
+        let mut buffer = vec![0u8; 64 * 1024];
+        loop {
+            let read = match server_read.read(&mut buffer).await {
+                Ok(0) | Err(_) => break,
+                Ok(read) => read,
+            };
+            let chunk = &buffer[..read];
+            if swallowing_in.load(Ordering::SeqCst) {
+                if chunk.windows(COMMIT.len()).any(|w| w == COMMIT) {
+                    swallow_in.notify_one();
+                    break;
+                }
+                continue;
+            }
+            if client_write.write_all(chunk).await.is_err() {
+                break;
+            }
+        }
+    });
+    let mut buffer = vec![0u8; 64 * 1024];
+    loop {
+        let read = match client_read.read(&mut buffer).await {
+            Ok(0) | Err(_) => break,
+            Ok(read) => read,
+        };
+        let chunk = &buffer[..read];
+        let cut = armed.load(Ordering::SeqCst);
+        if cut != 0
+            && chunk.windows(COMMIT.len()).any(|w| w == COMMIT)
+            && armed
+                .compare_exchange(cut, 0, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+        {
+            if cut == Cut::AfterCommit as u8 {
+                // The database commits and answers; the answer is dropped.
+                swallowing.store(true, Ordering::SeqCst);
+                let _ = server_write.write_all(chunk).await;
+                let _ = server_write.flush().await;
+                let _ =
+                    tokio::time::timeout(std::time::Duration::from_secs(10), swallow.notified())
+                        .await;
+            }
+            cuts.fetch_add(1, Ordering::SeqCst);
+            // Both sides closed: the server never gets an answer.
+            answers.abort();
+            let _ = server_write.shutdown().await;
+            return;
+        }
+        if server_write.write_all(chunk).await.is_err() {
+            break;
+        }
+    }
+    answers.abort();
+}
