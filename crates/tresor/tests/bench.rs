@@ -69,3 +69,42 @@ fn bench_needs_a_server_or_spawn() {
         .expect("run tresor bench");
     assert_eq!(output.status.code(), Some(2), "a usage error");
 }
+
+#[test]
+fn a_refusal_flood_is_refused_as_expected_and_named() {
+    let output = Command::new(env!("CARGO_BIN_EXE_tresor"))
+        .args(["bench", "--spawn", "--mix", "purchases"])
+        .args([
+            "--concurrency",
+            "2",
+            "--duration",
+            "1",
+            "--warmup",
+            "0",
+            "--extra-blocks",
+            "0",
+            "--refusals-per-second",
+            "40",
+        ])
+        .env("RUST_LOG", "error")
+        .output()
+        .expect("run tresor bench");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for expected in [
+        "SQLite, group commit, refusal flood 40/s",
+        "refused purchase (403)",
+        "refused throw (409)",
+        "0 throttled (429), 0 unexpected: every refusal as expected",
+    ] {
+        assert!(
+            stdout.contains(expected),
+            "the report names {expected:?}:\n{stdout}"
+        );
+    }
+    assert!(!stdout.contains("errors)"), "no errors:\n{stdout}");
+}

@@ -12,6 +12,11 @@
 //! one run on one machine state: `/healthz` at the same concurrency (the HTTP
 //! ceiling), the same mix against a server that commits each job alone
 //! (`TRESOR_MAX_BATCH=1`), and on PostgreSQL pgbench's TPC-B-like script.
+//!
+//! With `--refusals-per-second R` a few extra players flood the server,
+//! beside the measured ones, with requests it refuses (throws of finished
+//! plays, purchases past the 7-day stake cap), paced at R per second in all:
+//! what such a flood costs the good purchases.
 
 use anyhow::{Context, bail};
 use axum::body::Bytes;
@@ -92,7 +97,16 @@ pub struct BenchArgs {
     /// this many, to measure purchases on a large database.
     #[arg(long, requires = "data")]
     pub preload_plays: Option<u64>,
+    /// Beside the players, a flood of requests the server refuses, paced at
+    /// this many per second in all (0: none) over a few extra players of
+    /// their own: half throws of a finished play (409 `play_finished`), half
+    /// purchases past the 7-day stake cap (403 `stake_limit_reached`).
+    #[arg(long, default_value_t = 0)]
+    pub refusals_per_second: u32,
 }
+
+/// The extra players of a refusal flood: at most this many connections.
+const REFUSERS: u32 = 8;
 
 /// One measured run of one mix.
 #[derive(Debug)]
@@ -107,6 +121,8 @@ struct RunResult {
     games: u64,
     errors: u64,
     memory: Option<Memory>,
+    /// What the refusal flood got, when there was one.
+    flood: Option<FloodTally>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -159,10 +175,18 @@ struct PlayId {
 }
 
 async fn register(base: &str, name: &str) -> anyhow::Result<Player> {
+    register_with_stake_cap(base, name, 1_000_000).await
+}
+
+async fn register_with_stake_cap(
+    base: &str,
+    name: &str,
+    stake_limit_cents: i64,
+) -> anyhow::Result<Player> {
     let client = client()?;
     let body = format!(
         "{{\"username\":\"{name}\",\"password\":\"a long bench password\",\"adult\":true,\"accept_rules\":true,\
-         \"deposit_limit_cents\":1000000,\"stake_limit_cents\":1000000}}"
+         \"deposit_limit_cents\":1000000,\"stake_limit_cents\":{stake_limit_cents}}}"
     );
     let response = client
         .post(format!("{base}/api/register"))
@@ -271,6 +295,8 @@ struct Clock {
     started: Instant,
     measure_from: Instant,
     stop: AtomicBool,
+    /// `stop` for those that wait on it: the refusers between two ticks.
+    stopped: tokio::sync::watch::Sender<bool>,
     done: AtomicU64,
 }
 
@@ -410,11 +436,217 @@ async fn play_loop(
     tally
 }
 
-/// Runs `mix` with every player for the warm-up and the duration.
+/// One extra player of a refusal flood: its connection, and its play that
+/// is already finished.
+#[derive(Debug, Clone)]
+struct Refuser {
+    player: Player,
+    play_id: i64,
+}
+
+/// What the refusal flood got. Answers are counted when their request was
+/// sent inside the measurement, like the players' requests, except the
+/// unexpected ones, counted at any time like the players' errors.
+#[derive(Debug)]
+struct FloodTally {
+    /// The pace asked for, in requests per second in all.
+    offered: u32,
+    /// Latency of each expected refusal in microseconds: purchases refused
+    /// with 403 `stake_limit_reached`, throws with 409 `play_finished`.
+    purchase: Histogram<u64>,
+    throw: Histogram<u64>,
+    /// 429 `rate_limited`: throttles of a foreign server (`--url`).
+    throttled: u64,
+    /// Any other answer, or none.
+    unexpected: u64,
+}
+
+impl FloodTally {
+    fn new(offered: u32) -> Self {
+        FloodTally {
+            offered,
+            purchase: new_histogram(),
+            throw: new_histogram(),
+            throttled: 0,
+            unexpected: 0,
+        }
+    }
+
+    fn add(&mut self, other: &FloodTally) -> anyhow::Result<()> {
+        self.purchase.add(&other.purchase)?;
+        self.throw.add(&other.throw)?;
+        self.throttled += other.throttled;
+        self.unexpected += other.unexpected;
+        Ok(())
+    }
+}
+
+#[derive(Deserialize)]
+struct ErrorBody {
+    error: ErrorCode,
+}
+
+#[derive(Deserialize)]
+struct ErrorCode {
+    code: String,
+}
+
+fn error_code(body: &[u8]) -> Option<String> {
+    serde_json::from_slice::<ErrorBody>(body)
+        .ok()
+        .map(|b| b.error.code)
+}
+
+/// As many refusers as a flood of `rate` per second needs (at most
+/// [`REFUSERS`]), set up outside the measurement: each registers with a
+/// 7-day stake cap of one stake, spends it on one play and throws that play
+/// to its end, so that every further purchase and throw of it is refused.
+async fn setup_refusers(
+    base: &str,
+    rate: u32,
+    stake_cents: i64,
+    run: &str,
+) -> anyhow::Result<Vec<Refuser>> {
+    let count = rate.min(REFUSERS);
+    let mut tasks = Vec::new();
+    for index in 0..count {
+        let base = base.to_owned();
+        let name = format!("r{run}{index}");
+        tasks.push(tokio::spawn(async move {
+            let player = register_with_stake_cap(&base, &name, stake_cents).await?;
+            let response = player
+                .client
+                .post(format!("{base}/api/plays"))
+                .header("content-type", "application/json")
+                .header("x-requested-with", "tresor")
+                .header("cookie", &player.cookie)
+                .header("idempotency-key", format!("r{index}-0"))
+                .body(format!(r#"{{"stake_cents":{stake_cents}}}"#))
+                .send()
+                .await?;
+            let status = response.status();
+            let body = response.bytes().await?;
+            if status.as_u16() != 201 {
+                bail!(
+                    "a refuser's one purchase: {status} {}",
+                    String::from_utf8_lossy(&body)
+                );
+            }
+            let play_id = serde_json::from_slice::<PlayId>(&body)?.id;
+            for _ in 0..4 {
+                let response = player
+                    .client
+                    .post(format!("{base}/api/plays/{play_id}/throws"))
+                    .header("content-type", "application/json")
+                    .header("x-requested-with", "tresor")
+                    .header("cookie", &player.cookie)
+                    .body("{}")
+                    .send()
+                    .await?;
+                let status = response.status().as_u16();
+                let body = response.bytes().await?;
+                match status {
+                    200 => {}
+                    409 if error_code(&body).as_deref() == Some("play_finished") => break,
+                    _ => bail!(
+                        "a refuser's throw: {status} {}",
+                        String::from_utf8_lossy(&body)
+                    ),
+                }
+            }
+            anyhow::Ok(Refuser { player, play_id })
+        }));
+    }
+    let mut refusers = Vec::with_capacity(count as usize);
+    for task in tasks {
+        refusers.push(task.await??);
+    }
+    Ok(refusers)
+}
+
+/// One refuser's share of the flood, in open loop: a request per tick of
+/// its own interval, ticks missed while an answer is awaited skipped (never
+/// a burst to catch up, so the flood never passes its pace), throws of its
+/// finished play and purchases past its cap in turn, until the players stop.
+async fn refuse_loop(
+    base: Arc<str>,
+    refuser: Refuser,
+    index: usize,
+    offered: u32,
+    stake_cents: i64,
+    clock: Arc<Clock>,
+) -> FloodTally {
+    let mut tally = FloodTally::new(offered);
+    let count = offered.min(REFUSERS);
+    // Each of `count` refusers sends offered / count per second; their
+    // ticks are staggered over one period.
+    let period = Duration::from_secs_f64(f64::from(count) / f64::from(offered));
+    let first = clock.started + period.mul_f64(index as f64 / f64::from(count));
+    let mut interval = tokio::time::interval_at(first.into(), period);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let plays_url = format!("{base}/api/plays");
+    let throw_url = format!("{base}/api/plays/{}/throws", refuser.play_id);
+    let purchase_body = format!(r#"{{"stake_cents":{stake_cents}}}"#);
+    let player = refuser.player;
+    let mut stopped = clock.stopped.subscribe();
+    let mut n: u64 = 0;
+    loop {
+        tokio::select! {
+            _ = interval.tick() => {}
+            _ = stopped.wait_for(|stopped| *stopped) => break,
+        }
+        if clock.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        n += 1;
+        let purchase = (n + index as u64).is_multiple_of(2);
+        let request = if purchase {
+            player
+                .client
+                .post(&plays_url)
+                .header("idempotency-key", format!("r{index}-{n}"))
+                .body(purchase_body.clone())
+        } else {
+            player.client.post(&throw_url).body("{}")
+        };
+        let request = request
+            .header("content-type", "application/json")
+            .header("x-requested-with", "tresor")
+            .header("cookie", &player.cookie);
+        let (result, at, micros) = timed(request).await;
+        let measuring = clock.measuring(at);
+        match result {
+            Some((status, body)) => match (status, error_code(&body).as_deref(), purchase) {
+                (403, Some("stake_limit_reached"), true) => {
+                    if measuring {
+                        tally.purchase.saturating_record(micros);
+                    }
+                }
+                (409, Some("play_finished"), false) => {
+                    if measuring {
+                        tally.throw.saturating_record(micros);
+                    }
+                }
+                (429, _, _) => {
+                    if measuring {
+                        tally.throttled += 1;
+                    }
+                }
+                _ => tally.unexpected += 1,
+            },
+            None => tally.unexpected += 1,
+        }
+    }
+    tally
+}
+
+/// Runs `mix` with every player for the warm-up and the duration, beside
+/// the refusal flood of `refusers` if any.
 async fn run_mix(
     label: &str,
     base: &str,
     players: &[Player],
+    refusers: &[Refuser],
     mix: Mix,
     args: &BenchArgs,
     server_pid: Option<u32>,
@@ -424,6 +656,7 @@ async fn run_mix(
         started,
         measure_from: started + Duration::from_secs_f64(args.warmup),
         stop: AtomicBool::new(false),
+        stopped: tokio::sync::watch::Sender::new(false),
         done: AtomicU64::new(0),
     });
     let base: Arc<str> = Arc::from(base);
@@ -439,6 +672,17 @@ async fn run_mix(
         )));
     }
     let total = args.warmup + args.duration;
+    let mut flood_tasks = Vec::with_capacity(refusers.len());
+    for (index, refuser) in refusers.iter().enumerate() {
+        flood_tasks.push(tokio::spawn(refuse_loop(
+            base.clone(),
+            refuser.clone(),
+            index,
+            args.refusals_per_second,
+            args.stake_cents,
+            clock.clone(),
+        )));
+    }
     let bar = progress((total * 10.0) as u64, "");
     bar.set_message(label.to_owned());
     let mut memory = None;
@@ -456,6 +700,7 @@ async fn run_mix(
         }
     }
     clock.stop.store(true, Ordering::Relaxed);
+    clock.stopped.send_replace(true);
     let seconds = clock.measure_from.elapsed().as_secs_f64();
     bar.finish_and_clear();
     let mut result = RunResult {
@@ -468,6 +713,7 @@ async fn run_mix(
         games: 0,
         errors: 0,
         memory,
+        flood: None,
     };
     for task in tasks {
         let tally = task.await?;
@@ -476,6 +722,13 @@ async fn run_mix(
         result.healthz.add(&tally.healthz)?;
         result.games += tally.games;
         result.errors += tally.errors;
+    }
+    if !refusers.is_empty() {
+        let mut flood = FloodTally::new(args.refusals_per_second);
+        for task in flood_tasks {
+            flood.add(&task.await?)?;
+        }
+        result.flood = Some(flood);
     }
     // Requests still in flight when the clock stopped finish a little after
     // it: count them over the time they actually took.
@@ -821,14 +1074,32 @@ fn print_result(result: &RunResult, ceiling: Option<f64>) {
             100.0 * result.headline() / ceiling
         );
     }
+    if let Some(flood) = &result.flood {
+        line += &format!(
+            "  beside {:.0} refusals/s",
+            result.per_second(flood.purchase.len() + flood.throw.len())
+        );
+    }
     if result.errors > 0 {
         line += &format!("  ({} errors)", result.errors);
     }
+    if let Some(flood) = &result.flood
+        && flood.unexpected > 0
+    {
+        line += &format!("  ({} refusal errors)", flood.unexpected);
+    }
     println!("{line}");
+    let no_flood = (new_histogram(), new_histogram());
+    let (refused_purchase, refused_throw) = result
+        .flood
+        .as_ref()
+        .map_or((&no_flood.0, &no_flood.1), |f| (&f.purchase, &f.throw));
     for (name, histogram) in [
         ("POST /api/plays", &result.purchase),
         ("POST /api/plays/{id}/throws", &result.throw),
         ("GET /healthz", &result.healthz),
+        ("refused purchase (403)", refused_purchase),
+        ("refused throw (409)", refused_throw),
     ] {
         if histogram.is_empty() {
             continue;
@@ -841,6 +1112,24 @@ fn print_result(result: &RunResult, ceiling: Option<f64>) {
             histogram.max() as f64 / 1000.0,
         );
     }
+    if let Some(flood) = &result.flood {
+        let refused = flood.purchase.len() + flood.throw.len();
+        println!(
+            "    refusal flood: {:.0}/s refused of {}/s offered: {} stake_limit_reached (403), \
+             {} play_finished (409), {} throttled (429), {} unexpected{}",
+            result.per_second(refused),
+            flood.offered,
+            flood.purchase.len(),
+            flood.throw.len(),
+            flood.throttled,
+            flood.unexpected,
+            if flood.unexpected == 0 && refused > 0 {
+                ": every refusal as expected"
+            } else {
+                ""
+            }
+        );
+    }
     if let Some(memory) = result.memory {
         println!(
             "    server memory: VmRSS {:.1} MiB, VmHWM {:.1} MiB",
@@ -848,6 +1137,16 @@ fn print_result(result: &RunResult, ceiling: Option<f64>) {
             memory.hwm_kib as f64 / 1024.0
         );
     }
+}
+
+/// The refusers of `--refusals-per-second`, none without it.
+async fn flood_refusers(base: &str, args: &BenchArgs, run: &str) -> anyhow::Result<Vec<Refuser>> {
+    if args.refusals_per_second == 0 {
+        return Ok(Vec::new());
+    }
+    setup_refusers(base, args.refusals_per_second, args.stake_cents, run)
+        .await
+        .context("cannot set up the refusal flood")
 }
 
 fn load_average() -> String {
@@ -867,8 +1166,14 @@ pub async fn run_bench(args: BenchArgs) -> anyhow::Result<()> {
     } else {
         "SQLite"
     };
+    // The flood is named in the runs it goes with (not the /healthz ceiling).
+    let flood = if args.refusals_per_second > 0 {
+        format!(", refusal flood {}/s", args.refusals_per_second)
+    } else {
+        String::new()
+    };
     println!(
-        "tresor bench: mix {:?}, {} players, {} s (+{} s warm-up), stake {} c; load average before: {}",
+        "tresor bench: mix {:?}, {} players{flood}, {} s (+{} s warm-up), stake {} c; load average before: {}",
         args.mix,
         args.concurrency,
         args.duration,
@@ -885,11 +1190,13 @@ pub async fn run_bench(args: BenchArgs) -> anyhow::Result<()> {
         let base = url.trim_end_matches('/').to_owned();
         let run = hex::encode(&crate::service::os_random_32()[..4]);
         let players = register_players(&base, args.concurrency, &run).await?;
+        let refusers = flood_refusers(&base, &args, &run).await?;
         if args.baselines {
             let result = run_mix(
                 "/healthz (HTTP ceiling)",
                 &base,
                 &players,
+                &[],
                 Mix::Healthz,
                 &args,
                 None,
@@ -899,7 +1206,16 @@ pub async fn run_bench(args: BenchArgs) -> anyhow::Result<()> {
             print_result(&result, None);
             results.push(result);
         }
-        let result = run_mix(url, &base, &players, args.mix, &args, args.server_pid).await?;
+        let result = run_mix(
+            &format!("{url}{flood}"),
+            &base,
+            &players,
+            &refusers,
+            args.mix,
+            &args,
+            args.server_pid,
+        )
+        .await?;
         print_result(&result, ceiling);
         results.push(result);
     } else {
@@ -908,11 +1224,13 @@ pub async fn run_bench(args: BenchArgs) -> anyhow::Result<()> {
         let server = Server::start(store, args.max_batch, args.extra_blocks).await?;
         let run = hex::encode(&crate::service::os_random_32()[..4]);
         let players = register_players(&server.base, args.concurrency, &run).await?;
+        let refusers = flood_refusers(&server.base, &args, &run).await?;
         if args.baselines {
             let result = run_mix(
                 "/healthz (HTTP ceiling)",
                 &server.base,
                 &players,
+                &[],
                 Mix::Healthz,
                 &args,
                 Some(server.pid()),
@@ -923,7 +1241,7 @@ pub async fn run_bench(args: BenchArgs) -> anyhow::Result<()> {
             results.push(result);
         }
         let label = format!(
-            "{backend}, group commit{}",
+            "{backend}, group commit{}{flood}",
             if args.max_batch > 0 {
                 format!(" (max batch {})", args.max_batch)
             } else {
@@ -934,6 +1252,7 @@ pub async fn run_bench(args: BenchArgs) -> anyhow::Result<()> {
             &label,
             &server.base,
             &players,
+            &refusers,
             args.mix,
             &args,
             Some(server.pid()),
@@ -957,10 +1276,12 @@ pub async fn run_bench(args: BenchArgs) -> anyhow::Result<()> {
             let store = Store::fresh(&args, "single").await?;
             let server = Server::start(store, 1, args.extra_blocks).await?;
             let players = register_players(&server.base, args.concurrency, &run).await?;
+            let refusers = flood_refusers(&server.base, &args, &run).await?;
             let result = run_mix(
-                &format!("{backend}, one transaction per job"),
+                &format!("{backend}, one transaction per job{flood}"),
                 &server.base,
                 &players,
+                &refusers,
                 args.mix,
                 &args,
                 Some(server.pid()),
