@@ -13,9 +13,8 @@
 
 use crate::blocks::BlockCache;
 use crate::error::Error;
+use crate::model::{IdempotencyKey, PRIZES_ACCOUNT, Player, STAKES_ACCOUNT};
 use crate::protect::{self, StakeAllowance};
-use crate::service::{IdempotencyKey, Player};
-use crate::service::{PRIZES_ACCOUNT, STAKES_ACCOUNT};
 use crate::store::Conn;
 use crate::store::batch as store;
 pub use crate::store::batch::PlayState;

@@ -1,8 +1,8 @@
 //! The one error type of the service layer: business refusals the caller must
 //! handle, and failures of the machinery underneath.
 
-use crate::protect::{LimitKind, euros};
-use crate::service::rfc3339;
+use crate::clock::rfc3339;
+use crate::model::{InvalidIdempotencyKey, LimitKind, euros};
 use tresor_game::StakeError;
 
 /// Why a session no longer opens the door.
@@ -127,4 +127,10 @@ pub enum Error {
     /// An error of the writer's own SQLite connection.
     #[error("database error")]
     Sqlite(#[from] rusqlite::Error),
+}
+
+impl From<InvalidIdempotencyKey> for Error {
+    fn from(_: InvalidIdempotencyKey) -> Self {
+        Error::InvalidIdempotencyKey
+    }
 }

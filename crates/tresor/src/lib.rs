@@ -4,9 +4,11 @@
 pub mod batch;
 pub mod blocks;
 pub mod cli;
+pub mod clock;
 pub mod error;
 pub mod http;
 pub mod metrics;
+pub mod model;
 pub mod protect;
 pub mod report;
 pub mod service;

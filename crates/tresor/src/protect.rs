@@ -7,8 +7,10 @@
 //! it waits 48 hours. An exclusion ends every session of the player at once
 //! and can only be lengthened.
 
+use crate::clock::rfc3339;
 use crate::error::Error;
-use crate::service::{Player, Service, rfc3339};
+use crate::model::Player;
+pub use crate::model::{LimitKind, euros};
 use crate::store::{Conn, sql};
 use crate::trail::{self, Actor};
 use serde::Serialize;
@@ -73,23 +75,6 @@ impl RateLimits {
             purchases_per_minute_per_player: u32::MAX,
             purchases_per_minute_per_address: u32::MAX,
             trust_forwarded_for: false,
-        }
-    }
-}
-
-/// Which cap.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LimitKind {
-    Deposit,
-    Stake,
-}
-
-impl LimitKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LimitKind::Deposit => "deposit",
-            LimitKind::Stake => "stake",
         }
     }
 }
@@ -243,13 +228,6 @@ fn add_months(from_ms: i64, months: i32) -> i64 {
     let day = start.day().min(month.length(year));
     let date = time::Date::from_calendar_date(year, month, day).expect("a valid date");
     (start.replace_date(date).unix_timestamp_nanos() / 1_000_000) as i64
-}
-
-/// Formats cents as euros: `12.50 €`.
-pub fn euros(cents: i64) -> String {
-    let sign = if cents < 0 { "-" } else { "" };
-    let cents = cents.unsigned_abs();
-    format!("{sign}{}.{:02} €", cents / 100, cents % 100)
 }
 
 // ---------------------------------------------------------------------------
@@ -644,101 +622,86 @@ async fn limits_view(
     })
 }
 
-impl Service {
-    /// The player's caps, what is used and left of them, and any pending
-    /// raise; and the end of an exclusion in force.
-    pub async fn protection(&self, player: &Player) -> Result<(LimitsView, Option<i64>), Error> {
-        let now_ms = self.now_ms();
-        let mut conn = self.db.conn().await?;
-        let stored = load(&mut conn, player.id).await?;
-        let limits = limits_view(&mut conn, &stored, player.id, now_ms).await?;
-        Ok((limits, stored.excluded_until_ms.filter(|&t| t > now_ms)))
-    }
+/// The player's caps, what is used and left of them, and any pending
+/// raise; and the end of an exclusion in force.
+pub(crate) async fn protection(
+    conn: &mut Conn,
+    player_id: i64,
+    now_ms: i64,
+) -> Result<(LimitsView, Option<i64>), Error> {
+    let stored = load(conn, player_id).await?;
+    let limits = limits_view(conn, &stored, player_id, now_ms).await?;
+    Ok((limits, stored.excluded_until_ms.filter(|&t| t > now_ms)))
+}
 
-    /// Changes one cap or both (recorded in the trail); returns the caps.
-    pub async fn change_limits(
-        &self,
-        player: &Player,
-        change: LimitChange,
-    ) -> Result<LimitsView, Error> {
-        let now_ms = self.now_ms();
-        let player = player.clone();
-        self.write(move |conn| {
-            let player = player.clone();
-            Box::pin(async move {
-                let mut stored = load(conn, player.id).await?;
-                if let Some(to) = change.deposit {
-                    stored.deposit = stored.deposit.changed(to, now_ms);
-                }
-                if let Some(to) = change.stake {
-                    stored.stake = stored.stake.changed(to, now_ms);
-                }
-                save(conn, player.id, &stored, now_ms).await?;
-                trail::append(
-                    conn,
-                    now_ms,
-                    &Actor::player(player.id, &player.username),
-                    "limits",
-                    json!({
-                        "deposit_limit_cents": change.deposit.map(LimitCents::cents),
-                        "stake_limit_cents": change.stake.map(LimitCents::cents),
-                    }),
-                    json!({"deposit": stored.deposit.to_json(), "stake": stored.stake.to_json()}),
-                )
-                .await?;
-                limits_view(conn, &stored, player.id, now_ms).await
-            })
-        })
-        .await
+/// Changes one cap or both (recorded in the trail); returns the caps. Runs
+/// inside a writer job.
+pub(crate) async fn change_limits(
+    conn: &mut Conn,
+    player: &Player,
+    change: LimitChange,
+    now_ms: i64,
+) -> Result<LimitsView, Error> {
+    let mut stored = load(conn, player.id).await?;
+    if let Some(to) = change.deposit {
+        stored.deposit = stored.deposit.changed(to, now_ms);
     }
+    if let Some(to) = change.stake {
+        stored.stake = stored.stake.changed(to, now_ms);
+    }
+    save(conn, player.id, &stored, now_ms).await?;
+    trail::append(
+        conn,
+        now_ms,
+        &Actor::player(player.id, &player.username),
+        "limits",
+        json!({
+            "deposit_limit_cents": change.deposit.map(LimitCents::cents),
+            "stake_limit_cents": change.stake.map(LimitCents::cents),
+        }),
+        json!({"deposit": stored.deposit.to_json(), "stake": stored.stake.to_json()}),
+    )
+    .await?;
+    limits_view(conn, &stored, player.id, now_ms).await
+}
 
-    /// Excludes a player from play for `length` from now, at the player's
-    /// request or the operator's: every session of the player ends, and play,
-    /// deposits and login are refused until the returned time. An exclusion
-    /// can be lengthened, never shortened.
-    pub async fn exclude(
-        &self,
-        player: &Player,
-        by: Actor,
-        length: ExclusionLength,
-    ) -> Result<i64, Error> {
-        let now_ms = self.now_ms();
-        let until_ms = length.end_ms(now_ms);
-        let player = player.clone();
-        self.write(move |conn| {
-            let player = player.clone();
-            let by = by.clone();
-            Box::pin(async move {
-                let mut stored = load(conn, player.id).await?;
-                if let Some(current) = stored.excluded_until_ms.filter(|&t| t > until_ms) {
-                    return Err(Error::ExclusionShorter {
-                        until_ms: current,
-                        asked_until_ms: until_ms,
-                    });
-                }
-                stored.excluded_until_ms = Some(until_ms);
-                save(conn, player.id, &stored, now_ms).await?;
-                let ended = sql::query(
-                    "UPDATE sessions SET ended_at_ms = $1 WHERE player_id = $2 AND ended_at_ms IS NULL",
-                )
-                .bind(now_ms)
-                .bind(player.id)
-                .execute(&mut *conn)
-                .await?;
-                trail::append(
-                    conn,
-                    now_ms,
-                    &by,
-                    "exclude",
-                    json!({"player_id": player.id, "period": length.label()}),
-                    json!({"excluded_until": rfc3339(until_ms), "sessions_ended": ended}),
-                )
-                .await?;
-                Ok(until_ms)
-            })
-        })
-        .await
+/// Excludes a player until `until_ms`: every session of the player ends, and
+/// play, deposits and login are refused until then. An exclusion can be
+/// lengthened, never shortened. Runs inside a writer job.
+pub(crate) async fn exclude(
+    conn: &mut Conn,
+    player: &Player,
+    by: &Actor,
+    length: ExclusionLength,
+    now_ms: i64,
+) -> Result<i64, Error> {
+    let until_ms = length.end_ms(now_ms);
+    let mut stored = load(conn, player.id).await?;
+    if let Some(current) = stored.excluded_until_ms.filter(|&t| t > until_ms) {
+        return Err(Error::ExclusionShorter {
+            until_ms: current,
+            asked_until_ms: until_ms,
+        });
     }
+    stored.excluded_until_ms = Some(until_ms);
+    save(conn, player.id, &stored, now_ms).await?;
+    let ended = sql::query(
+        "UPDATE sessions SET ended_at_ms = $1 WHERE player_id = $2 AND ended_at_ms IS NULL",
+    )
+    .bind(now_ms)
+    .bind(player.id)
+    .execute(&mut *conn)
+    .await?;
+    trail::append(
+        conn,
+        now_ms,
+        by,
+        "exclude",
+        json!({"player_id": player.id, "period": length.label()}),
+        json!({"excluded_until": rfc3339(until_ms), "sessions_ended": ended}),
+    )
+    .await?;
+    Ok(until_ms)
 }
 
 #[cfg(test)]
@@ -749,7 +712,7 @@ mod tests {
 
     #[test]
     fn a_month_is_a_calendar_month_and_the_31st_becomes_the_last_day() {
-        let jan_31 = crate::service::parse_rfc3339("2026-01-31T10:00:00Z").unwrap();
+        let jan_31 = time::macros::datetime!(2026-01-31 10:00 UTC).unix_timestamp() * 1000;
         assert_eq!(
             rfc3339(ExclusionLength::Months(1).end_ms(jan_31)),
             "2026-02-28T10:00:00.000Z"

@@ -335,7 +335,7 @@ async fn buy(
         .ok_or(Error::InvalidIdempotencyKey)?;
     let purchase = Purchase {
         stake: Stake::try_from(body.stake_cents).map_err(Error::from)?,
-        idempotency_key: IdempotencyKey::parse(key)?,
+        idempotency_key: IdempotencyKey::parse(key).map_err(Error::from)?,
     };
     let bought = state.service.buy(&current.player, purchase).await?;
     if !bought.replayed {

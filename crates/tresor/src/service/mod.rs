@@ -11,64 +11,25 @@ use crate::writer::Writer;
 use futures_util::future::BoxFuture;
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, Ordering};
 
 mod blocks;
 mod emissions;
 mod money;
 mod players;
 mod plays;
+mod protection;
 mod purchase;
 mod sessions;
 mod status;
 
+pub use crate::clock::{Clock, ManualClock, SystemClock, rfc3339};
+pub use crate::model::{DEPOSITS_ACCOUNT, IdempotencyKey, PRIZES_ACCOUNT, Player, STAKES_ACCOUNT};
 pub use emissions::{BlockView, EmissionView};
-pub use money::{
-    DEPOSITS_ACCOUNT, MAX_DEMO_DEPOSIT_CENTS, MAX_DEPOSIT_CENTS, Me, PRIZES_ACCOUNT, STAKES_ACCOUNT,
-};
-pub use players::{Player, Registration};
+pub use money::{MAX_DEMO_DEPOSIT_CENTS, MAX_DEPOSIT_CENTS, Me};
+pub use players::Registration;
 pub use plays::{History, PlayView, RevealedScenario, UnitRef};
-pub use purchase::{Bought, IdempotencyKey, Purchase};
+pub use purchase::{Bought, Purchase};
 pub use status::Status;
-
-/// Where time comes from: the system clock in production, a hand-moved clock
-/// in tests.
-pub trait Clock: Send + Sync + fmt::Debug {
-    /// Milliseconds since the Unix epoch.
-    fn now_ms(&self) -> i64;
-}
-
-#[derive(Debug, Default)]
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now_ms(&self) -> i64 {
-        let since = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .expect("the clock is after 1970");
-        since.as_millis() as i64
-    }
-}
-
-/// A clock that moves only when told to.
-#[derive(Debug)]
-pub struct ManualClock(AtomicI64);
-
-impl ManualClock {
-    pub fn new(now_ms: i64) -> Self {
-        ManualClock(AtomicI64::new(now_ms))
-    }
-
-    pub fn advance_ms(&self, ms: i64) {
-        self.0.fetch_add(ms, Ordering::SeqCst);
-    }
-}
-
-impl Clock for ManualClock {
-    fn now_ms(&self) -> i64 {
-        self.0.load(Ordering::SeqCst)
-    }
-}
 
 /// Service settings, parsed once at start.
 #[derive(Debug, Clone)]
@@ -119,16 +80,6 @@ impl fmt::Debug for Service {
             .field("backend", &self.db.backend)
             .finish_non_exhaustive()
     }
-}
-
-/// Formats milliseconds since the epoch as RFC 3339 UTC.
-pub fn rfc3339(ms: i64) -> String {
-    let time = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
-        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
-    let format = time::macros::format_description!(
-        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
-    );
-    time.format(&format).unwrap_or_default()
 }
 
 /// Parses an RFC 3339 time into milliseconds since the epoch.

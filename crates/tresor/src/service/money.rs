@@ -1,18 +1,13 @@
 //! Money: the double-entry ledger, balances and deposits.
 
-use super::players::Player;
 use super::{Service, rfc3339};
 use crate::error::Error;
+use crate::model::{DEPOSITS_ACCOUNT, Player};
 use crate::protect::{self, LimitKind, LimitsView};
 use crate::store::{Conn, sql};
 use crate::trail::{self, Actor};
 use serde::Serialize;
 use serde_json::json;
-
-/// The ledger's system accounts (created by the first migration).
-pub const DEPOSITS_ACCOUNT: i64 = 1;
-pub const STAKES_ACCOUNT: i64 = 2;
-pub const PRIZES_ACCOUNT: i64 = 3;
 
 /// The largest single deposit, a guard against typing mistakes.
 pub const MAX_DEPOSIT_CENTS: i64 = 100_000_000;

@@ -2,18 +2,11 @@
 
 use super::Service;
 use crate::error::Error;
+use crate::model::Player;
 use crate::protect::{self, Limits};
 use crate::store::sql;
 use crate::trail::{self, Actor};
 use serde_json::json;
-
-/// A logged-in player.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Player {
-    pub id: i64,
-    pub username: String,
-    pub account_id: i64,
-}
 
 /// A registration request, checked.
 #[derive(Debug, Clone)]

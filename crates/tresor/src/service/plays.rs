@@ -1,9 +1,9 @@
 //! Plays: their views, throws, settlement and the player's history.
 
-use super::players::Player;
 use super::{Service, rfc3339};
 use crate::batch::{self, Command, Reply, SettleCommand, ThrowCommand};
 use crate::error::Error;
+use crate::model::Player;
 use crate::store::sql;
 use serde::Serialize;
 use tresor_game::{Level, Outcome, Scenario, Stake, generate_scenario};

@@ -1,11 +1,11 @@
 //! Buying a unit: the purchase request, its idempotency key, and handing it
 //! to the writer's hot batch (`crate::batch`).
 
-use super::players::Player;
 use super::plays::{PlayRow, PlayView};
 use super::{Service, sha256_hex};
 use crate::batch::{self, BuyCommand, Command, Reply};
 use crate::error::Error;
+use crate::model::{IdempotencyKey, Player};
 use crate::store::sql;
 use tresor_game::Stake;
 
@@ -14,28 +14,6 @@ use tresor_game::Stake;
 pub struct Purchase {
     pub stake: Stake,
     pub idempotency_key: IdempotencyKey,
-}
-
-/// An `Idempotency-Key`: 1 to 64 characters among `A-Z a-z 0-9 - _ :`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IdempotencyKey(String);
-
-impl IdempotencyKey {
-    pub fn parse(text: &str) -> Result<Self, Error> {
-        let ok = (1..=64).contains(&text.len())
-            && text
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b':'));
-        if ok {
-            Ok(IdempotencyKey(text.to_owned()))
-        } else {
-            Err(Error::InvalidIdempotencyKey)
-        }
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
 }
 
 /// What a purchase hands back: the play, and whether it was an earlier

@@ -1,8 +1,8 @@
 //! Sessions: opening, resolving and closing a player's session token.
 
-use super::players::Player;
 use super::{Service, os_random_32, sha256_hex};
 use crate::error::{Error, SessionEnd};
+use crate::model::Player;
 use crate::protect;
 use crate::store::sql;
 use crate::trail::{self, Actor};
