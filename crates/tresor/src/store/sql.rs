@@ -137,7 +137,7 @@ pub fn json_rows(sqlite: bool, param: usize, columns: &[(&str, ColumnType)]) -> 
     let source = if sqlite {
         format!("json_each(${param})")
     } else {
-        format!("json_array_elements(${param}::json)")
+        format!("jsonb_array_elements(${param}::jsonb)")
     };
     format!("(SELECT {} FROM {source})", select.join(", "))
 }
