@@ -11,11 +11,12 @@
 //!    throws, settlements) as one set ([`crate::batch`]); then the rare jobs
 //!    (register, deposit, operator commands…) one by one, each in a
 //!    savepoint so that a refusal rolls back alone; the head written back;
-//!    the batch's identity recorded;
+//!    on PostgreSQL the batch's identity recorded;
 //! 3. COMMIT — or ROLLBACK when nothing was written (a batch of refusals
 //!    needs no fsync). A COMMIT whose answer is lost is **resolved**, never
 //!    replayed: the writer looks the batch's identity up on a fresh
-//!    connection and answers from what it finds;
+//!    connection and answers from what it finds (on SQLite a failed COMMIT
+//!    ran in this process and was rolled back: not committed);
 //! 4. a batch that failed before committing (rolled back: nothing applied)
 //!    runs again request by request, so one request's trouble cannot sink
 //!    the others.
@@ -208,21 +209,29 @@ impl Engine {
         let _ = self.end(conn, false).await;
     }
 
-    /// Whether the batch `id` committed, read on a connection other than
-    /// the one that lost the COMMIT's answer.
+    /// Whether the batch `id` committed. On PostgreSQL it is read on a
+    /// connection other than the one that lost the COMMIT's answer. On
+    /// SQLite the COMMIT runs in this process: when it fails, the
+    /// transaction was not committed (it was rolled back), so there is
+    /// nothing to look up and no identity is written.
     async fn committed(&mut self, id: &str) -> Result<bool, Error> {
-        const SQL: &str = "SELECT COUNT(*) FROM writer_batches WHERE id = $1";
-        let found: i64 = match self {
-            Engine::Lite(conn) => {
-                let conn = conn.as_mut().expect("the SQLite connection is back");
-                sql::query_scalar(SQL).bind(id).fetch_one(conn).await?
-            }
+        match self {
+            Engine::Lite(_) => Ok(false),
             Engine::Pool(db) => {
                 let mut conn = Conn::Pooled(db.pool.acquire().await?);
-                sql::query_scalar(SQL).bind(id).fetch_one(&mut conn).await?
+                let found: i64 =
+                    sql::query_scalar("SELECT COUNT(*) FROM writer_batches WHERE id = $1")
+                        .bind(id)
+                        .fetch_one(&mut conn)
+                        .await?;
+                Ok(found > 0)
             }
-        };
-        Ok(found > 0)
+        }
+    }
+
+    /// Whether batches record their identity (see [`Engine::committed`]).
+    fn records_identity(&self) -> bool {
+        matches!(self, Engine::Pool(_))
     }
 }
 
@@ -413,6 +422,7 @@ impl Loop {
     ) -> Result<Vec<Answer>, Error> {
         let (id, number) = self.ids.next();
         let now_ms = system_now_ms();
+        let identity = engine.records_identity();
         let mut conn = engine.begin().await?;
         let (inside, statements) = sql::counting(async {
             let head = trail::lock_head(&mut conn).await?;
@@ -420,10 +430,10 @@ impl Loop {
             let (outcome, head) =
                 trail::with_batch_head(head, requests(&mut conn, &self.context, batch)).await;
             let (answers, wrote) = outcome?;
-            if wrote {
-                if head.seq != start_seq {
-                    trail::store_head(&mut conn, &head).await?;
-                }
+            if wrote && head.seq != start_seq {
+                trail::store_head(&mut conn, &head).await?;
+            }
+            if wrote && identity {
                 sql::query("INSERT INTO writer_batches (id, committed_at_ms) VALUES ($1, $2)")
                     .bind(&id)
                     .bind(now_ms)

@@ -2,7 +2,8 @@
 -- (PostgreSQL). When the answer to a COMMIT is lost (the connection dropped
 -- after COMMIT was sent), the writer looks the batch up here on a fresh
 -- connection to learn whether it committed, instead of running it again.
--- The twin is ../sqlite/0005_writer_batches.sql.
+-- SQLite needs no such table: its COMMIT runs in the server's process, and
+-- one that fails was not committed.
 CREATE TABLE writer_batches (
     id TEXT PRIMARY KEY,
     committed_at_ms BIGINT NOT NULL
