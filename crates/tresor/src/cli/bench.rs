@@ -106,7 +106,7 @@ pub struct BenchArgs {
 }
 
 /// The extra players of a refusal flood: at most this many connections.
-const REFUSERS: u32 = 8;
+const REFUSERS: u32 = 128;
 
 /// One measured run of one mix.
 #[derive(Debug)]
@@ -497,8 +497,8 @@ fn error_code(body: &[u8]) -> Option<String> {
         .map(|b| b.error.code)
 }
 
-/// As many refusers as a flood of `rate` per second needs (at most
-/// [`REFUSERS`]), set up outside the measurement: each registers with a
+/// As many refusers as a flood of `rate` per second needs (one per 20 a
+/// second, at most [`REFUSERS`]), set up outside the measurement: each registers with a
 /// 7-day stake cap of one stake, spends it on one play and throws that play
 /// to its end, so that every further purchase and throw of it is refused.
 async fn setup_refusers(
@@ -507,7 +507,9 @@ async fn setup_refusers(
     stake_cents: i64,
     run: &str,
 ) -> anyhow::Result<Vec<Refuser>> {
-    let count = rate.min(REFUSERS);
+    // A refusal waits for its batch like any request (tens of milliseconds
+    // under load), so each refuser sends at most a few tens a second.
+    let count = rate.div_ceil(20).clamp(1, REFUSERS);
     let mut tasks = Vec::new();
     for index in 0..count {
         let base = base.to_owned();
