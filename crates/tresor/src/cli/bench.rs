@@ -497,8 +497,14 @@ fn error_code(body: &[u8]) -> Option<String> {
         .map(|b| b.error.code)
 }
 
-/// As many refusers as a flood of `rate` per second needs (one per 20 a
-/// second, at most [`REFUSERS`]), set up outside the measurement: each registers with a
+/// How many refusers a flood of `rate` per second needs: a refusal waits
+/// for its batch like any request (tens of milliseconds under load), so one
+/// per 20 a second, at most [`REFUSERS`].
+fn refuser_count(rate: u32) -> u32 {
+    rate.div_ceil(20).clamp(1, REFUSERS)
+}
+
+/// As many refusers as a flood of `rate` per second needs, set up outside the measurement: each registers with a
 /// 7-day stake cap of one stake, spends it on one play and throws that play
 /// to its end, so that every further purchase and throw of it is refused.
 async fn setup_refusers(
@@ -507,9 +513,7 @@ async fn setup_refusers(
     stake_cents: i64,
     run: &str,
 ) -> anyhow::Result<Vec<Refuser>> {
-    // A refusal waits for its batch like any request (tens of milliseconds
-    // under load), so each refuser sends at most a few tens a second.
-    let count = rate.div_ceil(20).clamp(1, REFUSERS);
+    let count = refuser_count(rate);
     let mut tasks = Vec::new();
     for index in 0..count {
         let base = base.to_owned();
@@ -579,7 +583,7 @@ async fn refuse_loop(
     clock: Arc<Clock>,
 ) -> FloodTally {
     let mut tally = FloodTally::new(offered);
-    let count = offered.min(REFUSERS);
+    let count = refuser_count(offered);
     // Each of `count` refusers sends offered / count per second; their
     // ticks are staggered over one period.
     let period = Duration::from_secs_f64(f64::from(count) / f64::from(offered));
