@@ -130,6 +130,9 @@ struct State {
     blocks: HashMap<i64, (Vec<BlockOnSale>, bool)>,
     /// Ids for the plays this batch may create, one per purchase.
     new_play_ids: Vec<i64>,
+    /// Stakes bought in this batch that have no block at all (not sold
+    /// out: never on sale), read only when a stake has no block on sale.
+    never_on_sale: HashSet<i64>,
 }
 
 async fn prefetch(
@@ -180,6 +183,18 @@ async fn prefetch(
         }
         for (blocks, full) in state.blocks.values_mut() {
             *full = blocks.len() as i64 >= block_window;
+        }
+        let without: Vec<i64> = stakes
+            .iter()
+            .copied()
+            .filter(|stake| !state.blocks.contains_key(stake))
+            .collect();
+        if !without.is_empty() {
+            let with_blocks = store::stakes_with_blocks(conn, sqlite, &without).await?;
+            state.never_on_sale = without
+                .into_iter()
+                .filter(|stake| !with_blocks.contains(stake))
+                .collect();
         }
         state.new_play_ids = store::new_play_ids(conn, sqlite, buys.len()).await?;
     }
@@ -376,6 +391,9 @@ impl Book<'_> {
             {
                 return Err(Refusal::NeedMoreBlocks);
             }
+            if self.state.never_on_sale.contains(&stake_cents) {
+                return Err(Error::SalesClosed { opens_at_ms: None }.into());
+            }
             return Err(Error::SoldOut.into());
         };
         let balance_cents = self.balance(player.account_id) + prizes_cents;
@@ -515,7 +533,7 @@ impl Book<'_> {
         play.finished_at_ms = Some(now_ms);
         let (player_id, account_id, prize_cents) =
             (play.player_id, play.account_id, play.prize_cents);
-        let balance_cents = if prize_cents > 0 {
+        if prize_cents > 0 {
             self.transfer(
                 PRIZES_ACCOUNT,
                 account_id,
@@ -524,10 +542,8 @@ impl Book<'_> {
                 play_id,
                 now_ms,
             );
-            self.balance(account_id)
-        } else {
-            self.balance(account_id)
-        };
+        }
+        let balance_cents = self.balance(account_id);
         self.record(
             now_ms,
             actor,

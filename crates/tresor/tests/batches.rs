@@ -26,6 +26,7 @@ on_both_databases!(
     a_batch_runs_as_many_statements_for_a_hundred_purchases_as_for_one,
     refusals_cost_their_batch_no_statement_and_run_nothing_again,
     a_purchase_whose_caller_is_gone_is_dropped_before_it_runs,
+    a_stake_never_on_sale_is_closed_and_one_without_units_left_sold_out,
 );
 
 /// The writer held inside a batch by a job that waits for [`Gate::release`].
@@ -155,6 +156,7 @@ async fn a_batch_runs_as_many_statements_for_a_hundred_purchases_as_for_one(db: 
             }
             costs.push(last_batch(&service));
         }
+        eprintln!("{:?} {round} round: {costs:?}", db.backend);
         let requests: Vec<usize> = costs.iter().map(|c| c.requests).collect();
         assert_eq!(requests, [1, 10, 100], "{round} round: {costs:?}");
         assert!(
@@ -340,6 +342,33 @@ async fn a_purchase_whose_caller_is_gone_is_dropped_before_it_runs(db: &TestDb) 
     assert!(!retry.replayed);
     assert_ledger_balances(&service.db).await;
     assert_trail_verifies(&service.db).await;
+}
+
+async fn a_stake_never_on_sale_is_closed_and_one_without_units_left_sold_out(db: &TestDb) {
+    let (service, _clock) = db.service().await;
+    let fifty = Stake::try_from(50).expect("a stake");
+    service
+        .create_emission("Fifty only", &[fifty], 1)
+        .await
+        .expect("an emission");
+    let ana = players(&service, "ana", 1).await.remove(0);
+    let never = service.buy(&ana, purchase(100, "never")).await;
+    assert!(
+        matches!(never, Err(Error::SalesClosed { opens_at_ms: None })),
+        "{never:?}"
+    );
+    let block_id = service.blocks().await.expect("blocks")[0].id;
+    service.suspend_block(block_id).await.expect("suspended");
+    let none_left = service.buy(&ana, purchase(50, "none-left")).await;
+    assert!(matches!(none_left, Err(Error::SoldOut)), "{none_left:?}");
+    assert_eq!(
+        service
+            .balance_cents(ana.account_id)
+            .await
+            .expect("balance"),
+        10_000
+    );
+    assert_ledger_balances(&service.db).await;
 }
 
 /// What a COMMIT whose outcome is unknown must leave: each request applied

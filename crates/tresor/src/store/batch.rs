@@ -221,6 +221,21 @@ pub async fn blocks_on_sale(
         .collect()
 }
 
+/// Which of `stakes` have any block at all, whatever its state.
+pub async fn stakes_with_blocks(
+    conn: &mut Conn,
+    sqlite: bool,
+    stakes: &[i64],
+) -> Result<Vec<i64>, Error> {
+    let table = sql::json_rows(sqlite, 1, &[("stake", Int)]);
+    sql::query_scalar(&format!(
+        "SELECT DISTINCT stake_cents FROM blocks WHERE stake_cents IN (SELECT stake FROM {table} AS d)"
+    ))
+    .bind(json_table(stakes, |s| [*s]))
+    .fetch_all(conn)
+    .await
+}
+
 /// `count` fresh play ids. On PostgreSQL from the plays' sequence (several
 /// servers may insert); on SQLite after the largest, which the writer's
 /// `BEGIN IMMEDIATE` keeps to itself until it commits.
