@@ -387,6 +387,57 @@ async fn assert_applied_once(service: &Service, ana: &Player, bought: &[Result<B
     assert_trail_verifies(&service.db).await;
 }
 
+/// A credit to `ana` (a rare job) and a purchase by `ana` and each of
+/// `others` (hot commands), queued behind the held writer after `ahead`
+/// requests already queued.
+struct CreditAndPurchases {
+    credit: tokio::task::JoinHandle<Result<i64, Error>>,
+    purchases: Vec<tokio::task::JoinHandle<Result<Bought, Error>>>,
+}
+
+impl CreditAndPurchases {
+    async fn queue(service: &Service, ana: &Player, others: Vec<Player>, ahead: usize) -> Self {
+        let credit = {
+            let (service, ana) = (service.clone(), ana.clone());
+            tokio::spawn(async move { service.credit(&ana, 2_500).await })
+        };
+        queued(service, ahead + 1).await;
+        let mut buyers = vec![ana.clone()];
+        buyers.extend(others);
+        let purchases: Vec<_> = buyers
+            .iter()
+            .map(|player| {
+                let (service, player) = (service.clone(), player.clone());
+                tokio::spawn(async move { service.buy(&player, purchase(50, "k")).await })
+            })
+            .collect();
+        queued(service, ahead + 1 + buyers.len()).await;
+        CreditAndPurchases { credit, purchases }
+    }
+
+    /// The purchases' results, once the credit is checked: answered as
+    /// done, its balance before or after the purchase as the writer ordered
+    /// them, and `ana` credited once and debited once.
+    async fn answers(self, service: &Service, ana: &Player) -> Vec<Result<Bought, Error>> {
+        let credited = self
+            .credit
+            .await
+            .expect("a task")
+            .expect("the credit is answered as done");
+        assert!([10_000 + 2_500, 10_000 + 2_500 - 50].contains(&credited));
+        let mut bought = Vec::new();
+        for task in self.purchases {
+            bought.push(task.await.expect("a task"));
+        }
+        let balance = service
+            .balance_cents(ana.account_id)
+            .await
+            .expect("balance");
+        assert_eq!(balance, 10_000 + 2_500 - 50, "credited once, debited once");
+        bought
+    }
+}
+
 /// A batch with a credit (a rare job) and purchases whose COMMIT goes
 /// through a proxy that cuts it. Returns the service, the credited player
 /// and the purchases' results, and the proxy (the service's connections go
@@ -417,39 +468,11 @@ async fn batch_through_a_cut(
     let others = players(&service, "other", 4).await;
 
     let gate = hold_writer(&service).await;
-    let credit = {
-        let (service, ana) = (service.clone(), ana.clone());
-        tokio::spawn(async move { service.credit(&ana, 2_500).await })
-    };
-    queued(&service, 1).await;
-    let mut buyers = vec![ana.clone()];
-    buyers.extend(others);
-    let purchases: Vec<_> = buyers
-        .iter()
-        .map(|player| {
-            let (service, player) = (service.clone(), player.clone());
-            tokio::spawn(async move { service.buy(&player, purchase(50, "cut")).await })
-        })
-        .collect();
-    queued(&service, 1 + buyers.len()).await;
+    let queue = CreditAndPurchases::queue(&service, &ana, others, 0).await;
     proxy.arm(cut);
     gate.release().await;
-    // Its balance is before or after the purchase, as the writer ordered them.
-    let credited = credit
-        .await
-        .expect("a task")
-        .expect("the credit is answered as done");
-    assert!([10_000 + 2_500, 10_000 + 2_500 - 50].contains(&credited));
-    let mut bought = Vec::new();
-    for task in purchases {
-        bought.push(task.await.expect("a task"));
-    }
+    let bought = queue.answers(&service, &ana).await;
     assert_eq!(proxy.cuts(), 1, "the COMMIT was cut");
-    let balance = service
-        .balance_cents(ana.account_id)
-        .await
-        .expect("balance");
-    assert_eq!(balance, 10_000 + 2_500 - 50, "credited once, debited once");
     (service, ana, bought, proxy)
 }
 
@@ -515,40 +538,14 @@ async fn a_commit_that_fails_is_resolved_and_its_requests_run_again_once_on_sqli
         })
     };
     queued(&service, 1).await;
-    let credit = {
-        let (service, ana) = (service.clone(), ana.clone());
-        tokio::spawn(async move { service.credit(&ana, 2_500).await })
-    };
-    queued(&service, 2).await;
-    let mut buyers = vec![ana.clone()];
-    buyers.extend(others);
-    let purchases: Vec<_> = buyers
-        .iter()
-        .map(|player| {
-            let (service, player) = (service.clone(), player.clone());
-            tokio::spawn(async move { service.buy(&player, purchase(50, "k")).await })
-        })
-        .collect();
-    queued(&service, 2 + buyers.len()).await;
+    let queue = CreditAndPurchases::queue(&service, &ana, others, 1).await;
     gate.release().await;
     poison
         .await
         .expect("a task")
         .expect_err("the job whose COMMIT fails is refused");
-    let credited = credit.await.expect("a task").expect("credited");
-    assert!([10_000 + 2_500, 10_000 + 2_500 - 50].contains(&credited));
-    let mut bought = Vec::new();
-    for task in purchases {
-        bought.push(task.await.expect("a task"));
-    }
+    let bought = queue.answers(&service, &ana).await;
     assert_eq!(service.writer.stats.batch_retries.get(), 1);
-    assert_eq!(
-        service
-            .balance_cents(ana.account_id)
-            .await
-            .expect("balance"),
-        10_000 + 2_500 - 50
-    );
     let orphans: i64 =
         sqlx::query_scalar("SELECT COUNT(*) FROM sessions WHERE token_hash = 'orphan'")
             .fetch_one(&service.db.pool)
