@@ -1,9 +1,10 @@
 //! Plays: their views, throws, settlement and the player's history.
 
 use super::{Service, rfc3339};
-use crate::batch::{self, Command, Reply, SettleCommand, ThrowCommand};
+use crate::batch::{Command, Reply, SettleCommand, ThrowCommand};
 use crate::error::Error;
 use crate::model::Player;
+use crate::store::plays::{self, PlayState};
 use crate::store::sql;
 use serde::Serialize;
 use tresor_game::{Level, Outcome, Scenario, Stake, generate_scenario};
@@ -50,66 +51,6 @@ pub struct History {
     pub next_cursor: Option<String>,
 }
 
-const PLAY_COLUMNS: &str = "p.id, p.player_id, p.block_id, b.emission_id, p.unit_index, p.stake_cents, p.level, \
-     p.prize_cents, p.throws_made, p.state, p.created_at_ms, p.finished_at_ms";
-
-#[derive(Debug, Clone)]
-pub(super) struct PlayRow {
-    pub(super) id: i64,
-    pub(super) block_id: i64,
-    pub(super) emission_id: i64,
-    pub(super) unit_index: i64,
-    pub(super) stake_cents: i64,
-    pub(super) level: i64,
-    pub(super) prize_cents: i64,
-    pub(super) throws_made: i64,
-    pub(super) state: String,
-    pub(super) created_at_ms: i64,
-    pub(super) finished_at_ms: Option<i64>,
-}
-
-impl PlayRow {
-    fn from_row(row: &sql::Row) -> Result<Self, Error> {
-        Ok(PlayRow {
-            id: row.try_get("id")?,
-            block_id: row.try_get("block_id")?,
-            emission_id: row.try_get("emission_id")?,
-            unit_index: row.try_get("unit_index")?,
-            stake_cents: row.try_get("stake_cents")?,
-            level: row.try_get("level")?,
-            prize_cents: row.try_get("prize_cents")?,
-            throws_made: row.try_get("throws_made")?,
-            state: row.try_get("state")?,
-            created_at_ms: row.try_get("created_at_ms")?,
-            finished_at_ms: row.try_get("finished_at_ms")?,
-        })
-    }
-}
-
-impl PlayRow {
-    /// A play as the writer's batch left it.
-    pub(super) fn from_state(play: &batch::PlayState) -> PlayRow {
-        PlayRow {
-            id: play.id,
-            block_id: play.block_id,
-            emission_id: play.emission_id,
-            unit_index: play.unit_index,
-            stake_cents: play.stake_cents,
-            level: play.level,
-            prize_cents: play.prize_cents,
-            throws_made: play.throws_made,
-            state: if play.finished {
-                "finished"
-            } else {
-                "in_progress"
-            }
-            .to_owned(),
-            created_at_ms: play.created_at_ms,
-            finished_at_ms: play.finished_at_ms,
-        }
-    }
-}
-
 impl Service {
     /// Reveals the next throw of a play; the fourth finishes it and credits
     /// its win. Returns the play after the throw.
@@ -120,7 +61,7 @@ impl Service {
             now_ms: self.now_ms(),
         });
         match self.writer.hot(command).await? {
-            Reply::Thrown(play) => self.play_view(PlayRow::from_state(&play)).await,
+            Reply::Thrown(play) => self.play_view(&play).await,
             other => unreachable!("a throw is answered as one: {other:?}"),
         }
     }
@@ -150,7 +91,7 @@ impl Service {
         Ok(settled)
     }
 
-    pub(super) async fn play_view(&self, row: PlayRow) -> Result<PlayView, Error> {
+    pub(super) async fn play_view(&self, row: &PlayState) -> Result<PlayView, Error> {
         let data = self.block_data(row.block_id).await?;
         let stake = Stake::try_from(row.stake_cents).expect("a stored stake is valid");
         let level = Level::new(row.level as u8).expect("a stored level is valid");
@@ -166,7 +107,7 @@ impl Service {
                 index: row.unit_index,
             },
             created_at: rfc3339(row.created_at_ms),
-            state: if row.state == "finished" {
+            state: if row.finished {
                 "finished"
             } else {
                 "in_progress"
@@ -186,15 +127,12 @@ impl Service {
 
     /// One of the player's plays; another player's play is "not found".
     pub async fn play(&self, player: &Player, play_id: i64) -> Result<PlayView, Error> {
-        let row = sql::query(&format!(
-            "SELECT {PLAY_COLUMNS} FROM plays p JOIN blocks b ON b.id = p.block_id WHERE p.id = $1 AND p.player_id = $2"
-        ))
-        .bind(play_id)
-        .bind(player.id)
-        .fetch_optional(&mut *self.db.conn().await?)
-        .await?
-        .ok_or(Error::NotFound)?;
-        self.play_view(PlayRow::from_row(&row)?).await
+        let mut conn = self.db.conn().await?;
+        let play = plays::of_player(&mut conn, player.id, play_id)
+            .await?
+            .ok_or(Error::NotFound)?;
+        drop(conn);
+        self.play_view(&play).await
     }
 
     /// The player's plays, newest first, `limit` at a time.
@@ -205,24 +143,25 @@ impl Service {
         cursor: Option<i64>,
     ) -> Result<History, Error> {
         let limit = limit.clamp(1, 100);
-        let rows = sql::query(&format!(
-            "SELECT {PLAY_COLUMNS} FROM plays p JOIN blocks b ON b.id = p.block_id \
-             WHERE p.player_id = $1 AND p.id < $2 ORDER BY p.id DESC LIMIT $3"
-        ))
-        .bind(player.id)
-        .bind(cursor.unwrap_or(i64::MAX))
-        .bind(limit + 1)
-        .fetch_all(&mut *self.db.conn().await?)
+        let rows = plays::history(
+            &mut *self.db.conn().await?,
+            player.id,
+            cursor.unwrap_or(i64::MAX),
+            limit + 1,
+        )
         .await?;
-        let mut plays = Vec::with_capacity(rows.len());
+        let mut views = Vec::with_capacity(rows.len());
         for row in rows.iter().take(limit as usize) {
-            plays.push(self.play_view(PlayRow::from_row(row)?).await?);
+            views.push(self.play_view(row).await?);
         }
         let next_cursor = if rows.len() as i64 > limit {
-            plays.last().map(|p| p.id.to_string())
+            views.last().map(|p| p.id.to_string())
         } else {
             None
         };
-        Ok(History { plays, next_cursor })
+        Ok(History {
+            plays: views,
+            next_cursor,
+        })
     }
 }

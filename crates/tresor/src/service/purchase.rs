@@ -1,7 +1,7 @@
 //! Buying a unit: the purchase request, its idempotency key, and handing it
 //! to the writer's hot batch (`crate::batch`).
 
-use super::plays::{PlayRow, PlayView};
+use super::plays::PlayView;
 use super::{Service, sha256_hex};
 use crate::batch::{self, BuyCommand, Command, Reply};
 use crate::error::Error;
@@ -71,7 +71,7 @@ impl Service {
     /// or read back for a replay.
     pub async fn bought_view(&self, player: &Player, bought: &Bought) -> Result<PlayView, Error> {
         match &bought.fresh {
-            Some(fresh) => self.play_view(PlayRow::from_state(fresh)).await,
+            Some(fresh) => self.play_view(fresh).await,
             None => self.play(player, bought.play_id).await,
         }
     }

@@ -3,28 +3,12 @@
 //! ([`sql::json_rows`]), so its cost is per batch, not per command.
 
 use crate::error::Error;
+use crate::store::plays;
+pub use crate::store::plays::PlayState;
 use crate::store::sql::{self, ColumnType::Int, ColumnType::Text, Conn};
 use serde::Serialize;
 use std::collections::HashMap;
 use tresor_game::BlockSecret;
-
-/// A play as the batch knows it: all a view of it needs.
-#[derive(Debug, Clone)]
-pub struct PlayState {
-    pub id: i64,
-    pub player_id: i64,
-    pub account_id: i64,
-    pub block_id: i64,
-    pub emission_id: i64,
-    pub unit_index: i64,
-    pub stake_cents: i64,
-    pub level: i64,
-    pub prize_cents: i64,
-    pub throws_made: i64,
-    pub finished: bool,
-    pub created_at_ms: i64,
-    pub finished_at_ms: Option<i64>,
-}
 
 /// A play read for the batch, and whether it was read as a buyer's play in
 /// progress (to be settled before the next purchase).
@@ -268,18 +252,14 @@ pub async fn plays_for_batch(
     play_ids: &[i64],
     buyers: &[i64],
 ) -> Result<Vec<LoadedPlay>, Error> {
-    const COLUMNS: &str = "p.id, p.player_id, pl.account_id, p.block_id, b.emission_id, \
-        p.unit_index, p.stake_cents, p.level, p.prize_cents, p.throws_made, p.state, \
-        p.created_at_ms, p.finished_at_ms";
+    use plays::{COLUMNS, FROM};
     let ids = sql::json_rows(sqlite, 1, &[("id", Int)]);
     let players = sql::json_rows(sqlite, 2, &[("id", Int)]);
     let rows = sql::query(&format!(
-        "SELECT {COLUMNS}, 0 AS of_buyer FROM plays p \
-         JOIN players pl ON pl.id = p.player_id JOIN blocks b ON b.id = p.block_id \
+        "SELECT {COLUMNS}, 0 AS of_buyer FROM {FROM} \
          WHERE p.id IN (SELECT id FROM {ids} AS d) \
          UNION ALL \
-         SELECT {COLUMNS}, 1 AS of_buyer FROM plays p \
-         JOIN players pl ON pl.id = p.player_id JOIN blocks b ON b.id = p.block_id \
+         SELECT {COLUMNS}, 1 AS of_buyer FROM {FROM} \
          WHERE p.state = 'in_progress' AND p.id IN ( \
              SELECT (SELECT MAX(m.id) FROM plays m WHERE m.player_id = d.id) FROM {players} AS d)"
     ))
@@ -289,24 +269,9 @@ pub async fn plays_for_batch(
     .await?;
     rows.iter()
         .map(|row| {
-            let state: String = row.try_get("state")?;
             let of_buyer: i64 = row.try_get("of_buyer")?;
             Ok(LoadedPlay {
-                play: PlayState {
-                    id: row.try_get("id")?,
-                    player_id: row.try_get("player_id")?,
-                    account_id: row.try_get("account_id")?,
-                    block_id: row.try_get("block_id")?,
-                    emission_id: row.try_get("emission_id")?,
-                    unit_index: row.try_get("unit_index")?,
-                    stake_cents: row.try_get("stake_cents")?,
-                    level: row.try_get("level")?,
-                    prize_cents: row.try_get("prize_cents")?,
-                    throws_made: row.try_get("throws_made")?,
-                    finished: state == "finished",
-                    created_at_ms: row.try_get("created_at_ms")?,
-                    finished_at_ms: row.try_get("finished_at_ms")?,
-                },
+                play: PlayState::from_row(row)?,
                 in_progress_of_buyer: of_buyer == 1,
             })
         })

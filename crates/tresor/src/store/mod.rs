@@ -3,6 +3,7 @@
 //! writer runs (`sql`, `batch`).
 
 pub mod batch;
+pub mod plays;
 pub mod sql;
 
 pub use sql::Conn;

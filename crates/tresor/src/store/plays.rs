@@ -1,0 +1,88 @@
+//! Plays as every layer reads them: [`PlayState`], all that a view of a
+//! play needs, and the reads of one play and of a player's history. The
+//! batch (`store::batch`) reads its plays with the same columns.
+
+use crate::error::Error;
+use crate::store::sql::{self, Conn};
+
+/// A play: its unit, outcome, progress and its player's account.
+#[derive(Debug, Clone)]
+pub struct PlayState {
+    pub id: i64,
+    pub player_id: i64,
+    pub account_id: i64,
+    pub block_id: i64,
+    pub emission_id: i64,
+    pub unit_index: i64,
+    pub stake_cents: i64,
+    pub level: i64,
+    pub prize_cents: i64,
+    pub throws_made: i64,
+    pub finished: bool,
+    pub created_at_ms: i64,
+    pub finished_at_ms: Option<i64>,
+}
+
+/// The columns [`PlayState::from_row`] reads, from [`FROM`].
+pub const COLUMNS: &str = "p.id, p.player_id, pl.account_id, p.block_id, b.emission_id, \
+    p.unit_index, p.stake_cents, p.level, p.prize_cents, p.throws_made, p.state, \
+    p.created_at_ms, p.finished_at_ms";
+
+/// The tables [`COLUMNS`] come from.
+pub const FROM: &str =
+    "plays p JOIN players pl ON pl.id = p.player_id JOIN blocks b ON b.id = p.block_id";
+
+impl PlayState {
+    pub fn from_row(row: &sql::Row) -> Result<PlayState, Error> {
+        let state: String = row.try_get("state")?;
+        Ok(PlayState {
+            id: row.try_get("id")?,
+            player_id: row.try_get("player_id")?,
+            account_id: row.try_get("account_id")?,
+            block_id: row.try_get("block_id")?,
+            emission_id: row.try_get("emission_id")?,
+            unit_index: row.try_get("unit_index")?,
+            stake_cents: row.try_get("stake_cents")?,
+            level: row.try_get("level")?,
+            prize_cents: row.try_get("prize_cents")?,
+            throws_made: row.try_get("throws_made")?,
+            finished: state == "finished",
+            created_at_ms: row.try_get("created_at_ms")?,
+            finished_at_ms: row.try_get("finished_at_ms")?,
+        })
+    }
+}
+
+/// One of the player's plays, if it is theirs.
+pub async fn of_player(
+    conn: &mut Conn,
+    player_id: i64,
+    play_id: i64,
+) -> Result<Option<PlayState>, Error> {
+    let row = sql::query(&format!(
+        "SELECT {COLUMNS} FROM {FROM} WHERE p.id = $1 AND p.player_id = $2"
+    ))
+    .bind(play_id)
+    .bind(player_id)
+    .fetch_optional(conn)
+    .await?;
+    row.as_ref().map(PlayState::from_row).transpose()
+}
+
+/// The player's plays before `before_id`, newest first, at most `limit`.
+pub async fn history(
+    conn: &mut Conn,
+    player_id: i64,
+    before_id: i64,
+    limit: i64,
+) -> Result<Vec<PlayState>, Error> {
+    let rows = sql::query(&format!(
+        "SELECT {COLUMNS} FROM {FROM} WHERE p.player_id = $1 AND p.id < $2 ORDER BY p.id DESC LIMIT $3"
+    ))
+    .bind(player_id)
+    .bind(before_id)
+    .bind(limit)
+    .fetch_all(conn)
+    .await?;
+    rows.iter().map(PlayState::from_row).collect()
+}
