@@ -112,7 +112,7 @@ export class Game {
     }
     this.scene.clearChests();
     this.scene.resetInstruments();
-    this.setStatus(t('status.idle'));
+    this.setStatus(() => t('status.idle'));
     this.update();
   }
 
@@ -139,10 +139,10 @@ export class Game {
         await this.finish(true);
       } else {
         this.mode = 'playing';
-        this.setStatus(t('status.resumed', { id: play.id }));
+        this.setStatus(() => t('status.resumed', { id: play.id }));
       }
     } catch (error) {
-      this.app.showError(error, this.els.status);
+      this.showError(error);
       this.showIdle();
     }
     this.update();
@@ -170,9 +170,9 @@ export class Game {
       }
       if (run !== this.runId) return;
       const prize = play.outcome?.prize_cents ?? play.scenario.outcome.prize_cents;
-      this.setStatus(prize > 0 ? t('status.won', { amount: money(prize) }) : t('status.lost'), prize > 0 ? 'won' : 'lost');
+      this.setStatus(() => (prize > 0 ? t('status.won', { amount: money(prize) }) : t('status.lost')), prize > 0 ? 'won' : 'lost');
     } catch (error) {
-      this.app.showError(error, this.els.status);
+      this.showError(error);
     }
   }
 
@@ -189,7 +189,7 @@ export class Game {
     this.runId++;
     this.scene.clearChests();
     this.scene.resetInstruments();
-    this.setStatus(t('status.buying'));
+    this.setStatus(() => t('status.buying'));
     this.update();
     this.fillHowto(stake);
     const closed = openDialog(this.els.howto);
@@ -208,7 +208,7 @@ export class Game {
       await closed;
       await this.scene.showChests(play.scenario.chests, true);
       this.mode = 'playing';
-      this.setStatus(t('status.ready'));
+      this.setStatus(() => t('status.ready'));
       this.busy = false;
       this.update();
       this.els.throw.focus();
@@ -218,7 +218,7 @@ export class Game {
       this.busy = false;
       this.mode = 'idle';
       if (error.code === 'sales_closed' || error.code === 'sold_out') this.app.refreshStatus();
-      this.app.showError(error, this.els.status);
+      this.showError(error);
       this.update();
       this.els.play.focus();
     }
@@ -231,7 +231,7 @@ export class Game {
     this.update();
     const before = this.play.scenario.throws.length;
     this.scene.spin();
-    this.setStatus(t('status.throwing'));
+    this.setStatus(() => t('status.throwing'));
     try {
       let next;
       try {
@@ -251,11 +251,11 @@ export class Game {
       if (next.state === 'finished' || next.throws_left === 0) {
         await this.finish(false);
       } else {
-        this.setStatus(t('throws.left', { n: next.throws_left }));
+        this.setStatus(() => t('throws.left', { n: next.throws_left }));
       }
     } catch (error) {
       this.scene.needle.classList.remove('spinning');
-      this.app.showError(error, this.els.status);
+      this.showError(error);
     } finally {
       this.busy = false;
       this.update();
@@ -274,10 +274,10 @@ export class Game {
     this.els.screen.dataset.outcome = prize > 0 ? 'won' : 'lost';
     if (prize > 0) {
       if (!instant) this.app.adjustBalance(prize);
-      this.setStatus(t('status.won', { amount: money(prize) }), 'won');
+      this.setStatus(() => t('status.won', { amount: money(prize) }), 'won');
       this.app.say(t('say.win', { amount: money(prize) }));
     } else {
-      this.setStatus(t('status.lost'), 'lost');
+      this.setStatus(() => t('status.lost'), 'lost');
       this.app.say(t('say.lose'));
     }
     this.app.refreshMe();
@@ -327,8 +327,19 @@ export class Game {
     return null;
   }
 
+  /** An error on the status line: it stays as the server worded it. */
+  showError(error) {
+    this.statusText = null;
+    this.app.showError(error, this.els.status);
+  }
+
+  /**
+   * Shows the status line. Given as a function of the current language, the
+   * line is written again in the new language when the player switches.
+   */
   setStatus(text, kind = '') {
-    this.els.status.textContent = text;
+    this.statusText = typeof text === 'function' ? text : null;
+    this.els.status.textContent = this.statusText ? this.statusText() : text;
     this.els.status.dataset.kind = kind;
   }
 
@@ -343,7 +354,8 @@ export class Game {
     buy.hidden = playing || replaying;
     throwBox.hidden = !playing;
     this.els.screen.dataset.mode = this.mode;
-    play.textContent = this.mode === 'finished' ? t('play.again') : t('play');
+    // Article 4.1 names the button « Jouer », before a game as after one.
+    play.textContent = t('play');
     const reason = this.mode === 'idle' || this.mode === 'finished' ? this.reason() : null;
     play.disabled = Boolean(reason) || this.busy;
     stakes.disabled = this.busy;
@@ -360,8 +372,7 @@ export class Game {
   /** Re-renders words after a language change. */
   relabel() {
     this.scene.relabel();
-    if (this.mode === 'idle') this.setStatus(t('status.idle'));
-    if (this.mode === 'playing' && this.play) this.setStatus(t('throws.left', { n: this.play.throws_left }));
+    if (this.statusText) this.els.status.textContent = this.statusText();
     this.update();
   }
 }
