@@ -639,7 +639,7 @@ async fn audit_export_writes_json_lines_within_the_window(db: &TestDb) {
     assert_eq!(line["hash"], json!(hash));
 }
 
-on_both_databases!(
+on_both!(
     report_figures_equal_the_ledger_summed_independently,
     a_sold_out_block_reports_exactly_its_table,
     a_suspended_block_is_not_sold_and_sales_go_on_from_another_block,

@@ -6,7 +6,6 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::collections::HashSet;
 use tresor::service::Clock;
-use tresor::store::Backend;
 use tresor_game::{Content, Symbol, evaluate};
 
 fn revealed(play: &Value) -> Vec<Symbol> {
@@ -32,7 +31,7 @@ fn ids_in(page: &Value) -> Vec<i64> {
 
 on_both!(
     a_purchase_debits_the_stake_and_shows_the_outcome_at_once,
-    |app| {
+    |app: TestApp| {
         app.player("ana", 1_000).await;
         let (status, play) = app.buy_with_key(100, "first-key").await;
         assert_eq!(status, StatusCode::CREATED, "{play}");
@@ -61,47 +60,50 @@ on_both!(
     }
 );
 
-on_both!(four_throws_finish_the_play_and_credit_its_win_once, |app| {
-    app.player("ana", 2_000).await;
-    for stake in [50, 100, 200] {
-        let before = app.balance().await;
-        let (_, play) = app.buy(stake).await;
-        let id = play["id"].as_i64().unwrap();
-        let mut throws = 0;
-        for left in (0..4).rev() {
-            let (status, play) = app.throw(id).await;
-            assert_eq!(status, StatusCode::OK, "{play}");
-            throws += 1;
-            assert_eq!(play["throws_left"], left);
-            assert_eq!(play["scenario"]["throws"].as_array().unwrap().len(), throws);
+on_both!(
+    four_throws_finish_the_play_and_credit_its_win_once,
+    |app: TestApp| {
+        app.player("ana", 2_000).await;
+        for stake in [50, 100, 200] {
+            let before = app.balance().await;
+            let (_, play) = app.buy(stake).await;
+            let id = play["id"].as_i64().unwrap();
+            let mut throws = 0;
+            for left in (0..4).rev() {
+                let (status, play) = app.throw(id).await;
+                assert_eq!(status, StatusCode::OK, "{play}");
+                throws += 1;
+                assert_eq!(play["throws_left"], left);
+                assert_eq!(play["scenario"]["throws"].as_array().unwrap().len(), throws);
+                assert_eq!(
+                    play["state"],
+                    if left == 0 { "finished" } else { "in_progress" }
+                );
+            }
+            let (status, error) = app.throw(id).await;
+            assert_eq!(status, StatusCode::CONFLICT);
+            assert_eq!(error["error"]["code"], "play_finished");
+            let (_, play) = app.play(id).await;
+            let prize = play["outcome"]["prize_cents"].as_i64().unwrap();
+            let level = evaluate(&revealed(&play)).expect("a valid reveal");
             assert_eq!(
-                play["state"],
-                if left == 0 { "finished" } else { "in_progress" }
+                u64::from(level.get()),
+                play["outcome"]["level"].as_u64().unwrap(),
+                "the scene shows its outcome"
+            );
+            assert_eq!(
+                app.balance().await,
+                before - stake + prize,
+                "debited once, credited once"
             );
         }
-        let (status, error) = app.throw(id).await;
-        assert_eq!(status, StatusCode::CONFLICT);
-        assert_eq!(error["error"]["code"], "play_finished");
-        let (_, play) = app.play(id).await;
-        let prize = play["outcome"]["prize_cents"].as_i64().unwrap();
-        let level = evaluate(&revealed(&play)).expect("a valid reveal");
-        assert_eq!(
-            u64::from(level.get()),
-            play["outcome"]["level"].as_u64().unwrap(),
-            "the scene shows its outcome"
-        );
-        assert_eq!(
-            app.balance().await,
-            before - stake + prize,
-            "debited once, credited once"
-        );
+        app.assert_ledger_balances().await;
     }
-    app.assert_ledger_balances().await;
-});
+);
 
 on_both!(
     a_repeated_idempotency_key_returns_the_first_play_and_debits_nothing_more,
-    |app| {
+    |app: TestApp| {
         app.player("ana", 1_000).await;
         let (status, first) = app.buy_with_key(100, "same-key").await;
         assert_eq!(status, StatusCode::CREATED);
@@ -125,7 +127,7 @@ on_both!(
 
 on_both!(
     purchases_without_a_valid_key_or_stake_or_money_are_refused_and_change_nothing,
-    |app| {
+    |app: TestApp| {
         app.player("ana", 150).await;
         let (status, error) = app
             .post_raw(
@@ -164,24 +166,27 @@ on_both!(
     }
 );
 
-on_both!(purchases_before_the_sales_opening_are_refused, |app| {
-    app.player("ana", 500).await;
-    let opens = app.clock.now_ms() + 3_600_000;
-    app.service.set_sales_open_at(Some(opens)).await.unwrap();
-    let (_, status) = app.get("/api/status").await;
-    assert_eq!(status["sales_open"], false);
-    let (status, error) = app.buy(100).await;
-    assert_eq!(status, StatusCode::FORBIDDEN);
-    assert_eq!(error["error"]["code"], "sales_closed");
-    assert_eq!(app.balance().await, 500);
-    app.clock.advance_ms(3_600_000);
-    app.login("ana", "a long password").await; // the idle session has ended meanwhile
-    assert_eq!(app.buy(100).await.0, StatusCode::CREATED);
-});
+on_both!(
+    purchases_before_the_sales_opening_are_refused,
+    |app: TestApp| {
+        app.player("ana", 500).await;
+        let opens = app.clock.now_ms() + 3_600_000;
+        app.service.set_sales_open_at(Some(opens)).await.unwrap();
+        let (_, status) = app.get("/api/status").await;
+        assert_eq!(status["sales_open"], false);
+        let (status, error) = app.buy(100).await;
+        assert_eq!(status, StatusCode::FORBIDDEN);
+        assert_eq!(error["error"]["code"], "sales_closed");
+        assert_eq!(app.balance().await, 500);
+        app.clock.advance_ms(3_600_000);
+        app.login("ana", "a long password").await; // the idle session has ended meanwhile
+        assert_eq!(app.buy(100).await.0, StatusCode::CREATED);
+    }
+);
 
 on_both!(
     a_closed_emission_sells_nothing_and_publishes_its_secrets,
-    |app| {
+    |app: TestApp| {
         app.player("ana", 500).await;
         let (_, blocks) = app.get("/api/blocks").await;
         for block in blocks["blocks"].as_array().unwrap() {
@@ -218,28 +223,31 @@ on_both!(
     }
 );
 
-on_both!(a_player_sees_and_plays_only_their_own_plays, |app| {
-    app.player("ana", 500).await;
-    let (_, play) = app.buy(100).await;
-    let id = play["id"].as_i64().unwrap();
-    let bob = app.another_client();
-    bob.player("bob", 500).await;
-    assert_eq!(bob.play(id).await.0, StatusCode::NOT_FOUND);
-    assert_eq!(bob.throw(id).await.0, StatusCode::NOT_FOUND);
-    assert_eq!(bob.play(999_999).await.0, StatusCode::NOT_FOUND);
-    assert_eq!(bob.play_raw("abc").await, StatusCode::NOT_FOUND);
-    let (_, history) = bob.history("").await;
-    assert_eq!(history["plays"], json!([]));
-    assert_eq!(
-        app.play(id).await.1["throws_left"],
-        4,
-        "bob's attempts changed nothing"
-    );
-});
+on_both!(
+    a_player_sees_and_plays_only_their_own_plays,
+    |app: TestApp| {
+        app.player("ana", 500).await;
+        let (_, play) = app.buy(100).await;
+        let id = play["id"].as_i64().unwrap();
+        let bob = app.another_client();
+        bob.player("bob", 500).await;
+        assert_eq!(bob.play(id).await.0, StatusCode::NOT_FOUND);
+        assert_eq!(bob.throw(id).await.0, StatusCode::NOT_FOUND);
+        assert_eq!(bob.play(999_999).await.0, StatusCode::NOT_FOUND);
+        assert_eq!(bob.play_raw("abc").await, StatusCode::NOT_FOUND);
+        let (_, history) = bob.history("").await;
+        assert_eq!(history["plays"], json!([]));
+        assert_eq!(
+            app.play(id).await.1["throws_left"],
+            4,
+            "bob's attempts changed nothing"
+        );
+    }
+);
 
 on_both!(
     buying_again_settles_the_unfinished_play_and_a_left_play_resumes,
-    |app| {
+    |app: TestApp| {
         app.player("ana", 5_000).await;
         let (_, first) = app.buy(200).await;
         let id = first["id"].as_i64().unwrap();
@@ -268,7 +276,7 @@ on_both!(
 
 on_both!(
     an_abandoned_play_is_settled_after_the_configured_delay,
-    |app| {
+    |app: TestApp| {
         app.player("ana", 5_000).await;
         let mut ids = Vec::new();
         let bob = app.another_client();
@@ -297,48 +305,39 @@ on_both!(
     }
 );
 
-on_both!(the_history_pages_newest_first_with_a_cursor, |app| {
-    app.player("ana", 5_000).await;
-    let mut ids = Vec::new();
-    for _ in 0..5 {
-        let (_, play) = app.buy(50).await;
-        ids.push(play["id"].as_i64().unwrap());
+on_both!(
+    the_history_pages_newest_first_with_a_cursor,
+    |app: TestApp| {
+        app.player("ana", 5_000).await;
+        let mut ids = Vec::new();
+        for _ in 0..5 {
+            let (_, play) = app.buy(50).await;
+            ids.push(play["id"].as_i64().unwrap());
+        }
+        let (_, page) = app.history("?limit=2").await;
+        assert_eq!(ids_in(&page), vec![ids[4], ids[3]]);
+        let cursor = page["next_cursor"].as_str().unwrap().to_owned();
+        let (_, page) = app.history(&format!("?limit=2&cursor={cursor}")).await;
+        assert_eq!(ids_in(&page), vec![ids[2], ids[1]]);
+        let cursor = page["next_cursor"].as_str().unwrap().to_owned();
+        let (_, page) = app.history(&format!("?limit=2&cursor={cursor}")).await;
+        assert_eq!(page["plays"].as_array().unwrap().len(), 1);
+        assert_eq!(page["next_cursor"], Value::Null);
+        // Every play but the last was settled by the next purchase.
+        assert_eq!(page["plays"][0]["state"], "finished");
+        for bad in ["?limit=0", "?limit=101", "?limit=x", "?cursor=abc"] {
+            let (status, error) = app.history(bad).await;
+            assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}");
+            assert_eq!(error["error"]["code"], "validation");
+        }
     }
-    let (_, page) = app.history("?limit=2").await;
-    assert_eq!(ids_in(&page), vec![ids[4], ids[3]]);
-    let cursor = page["next_cursor"].as_str().unwrap().to_owned();
-    let (_, page) = app.history(&format!("?limit=2&cursor={cursor}")).await;
-    assert_eq!(ids_in(&page), vec![ids[2], ids[1]]);
-    let cursor = page["next_cursor"].as_str().unwrap().to_owned();
-    let (_, page) = app.history(&format!("?limit=2&cursor={cursor}")).await;
-    assert_eq!(page["plays"].as_array().unwrap().len(), 1);
-    assert_eq!(page["next_cursor"], Value::Null);
-    // Every play but the last was settled by the next purchase.
-    assert_eq!(page["plays"][0]["state"], "finished");
-    for bad in ["?limit=0", "?limit=101", "?limit=x", "?cursor=abc"] {
-        let (status, error) = app.history(bad).await;
-        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}");
-        assert_eq!(error["error"]["code"], "validation");
-    }
-});
+);
+
+on_both!(concurrent_players_never_share_a_unit_and_the_ledger_balances);
 
 /// 50 players buy 20 units each at once, finishing most games, leaving some
 /// mid-way (settled by their next purchase or later by the settler).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn concurrent_players_never_share_a_unit_and_the_ledger_balances_on_sqlite() {
-    if let Some(app) = TestApp::spawn(Backend::Sqlite).await {
-        concurrent_players(app).await;
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn concurrent_players_never_share_a_unit_and_the_ledger_balances_on_postgres() {
-    if let Some(app) = TestApp::spawn(Backend::Postgres).await {
-        concurrent_players(app).await;
-    }
-}
-
-async fn concurrent_players(app: TestApp) {
+async fn concurrent_players_never_share_a_unit_and_the_ledger_balances(app: TestApp) {
     const PLAYERS: usize = 50;
     const PLAYS: usize = 20;
     let mut tasks = Vec::new();
