@@ -11,7 +11,7 @@
 mod common;
 
 use common::proxy::{Cut, Proxy};
-use common::{Harness, START_MS, TestDb, assert_ledger_balances, player, purchase};
+use common::{Harness, START_MS, TestDb, assert_ledger_balances, player, purchase, scalar};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
@@ -534,11 +534,11 @@ on_sqlite!(
             .expect_err("the job whose COMMIT fails is refused");
         let bought = queue.answers(&service, &ana).await;
         assert_eq!(service.writer.stats.batch_retries.get(), 1);
-        let orphans: i64 =
-            sqlx::query_scalar("SELECT COUNT(*) FROM sessions WHERE token_hash = 'orphan'")
-                .fetch_one(&service.db.pool)
-                .await
-                .expect("sessions");
+        let orphans: i64 = scalar(
+            &service.db.pool,
+            "SELECT COUNT(*) FROM sessions WHERE token_hash = 'orphan'",
+        )
+        .await;
         assert_eq!(orphans, 0);
         assert_applied_once(&service, &ana, &bought).await;
     }

@@ -22,6 +22,15 @@ use std::time::{Duration, Instant};
 /// Chromium, which is plenty for a two-core machine.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
+on_both!(
+    a_new_player_registers_deposits_and_plays_a_full_game_at_each_stake,
+    a_reload_in_the_middle_of_a_game_resumes_it_where_it_stopped,
+    a_whole_game_can_be_played_with_the_keyboard_alone_at_normal_speed,
+    the_history_shows_the_last_play_at_once_and_replays_a_finished_one,
+    the_rules_are_one_click_away_in_french_and_in_english,
+    a_stake_cap_chosen_at_registration_refuses_the_purchase_that_would_pass_it,
+);
+
 const STAKES: [i64; 3] = [50, 100, 200];
 
 fn screenshots_dir() -> PathBuf {
@@ -626,413 +635,391 @@ async fn setup(h: &Harness, width: u32, height: u32) -> Option<(Site, Browser)> 
     Some((server, browser))
 }
 
-on_sqlite!(
-    a_new_player_registers_deposits_and_plays_a_full_game_at_each_stake,
-    |h: &Harness| {
-        let Some((server, browser)) = setup(h, 1280, 900).await else {
-            return;
-        };
-        let base = &server.base;
-        browser.goto(&format!("{base}/?fast=1")).await;
-        browser.screenshot("01-home").await;
-        browser.register_with_the_form(base, "marie_curie").await;
-        assert_eq!(browser.balance_cents().await, 0);
+async fn a_new_player_registers_deposits_and_plays_a_full_game_at_each_stake(h: &Harness) {
+    let Some((server, browser)) = setup(h, 1280, 900).await else {
+        return;
+    };
+    let base = &server.base;
+    browser.goto(&format!("{base}/?fast=1")).await;
+    browser.screenshot("01-home").await;
+    browser.register_with_the_form(base, "marie_curie").await;
+    assert_eq!(browser.balance_cents().await, 0);
 
-        browser.deposit_on_the_account_screen(2000).await;
-        // The 7-day caps chosen on the form (100 € each) show on the account
-        // screen, the deposit counted against its cap.
-        browser
-            .wait_for(
-                "document.querySelector('[data-testid=cap-deposit]')?.dataset.leftCents === '8000'
+    browser.deposit_on_the_account_screen(2000).await;
+    // The 7-day caps chosen on the form (100 € each) show on the account
+    // screen, the deposit counted against its cap.
+    browser
+        .wait_for(
+            "document.querySelector('[data-testid=cap-deposit]')?.dataset.leftCents === '8000'
              && document.querySelector('[data-testid=cap-deposit]').dataset.limitCents === '10000'
              && document.querySelector('[data-testid=cap-stake]').dataset.limitCents === '10000'",
-            )
-            .await;
-        browser.screenshot("account-caps").await;
-        browser.back_to_the_game().await;
+        )
+        .await;
+    browser.screenshot("account-caps").await;
+    browser.back_to_the_game().await;
 
-        let mut won = false;
-        let mut games = 0;
-        // One game at each stake, then more (a bounded few) until one wins, for
-        // the screenshot of a winning end.
-        while games < 3 || (!won && games < 14) {
-            let stake = STAKES[games % 3];
-            let before = browser.balance_cents().await;
-            if before < stake {
-                browser.deposit_on_the_account_screen(before + 2000).await;
-                browser.back_to_the_game().await;
-                continue;
-            }
-            let shots = (games == 0).then_some("02");
-            let play = browser.play_a_game(stake, shots).await;
-            let prize = play["outcome"]["prize_cents"].as_i64().unwrap();
-            assert_eq!(play["stake_cents"], json!(stake));
-            assert_eq!(play["state"], json!("finished"));
-            let end_shot = if prize > 0 && !won {
-                Some("04-winning-end")
-            } else {
-                None
-            };
-            browser.dismiss_win(prize, end_shot).await;
-            if prize == 0 && games == 0 {
-                browser.screenshot("05-losing-end").await;
-            }
-            assert_eq!(
-                browser.found_symbols().await,
-                revealed(&play),
-                "the page shows the scenario's symbols"
-            );
-            let expected = before - stake + prize;
-            browser.wait_balance(expected).await;
-            assert_eq!(browser.balance_cents().await, expected);
-            won |= prize > 0;
-            games += 1;
-        }
-        if !won {
-            eprintln!("no game won in {games}: no screenshot of a winning end this time");
-        }
-        browser.close_without_console_errors().await;
-    }
-);
-
-on_sqlite!(
-    a_reload_in_the_middle_of_a_game_resumes_it_where_it_stopped,
-    |h: &Harness| {
-        let Some((server, browser)) = setup(h, 1280, 900).await else {
-            return;
-        };
-        let base = &server.base;
-        browser.register_quickly(base, "resumer", "?fast=1").await;
-        browser.press_play().await;
-        browser.close_the_howto().await;
-        browser.throw_and_wait(1).await;
-        browser.throw_and_wait(2).await;
-        let id = browser.play_id().await;
-        let shown = browser.found_symbols().await;
-
-        browser.goto(&format!("{base}/?fast=1#/")).await;
-        browser.wait_mode("playing").await;
-        assert_eq!(browser.play_id().await, id);
-        assert_eq!(browser.found_symbols().await, shown);
-        assert_eq!(
-            browser
-                .execute("return document.querySelector('#pips').dataset.used")
-                .await,
-            json!("2")
-        );
-        let opened = browser
-            .execute(
-                "return document.querySelectorAll('[data-testid^=chest-][data-state=open]').length",
-            )
-            .await;
-        let play = browser.fetch_play(id).await;
-        let expected_open: usize = play["scenario"]["throws"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["opened"].as_array().unwrap().len())
-            .sum();
-        assert_eq!(opened, json!(expected_open));
-
-        browser.throw_and_wait(3).await;
-        browser.throw_and_wait(4).await;
-        browser.wait_mode("finished").await;
-        let play = browser.fetch_play(id).await;
-        assert_eq!(play["state"], json!("finished"));
-        assert_eq!(browser.found_symbols().await, revealed(&play));
-        browser.close().await;
-    }
-);
-
-on_sqlite!(
-    a_whole_game_can_be_played_with_the_keyboard_alone_at_normal_speed,
-    |h: &Harness| {
-        let Some((server, browser)) = setup(h, 1280, 900).await else {
-            return;
-        };
-        const TAB: &str = "\u{E004}";
-        const ENTER: &str = "\u{E007}";
-        const ESCAPE: &str = "\u{E00C}";
-        const SPACE: &str = "\u{E00D}";
-        const LEFT: &str = "\u{E012}";
-        browser
-            .register_quickly(&server.base, "keyboard_only", "")
-            .await;
-
-        // Tab to the stake choice, pick 0,50 € with an arrow key, then Tab to "Jouer".
-        let mut presses = 0;
-        while browser.execute("return document.activeElement.name").await != json!("stake") {
-            browser.press(&[TAB]).await;
-            presses += 1;
-            assert!(presses < 30, "the stake choice is not reachable with Tab");
-        }
-        browser.press(&[LEFT]).await;
-        assert_eq!(
-            browser
-                .execute("return document.querySelector('[data-testid=stake-50]').checked")
-                .await,
-            json!(true)
-        );
-        while browser
-            .execute("return document.activeElement.dataset.testid")
-            .await
-            != json!("play")
-        {
-            browser.press(&[TAB]).await;
-            presses += 1;
-            assert!(presses < 40, "\"Jouer\" is not reachable with Tab");
-        }
+    let mut won = false;
+    let mut games = 0;
+    // One game at each stake, then more (a bounded few) until one wins, for
+    // the screenshot of a winning end.
+    while games < 3 || (!won && games < 14) {
+        let stake = STAKES[games % 3];
         let before = browser.balance_cents().await;
-        browser.press(&[ENTER]).await;
-        browser
-            .wait_for("document.querySelector('#dlg-howto').open")
-            .await;
-        browser
-            .wait_for("document.querySelector('#screen-game').dataset.playId")
-            .await;
-        // The window has the focus, and Escape closes it.
+        if before < stake {
+            browser.deposit_on_the_account_screen(before + 2000).await;
+            browser.back_to_the_game().await;
+            continue;
+        }
+        let shots = (games == 0).then_some("02");
+        let play = browser.play_a_game(stake, shots).await;
+        let prize = play["outcome"]["prize_cents"].as_i64().unwrap();
+        assert_eq!(play["stake_cents"], json!(stake));
+        assert_eq!(play["state"], json!("finished"));
+        let end_shot = if prize > 0 && !won {
+            Some("04-winning-end")
+        } else {
+            None
+        };
+        browser.dismiss_win(prize, end_shot).await;
+        if prize == 0 && games == 0 {
+            browser.screenshot("05-losing-end").await;
+        }
         assert_eq!(
-            browser
-                .execute(
-                    "return document.querySelector('#dlg-howto').contains(document.activeElement)"
-                )
-                .await,
-            json!(true)
+            browser.found_symbols().await,
+            revealed(&play),
+            "the page shows the scenario's symbols"
         );
-        browser.press(&[ESCAPE]).await;
+        let expected = before - stake + prize;
+        browser.wait_balance(expected).await;
+        assert_eq!(browser.balance_cents().await, expected);
+        won |= prize > 0;
+        games += 1;
+    }
+    if !won {
+        eprintln!("no game won in {games}: no screenshot of a winning end this time");
+    }
+    browser.close_without_console_errors().await;
+}
+
+async fn a_reload_in_the_middle_of_a_game_resumes_it_where_it_stopped(h: &Harness) {
+    let Some((server, browser)) = setup(h, 1280, 900).await else {
+        return;
+    };
+    let base = &server.base;
+    browser.register_quickly(base, "resumer", "?fast=1").await;
+    browser.press_play().await;
+    browser.close_the_howto().await;
+    browser.throw_and_wait(1).await;
+    browser.throw_and_wait(2).await;
+    let id = browser.play_id().await;
+    let shown = browser.found_symbols().await;
+
+    browser.goto(&format!("{base}/?fast=1#/")).await;
+    browser.wait_mode("playing").await;
+    assert_eq!(browser.play_id().await, id);
+    assert_eq!(browser.found_symbols().await, shown);
+    assert_eq!(
         browser
-            .wait_for("document.activeElement === document.querySelector('[data-testid=throw]')")
-            .await;
-        for number in 1..=4 {
-            browser
+            .execute("return document.querySelector('#pips').dataset.used")
+            .await,
+        json!("2")
+    );
+    let opened = browser
+        .execute(
+            "return document.querySelectorAll('[data-testid^=chest-][data-state=open]').length",
+        )
+        .await;
+    let play = browser.fetch_play(id).await;
+    let expected_open: usize = play["scenario"]["throws"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["opened"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(opened, json!(expected_open));
+
+    browser.throw_and_wait(3).await;
+    browser.throw_and_wait(4).await;
+    browser.wait_mode("finished").await;
+    let play = browser.fetch_play(id).await;
+    assert_eq!(play["state"], json!("finished"));
+    assert_eq!(browser.found_symbols().await, revealed(&play));
+    browser.close().await;
+}
+
+async fn a_whole_game_can_be_played_with_the_keyboard_alone_at_normal_speed(h: &Harness) {
+    let Some((server, browser)) = setup(h, 1280, 900).await else {
+        return;
+    };
+    const TAB: &str = "\u{E004}";
+    const ENTER: &str = "\u{E007}";
+    const ESCAPE: &str = "\u{E00C}";
+    const SPACE: &str = "\u{E00D}";
+    const LEFT: &str = "\u{E012}";
+    browser
+        .register_quickly(&server.base, "keyboard_only", "")
+        .await;
+
+    // Tab to the stake choice, pick 0,50 € with an arrow key, then Tab to "Jouer".
+    let mut presses = 0;
+    while browser.execute("return document.activeElement.name").await != json!("stake") {
+        browser.press(&[TAB]).await;
+        presses += 1;
+        assert!(presses < 30, "the stake choice is not reachable with Tab");
+    }
+    browser.press(&[LEFT]).await;
+    assert_eq!(
+        browser
+            .execute("return document.querySelector('[data-testid=stake-50]').checked")
+            .await,
+        json!(true)
+    );
+    while browser
+        .execute("return document.activeElement.dataset.testid")
+        .await
+        != json!("play")
+    {
+        browser.press(&[TAB]).await;
+        presses += 1;
+        assert!(presses < 40, "\"Jouer\" is not reachable with Tab");
+    }
+    let before = browser.balance_cents().await;
+    browser.press(&[ENTER]).await;
+    browser
+        .wait_for("document.querySelector('#dlg-howto').open")
+        .await;
+    browser
+        .wait_for("document.querySelector('#screen-game').dataset.playId")
+        .await;
+    // The window has the focus, and Escape closes it.
+    assert_eq!(
+        browser
+            .execute("return document.querySelector('#dlg-howto').contains(document.activeElement)")
+            .await,
+        json!(true)
+    );
+    browser.press(&[ESCAPE]).await;
+    browser
+        .wait_for("document.activeElement === document.querySelector('[data-testid=throw]')")
+        .await;
+    for number in 1..=4 {
+        browser
             .wait_for("document.activeElement === document.querySelector('[data-testid=throw]') || document.querySelector('#screen-game').dataset.mode === 'finished'")
             .await;
-            browser
-                .press(&[if number % 2 == 0 { SPACE } else { ENTER }])
-                .await;
-            browser.wait_throw(number).await;
-        }
-        browser.wait_mode("finished").await;
-        let play = browser.fetch_play(browser.play_id().await).await;
-        let prize = play["outcome"]["prize_cents"].as_i64().unwrap();
-        if prize > 0 {
-            browser
-                .wait_for("document.querySelector('#dlg-win').open")
-                .await;
-            browser.press(&[ESCAPE]).await;
-        }
         browser
-            .wait_for("document.activeElement === document.querySelector('[data-testid=play]')")
+            .press(&[if number % 2 == 0 { SPACE } else { ENTER }])
             .await;
-        assert_eq!(browser.found_symbols().await, revealed(&play));
-        let expected = before - 50 + prize;
-        browser.wait_balance(expected).await;
-        let live = browser
-            .execute("return document.querySelector('#live').textContent")
-            .await;
-        assert!(
-            live.as_str().unwrap().contains("Lancer 4"),
-            "each throw is announced to screen readers: {live}"
-        );
-        browser.close().await;
+        browser.wait_throw(number).await;
     }
-);
-
-on_sqlite!(
-    the_history_shows_the_last_play_at_once_and_replays_a_finished_one,
-    |h: &Harness| {
-        let Some((server, browser)) = setup(h, 1280, 900).await else {
-            return;
-        };
-        let base = &server.base;
-        browser.register_quickly(base, "historian", "?fast=1").await;
-        let finished = browser.play_a_game(100, None).await;
-        let prize = finished["outcome"]["prize_cents"].as_i64().unwrap();
-        browser.dismiss_win(prize, None).await;
-
-        // Bought but never played: it is in the history at once, with its outcome.
-        browser.press_play().await;
-        // The purchase runs behind the how-to window: wait for its answer.
+    browser.wait_mode("finished").await;
+    let play = browser.fetch_play(browser.play_id().await).await;
+    let prize = play["outcome"]["prize_cents"].as_i64().unwrap();
+    if prize > 0 {
         browser
-            .wait_for(&format!(
-                "(document.querySelector('#screen-game').dataset.playId ?? '{0}') !== '{0}'",
-                finished["id"]
-            ))
+            .wait_for("document.querySelector('#dlg-win').open")
             .await;
-        let id = browser.play_id().await;
-        browser.click("[data-testid=howto-close]").await;
-        browser.click("[data-testid=nav-history]").await;
-        let first = browser
-            .wait_for("document.querySelector('[data-testid=history-row]')?.dataset.playId")
-            .await;
-        assert_eq!(first, json!(id.to_string()));
-        let row = browser
+        browser.press(&[ESCAPE]).await;
+    }
+    browser
+        .wait_for("document.activeElement === document.querySelector('[data-testid=play]')")
+        .await;
+    assert_eq!(browser.found_symbols().await, revealed(&play));
+    let expected = before - 50 + prize;
+    browser.wait_balance(expected).await;
+    let live = browser
+        .execute("return document.querySelector('#live').textContent")
+        .await;
+    assert!(
+        live.as_str().unwrap().contains("Lancer 4"),
+        "each throw is announced to screen readers: {live}"
+    );
+    browser.close().await;
+}
+
+async fn the_history_shows_the_last_play_at_once_and_replays_a_finished_one(h: &Harness) {
+    let Some((server, browser)) = setup(h, 1280, 900).await else {
+        return;
+    };
+    let base = &server.base;
+    browser.register_quickly(base, "historian", "?fast=1").await;
+    let finished = browser.play_a_game(100, None).await;
+    let prize = finished["outcome"]["prize_cents"].as_i64().unwrap();
+    browser.dismiss_win(prize, None).await;
+
+    // Bought but never played: it is in the history at once, with its outcome.
+    browser.press_play().await;
+    // The purchase runs behind the how-to window: wait for its answer.
+    browser
+        .wait_for(&format!(
+            "(document.querySelector('#screen-game').dataset.playId ?? '{0}') !== '{0}'",
+            finished["id"]
+        ))
+        .await;
+    let id = browser.play_id().await;
+    browser.click("[data-testid=howto-close]").await;
+    browser.click("[data-testid=nav-history]").await;
+    let first = browser
+        .wait_for("document.querySelector('[data-testid=history-row]')?.dataset.playId")
+        .await;
+    assert_eq!(first, json!(id.to_string()));
+    let row = browser
         .execute("const r = document.querySelector('[data-testid=history-row]'); return [r.dataset.state, r.dataset.prizeCents, r.textContent];")
         .await;
-        let play = browser.fetch_play(id).await;
-        assert_eq!(row[0], json!("in_progress"));
-        assert_eq!(row[1], json!(play["outcome"]["prize_cents"].to_string()));
-        let unit = &play["unit"];
-        let reference = format!(
-            "Émission {} · bloc {} · n° {}",
-            unit["emission"], unit["block"], unit["index"]
-        );
-        assert!(row[2].as_str().unwrap().contains(&reference), "{row}");
-        browser.screenshot("06-history").await;
+    let play = browser.fetch_play(id).await;
+    assert_eq!(row[0], json!("in_progress"));
+    assert_eq!(row[1], json!(play["outcome"]["prize_cents"].to_string()));
+    let unit = &play["unit"];
+    let reference = format!(
+        "Émission {} · bloc {} · n° {}",
+        unit["emission"], unit["block"], unit["index"]
+    );
+    assert!(row[2].as_str().unwrap().contains(&reference), "{row}");
+    browser.screenshot("06-history").await;
 
-        // The finished game replays on the map, with the same symbols.
-        browser.click("[data-testid=history-replay]").await;
-        browser
-            .wait_for(&format!(
-                "document.querySelector('#screen-game').dataset.playId === '{}'",
-                finished["id"]
-            ))
-            .await;
-        browser
+    // The finished game replays on the map, with the same symbols.
+    browser.click("[data-testid=history-replay]").await;
+    browser
+        .wait_for(&format!(
+            "document.querySelector('#screen-game').dataset.playId === '{}'",
+            finished["id"]
+        ))
+        .await;
+    browser
         .wait_for("document.querySelector('#pips').dataset.used === '4' && document.querySelector('#game-status').dataset.kind")
         .await;
-        assert_eq!(browser.found_symbols().await, revealed(&finished));
+    assert_eq!(browser.found_symbols().await, revealed(&finished));
 
-        // Back to the game: the unfinished one is resumed, on a phone-sized screen.
-        browser.set_window(360, 780).await;
-        browser.click("#replay-back").await;
-        browser
+    // Back to the game: the unfinished one is resumed, on a phone-sized screen.
+    browser.set_window(360, 780).await;
+    browser.click("#replay-back").await;
+    browser
         .wait_for(&format!("document.querySelector('#screen-game').dataset.playId === '{id}' && document.querySelector('#screen-game').dataset.mode === 'playing'"))
         .await;
-        browser.throw_and_wait(1).await;
-        let overflow = browser
-            .execute("return document.documentElement.scrollWidth > window.innerWidth")
-            .await;
-        assert_eq!(overflow, json!(false), "the page fits a 360 px wide screen");
-        browser.screenshot("07-phone").await;
-        browser.close().await;
-    }
-);
+    browser.throw_and_wait(1).await;
+    let overflow = browser
+        .execute("return document.documentElement.scrollWidth > window.innerWidth")
+        .await;
+    assert_eq!(overflow, json!(false), "the page fits a 360 px wide screen");
+    browser.screenshot("07-phone").await;
+    browser.close().await;
+}
 
-on_sqlite!(
-    the_rules_are_one_click_away_in_french_and_in_english,
-    |h: &Harness| {
-        let Some((server, browser)) = setup(h, 1280, 900).await else {
-            return;
-        };
-        let base = &server.base;
-        browser.goto(&format!("{base}/")).await;
-        browser.click("[data-testid=nav-rules]").await;
-        let text = browser
+async fn the_rules_are_one_click_away_in_french_and_in_english(h: &Harness) {
+    let Some((server, browser)) = setup(h, 1280, 900).await else {
+        return;
+    };
+    let base = &server.base;
+    browser.goto(&format!("{base}/")).await;
+    browser.click("[data-testid=nav-rules]").await;
+    let text = browser
         .wait_for("document.querySelector('[data-testid=rules-text] table') && document.querySelector('[data-testid=rules-text]').textContent")
         .await;
-        assert!(text.as_str().unwrap().contains("Description du jeu"));
-        browser.click("[data-testid=lang]").await;
-        let text = browser
+    assert!(text.as_str().unwrap().contains("Description du jeu"));
+    browser.click("[data-testid=lang]").await;
+    let text = browser
         .wait_for("document.querySelector('[data-testid=rules-text]').dataset.lang === 'en' && document.querySelector('[data-testid=rules-text] table') && document.querySelector('[data-testid=rules-text]').textContent")
         .await;
-        assert!(text.as_str().unwrap().contains("Description of the game"));
-        // The choice of language is remembered.
-        browser.goto(&format!("{base}/")).await;
-        assert_eq!(
-            browser
-                .execute("return document.documentElement.lang")
-                .await,
-            json!("en")
-        );
-        assert_eq!(
-            browser
-                .execute("return document.querySelector('[data-testid=play]').textContent")
-                .await,
-            json!("Play")
-        );
-        let footer = browser
-            .execute("return document.querySelector('footer').textContent")
-            .await;
-        assert!(footer.as_str().unwrap().contains("09-74-75-13-13"));
-
-        // The fairness page lists every block with its commitment.
-        browser.click("[data-testid=nav-fairness]").await;
+    assert!(text.as_str().unwrap().contains("Description of the game"));
+    // The choice of language is remembered.
+    browser.goto(&format!("{base}/")).await;
+    assert_eq!(
         browser
-            .wait_for("document.querySelectorAll('[data-testid=block-row]').length > 0")
-            .await;
-        let shown = browser
+            .execute("return document.documentElement.lang")
+            .await,
+        json!("en")
+    );
+    assert_eq!(
+        browser
+            .execute("return document.querySelector('[data-testid=play]').textContent")
+            .await,
+        json!("Play")
+    );
+    let footer = browser
+        .execute("return document.querySelector('footer').textContent")
+        .await;
+    assert!(footer.as_str().unwrap().contains("09-74-75-13-13"));
+
+    // The fairness page lists every block with its commitment.
+    browser.click("[data-testid=nav-fairness]").await;
+    browser
+        .wait_for("document.querySelectorAll('[data-testid=block-row]').length > 0")
+        .await;
+    let shown = browser
         .execute(
             "return Array.from(document.querySelectorAll('[data-testid=block-row]'), (row) =>
                [Number(row.dataset.blockId), row.querySelector('[data-testid=block-commitment]').textContent])",
         )
         .await;
-        let blocks: Value = reqwest::get(format!("{base}/api/blocks"))
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let expected: Vec<Value> = blocks["blocks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|b| json!([b["id"], b["commitment"]]))
-            .collect();
-        assert!(!expected.is_empty());
-        assert_eq!(shown, json!(expected));
-        let text = browser
-            .execute("return document.querySelector('#screen-fairness').textContent")
-            .await;
-        assert!(text.as_str().unwrap().contains("tresor block verify"));
-        browser.screenshot("fairness").await;
+    let blocks: Value = reqwest::get(format!("{base}/api/blocks"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let expected: Vec<Value> = blocks["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| json!([b["id"], b["commitment"]]))
+        .collect();
+    assert!(!expected.is_empty());
+    assert_eq!(shown, json!(expected));
+    let text = browser
+        .execute("return document.querySelector('#screen-fairness').textContent")
+        .await;
+    assert!(text.as_str().unwrap().contains("tresor block verify"));
+    browser.screenshot("fairness").await;
 
-        browser.close_without_console_errors().await;
-    }
-);
+    browser.close_without_console_errors().await;
+}
 
-on_sqlite!(
-    a_stake_cap_chosen_at_registration_refuses_the_purchase_that_would_pass_it,
-    |h: &Harness| {
-        let Some((server, browser)) = setup(h, 1280, 900).await else {
-            return;
-        };
-        let base = &server.base;
-        browser
-            .fill_the_registration_form(base, "prudent_player")
-            .await;
-        // A 1 € weekly cap on stakes, chosen on the registration form.
-        browser
+async fn a_stake_cap_chosen_at_registration_refuses_the_purchase_that_would_pass_it(h: &Harness) {
+    let Some((server, browser)) = setup(h, 1280, 900).await else {
+        return;
+    };
+    let base = &server.base;
+    browser
+        .fill_the_registration_form(base, "prudent_player")
+        .await;
+    // A 1 € weekly cap on stakes, chosen on the registration form.
+    browser
         .execute("const input = document.querySelector('[data-testid=register-stake-limit]'); input.value = '1';")
         .await;
-        browser.submit_the_registration_form().await;
-        browser.click("[data-testid=nav-account]").await;
-        browser
-            .wait_for(
-                "document.querySelector('[data-testid=cap-stake]')?.dataset.limitCents === '100'",
-            )
-            .await;
-        browser.click("[data-testid=deposit]").await;
-        browser.wait_balance(2000).await;
-        browser.back_to_the_game().await;
+    browser.submit_the_registration_form().await;
+    browser.click("[data-testid=nav-account]").await;
+    browser
+        .wait_for("document.querySelector('[data-testid=cap-stake]')?.dataset.limitCents === '100'")
+        .await;
+    browser.click("[data-testid=deposit]").await;
+    browser.wait_balance(2000).await;
+    browser.back_to_the_game().await;
 
-        // The first 1 € game fits the cap.
-        let play = browser.play_a_game(100, None).await;
-        browser
-            .dismiss_win(play["outcome"]["prize_cents"].as_i64().unwrap(), None)
-            .await;
-        let balance = browser.balance_cents().await;
+    // The first 1 € game fits the cap.
+    let play = browser.play_a_game(100, None).await;
+    browser
+        .dismiss_win(play["outcome"]["prize_cents"].as_i64().unwrap(), None)
+        .await;
+    let balance = browser.balance_cents().await;
 
-        // The second would pass it: refused, with the server's message, nothing debited.
-        browser.click("label:has(> [data-testid=stake-100])").await;
-        browser.click("[data-testid=play]").await;
-        browser
+    // The second would pass it: refused, with the server's message, nothing debited.
+    browser.click("label:has(> [data-testid=stake-100])").await;
+    browser.click("[data-testid=play]").await;
+    browser
         .wait_for("document.querySelector('[data-testid=game-status]').dataset.code === 'stake_limit_reached'")
         .await;
-        let message = browser
-            .execute("return document.querySelector('[data-testid=game-status]').textContent")
-            .await;
-        let message = message.as_str().unwrap();
-        assert!(
-            message.contains("1.00 €"),
-            "the message names the cap: {message}"
-        );
-        browser.screenshot("capped-purchase-refused").await;
-        assert_eq!(
-            browser.balance_cents().await,
-            balance,
-            "nothing was debited"
-        );
-        browser.close().await;
-    }
-);
+    let message = browser
+        .execute("return document.querySelector('[data-testid=game-status]').textContent")
+        .await;
+    let message = message.as_str().unwrap();
+    assert!(
+        message.contains("1.00 €"),
+        "the message names the cap: {message}"
+    );
+    browser.screenshot("capped-purchase-refused").await;
+    assert_eq!(
+        browser.balance_cents().await,
+        balance,
+        "nothing was debited"
+    );
+    browser.close().await;
+}

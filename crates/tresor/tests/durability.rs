@@ -7,7 +7,7 @@ mod common;
 
 use common::{
     Harness, TestDb, assert_ledger_balances, cookie_client, free_port, get_json, now_ms, post,
-    register_and_deposit, tresor, unthrottled_flags,
+    register_and_deposit, scalar, tresor, unthrottled_flags,
 };
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -17,7 +17,9 @@ use tresor::protect::Limits;
 use tresor::service::{IdempotencyKey, ManualClock, Purchase, Registration, Service, Settings};
 use tresor_game::{LEVELS, Stake};
 
-on_both!(acknowledged_purchases_survive_a_kill, |h: &Harness| {
+on_both!(acknowledged_purchases_survive_a_kill);
+
+async fn acknowledged_purchases_survive_a_kill(h: &Harness) {
     // Sixteen players on one address buy as fast as they can.
     let port = free_port();
     let server = h.server_at(port, &unthrottled_flags()).await;
@@ -105,120 +107,117 @@ on_both!(acknowledged_purchases_survive_a_kill, |h: &Harness| {
     server.kill();
     let store = h.connect().await;
     assert_ledger_balances(&store).await;
-    let plays: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM plays")
-        .fetch_one(&store.pool)
-        .await
-        .unwrap();
+    let plays: i64 = scalar(&store.pool, "SELECT COUNT(*) FROM plays").await;
     let attempted: usize = results.iter().map(|(_, a)| a.len()).sum();
     assert_eq!(plays as usize, attempted, "one play per key, none twice");
     store.pool.close().await;
-});
+}
 
 on_both!(
     #[ignore = "sells 450,000 units: .ci/run runs it in release mode"]
-    a_whole_block_sold_through_the_service_pays_exactly_its_table,
-    |db: &TestDb| {
-        let store = db.connect().await;
-        let clock = Arc::new(ManualClock::new(now_ms()));
-        let service = Service::new(store, clock.clone(), Settings::default());
-        let stake = Stake::try_from(200).unwrap();
-        service
-            .create_emission("Whole block", &[stake], 1)
-            .await
-            .unwrap();
-        const PLAYERS: usize = 256;
-        let units = tresor_game::UNITS_PER_BLOCK as usize;
-        let mut tasks = Vec::new();
-        for p in 0..PLAYERS {
-            let service = service.clone();
-            tasks.push(tokio::spawn(async move {
-                let player = service
-                    .register(
-                        Registration::parse(&format!("player{p}"), "a long password", true, true)
-                            .unwrap()
-                            .with_limits(Limits::highest()),
-                    )
-                    .await
-                    .unwrap();
-                service
-                    .deposit(&player, 200 * (units / PLAYERS + 1) as i64)
-                    .await
-                    .unwrap();
-                let mut n = 0;
-                loop {
-                    let purchase = Purchase {
-                        stake,
-                        idempotency_key: IdempotencyKey::parse(&format!("k{n}")).unwrap(),
-                    };
-                    match service.buy(&player, purchase).await {
-                        Ok(_) => n += 1,
-                        Err(tresor::error::Error::SoldOut) => break n,
-                        Err(error) => panic!("{error}"),
-                    }
+    a_whole_block_sold_through_the_service_pays_exactly_its_table
+);
+
+async fn a_whole_block_sold_through_the_service_pays_exactly_its_table(db: &TestDb) {
+    let store = db.connect().await;
+    let clock = Arc::new(ManualClock::new(now_ms()));
+    let service = Service::new(store, clock.clone(), Settings::default());
+    let stake = Stake::try_from(200).unwrap();
+    service
+        .create_emission("Whole block", &[stake], 1)
+        .await
+        .unwrap();
+    const PLAYERS: usize = 256;
+    let units = tresor_game::UNITS_PER_BLOCK as usize;
+    let mut tasks = Vec::new();
+    for p in 0..PLAYERS {
+        let service = service.clone();
+        tasks.push(tokio::spawn(async move {
+            let player = service
+                .register(
+                    Registration::parse(&format!("player{p}"), "a long password", true, true)
+                        .unwrap()
+                        .with_limits(Limits::highest()),
+                )
+                .await
+                .unwrap();
+            service
+                .deposit(&player, 200 * (units / PLAYERS + 1) as i64)
+                .await
+                .unwrap();
+            let mut n = 0;
+            loop {
+                let purchase = Purchase {
+                    stake,
+                    idempotency_key: IdempotencyKey::parse(&format!("k{n}")).unwrap(),
+                };
+                match service.buy(&player, purchase).await {
+                    Ok(_) => n += 1,
+                    Err(tresor::error::Error::SoldOut) => break n,
+                    Err(error) => panic!("{error}"),
                 }
-            }));
-        }
-        let mut sold = 0;
-        for task in tasks {
-            sold += task.await.unwrap();
-        }
-        assert_eq!(sold, units, "exactly the block's units were sold");
-        // Each player's last play is left unfinished: the settler pays it.
-        clock.advance_ms(service.settings.auto_settle_after_s * 1000 + 1);
-        while service.settle_abandoned().await.unwrap() > 0 {}
-        let pool = &service.db.pool;
-        for spec in &LEVELS {
-            let (count, prizes): (i64, i64) = sqlx::query_as(
+            }
+        }));
+    }
+    let mut sold = 0;
+    for task in tasks {
+        sold += task.await.unwrap();
+    }
+    assert_eq!(sold, units, "exactly the block's units were sold");
+    // Each player's last play is left unfinished: the settler pays it.
+    clock.advance_ms(service.settings.auto_settle_after_s * 1000 + 1);
+    while service.settle_abandoned().await.unwrap() > 0 {}
+    let pool = &service.db.pool;
+    for spec in &LEVELS {
+        let (count, prizes): (i64, i64) = sqlx::query_as(
             "SELECT COUNT(*), CAST(COALESCE(SUM(prize_cents), 0) AS BIGINT) FROM plays WHERE level = $1",
         )
         .bind(i64::from(spec.level))
         .fetch_one(pool)
         .await
         .unwrap();
-            assert_eq!(
-                count,
-                i64::from(spec.units_per_block),
-                "level {}",
-                spec.level
-            );
-            assert_eq!(
-                prizes,
-                i64::from(spec.units_per_block) * spec.prize_cents_at_50 * 4
-            );
-        }
-        let paid: i64 = sqlx::query_scalar(
-            "SELECT CAST(SUM(amount_cents) AS BIGINT) FROM transfers WHERE kind = 'prize'",
-        )
-        .fetch_one(pool)
-        .await
-        .unwrap();
         assert_eq!(
-            paid,
-            stake.block_prizes_cents(),
-            "the block paid exactly its table"
+            count,
+            i64::from(spec.units_per_block),
+            "level {}",
+            spec.level
         );
-        assert_ledger_balances(&service.db).await;
-        let blocks = service.blocks().await.unwrap();
-        let block = &blocks[0];
-        assert_eq!(block.state, "sold_out");
-        let secret = block
-            .secret
-            .as_deref()
-            .expect("a sold-out block's secret is published");
-        let output = tresor(&[
-            "block",
-            "verify",
-            "--secret",
-            secret,
-            "--commitment",
-            &block.commitment,
-            "--stake",
-            "200",
-        ]);
-        assert!(
-            output.status.success(),
-            "tresor block verify accepts it: {}",
-            String::from_utf8_lossy(&output.stderr)
+        assert_eq!(
+            prizes,
+            i64::from(spec.units_per_block) * spec.prize_cents_at_50 * 4
         );
     }
-);
+    let paid: i64 = scalar(
+        pool,
+        "SELECT CAST(SUM(amount_cents) AS BIGINT) FROM transfers WHERE kind = 'prize'",
+    )
+    .await;
+    assert_eq!(
+        paid,
+        stake.block_prizes_cents(),
+        "the block paid exactly its table"
+    );
+    assert_ledger_balances(&service.db).await;
+    let blocks = service.blocks().await.unwrap();
+    let block = &blocks[0];
+    assert_eq!(block.state, "sold_out");
+    let secret = block
+        .secret
+        .as_deref()
+        .expect("a sold-out block's secret is published");
+    let output = tresor(&[
+        "block",
+        "verify",
+        "--secret",
+        secret,
+        "--commitment",
+        &block.commitment,
+        "--stake",
+        "200",
+    ]);
+    assert!(
+        output.status.success(),
+        "tresor block verify accepts it: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

@@ -6,7 +6,7 @@
 mod common;
 
 use axum::http::StatusCode;
-use common::{Api, TestDb, describe, player, purchase};
+use common::{Api, TestDb, describe, player, purchase, scalar};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use tresor::service::{Service, rfc3339};
@@ -163,11 +163,11 @@ async fn report_figures_equal_the_ledger_summed_independently(db: &TestDb) {
     let total = &report["emissions"][0]["figures"];
     assert_eq!(total["stakes_taken_cents"], json!(ledger("stake").await));
     assert_eq!(total["wins_credited_cents"], json!(ledger("prize").await));
-    let balances: i64 =
-        sqlx::query_scalar("SELECT CAST(SUM(balance_cents) AS BIGINT) FROM accounts")
-            .fetch_one(pool)
-            .await
-            .expect("a sum");
+    let balances: i64 = scalar(
+        pool,
+        "SELECT CAST(SUM(balance_cents) AS BIGINT) FROM accounts",
+    )
+    .await;
     assert_eq!(balances, 0, "all balances sum to zero");
 
     // The other formats say the same.

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Harness, TestApp};
+use common::TestApp;
 use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
@@ -94,7 +94,7 @@ async fn trail_actions(app: &TestApp, action: &str) -> Vec<(String, String)> {
 
 on_both!(
     a_stake_cap_refuses_the_purchase_that_would_pass_it_and_accepts_the_one_that_fits,
-    |app: TestApp| {
+    |app| {
         let me = register_with_limits(&app, "ana", 50_000, 250).await;
         assert_eq!(me["limits"]["stake"]["limit_cents"], 250);
         assert_eq!(me["limits"]["deposit"]["limit_cents"], 50_000);
@@ -139,7 +139,7 @@ on_both!(
 
 on_both!(
     a_deposit_cap_refuses_the_deposit_that_would_pass_it_and_counts_the_operators_credits,
-    |app: TestApp| {
+    |app| {
         register_with_limits(&app, "ana", 1_000, 50_000).await;
         assert_eq!(app.deposit(600).await.0, StatusCode::OK);
         let (status, error) = app.deposit(500).await;
@@ -180,7 +180,7 @@ on_both!(
 
 on_both!(
     caps_out_of_range_are_refused_at_registration_and_absent_ones_are_the_defaults,
-    |app: TestApp| {
+    |app| {
         for (deposit, stake, field) in [
             (0, 100, "deposit_limit_cents"),
             (100, -5, "stake_limit_cents"),
@@ -213,7 +213,7 @@ on_both!(
 
 on_both!(
     a_raised_cap_applies_only_after_48_hours_and_a_lowered_one_at_once,
-    |app: TestApp| {
+    |app| {
         register_with_limits(&app, "ana", 50_000, 500).await;
         app.deposit(5_000).await;
         let (status, limits) = app
@@ -278,7 +278,7 @@ on_both!(
 
 on_both!(
     self_exclusion_ends_every_session_and_refuses_play_deposits_and_login,
-    |app: TestApp| {
+    |app| {
         app.player("ana", 1_000).await;
         let other_browser = app.another_client();
         assert_eq!(
@@ -356,7 +356,7 @@ on_both!(
 
 on_both!(
     an_exclusion_cannot_be_shortened_and_the_operator_can_exclude_from_the_command_line,
-    |app: TestApp| {
+    |app| {
         app.player("ana", 0).await;
         let tresor = |args: &[&str]| {
             let mut all = vec!["player", "exclude", "--username", "ana"];
@@ -422,7 +422,7 @@ on_both!(
 
 on_both!(
     a_session_expires_after_30_idle_minutes_and_after_12_hours_in_all,
-    |app: TestApp| {
+    |app| {
         app.register("ana").await;
         app.clock.advance_ms(31 * MINUTE_MS);
         let (status, error) = app.me().await;
@@ -452,7 +452,7 @@ on_both!(
 
 on_both!(
     a_login_opens_a_new_session_and_ends_the_one_the_browser_had,
-    |app: TestApp| {
+    |app| {
         let body = json!({"username": "ana", "password": "a long password", "adult": true, "accept_rules": true});
         let csrf = ("x-requested-with", "tresor");
         let (_, headers, _) = raw(
@@ -532,13 +532,11 @@ on_both!(
 
 on_both!(
     failed_logins_on_one_account_are_throttled_with_retry_after,
-    |h: &Harness| {
-        let app = h
-            .app_with(throttled(RateLimits {
-                failed_logins_per_hour_per_account: 5,
-                ..RateLimits::unthrottled()
-            }))
-            .await;
+    throttled(RateLimits {
+        failed_logins_per_hour_per_account: 5,
+        ..RateLimits::unthrottled()
+    }),
+    |app| {
         app.register("ana").await;
         for _ in 0..5 {
             assert_eq!(
@@ -577,14 +575,12 @@ on_both!(
 
 on_both!(
     logins_and_registrations_from_one_address_are_throttled,
-    |h: &Harness| {
-        let app = h
-            .app_with(throttled(RateLimits {
-                logins_per_minute_per_address: 3,
-                registrations_per_hour_per_address: 2,
-                ..RateLimits::unthrottled()
-            }))
-            .await;
+    throttled(RateLimits {
+        logins_per_minute_per_address: 3,
+        registrations_per_hour_per_address: 2,
+        ..RateLimits::unthrottled()
+    }),
+    |app| {
         app.register("ana").await;
         app.another_client().register("bob").await;
         let (status, error) = app.another_client().register("cleo").await;
@@ -616,13 +612,11 @@ on_both!(
 
 on_both!(
     purchases_from_one_player_are_throttled_with_retry_after,
-    |h: &Harness| {
-        let app = h
-            .app_with(throttled(RateLimits {
-                purchases_per_minute_per_player: 3,
-                ..RateLimits::unthrottled()
-            }))
-            .await;
+    throttled(RateLimits {
+        purchases_per_minute_per_player: 3,
+        ..RateLimits::unthrottled()
+    }),
+    |app| {
         app.player("ana", 1_000).await;
         for _ in 0..3 {
             assert_eq!(app.buy(50).await.0, StatusCode::CREATED);
@@ -650,7 +644,7 @@ on_both!(
 
 on_both!(
     a_cross_site_post_is_refused_with_or_without_the_csrf_proof,
-    |app: TestApp| {
+    |app| {
         let body = || {
             Some(
                 json!({"username": "ana", "password": "a long password", "adult": true, "accept_rules": true}),
@@ -698,7 +692,7 @@ on_both!(
 
 on_both!(
     the_security_headers_are_on_the_page_and_on_api_responses,
-    |app: TestApp| {
+    |app| {
         for path in ["/", "/api/status", "/api/me"] {
             let (_, headers, _) = raw(&app, reqwest::Method::GET, path, None, &[]).await;
             let csp = headers["content-security-policy"].to_str().unwrap();

@@ -5,13 +5,14 @@
 mod common;
 mod plays;
 
-use common::TestApp;
+use common::scalar;
+
 use reqwest::StatusCode;
 use serde_json::json;
 
 on_both!(
     registering_logs_the_player_in_with_an_empty_balance,
-    |app: TestApp| {
+    |app| {
         let (status, me) = app.register("ana").await;
         assert_eq!(status, StatusCode::CREATED, "{me}");
         assert_eq!(me["username"], "ana");
@@ -25,7 +26,7 @@ on_both!(
 
 on_both!(
     registration_is_refused_without_both_declarations_or_a_long_password,
-    |app: TestApp| {
+    |app| {
         for (body, field) in [
             (
                 json!({"username": "bob", "password": "a long password", "adult": false, "accept_rules": true}),
@@ -61,15 +62,12 @@ on_both!(
         }
         let (status, _) = app.me().await;
         assert_eq!(status, StatusCode::UNAUTHORIZED, "no session was opened");
-        let players: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM players")
-            .fetch_one(&app.service.db.pool)
-            .await
-            .unwrap();
+        let players: i64 = scalar(&app.service.db.pool, "SELECT COUNT(*) FROM players").await;
         assert_eq!(players, 0, "nothing was created");
     }
 );
 
-on_both!(a_username_is_taken_whatever_its_case, |app: TestApp| {
+on_both!(a_username_is_taken_whatever_its_case, |app| {
     app.register("Ana").await;
     let other = app.another_client();
     let (status, error) = other.register("ana").await;
@@ -79,7 +77,7 @@ on_both!(a_username_is_taken_whatever_its_case, |app: TestApp| {
 
 on_both!(
     malformed_json_and_wrong_types_are_refused_with_json_errors,
-    |app: TestApp| {
+    |app| {
         let (status, error) = app
             .post_raw(
                 "/api/register",
@@ -110,7 +108,7 @@ on_both!(
 
 on_both!(
     login_checks_the_password_and_logout_ends_the_session,
-    |app: TestApp| {
+    |app| {
         app.register("ana").await;
         app.logout().await;
         let (status, _) = app.me().await;
@@ -129,7 +127,7 @@ on_both!(
     }
 );
 
-on_both!(a_session_expires_after_inactivity, |app: TestApp| {
+on_both!(a_session_expires_after_inactivity, |app| {
     app.register("ana").await;
     app.clock.advance_ms(29 * 60 * 1000);
     assert_eq!(
@@ -147,37 +145,34 @@ on_both!(a_session_expires_after_inactivity, |app: TestApp| {
     assert_eq!(error["error"]["code"], "unauthorized");
 });
 
-on_both!(
-    every_endpoint_but_the_public_ones_needs_a_session,
-    |app: TestApp| {
-        for path in ["/api/me", "/api/plays", "/api/plays/1"] {
-            let (status, error) = app.get(path).await;
-            assert_eq!(status, StatusCode::UNAUTHORIZED, "{path}");
-            assert_eq!(error["error"]["code"], "unauthorized");
-        }
-        for path in ["/api/plays/1/throws", "/api/demo/deposit"] {
-            assert_eq!(
-                app.post(path, json!({"amount_cents": 1})).await.0,
-                StatusCode::UNAUTHORIZED,
-                "{path}"
-            );
-        }
-        assert_eq!(app.buy(100).await.0, StatusCode::UNAUTHORIZED);
-        for path in [
-            "/api/status",
-            "/api/blocks",
-            "/api/island",
-            "/healthz",
-            "/metrics",
-        ] {
-            assert_eq!(app.get(path).await.0, StatusCode::OK, "{path}");
-        }
+on_both!(every_endpoint_but_the_public_ones_needs_a_session, |app| {
+    for path in ["/api/me", "/api/plays", "/api/plays/1"] {
+        let (status, error) = app.get(path).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{path}");
+        assert_eq!(error["error"]["code"], "unauthorized");
     }
-);
+    for path in ["/api/plays/1/throws", "/api/demo/deposit"] {
+        assert_eq!(
+            app.post(path, json!({"amount_cents": 1})).await.0,
+            StatusCode::UNAUTHORIZED,
+            "{path}"
+        );
+    }
+    assert_eq!(app.buy(100).await.0, StatusCode::UNAUTHORIZED);
+    for path in [
+        "/api/status",
+        "/api/blocks",
+        "/api/island",
+        "/healthz",
+        "/metrics",
+    ] {
+        assert_eq!(app.get(path).await.0, StatusCode::OK, "{path}");
+    }
+});
 
 on_both!(
     a_state_changing_request_without_the_csrf_header_is_refused,
-    |app: TestApp| {
+    |app| {
         let body = json!({"username": "ana", "password": "a long password", "adult": true, "accept_rules": true});
         let (status, error) = app.post_raw("/api/register", &body.to_string(), &[]).await;
         assert_eq!(status, StatusCode::FORBIDDEN);
@@ -186,24 +181,21 @@ on_both!(
     }
 );
 
-on_both!(
-    demo_deposits_credit_the_balance_within_their_limit,
-    |app: TestApp| {
-        app.register("ana").await;
-        let (status, me) = app.deposit(2_000).await;
-        assert_eq!(status, StatusCode::OK, "{me}");
-        assert_eq!(me["balance_cents"], 2_000);
-        for amount in [0, -5, 100_001] {
-            let (status, error) = app.deposit(amount).await;
-            assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{amount}");
-            assert_eq!(error["error"]["code"], "validation");
-        }
-        assert_eq!(app.balance().await, 2_000);
-        app.assert_ledger_balances().await;
+on_both!(demo_deposits_credit_the_balance_within_their_limit, |app| {
+    app.register("ana").await;
+    let (status, me) = app.deposit(2_000).await;
+    assert_eq!(status, StatusCode::OK, "{me}");
+    assert_eq!(me["balance_cents"], 2_000);
+    for amount in [0, -5, 100_001] {
+        let (status, error) = app.deposit(amount).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{amount}");
+        assert_eq!(error["error"]["code"], "validation");
     }
-);
+    assert_eq!(app.balance().await, 2_000);
+    app.assert_ledger_balances().await;
+});
 
-on_both!(the_status_and_the_island_are_public, |app: TestApp| {
+on_both!(the_status_and_the_island_are_public, |app| {
     let (_, status) = app.get("/api/status").await;
     assert_eq!(status["sales_open"], true);
     assert_eq!(status["demo"], true);
@@ -213,7 +205,7 @@ on_both!(the_status_and_the_island_are_public, |app: TestApp| {
     assert!(island["start"].is_array());
 });
 
-on_both!(health_and_metrics_answer, |app: TestApp| {
+on_both!(health_and_metrics_answer, |app| {
     let (status, body) = app.get("/healthz").await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body, "ok");
@@ -232,7 +224,7 @@ on_both!(health_and_metrics_answer, |app: TestApp| {
     assert!(metrics.contains("tresor_http_request_duration_seconds_bucket"));
 });
 
-on_both!(unknown_api_paths_are_json_404s, |app: TestApp| {
+on_both!(unknown_api_paths_are_json_404s, |app| {
     let (status, error) = app.get("/api/nothing").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert_eq!(error["error"]["code"], "not_found");

@@ -1,6 +1,6 @@
 //! Buying units, throwing, settling, the history, and plays under concurrency.
 
-use crate::common::{TestApp, assert_ledger_balances};
+use crate::common::{TestApp, assert_ledger_balances, scalar};
 use crate::on_both;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -31,7 +31,7 @@ fn ids_in(page: &Value) -> Vec<i64> {
 
 on_both!(
     a_purchase_debits_the_stake_and_shows_the_outcome_at_once,
-    |app: TestApp| {
+    |app| {
         app.player("ana", 1_000).await;
         let (status, play) = app.buy_with_key(100, "first-key").await;
         assert_eq!(status, StatusCode::CREATED, "{play}");
@@ -60,50 +60,47 @@ on_both!(
     }
 );
 
-on_both!(
-    four_throws_finish_the_play_and_credit_its_win_once,
-    |app: TestApp| {
-        app.player("ana", 2_000).await;
-        for stake in [50, 100, 200] {
-            let before = app.balance().await;
-            let (_, play) = app.buy(stake).await;
-            let id = play["id"].as_i64().unwrap();
-            let mut throws = 0;
-            for left in (0..4).rev() {
-                let (status, play) = app.throw(id).await;
-                assert_eq!(status, StatusCode::OK, "{play}");
-                throws += 1;
-                assert_eq!(play["throws_left"], left);
-                assert_eq!(play["scenario"]["throws"].as_array().unwrap().len(), throws);
-                assert_eq!(
-                    play["state"],
-                    if left == 0 { "finished" } else { "in_progress" }
-                );
-            }
-            let (status, error) = app.throw(id).await;
-            assert_eq!(status, StatusCode::CONFLICT);
-            assert_eq!(error["error"]["code"], "play_finished");
-            let (_, play) = app.play(id).await;
-            let prize = play["outcome"]["prize_cents"].as_i64().unwrap();
-            let level = evaluate(&revealed(&play)).expect("a valid reveal");
+on_both!(four_throws_finish_the_play_and_credit_its_win_once, |app| {
+    app.player("ana", 2_000).await;
+    for stake in [50, 100, 200] {
+        let before = app.balance().await;
+        let (_, play) = app.buy(stake).await;
+        let id = play["id"].as_i64().unwrap();
+        let mut throws = 0;
+        for left in (0..4).rev() {
+            let (status, play) = app.throw(id).await;
+            assert_eq!(status, StatusCode::OK, "{play}");
+            throws += 1;
+            assert_eq!(play["throws_left"], left);
+            assert_eq!(play["scenario"]["throws"].as_array().unwrap().len(), throws);
             assert_eq!(
-                u64::from(level.get()),
-                play["outcome"]["level"].as_u64().unwrap(),
-                "the scene shows its outcome"
-            );
-            assert_eq!(
-                app.balance().await,
-                before - stake + prize,
-                "debited once, credited once"
+                play["state"],
+                if left == 0 { "finished" } else { "in_progress" }
             );
         }
-        app.assert_ledger_balances().await;
+        let (status, error) = app.throw(id).await;
+        assert_eq!(status, StatusCode::CONFLICT);
+        assert_eq!(error["error"]["code"], "play_finished");
+        let (_, play) = app.play(id).await;
+        let prize = play["outcome"]["prize_cents"].as_i64().unwrap();
+        let level = evaluate(&revealed(&play)).expect("a valid reveal");
+        assert_eq!(
+            u64::from(level.get()),
+            play["outcome"]["level"].as_u64().unwrap(),
+            "the scene shows its outcome"
+        );
+        assert_eq!(
+            app.balance().await,
+            before - stake + prize,
+            "debited once, credited once"
+        );
     }
-);
+    app.assert_ledger_balances().await;
+});
 
 on_both!(
     a_repeated_idempotency_key_returns_the_first_play_and_debits_nothing_more,
-    |app: TestApp| {
+    |app| {
         app.player("ana", 1_000).await;
         let (status, first) = app.buy_with_key(100, "same-key").await;
         assert_eq!(status, StatusCode::CREATED);
@@ -127,7 +124,7 @@ on_both!(
 
 on_both!(
     purchases_without_a_valid_key_or_stake_or_money_are_refused_and_change_nothing,
-    |app: TestApp| {
+    |app| {
         app.player("ana", 150).await;
         let (status, error) = app
             .post_raw(
@@ -158,35 +155,33 @@ on_both!(
         assert_eq!(app.balance().await, 150);
         let (_, history) = app.history("").await;
         assert_eq!(history["plays"], json!([]));
-        let sold: i64 = sqlx::query_scalar("SELECT CAST(SUM(units_sold) AS BIGINT) FROM blocks")
-            .fetch_one(&app.service.db.pool)
-            .await
-            .unwrap();
+        let sold: i64 = scalar(
+            &app.service.db.pool,
+            "SELECT CAST(SUM(units_sold) AS BIGINT) FROM blocks",
+        )
+        .await;
         assert_eq!(sold, 0, "no unit was taken");
     }
 );
 
-on_both!(
-    purchases_before_the_sales_opening_are_refused,
-    |app: TestApp| {
-        app.player("ana", 500).await;
-        let opens = app.clock.now_ms() + 3_600_000;
-        app.service.set_sales_open_at(Some(opens)).await.unwrap();
-        let (_, status) = app.get("/api/status").await;
-        assert_eq!(status["sales_open"], false);
-        let (status, error) = app.buy(100).await;
-        assert_eq!(status, StatusCode::FORBIDDEN);
-        assert_eq!(error["error"]["code"], "sales_closed");
-        assert_eq!(app.balance().await, 500);
-        app.clock.advance_ms(3_600_000);
-        app.login("ana", "a long password").await; // the idle session has ended meanwhile
-        assert_eq!(app.buy(100).await.0, StatusCode::CREATED);
-    }
-);
+on_both!(purchases_before_the_sales_opening_are_refused, |app| {
+    app.player("ana", 500).await;
+    let opens = app.clock.now_ms() + 3_600_000;
+    app.service.set_sales_open_at(Some(opens)).await.unwrap();
+    let (_, status) = app.get("/api/status").await;
+    assert_eq!(status["sales_open"], false);
+    let (status, error) = app.buy(100).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(error["error"]["code"], "sales_closed");
+    assert_eq!(app.balance().await, 500);
+    app.clock.advance_ms(3_600_000);
+    app.login("ana", "a long password").await; // the idle session has ended meanwhile
+    assert_eq!(app.buy(100).await.0, StatusCode::CREATED);
+});
 
 on_both!(
     a_closed_emission_sells_nothing_and_publishes_its_secrets,
-    |app: TestApp| {
+    |app| {
         app.player("ana", 500).await;
         let (_, blocks) = app.get("/api/blocks").await;
         for block in blocks["blocks"].as_array().unwrap() {
@@ -223,31 +218,28 @@ on_both!(
     }
 );
 
-on_both!(
-    a_player_sees_and_plays_only_their_own_plays,
-    |app: TestApp| {
-        app.player("ana", 500).await;
-        let (_, play) = app.buy(100).await;
-        let id = play["id"].as_i64().unwrap();
-        let bob = app.another_client();
-        bob.player("bob", 500).await;
-        assert_eq!(bob.play(id).await.0, StatusCode::NOT_FOUND);
-        assert_eq!(bob.throw(id).await.0, StatusCode::NOT_FOUND);
-        assert_eq!(bob.play(999_999).await.0, StatusCode::NOT_FOUND);
-        assert_eq!(bob.play_raw("abc").await, StatusCode::NOT_FOUND);
-        let (_, history) = bob.history("").await;
-        assert_eq!(history["plays"], json!([]));
-        assert_eq!(
-            app.play(id).await.1["throws_left"],
-            4,
-            "bob's attempts changed nothing"
-        );
-    }
-);
+on_both!(a_player_sees_and_plays_only_their_own_plays, |app| {
+    app.player("ana", 500).await;
+    let (_, play) = app.buy(100).await;
+    let id = play["id"].as_i64().unwrap();
+    let bob = app.another_client();
+    bob.player("bob", 500).await;
+    assert_eq!(bob.play(id).await.0, StatusCode::NOT_FOUND);
+    assert_eq!(bob.throw(id).await.0, StatusCode::NOT_FOUND);
+    assert_eq!(bob.play(999_999).await.0, StatusCode::NOT_FOUND);
+    assert_eq!(bob.play_raw("abc").await, StatusCode::NOT_FOUND);
+    let (_, history) = bob.history("").await;
+    assert_eq!(history["plays"], json!([]));
+    assert_eq!(
+        app.play(id).await.1["throws_left"],
+        4,
+        "bob's attempts changed nothing"
+    );
+});
 
 on_both!(
     buying_again_settles_the_unfinished_play_and_a_left_play_resumes,
-    |app: TestApp| {
+    |app| {
         app.player("ana", 5_000).await;
         let (_, first) = app.buy(200).await;
         let id = first["id"].as_i64().unwrap();
@@ -276,7 +268,7 @@ on_both!(
 
 on_both!(
     an_abandoned_play_is_settled_after_the_configured_delay,
-    |app: TestApp| {
+    |app| {
         app.player("ana", 5_000).await;
         let mut ids = Vec::new();
         let bob = app.another_client();
@@ -305,33 +297,30 @@ on_both!(
     }
 );
 
-on_both!(
-    the_history_pages_newest_first_with_a_cursor,
-    |app: TestApp| {
-        app.player("ana", 5_000).await;
-        let mut ids = Vec::new();
-        for _ in 0..5 {
-            let (_, play) = app.buy(50).await;
-            ids.push(play["id"].as_i64().unwrap());
-        }
-        let (_, page) = app.history("?limit=2").await;
-        assert_eq!(ids_in(&page), vec![ids[4], ids[3]]);
-        let cursor = page["next_cursor"].as_str().unwrap().to_owned();
-        let (_, page) = app.history(&format!("?limit=2&cursor={cursor}")).await;
-        assert_eq!(ids_in(&page), vec![ids[2], ids[1]]);
-        let cursor = page["next_cursor"].as_str().unwrap().to_owned();
-        let (_, page) = app.history(&format!("?limit=2&cursor={cursor}")).await;
-        assert_eq!(page["plays"].as_array().unwrap().len(), 1);
-        assert_eq!(page["next_cursor"], Value::Null);
-        // Every play but the last was settled by the next purchase.
-        assert_eq!(page["plays"][0]["state"], "finished");
-        for bad in ["?limit=0", "?limit=101", "?limit=x", "?cursor=abc"] {
-            let (status, error) = app.history(bad).await;
-            assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}");
-            assert_eq!(error["error"]["code"], "validation");
-        }
+on_both!(the_history_pages_newest_first_with_a_cursor, |app| {
+    app.player("ana", 5_000).await;
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        let (_, play) = app.buy(50).await;
+        ids.push(play["id"].as_i64().unwrap());
     }
-);
+    let (_, page) = app.history("?limit=2").await;
+    assert_eq!(ids_in(&page), vec![ids[4], ids[3]]);
+    let cursor = page["next_cursor"].as_str().unwrap().to_owned();
+    let (_, page) = app.history(&format!("?limit=2&cursor={cursor}")).await;
+    assert_eq!(ids_in(&page), vec![ids[2], ids[1]]);
+    let cursor = page["next_cursor"].as_str().unwrap().to_owned();
+    let (_, page) = app.history(&format!("?limit=2&cursor={cursor}")).await;
+    assert_eq!(page["plays"].as_array().unwrap().len(), 1);
+    assert_eq!(page["next_cursor"], Value::Null);
+    // Every play but the last was settled by the next purchase.
+    assert_eq!(page["plays"][0]["state"], "finished");
+    for bad in ["?limit=0", "?limit=101", "?limit=x", "?cursor=abc"] {
+        let (status, error) = app.history(bad).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}");
+        assert_eq!(error["error"]["code"], "validation");
+    }
+});
 
 on_both!(concurrent_players_never_share_a_unit_and_the_ledger_balances);
 
@@ -380,39 +369,26 @@ async fn concurrent_players_never_share_a_unit_and_the_ledger_balances(app: Test
         .advance_ms(app.service.settings.auto_settle_after_s * 1000 + 1);
     app.service.settle_abandoned().await.unwrap();
     let pool = &app.service.db.pool;
-    let distinct_units: i64 = sqlx::query_scalar(
+    let distinct_units: i64 = scalar(
+        pool,
         "SELECT COUNT(*) FROM (SELECT DISTINCT block_id, unit_index FROM plays) u",
     )
-    .fetch_one(pool)
-    .await
-    .unwrap();
+    .await;
     assert_eq!(
         distinct_units as usize,
         PLAYERS * PLAYS,
         "no unit sold twice"
     );
-    let sold: i64 = sqlx::query_scalar("SELECT CAST(SUM(units_sold) AS BIGINT) FROM blocks")
-        .fetch_one(pool)
-        .await
-        .unwrap();
+    let sold: i64 = scalar(pool, "SELECT CAST(SUM(units_sold) AS BIGINT) FROM blocks").await;
     assert_eq!(
         sold as usize,
         PLAYERS * PLAYS,
         "block counters match the plays"
     );
-    let unsettled: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM plays WHERE state <> 'finished'")
-        .fetch_one(pool)
-        .await
-        .unwrap();
+    let unsettled: i64 = scalar(pool, "SELECT COUNT(*) FROM plays WHERE state <> 'finished'").await;
     assert_eq!(unsettled, 0);
-    let prizes: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM transfers WHERE kind = 'prize'")
-        .fetch_one(pool)
-        .await
-        .unwrap();
-    let winners: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM plays WHERE prize_cents > 0")
-        .fetch_one(pool)
-        .await
-        .unwrap();
+    let prizes: i64 = scalar(pool, "SELECT COUNT(*) FROM transfers WHERE kind = 'prize'").await;
+    let winners: i64 = scalar(pool, "SELECT COUNT(*) FROM plays WHERE prize_cents > 0").await;
     assert_eq!(prizes, winners, "every win credited once");
     assert_ledger_balances(&app.service.db).await;
 }

@@ -1,7 +1,7 @@
 //! Players, purchases and the ledger's invariants, straight on the service
 //! and the database.
 
-use sqlx::Row;
+use sqlx::{AnyPool, Row};
 use tresor::service::{IdempotencyKey, Player, Purchase, Registration, Service};
 use tresor::store::Db;
 use tresor_game::Stake;
@@ -20,11 +20,11 @@ pub async fn player(service: &Service, username: &str) -> Player {
 /// deposits − stakes + prizes. Returns the number of transfers.
 pub async fn assert_ledger_balances(db: &Db) -> i64 {
     let pool = &db.pool;
-    let sum: i64 =
-        sqlx::query_scalar("SELECT CAST(COALESCE(SUM(balance_cents), 0) AS BIGINT) FROM accounts")
-            .fetch_one(pool)
-            .await
-            .unwrap();
+    let sum: i64 = scalar(
+        pool,
+        "SELECT CAST(COALESCE(SUM(balance_cents), 0) AS BIGINT) FROM accounts",
+    )
+    .await;
     assert_eq!(sum, 0, "all balances sum to zero");
     let rows = sqlx::query(
         "SELECT a.id, a.kind, a.balance_cents, \
@@ -84,4 +84,12 @@ pub fn purchase(stake_cents: i64, key: &str) -> Purchase {
         stake: Stake::try_from(stake_cents).expect("a stake"),
         idempotency_key: IdempotencyKey::parse(key).expect("a key"),
     }
+}
+
+/// The one number `sql` (no parameters) answers, such as a `COUNT(*)`.
+pub async fn scalar(pool: &AnyPool, sql: &str) -> i64 {
+    sqlx::query_scalar(sql)
+        .fetch_one(pool)
+        .await
+        .unwrap_or_else(|error| panic!("{sql}: {error}"))
 }

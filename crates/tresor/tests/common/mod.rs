@@ -8,11 +8,12 @@
 //! [`Fixture`]):
 //!
 //! ```ignore
-//! on_both!(a_player_registers, |app: TestApp| { … });  // a server in-process
 //! on_both!(the_trail_verifies, |db: &TestDb| { … });    // the bare database
 //! on_both!(a_kill_loses_nothing, |h: &Harness| { … });  // all of it:
 //! // h.service(), h.app_with(settings), h.server(&flags), h.tresor(&args),
 //! // h.proxy() (PostgreSQL), and every TestDb method through Deref.
+//! on_both!(a_player_registers, |app| { … });           // a TestApp, in short
+//! on_both!(a_login_waits, settings, |app| { … });      // …with `settings`
 //! on_both!(already_written_fn, another_fn);             // `async fn f(x: Fixture)`s
 //! ```
 //!
@@ -46,7 +47,7 @@ pub use api::{Answer, Api};
 pub use app::TestApp;
 pub use client::{cookie_client, get_json, post, register_and_deposit};
 pub use db::TestDb;
-pub use ledger::{assert_ledger_balances, player, purchase};
+pub use ledger::{assert_ledger_balances, player, purchase, scalar};
 pub use process::{Server, describe, free_port, tresor, tresor_command, unthrottled_flags};
 
 use proxy::Proxy;
@@ -156,33 +157,34 @@ pub async fn run_with<'h, F: Fixture<'h>, R: Future<Output = ()>>(
 }
 
 /// Runs a test on SQLite and on PostgreSQL, as `name::on_sqlite` and
-/// `name::on_postgres`: `on_both!(name, |x: Fixture| { body })`, or
-/// `on_both!(f, g)` for `async fn`s that take one [`Fixture`].
+/// `name::on_postgres`, each on a fresh database:
+///
+/// - `on_both!(name, |x: F| { body })`: the body gets the [`Fixture`] `F`;
+/// - `on_both!(name, |app| { body })`: the same with `app: TestApp`;
+/// - `on_both!(name, settings, |app| { body })`: a [`TestApp`] with `settings`;
+/// - `on_both!(f, g)`: `async fn`s that take one [`Fixture`] each.
+///
+/// Attributes such as `#[ignore = "…"]` go before the name.
 #[macro_export]
 macro_rules! on_both {
-    ($(#[$attr:meta])* $name:ident, |$x:ident: $ty:ty| $body:block) => {
-        $crate::harness_test!(
-            [on_sqlite: Sqlite, on_postgres: Postgres] [$(#[$attr])*] $name, |$x: $ty| $body
-        );
+    ($($test:tt)*) => {
+        $crate::harness_test!([on_sqlite: Sqlite, on_postgres: Postgres] $($test)*);
     };
-    ($($name:ident),+ $(,)?) => {$(
-        $crate::harness_test!([on_sqlite: Sqlite, on_postgres: Postgres] [] $name);
-    )+};
 }
 
 /// [`on_both!`] on SQLite alone, as `name::on_sqlite`.
 #[macro_export]
 macro_rules! on_sqlite {
-    ($(#[$attr:meta])* $name:ident, |$x:ident: $ty:ty| $body:block) => {
-        $crate::harness_test!([on_sqlite: Sqlite] [$(#[$attr])*] $name, |$x: $ty| $body);
+    ($($test:tt)*) => {
+        $crate::harness_test!([on_sqlite: Sqlite] $($test)*);
     };
 }
 
 /// [`on_both!`] on PostgreSQL alone, as `name::on_postgres`.
 #[macro_export]
 macro_rules! on_postgres {
-    ($(#[$attr:meta])* $name:ident, |$x:ident: $ty:ty| $body:block) => {
-        $crate::harness_test!([on_postgres: Postgres] [$(#[$attr])*] $name, |$x: $ty| $body);
+    ($($test:tt)*) => {
+        $crate::harness_test!([on_postgres: Postgres] $($test)*);
     };
 }
 
@@ -190,21 +192,6 @@ macro_rules! on_postgres {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! harness_test {
-    ($dbs:tt $attrs:tt $name:ident, |$x:ident: $ty:ty| $body:block) => {
-        mod $name {
-            #[allow(unused_imports)]
-            use super::*;
-
-            async fn run($x: $ty) $body
-
-            $crate::harness_test!(@tests $dbs $attrs run);
-        }
-    };
-    ($dbs:tt $attrs:tt $name:ident) => {
-        mod $name {
-            $crate::harness_test!(@tests $dbs $attrs super::$name);
-        }
-    };
     (@tests [] $attrs:tt $run:path) => {};
     (@tests [$test:ident: $backend:ident $(, $tests:ident: $backends:ident)*]
         [$(#[$attr:meta])*] $run:path) => {
@@ -217,5 +204,34 @@ macro_rules! harness_test {
             }
         }
         $crate::harness_test!(@tests [$($tests: $backends),*] [$(#[$attr])*] $run);
+    };
+    (@fns $dbs:tt $attrs:tt) => {};
+    (@fns $dbs:tt $attrs:tt $name:ident $($names:ident)*) => {
+        mod $name {
+            $crate::harness_test!(@tests $dbs $attrs super::$name);
+        }
+        $crate::harness_test!(@fns $dbs $attrs $($names)*);
+    };
+    ($dbs:tt $(#[$attr:meta])* $name:ident, |$x:ident: $ty:ty| $body:block) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            async fn run($x: $ty) $body
+
+            $crate::harness_test!(@tests $dbs [$(#[$attr])*] run);
+        }
+    };
+    ($dbs:tt $(#[$attr:meta])* $name:ident, |$x:ident| $body:block) => {
+        $crate::harness_test!($dbs $(#[$attr])* $name, |$x: $crate::common::TestApp| $body);
+    };
+    ($dbs:tt $(#[$attr:meta])* $name:ident, $settings:expr, |$x:ident| $body:block) => {
+        $crate::harness_test!($dbs $(#[$attr])* $name, |harness: &$crate::common::Harness| {
+            let $x = harness.app_with($settings).await;
+            $body
+        });
+    };
+    ($dbs:tt $(#[$attr:meta])* $($name:ident),+ $(,)?) => {
+        $crate::harness_test!(@fns $dbs [$(#[$attr])*] $($name)+);
     };
 }
