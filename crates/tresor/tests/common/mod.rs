@@ -18,7 +18,7 @@
 //! ```
 //!
 //! A test for one database only (the PostgreSQL proxy, two servers on one
-//! PostgreSQL, the browser on SQLite) says so with [`on_postgres!`] or
+//! PostgreSQL, a COMMIT that fails inside SQLite) says so with [`on_postgres!`] or
 //! [`on_sqlite!`], the same macro for one database; attributes such as
 //! `#[ignore = "…"]` go before the name. Tests that need no database run the
 //! binary with [`tresor`] (the only place, with [`tresor_command`], that
