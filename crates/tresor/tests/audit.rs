@@ -332,7 +332,7 @@ async fn every_purchase_throw_and_settlement_of_a_few_hundred_games_is_in_the_tr
     assert_eq!(games, PLAYERS * GAMES);
 }
 
-on_both_databases!(
+on_both!(
     an_untouched_trail_verifies_and_the_database_refuses_edits,
     verify_names_a_record_whose_field_was_changed,
     verify_names_a_record_whose_time_was_changed,
@@ -344,15 +344,12 @@ on_both_databases!(
     every_purchase_throw_and_settlement_of_a_few_hundred_games_is_in_the_trail_in_order,
 );
 
-#[test]
-fn audit_export_rejects_a_time_that_is_not_rfc_3339() {
-    let dir = tempfile::tempdir().expect("a temporary folder");
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_tresor"))
-        .args(["audit", "export", "--from", "yesterday", "--data"])
-        .arg(dir.path())
-        .output()
-        .expect("run tresor");
-    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
-}
+on_both!(
+    audit_export_rejects_a_time_that_is_not_rfc_3339,
+    |db: &TestDb| {
+        let output = db.tresor(&["audit", "export", "--from", "yesterday"]);
+        assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+    }
+);

@@ -11,7 +11,7 @@
 mod common;
 
 use common::proxy::{Cut, Proxy};
-use common::{START_MS, TestDb, assert_ledger_balances, player, purchase};
+use common::{Harness, START_MS, TestDb, assert_ledger_balances, player, purchase, scalar};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
@@ -22,7 +22,7 @@ use tresor::trail::{self, Verdict};
 use tresor::writer::BatchCost;
 use tresor_game::Stake;
 
-on_both_databases!(
+on_both!(
     a_batch_runs_as_many_statements_for_a_hundred_purchases_as_for_one,
     refusals_cost_their_batch_no_statement_and_run_nothing_again,
     a_purchase_whose_caller_is_gone_is_dropped_before_it_runs,
@@ -443,20 +443,10 @@ impl CreditAndPurchases {
 /// and the purchases' results, and the proxy (the service's connections go
 /// through it).
 async fn batch_through_a_cut(
-    db: &TestDb,
+    h: &Harness,
     cut: Cut,
 ) -> (Service, Player, Vec<Result<Bought, Error>>, Proxy) {
-    let base = db
-        .url
-        .rsplit_once('/')
-        .expect("a database URL")
-        .0
-        .to_owned();
-    let upstream = base.rsplit_once('@').expect("a host").1.to_owned();
-    let proxy = Proxy::start(upstream.clone()).await;
-    let url = db
-        .url
-        .replacen(&upstream, &format!("127.0.0.1:{}", proxy.port), 1);
+    let (proxy, url) = h.proxy().await;
     let database = Db::connect(&url).await.expect("connect through the proxy");
     let clock = Arc::new(ManualClock::new(START_MS));
     let service = Service::new(database, clock, Settings::default());
@@ -476,50 +466,48 @@ async fn batch_through_a_cut(
     (service, ana, bought, proxy)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_commit_whose_answer_is_lost_is_resolved_and_applied_once_on_postgres() {
-    let Some(db) = TestDb::postgres().await else {
-        return;
-    };
-    let (service, ana, bought, _proxy) = batch_through_a_cut(&db, Cut::AfterCommit).await;
-    assert_eq!(service.writer.stats.commits_resolved.get(), 1);
-    assert_eq!(
-        service.writer.stats.batch_retries.get(),
-        0,
-        "nothing ran again"
-    );
-    assert_applied_once(&service, &ana, &bought).await;
-}
+on_postgres!(
+    a_commit_whose_answer_is_lost_is_resolved_and_applied_once,
+    |h: &Harness| {
+        let (service, ana, bought, _proxy) = batch_through_a_cut(h, Cut::AfterCommit).await;
+        assert_eq!(service.writer.stats.commits_resolved.get(), 1);
+        assert_eq!(
+            service.writer.stats.batch_retries.get(),
+            0,
+            "nothing ran again"
+        );
+        assert_applied_once(&service, &ana, &bought).await;
+    }
+);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_commit_that_never_arrived_is_resolved_and_run_again_once_on_postgres() {
-    let Some(db) = TestDb::postgres().await else {
-        return;
-    };
-    let (service, ana, bought, _proxy) = batch_through_a_cut(&db, Cut::BeforeCommit).await;
-    assert_eq!(service.writer.stats.commits_resolved.get(), 0);
-    assert_eq!(
-        service.writer.stats.batch_retries.get(),
-        1,
-        "run again, request by request"
-    );
-    assert_applied_once(&service, &ana, &bought).await;
-}
+on_postgres!(
+    a_commit_that_never_arrived_is_resolved_and_run_again_once,
+    |h: &Harness| {
+        let (service, ana, bought, _proxy) = batch_through_a_cut(h, Cut::BeforeCommit).await;
+        assert_eq!(service.writer.stats.commits_resolved.get(), 0);
+        assert_eq!(
+            service.writer.stats.batch_retries.get(),
+            1,
+            "run again, request by request"
+        );
+        assert_applied_once(&service, &ana, &bought).await;
+    }
+);
 
-/// On SQLite the writer's connection is in the process: a COMMIT fails for
-/// real (here a foreign key checked only at COMMIT) and is then resolved as
-/// not committed; every other request of the batch runs again once.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_commit_that_fails_is_resolved_and_its_requests_run_again_once_on_sqlite() {
-    let db = TestDb::sqlite().await;
-    let (service, _clock) = setup(&db).await;
-    let ana = players(&service, "ana", 1).await.remove(0);
-    let others = players(&service, "other", 4).await;
-    let gate = hold_writer(&service).await;
-    let poison = {
-        let service = service.clone();
-        tokio::spawn(async move {
-            service
+// On SQLite the writer's connection is in the process: a COMMIT fails for
+// real (here a foreign key checked only at COMMIT) and is then resolved as
+// not committed; every other request of the batch runs again once.
+on_sqlite!(
+    a_commit_that_fails_is_resolved_and_its_requests_run_again_once,
+    |db: &TestDb| {
+        let (service, _clock) = setup(db).await;
+        let ana = players(&service, "ana", 1).await.remove(0);
+        let others = players(&service, "other", 4).await;
+        let gate = hold_writer(&service).await;
+        let poison = {
+            let service = service.clone();
+            tokio::spawn(async move {
+                service
                 .write(|conn| {
                     Box::pin(async move {
                         tresor::store::sql::query("PRAGMA defer_foreign_keys = ON")
@@ -535,22 +523,23 @@ async fn a_commit_that_fails_is_resolved_and_its_requests_run_again_once_on_sqli
                     })
                 })
                 .await
-        })
-    };
-    queued(&service, 1).await;
-    let queue = CreditAndPurchases::queue(&service, &ana, others, 1).await;
-    gate.release().await;
-    poison
-        .await
-        .expect("a task")
-        .expect_err("the job whose COMMIT fails is refused");
-    let bought = queue.answers(&service, &ana).await;
-    assert_eq!(service.writer.stats.batch_retries.get(), 1);
-    let orphans: i64 =
-        sqlx::query_scalar("SELECT COUNT(*) FROM sessions WHERE token_hash = 'orphan'")
-            .fetch_one(&service.db.pool)
+            })
+        };
+        queued(&service, 1).await;
+        let queue = CreditAndPurchases::queue(&service, &ana, others, 1).await;
+        gate.release().await;
+        poison
             .await
-            .expect("sessions");
-    assert_eq!(orphans, 0);
-    assert_applied_once(&service, &ana, &bought).await;
-}
+            .expect("a task")
+            .expect_err("the job whose COMMIT fails is refused");
+        let bought = queue.answers(&service, &ana).await;
+        assert_eq!(service.writer.stats.batch_retries.get(), 1);
+        let orphans: i64 = scalar(
+            &service.db.pool,
+            "SELECT COUNT(*) FROM sessions WHERE token_hash = 'orphan'",
+        )
+        .await;
+        assert_eq!(orphans, 0);
+        assert_applied_once(&service, &ana, &bought).await;
+    }
+);

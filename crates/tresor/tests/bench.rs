@@ -2,12 +2,16 @@
 //! over HTTP and reports each run beside its baselines. It measures; this
 //! test checks only that it runs and reports, never how fast.
 
-use std::process::Command;
+mod common;
 
-#[test]
-fn a_short_bench_reports_purchases_beside_its_baselines() {
-    let output = Command::new(env!("CARGO_BIN_EXE_tresor"))
-        .args(["bench", "--spawn", "--baselines", "--mix", "games"])
+use common::{tresor, tresor_command};
+
+/// Runs `tresor bench --spawn` briefly (two players, one second, no warm-up
+/// and no extra block) with `args`, and checks that it succeeded; its report.
+fn short_bench(args: &[&str]) -> String {
+    let output = tresor_command()
+        .args(["bench", "--spawn"])
+        .args(args)
         .args([
             "--concurrency",
             "2",
@@ -21,12 +25,18 @@ fn a_short_bench_reports_purchases_beside_its_baselines() {
         .env("RUST_LOG", "error")
         .output()
         .expect("run tresor bench");
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(
         output.status.success(),
         "{stdout}{}",
         String::from_utf8_lossy(&output.stderr)
     );
+    stdout
+}
+
+#[test]
+fn a_short_bench_reports_purchases_beside_its_baselines() {
+    let stdout = short_bench(&["--baselines", "--mix", "games"]);
     for expected in [
         "/healthz (HTTP ceiling)",
         "SQLite, group commit",
@@ -63,38 +73,13 @@ fn a_short_bench_reports_purchases_beside_its_baselines() {
 
 #[test]
 fn bench_needs_a_server_or_spawn() {
-    let output = Command::new(env!("CARGO_BIN_EXE_tresor"))
-        .args(["bench"])
-        .output()
-        .expect("run tresor bench");
+    let output = tresor(&["bench"]);
     assert_eq!(output.status.code(), Some(2), "a usage error");
 }
 
 #[test]
 fn a_refusal_flood_is_refused_as_expected_and_named() {
-    let output = Command::new(env!("CARGO_BIN_EXE_tresor"))
-        .args(["bench", "--spawn", "--mix", "purchases"])
-        .args([
-            "--concurrency",
-            "2",
-            "--duration",
-            "1",
-            "--warmup",
-            "0",
-            "--extra-blocks",
-            "0",
-            "--refusals-per-second",
-            "40",
-        ])
-        .env("RUST_LOG", "error")
-        .output()
-        .expect("run tresor bench");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let stdout = short_bench(&["--mix", "purchases", "--refusals-per-second", "40"]);
     for expected in [
         "SQLite, group commit, refusal flood 40/s",
         "refused purchase (403)",

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{Server, TestDb, free_port};
+use common::{Harness, Server, free_port};
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -21,6 +21,15 @@ use std::time::{Duration, Instant};
 /// One browser test at a time: each runs a server, chromedriver and a
 /// Chromium, which is plenty for a two-core machine.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+on_both!(
+    a_new_player_registers_deposits_and_plays_a_full_game_at_each_stake,
+    a_reload_in_the_middle_of_a_game_resumes_it_where_it_stopped,
+    a_whole_game_can_be_played_with_the_keyboard_alone_at_normal_speed,
+    the_history_shows_the_last_play_at_once_and_replays_a_finished_one,
+    the_rules_are_one_click_away_in_french_and_in_english,
+    a_stake_cap_chosen_at_registration_refuses_the_purchase_that_would_pass_it,
+);
 
 const STAKES: [i64; 3] = [50, 100, 200];
 
@@ -35,18 +44,15 @@ fn screenshots_dir() -> PathBuf {
 struct Site {
     base: String,
     _server: Server,
-    _data: TestDb,
     _turn: tokio::sync::MutexGuard<'static, ()>,
 }
 
 impl Site {
-    async fn start(turn: tokio::sync::MutexGuard<'static, ()>) -> Site {
-        let data = TestDb::sqlite().await;
-        let server = Server::start(&data, free_port(), &[]).await;
+    async fn start(h: &Harness, turn: tokio::sync::MutexGuard<'static, ()>) -> Site {
+        let server = h.server(&[]).await;
         Site {
             base: server.base.clone(),
             _server: server,
-            _data: data,
             _turn: turn,
         }
     }
@@ -621,17 +627,16 @@ fn base64_decode(text: &str) -> Vec<u8> {
 
 /// Waits for this test's turn, then starts the server and a browser; or
 /// says why the test is skipped.
-async fn setup(width: u32, height: u32) -> Option<(Site, Browser)> {
+async fn setup(h: &Harness, width: u32, height: u32) -> Option<(Site, Browser)> {
     let turn = ONE_AT_A_TIME.lock().await;
     let (chromium, chromedriver) = browser_paths()?;
-    let server = Site::start(turn).await;
+    let server = Site::start(h, turn).await;
     let browser = Browser::start(&chromium, &chromedriver, width, height).await;
     Some((server, browser))
 }
 
-#[tokio::test]
-async fn a_new_player_registers_deposits_and_plays_a_full_game_at_each_stake() {
-    let Some((server, browser)) = setup(1280, 900).await else {
+async fn a_new_player_registers_deposits_and_plays_a_full_game_at_each_stake(h: &Harness) {
+    let Some((server, browser)) = setup(h, 1280, 900).await else {
         return;
     };
     let base = &server.base;
@@ -696,9 +701,8 @@ async fn a_new_player_registers_deposits_and_plays_a_full_game_at_each_stake() {
     browser.close_without_console_errors().await;
 }
 
-#[tokio::test]
-async fn a_reload_in_the_middle_of_a_game_resumes_it_where_it_stopped() {
-    let Some((server, browser)) = setup(1280, 900).await else {
+async fn a_reload_in_the_middle_of_a_game_resumes_it_where_it_stopped(h: &Harness) {
+    let Some((server, browser)) = setup(h, 1280, 900).await else {
         return;
     };
     let base = &server.base;
@@ -743,9 +747,8 @@ async fn a_reload_in_the_middle_of_a_game_resumes_it_where_it_stopped() {
     browser.close().await;
 }
 
-#[tokio::test]
-async fn a_whole_game_can_be_played_with_the_keyboard_alone_at_normal_speed() {
-    let Some((server, browser)) = setup(1280, 900).await else {
+async fn a_whole_game_can_be_played_with_the_keyboard_alone_at_normal_speed(h: &Harness) {
+    let Some((server, browser)) = setup(h, 1280, 900).await else {
         return;
     };
     const TAB: &str = "\u{E004}";
@@ -833,9 +836,8 @@ async fn a_whole_game_can_be_played_with_the_keyboard_alone_at_normal_speed() {
     browser.close().await;
 }
 
-#[tokio::test]
-async fn the_history_shows_the_last_play_at_once_and_replays_a_finished_one() {
-    let Some((server, browser)) = setup(1280, 900).await else {
+async fn the_history_shows_the_last_play_at_once_and_replays_a_finished_one(h: &Harness) {
+    let Some((server, browser)) = setup(h, 1280, 900).await else {
         return;
     };
     let base = &server.base;
@@ -902,9 +904,8 @@ async fn the_history_shows_the_last_play_at_once_and_replays_a_finished_one() {
     browser.close().await;
 }
 
-#[tokio::test]
-async fn the_rules_are_one_click_away_in_french_and_in_english() {
-    let Some((server, browser)) = setup(1280, 900).await else {
+async fn the_rules_are_one_click_away_in_french_and_in_english(h: &Harness) {
+    let Some((server, browser)) = setup(h, 1280, 900).await else {
         return;
     };
     let base = &server.base;
@@ -972,9 +973,8 @@ async fn the_rules_are_one_click_away_in_french_and_in_english() {
     browser.close_without_console_errors().await;
 }
 
-#[tokio::test]
-async fn a_stake_cap_chosen_at_registration_refuses_the_purchase_that_would_pass_it() {
-    let Some((server, browser)) = setup(1280, 900).await else {
+async fn a_stake_cap_chosen_at_registration_refuses_the_purchase_that_would_pass_it(h: &Harness) {
+    let Some((server, browser)) = setup(h, 1280, 900).await else {
         return;
     };
     let base = &server.base;

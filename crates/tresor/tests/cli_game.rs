@@ -1,8 +1,11 @@
 //! The game-core commands through the real binary: `block generate|verify`,
 //! `scenario`, `simulate`, and one clear line with exit code 2 for bad input.
 
+mod common;
+
+use common::{tresor, tresor_command};
 use sha2::{Digest, Sha256};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 const ZEROS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 const COUNTING: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
@@ -13,13 +16,6 @@ const GENERATE_SHA256_ZEROS: &str =
     "67ed517a6d2a115769e0a88a6c4351f38ce273eda0c9de934e9325342f8c38aa";
 const GENERATE_SHA256_COUNTING: &str =
     "9dc6d4103932c8243600cb082c0b6c65066ca9a1b8eedbbee8848bc7ac2e3a54";
-
-fn tresor(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tresor"))
-        .args(args)
-        .output()
-        .expect("the tresor binary runs")
-}
 
 fn stdout(output: &Output) -> String {
     String::from_utf8(output.stdout.clone()).expect("stdout is UTF-8")
@@ -64,7 +60,7 @@ fn block_generate_does_not_depend_on_the_stake() {
 
 #[test]
 fn block_generate_into_a_closed_pipe_does_not_panic() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tresor"))
+    let mut child = tresor_command()
         .args(["block", "generate", "--secret", ZEROS, "--stake", "50"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

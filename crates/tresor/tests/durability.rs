@@ -6,26 +6,23 @@
 mod common;
 
 use common::{
-    Server, TestDb, assert_ledger_balances, cookie_client, free_port, get_json, post,
-    register_and_deposit, unthrottled_flags,
+    Harness, TestDb, assert_ledger_balances, cookie_client, free_port, get_json, now_ms, post,
+    register_and_deposit, scalar, tresor, unthrottled_flags,
 };
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 use tresor::protect::Limits;
 use tresor::service::{IdempotencyKey, ManualClock, Purchase, Registration, Service, Settings};
-use tresor::store::{Backend, Db};
 use tresor_game::{LEVELS, Stake};
 
-async fn survives_a_kill(backend: Backend) {
-    let Some(db) = TestDb::new(backend).await else {
-        return;
-    };
+on_both!(acknowledged_purchases_survive_a_kill);
+
+async fn acknowledged_purchases_survive_a_kill(h: &Harness) {
     // Sixteen players on one address buy as fast as they can.
     let port = free_port();
-    let server = Server::start(&db, port, &unthrottled_flags()).await;
+    let server = h.server_at(port, &unthrottled_flags()).await;
     let base = server.base.clone();
 
     const PLAYERS: usize = 16;
@@ -76,7 +73,7 @@ async fn survives_a_kill(backend: Backend) {
         "purchases were made before the kill ({acknowledged})"
     );
 
-    let server = Server::start(&db, port, &unthrottled_flags()).await;
+    let server = h.server_at(port, &unthrottled_flags()).await;
     for (client, (acknowledged, attempted)) in clients.iter().zip(&results) {
         // Sessions live in the database: the same cookie still works.
         for (_, id, unit) in acknowledged {
@@ -108,33 +105,22 @@ async fn survives_a_kill(backend: Backend) {
         }
     }
     server.kill();
-    let store = Db::connect(&db.url).await.unwrap();
+    let store = h.connect().await;
     assert_ledger_balances(&store).await;
-    let plays: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM plays")
-        .fetch_one(&store.pool)
-        .await
-        .unwrap();
+    let plays: i64 = scalar(&store.pool, "SELECT COUNT(*) FROM plays").await;
     let attempted: usize = results.iter().map(|(_, a)| a.len()).sum();
     assert_eq!(plays as usize, attempted, "one play per key, none twice");
     store.pool.close().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn acknowledged_purchases_survive_a_kill_on_sqlite() {
-    survives_a_kill(Backend::Sqlite).await;
-}
+on_both!(
+    #[ignore = "sells 450,000 units: .ci/run runs it in release mode"]
+    a_whole_block_sold_through_the_service_pays_exactly_its_table
+);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn acknowledged_purchases_survive_a_kill_on_postgres() {
-    survives_a_kill(Backend::Postgres).await;
-}
-
-async fn sells_a_whole_block(backend: Backend) {
-    let Some(db) = TestDb::new(backend).await else {
-        return;
-    };
-    let store = Db::connect(&db.url).await.unwrap();
-    let clock = Arc::new(ManualClock::new(common::now_ms()));
+async fn a_whole_block_sold_through_the_service_pays_exactly_its_table(db: &TestDb) {
+    let store = db.connect().await;
+    let clock = Arc::new(ManualClock::new(now_ms()));
     let service = Service::new(store, clock.clone(), Settings::default());
     let stake = Stake::try_from(200).unwrap();
     service
@@ -201,12 +187,11 @@ async fn sells_a_whole_block(backend: Backend) {
             i64::from(spec.units_per_block) * spec.prize_cents_at_50 * 4
         );
     }
-    let paid: i64 = sqlx::query_scalar(
+    let paid: i64 = scalar(
+        pool,
         "SELECT CAST(SUM(amount_cents) AS BIGINT) FROM transfers WHERE kind = 'prize'",
     )
-    .fetch_one(pool)
-    .await
-    .unwrap();
+    .await;
     assert_eq!(
         paid,
         stake.block_prizes_cents(),
@@ -220,34 +205,19 @@ async fn sells_a_whole_block(backend: Backend) {
         .secret
         .as_deref()
         .expect("a sold-out block's secret is published");
-    let output = Command::new(env!("CARGO_BIN_EXE_tresor"))
-        .args([
-            "block",
-            "verify",
-            "--secret",
-            secret,
-            "--commitment",
-            &block.commitment,
-            "--stake",
-            "200",
-        ])
-        .output()
-        .unwrap();
+    let output = tresor(&[
+        "block",
+        "verify",
+        "--secret",
+        secret,
+        "--commitment",
+        &block.commitment,
+        "--stake",
+        "200",
+    ]);
     assert!(
         output.status.success(),
         "tresor block verify accepts it: {}",
         String::from_utf8_lossy(&output.stderr)
     );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "sells 450,000 units: .ci/run runs it in release mode"]
-async fn a_whole_block_sold_through_the_service_pays_exactly_its_table_on_sqlite() {
-    sells_a_whole_block(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "sells 450,000 units: .ci/run runs it in release mode"]
-async fn a_whole_block_sold_through_the_service_pays_exactly_its_table_on_postgres() {
-    sells_a_whole_block(Backend::Postgres).await;
 }

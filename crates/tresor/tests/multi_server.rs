@@ -8,23 +8,22 @@
 mod common;
 
 use common::{
-    Server, TestDb, assert_ledger_balances, cookie_client, free_port, get_json, post,
-    register_and_deposit, unthrottled_flags,
+    Harness, Server, assert_ledger_balances, cookie_client, describe, get_json, post,
+    register_and_deposit, scalar, unthrottled_flags,
 };
 use serde_json::{Value, json};
 use std::collections::{BTreeSet, HashMap};
-use std::process::Command;
 use std::time::{Duration, Instant};
-use tresor::store::{Backend, Db};
 
 const PLAYERS: usize = 24;
 const LOAD: Duration = Duration::from_secs(5);
 
-/// `tresor serve` on `db`, unthrottled, numbering its blocks from `block_offset`.
-async fn start_server(db: &TestDb, block_offset: u32) -> Server {
+/// `tresor serve` on the test's database, unthrottled, numbering its blocks
+/// from `block_offset`.
+async fn start_server(h: &Harness, block_offset: u32) -> Server {
     let mut flags = vec!["--block-offset".to_owned(), block_offset.to_string()];
     flags.extend(unthrottled_flags());
-    Server::start(db, free_port(), &flags).await
+    h.server(&flags).await
 }
 
 /// POSTs to a server that must answer with JSON.
@@ -46,13 +45,11 @@ struct Seen {
     plays: Vec<(i64, (i64, i64), bool)>,
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn two_servers_on_one_postgres_sell_each_unit_once_and_keep_every_account_right() {
-    let Some(db) = TestDb::new(Backend::Postgres).await else {
-        return;
-    };
+on_postgres!(two_servers_on_one_postgres_sell_each_unit_once_and_keep_every_account_right);
+
+async fn two_servers_on_one_postgres_sell_each_unit_once_and_keep_every_account_right(h: &Harness) {
     // The first server creates the demo emission; the second finds it.
-    let servers = vec![start_server(&db, 0).await, start_server(&db, 1).await];
+    let servers = vec![start_server(h, 0).await, start_server(h, 1).await];
     let bases: Vec<String> = servers.iter().map(|server| server.base.clone()).collect();
 
     // Players register on one server or the other; every third one plays on
@@ -162,7 +159,7 @@ async fn two_servers_on_one_postgres_sell_each_unit_once_and_keep_every_account_
     for server in servers {
         server.kill();
     }
-    let store = Db::connect(&db.url).await.unwrap();
+    let store = h.connect().await;
     let pool = &store.pool;
     assert_ledger_balances(&store).await;
 
@@ -177,12 +174,7 @@ async fn two_servers_on_one_postgres_sell_each_unit_once_and_keep_every_account_
         units.len(),
         "no unit was acknowledged twice"
     );
-    let twice: i64 = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM (SELECT block_id, unit_index FROM plays GROUP BY block_id, unit_index HAVING COUNT(*) > 1) t",
-    )
-    .fetch_one(pool)
-    .await
-    .unwrap();
+    let twice: i64 = scalar(pool, "SELECT COUNT(*) FROM (SELECT block_id, unit_index FROM plays GROUP BY block_id, unit_index HAVING COUNT(*) > 1) t").await;
     assert_eq!(twice, 0, "no unit is stored twice");
     let counters: Vec<(i64, i64, i64)> = sqlx::query_as(
         "SELECT b.id, b.units_sold, (SELECT COUNT(*) FROM plays p WHERE p.block_id = b.id) FROM blocks b",
@@ -196,10 +188,7 @@ async fn two_servers_on_one_postgres_sell_each_unit_once_and_keep_every_account_
             "block {block}: units_sold counts its plays (no lost update)"
         );
     }
-    let plays: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM plays")
-        .fetch_one(pool)
-        .await
-        .unwrap();
+    let plays: i64 = scalar(pool, "SELECT COUNT(*) FROM plays").await;
     assert_eq!(
         plays as usize, acknowledged,
         "one play per acknowledged purchase"
@@ -219,16 +208,11 @@ async fn two_servers_on_one_postgres_sell_each_unit_once_and_keep_every_account_
 
     // Every win credited once: one prize transfer per finished winning play,
     // of its prize, and none for a play still in progress.
-    let wrong: i64 = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM plays p WHERE \
+    let wrong: i64 = scalar(pool, "SELECT COUNT(*) FROM plays p WHERE \
            (p.state = 'finished' AND p.prize_cents > 0 AND 1 <> \
               (SELECT COUNT(*) FROM transfers t WHERE t.kind = 'prize' AND t.play_id = p.id AND t.amount_cents = p.prize_cents)) \
         OR ((p.state = 'in_progress' OR p.prize_cents = 0) AND 0 <> \
-              (SELECT COUNT(*) FROM transfers t WHERE t.kind = 'prize' AND t.play_id = p.id))",
-    )
-    .fetch_one(pool)
-    .await
-    .unwrap();
+              (SELECT COUNT(*) FROM transfers t WHERE t.kind = 'prize' AND t.play_id = p.id))").await;
     assert_eq!(
         wrong, 0,
         "every win is credited exactly once, and only wins"
@@ -237,10 +221,7 @@ async fn two_servers_on_one_postgres_sell_each_unit_once_and_keep_every_account_
         .iter()
         .map(|s| s.plays.iter().filter(|(_, _, f)| *f).count())
         .sum();
-    let finished: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM plays WHERE state = 'finished'")
-        .fetch_one(pool)
-        .await
-        .unwrap();
+    let finished: i64 = scalar(pool, "SELECT COUNT(*) FROM plays WHERE state = 'finished'").await;
     assert!(
         finished as usize >= finished_by_players,
         "every game played to the end is finished"
@@ -248,14 +229,10 @@ async fn two_servers_on_one_postgres_sell_each_unit_once_and_keep_every_account_
     store.pool.close().await;
 
     // The game trail written by both servers is one unbroken chain.
-    let output = Command::new(env!("CARGO_BIN_EXE_tresor"))
-        .args(["audit", "verify", "--database-url", &db.url])
-        .output()
-        .unwrap();
+    let output = h.tresor(&["audit", "verify"]);
     assert!(
         output.status.success(),
-        "tresor audit verify: {}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
+        "tresor audit verify: {}",
+        describe(&output)
     );
 }

@@ -6,7 +6,7 @@
 mod common;
 
 use axum::http::StatusCode;
-use common::{Api, TestDb, describe, player, purchase};
+use common::{Api, TestDb, describe, player, purchase, scalar};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use tresor::service::{Service, rfc3339};
@@ -163,11 +163,11 @@ async fn report_figures_equal_the_ledger_summed_independently(db: &TestDb) {
     let total = &report["emissions"][0]["figures"];
     assert_eq!(total["stakes_taken_cents"], json!(ledger("stake").await));
     assert_eq!(total["wins_credited_cents"], json!(ledger("prize").await));
-    let balances: i64 =
-        sqlx::query_scalar("SELECT CAST(SUM(balance_cents) AS BIGINT) FROM accounts")
-            .fetch_one(pool)
-            .await
-            .expect("a sum");
+    let balances: i64 = scalar(
+        pool,
+        "SELECT CAST(SUM(balance_cents) AS BIGINT) FROM accounts",
+    )
+    .await;
     assert_eq!(balances, 0, "all balances sum to zero");
 
     // The other formats say the same.
@@ -639,7 +639,7 @@ async fn audit_export_writes_json_lines_within_the_window(db: &TestDb) {
     assert_eq!(line["hash"], json!(hash));
 }
 
-on_both_databases!(
+on_both!(
     report_figures_equal_the_ledger_summed_independently,
     a_sold_out_block_reports_exactly_its_table,
     a_suspended_block_is_not_sold_and_sales_go_on_from_another_block,

@@ -358,31 +358,10 @@ on_both!(
     an_exclusion_cannot_be_shortened_and_the_operator_can_exclude_from_the_command_line,
     |app| {
         app.player("ana", 0).await;
-        let db_args: Vec<String> = if app.db.url.starts_with("sqlite:") {
-            let path = app
-                .db
-                .url
-                .trim_start_matches("sqlite://")
-                .trim_end_matches("?mode=rwc");
-            vec![
-                "--data".into(),
-                std::path::Path::new(path)
-                    .parent()
-                    .unwrap()
-                    .display()
-                    .to_string(),
-            ]
-        } else {
-            vec!["--database-url".into(), app.db.url.clone()]
-        };
         let tresor = |args: &[&str]| {
-            std::process::Command::new(env!("CARGO_BIN_EXE_tresor"))
-                .args(["player", "exclude", "--username", "ana"])
-                .args(args)
-                .args(&db_args)
-                .env("RUST_LOG", "warn")
-                .output()
-                .unwrap()
+            let mut all = vec!["player", "exclude", "--username", "ana"];
+            all.extend_from_slice(args);
+            app.db.tresor(&all)
         };
         let output = tresor(&["--days", "30"]);
         let stdout = String::from_utf8_lossy(&output.stdout);

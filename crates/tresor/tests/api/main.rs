@@ -5,6 +5,8 @@
 mod common;
 mod plays;
 
+use common::scalar;
+
 use reqwest::StatusCode;
 use serde_json::json;
 
@@ -60,10 +62,7 @@ on_both!(
         }
         let (status, _) = app.me().await;
         assert_eq!(status, StatusCode::UNAUTHORIZED, "no session was opened");
-        let players: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM players")
-            .fetch_one(&app.service.db.pool)
-            .await
-            .unwrap();
+        let players: i64 = scalar(&app.service.db.pool, "SELECT COUNT(*) FROM players").await;
         assert_eq!(players, 0, "nothing was created");
     }
 );

@@ -1,12 +1,11 @@
 //! Buying units, throwing, settling, the history, and plays under concurrency.
 
-use crate::common::{TestApp, assert_ledger_balances};
+use crate::common::{TestApp, assert_ledger_balances, scalar};
 use crate::on_both;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::collections::HashSet;
 use tresor::service::Clock;
-use tresor::store::Backend;
 use tresor_game::{Content, Symbol, evaluate};
 
 fn revealed(play: &Value) -> Vec<Symbol> {
@@ -156,10 +155,11 @@ on_both!(
         assert_eq!(app.balance().await, 150);
         let (_, history) = app.history("").await;
         assert_eq!(history["plays"], json!([]));
-        let sold: i64 = sqlx::query_scalar("SELECT CAST(SUM(units_sold) AS BIGINT) FROM blocks")
-            .fetch_one(&app.service.db.pool)
-            .await
-            .unwrap();
+        let sold: i64 = scalar(
+            &app.service.db.pool,
+            "SELECT CAST(SUM(units_sold) AS BIGINT) FROM blocks",
+        )
+        .await;
         assert_eq!(sold, 0, "no unit was taken");
     }
 );
@@ -322,23 +322,11 @@ on_both!(the_history_pages_newest_first_with_a_cursor, |app| {
     }
 });
 
+on_both!(concurrent_players_never_share_a_unit_and_the_ledger_balances);
+
 /// 50 players buy 20 units each at once, finishing most games, leaving some
 /// mid-way (settled by their next purchase or later by the settler).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn concurrent_players_never_share_a_unit_and_the_ledger_balances_on_sqlite() {
-    if let Some(app) = TestApp::spawn(Backend::Sqlite).await {
-        concurrent_players(app).await;
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn concurrent_players_never_share_a_unit_and_the_ledger_balances_on_postgres() {
-    if let Some(app) = TestApp::spawn(Backend::Postgres).await {
-        concurrent_players(app).await;
-    }
-}
-
-async fn concurrent_players(app: TestApp) {
+async fn concurrent_players_never_share_a_unit_and_the_ledger_balances(app: TestApp) {
     const PLAYERS: usize = 50;
     const PLAYS: usize = 20;
     let mut tasks = Vec::new();
@@ -381,39 +369,26 @@ async fn concurrent_players(app: TestApp) {
         .advance_ms(app.service.settings.auto_settle_after_s * 1000 + 1);
     app.service.settle_abandoned().await.unwrap();
     let pool = &app.service.db.pool;
-    let distinct_units: i64 = sqlx::query_scalar(
+    let distinct_units: i64 = scalar(
+        pool,
         "SELECT COUNT(*) FROM (SELECT DISTINCT block_id, unit_index FROM plays) u",
     )
-    .fetch_one(pool)
-    .await
-    .unwrap();
+    .await;
     assert_eq!(
         distinct_units as usize,
         PLAYERS * PLAYS,
         "no unit sold twice"
     );
-    let sold: i64 = sqlx::query_scalar("SELECT CAST(SUM(units_sold) AS BIGINT) FROM blocks")
-        .fetch_one(pool)
-        .await
-        .unwrap();
+    let sold: i64 = scalar(pool, "SELECT CAST(SUM(units_sold) AS BIGINT) FROM blocks").await;
     assert_eq!(
         sold as usize,
         PLAYERS * PLAYS,
         "block counters match the plays"
     );
-    let unsettled: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM plays WHERE state <> 'finished'")
-        .fetch_one(pool)
-        .await
-        .unwrap();
+    let unsettled: i64 = scalar(pool, "SELECT COUNT(*) FROM plays WHERE state <> 'finished'").await;
     assert_eq!(unsettled, 0);
-    let prizes: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM transfers WHERE kind = 'prize'")
-        .fetch_one(pool)
-        .await
-        .unwrap();
-    let winners: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM plays WHERE prize_cents > 0")
-        .fetch_one(pool)
-        .await
-        .unwrap();
+    let prizes: i64 = scalar(pool, "SELECT COUNT(*) FROM transfers WHERE kind = 'prize'").await;
+    let winners: i64 = scalar(pool, "SELECT COUNT(*) FROM plays WHERE prize_cents > 0").await;
     assert_eq!(prizes, winners, "every win credited once");
     assert_ledger_balances(&app.service.db).await;
 }

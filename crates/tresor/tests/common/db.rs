@@ -1,0 +1,144 @@
+//! A fresh database per test, on SQLite (a temporary folder) or PostgreSQL
+//! (a database of its own on the test server), dropped at the end.
+
+use super::START_MS;
+use super::process::{describe, tresor_command};
+use std::path::PathBuf;
+use std::process::Output;
+use std::sync::Arc;
+use tresor::service::{ManualClock, Service, Settings};
+use tresor::store::{Backend, Db, sqlite_url};
+
+/// A database of its own for one test, dropped at the end.
+#[derive(Debug)]
+pub struct TestDb {
+    pub url: String,
+    pub backend: Backend,
+    data_dir: Option<tempfile::TempDir>,
+    /// The PostgreSQL server's base URL and this test's database name.
+    postgres: Option<(String, String)>,
+}
+
+impl TestDb {
+    /// A fresh database on `backend`; `None` as [`TestDb::postgres`] says.
+    pub async fn new(backend: Backend) -> Option<TestDb> {
+        match backend {
+            Backend::Sqlite => Some(TestDb::sqlite().await),
+            Backend::Postgres => TestDb::postgres().await,
+        }
+    }
+
+    pub async fn sqlite() -> TestDb {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        TestDb {
+            url: sqlite_url(dir.path()),
+            backend: Backend::Sqlite,
+            data_dir: Some(dir),
+            postgres: None,
+        }
+    }
+
+    /// A fresh PostgreSQL database, or `None` (with a skip line) when no
+    /// server answers and `TRESOR_REQUIRE_POSTGRES` is not `1`.
+    pub async fn postgres() -> Option<TestDb> {
+        use sqlx::Connection;
+        let base = std::env::var("TRESOR_TEST_POSTGRES_URL")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
+        let mut conn = match sqlx::PgConnection::connect(&base).await {
+            Ok(conn) => conn,
+            Err(error) => {
+                if std::env::var("TRESOR_REQUIRE_POSTGRES").as_deref() == Ok("1") {
+                    panic!("PostgreSQL is required but unreachable at {base}: {error}");
+                }
+                eprintln!("skipped: PostgreSQL unreachable at {base}: {error}");
+                return None;
+            }
+        };
+        let mut random = [0u8; 8];
+        getrandom::fill(&mut random).expect("random bytes");
+        let name = format!("tresor_test_{}", hex::encode(random));
+        sqlx::query(&format!("CREATE DATABASE {name}"))
+            .execute(&mut conn)
+            .await
+            .expect("create the test database");
+        let _ = conn.close().await;
+        let (server, _) = base.rsplit_once('/').expect("a URL with a database name");
+        let server = server.to_owned();
+        Some(TestDb {
+            url: format!("{server}/{name}"),
+            backend: Backend::Postgres,
+            data_dir: None,
+            postgres: Some((base, name)),
+        })
+    }
+
+    /// The command-line flags that point `tresor` at this database.
+    pub fn db_args(&self) -> Vec<String> {
+        match &self.data_dir {
+            Some(dir) => vec!["--data".to_owned(), dir.path().display().to_string()],
+            None => vec!["--database-url".to_owned(), self.url.clone()],
+        }
+    }
+
+    pub fn data_dir(&self) -> Option<PathBuf> {
+        self.data_dir.as_ref().map(|d| d.path().to_owned())
+    }
+
+    /// Connects (and migrates).
+    pub async fn connect(&self) -> Db {
+        Db::connect(&self.url)
+            .await
+            .expect("connect to the test database")
+    }
+
+    /// A service on this database whose clock starts at [`START_MS`].
+    pub async fn service(&self) -> (Service, Arc<ManualClock>) {
+        let clock = Arc::new(ManualClock::new(START_MS));
+        let service = Service::new(self.connect().await, clock.clone(), Settings::default());
+        (service, clock)
+    }
+
+    /// Runs the real `tresor` binary with `args` and this database's flags.
+    pub fn tresor(&self, args: &[&str]) -> Output {
+        tresor_command()
+            .args(args)
+            .args(self.db_args())
+            .output()
+            .expect("run the tresor binary")
+    }
+
+    /// Runs the real `tresor` binary like [`TestDb::tresor`] and checks that
+    /// it succeeded.
+    pub fn tresor_ok(&self, args: &[&str]) -> Output {
+        let output = self.tresor(args);
+        assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+        output
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        // Best effort, on a thread of its own: Drop cannot await, and the
+        // test's runtime may be shutting down.
+        if let Some((base, name)) = self.postgres.take() {
+            let _ = std::thread::spawn(move || {
+                let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                else {
+                    return;
+                };
+                runtime.block_on(async move {
+                    use sqlx::Connection;
+                    if let Ok(mut conn) = sqlx::PgConnection::connect(&base).await {
+                        let _ =
+                            sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                                .execute(&mut conn)
+                                .await;
+                    }
+                });
+            })
+            .join();
+        }
+    }
+}

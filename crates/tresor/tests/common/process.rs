@@ -1,0 +1,105 @@
+//! The one place that runs the `tresor` binary: as a command (with or
+//! without a database's flags, see [`TestDb::tresor`]) and as a real
+//! `tresor serve` process on a free port ([`Server`]).
+
+use super::TestDb;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The `tresor` binary of this build, with none of the environment that
+/// would point it at a database (a test gives its own) and quiet logs.
+pub fn tresor_command() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tresor"));
+    command
+        .env_remove("TRESOR_DATA")
+        .env_remove("TRESOR_DATABASE_URL")
+        .env("RUST_LOG", "warn");
+    command
+}
+
+/// Runs the `tresor` binary with `args` and no database.
+pub fn tresor(args: &[&str]) -> Output {
+    tresor_command()
+        .args(args)
+        .output()
+        .expect("run the tresor binary")
+}
+
+/// What a command printed and how it ended.
+pub fn describe(output: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// A TCP port free on 127.0.0.1 when asked.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind a free port")
+        .local_addr()
+        .expect("a local address")
+        .port()
+}
+
+/// Flags that lift the per-player and per-address throttles, for those this
+/// binary has: every simulated player comes from 127.0.0.1.
+pub fn unthrottled_flags() -> Vec<String> {
+    tresor::cli::bench::unthrottled(std::path::Path::new(env!("CARGO_BIN_EXE_tresor")))
+}
+
+/// A real `tresor serve --demo` process, killed when dropped (pass or fail).
+#[derive(Debug)]
+pub struct Server {
+    /// `http://127.0.0.1:{port}`.
+    pub base: String,
+    child: Child,
+}
+
+impl Server {
+    /// Starts `tresor serve --demo` on `db` at 127.0.0.1:`port` with the
+    /// `extra` flags, and waits until it answers `/healthz`.
+    pub async fn start(db: &TestDb, port: u16, extra: &[String]) -> Server {
+        let child = tresor_command()
+            .args(["serve", "--demo", "--listen", &format!("127.0.0.1:{port}")])
+            .args(db.db_args())
+            .args(extra)
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start tresor serve");
+        let server = Server {
+            base: format!("http://127.0.0.1:{port}"),
+            child,
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if reqwest::get(format!("{}/healthz", server.base))
+                .await
+                .is_ok_and(|r| r.status().is_success())
+            {
+                return server;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the server at {} never answered /healthz",
+                server.base
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Kills the server with SIGKILL, as a crash would, and reaps it.
+    pub fn kill(mut self) {
+        self.child.kill().expect("SIGKILL the server");
+        self.child.wait().expect("reap the server");
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
