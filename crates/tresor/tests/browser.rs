@@ -31,6 +31,9 @@ on_both!(
     a_stake_cap_chosen_at_registration_refuses_the_purchase_that_would_pass_it,
 );
 
+// What only the page decides (words, labels, colours) needs one database.
+on_sqlite!(after_a_game_the_button_still_reads_jouer_and_the_status_follows_the_language);
+
 const STAKES: [i64; 3] = [50, 100, 200];
 
 fn screenshots_dir() -> PathBuf {
@@ -1024,9 +1027,10 @@ async fn a_stake_cap_chosen_at_registration_refuses_the_purchase_that_would_pass
     browser.close().await;
 }
 
-#[tokio::test]
-async fn after_a_game_the_button_still_reads_jouer_and_the_status_follows_the_language() {
-    let Some((server, browser)) = setup(1280, 900).await else {
+async fn after_a_game_the_button_still_reads_jouer_and_the_status_follows_the_language(
+    h: &Harness,
+) {
+    let Some((server, browser)) = setup(h, 1280, 900).await else {
         return;
     };
     let base = &server.base;
