@@ -175,3 +175,24 @@ impl From<InvalidIdempotencyKey> for Error {
         Error::InvalidIdempotencyKey
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+
+    #[test]
+    fn a_full_disk_is_storage_full_whichever_driver_meets_it() {
+        let enospc = sqlx::Error::Io(std::io::Error::from_raw_os_error(28));
+        assert!(matches!(Error::from(enospc), Error::StorageFull));
+        let full = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
+            None,
+        );
+        assert!(matches!(Error::from(full), Error::StorageFull));
+        let busy = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
+            None,
+        );
+        assert!(matches!(Error::from(busy), Error::Sqlite(_)));
+    }
+}

@@ -126,6 +126,10 @@ pub struct WriterStats {
     pub restarts: Counter,
     /// Whether the writer is up (its connection open, taking batches).
     up: AtomicBool,
+    /// When the writer last finished a batch or answered a probe, in ms
+    /// since `born`: its heartbeat.
+    beat_ms: AtomicU64,
+    born: std::time::Instant,
     /// The last batches' costs, newest last (for tests and diagnosis).
     recent: Mutex<VecDeque<BatchCost>>,
 }
@@ -139,6 +143,8 @@ impl Default for WriterStats {
             commits_resolved: Counter::default(),
             restarts: Counter::default(),
             up: AtomicBool::new(false),
+            beat_ms: AtomicU64::new(0),
+            born: std::time::Instant::now(),
             recent: Mutex::default(),
         }
     }
@@ -159,6 +165,18 @@ impl WriterStats {
     /// that also proves it is not stuck).
     pub fn is_up(&self) -> bool {
         self.up.load(Ordering::SeqCst)
+    }
+
+    fn beat(&self) {
+        self.beat_ms
+            .store(self.born.elapsed().as_millis() as u64, Ordering::SeqCst);
+    }
+
+    /// Whether the writer is up and finished a batch within `within`.
+    fn beat_within(&self, within: Duration) -> bool {
+        let now = self.born.elapsed().as_millis() as u64;
+        self.is_up()
+            && now.saturating_sub(self.beat_ms.load(Ordering::SeqCst)) <= within.as_millis() as u64
     }
 
     fn record(&self, cost: BatchCost) {
@@ -392,15 +410,26 @@ impl Writer {
             .map_err(|_| Error::Unavailable("the writer has stopped"))
     }
 
-    /// Answers once the writer has taken every request queued before this
-    /// one: `Ok` proves it is up and not stuck in a batch; an error, that it
-    /// is down (restarting). Costs no statement. Callers bound the wait.
-    pub async fn probe(&self) -> Result<(), Error> {
+    /// Whether the writer is up and not stuck, within `within`: `Ok` once
+    /// it takes a probe queued behind every request before it, or if it is
+    /// finishing batches meanwhile (busy under load is not stuck); an error
+    /// when it is down (restarting) or has finished nothing for `within`.
+    /// Runs no statement.
+    pub async fn probe(&self, within: Duration) -> Result<(), Error> {
         let (reply, answer) = oneshot::channel();
-        self.send(Request::Probe(reply)).await?;
-        answer
-            .await
-            .map_err(|_| Error::Unavailable("the writer has stopped"))?
+        let probe = async {
+            self.send(Request::Probe(reply)).await?;
+            answer
+                .await
+                .map_err(|_| Error::Unavailable("the writer has stopped"))?
+        };
+        match tokio::time::timeout(within, probe).await {
+            Ok(answer) => answer,
+            Err(_) if self.stats.beat_within(within) => Ok(()),
+            Err(_) => Err(Error::NotReady(
+                "the writer is stuck: it finished no batch in time",
+            )),
+        }
     }
 
     /// Requests waiting in the queue.
@@ -532,6 +561,7 @@ impl Loop {
                     let _ = reply.send(Ok(()));
                 }
             }
+            self.stats.beat();
             if batch.is_empty() {
                 continue;
             }
@@ -555,6 +585,7 @@ impl Loop {
                 return Exit::Panicked { batches };
             };
             batches += 1;
+            self.stats.beat();
             for (request, answer) in batch.drain(..).zip(answers) {
                 match (request, answer) {
                     (Request::Hot(_, reply), Answer::Hot(result)) => {

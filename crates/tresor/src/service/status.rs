@@ -73,14 +73,14 @@ impl Service {
     }
 
     /// Whether this server can serve players now: the writer answers a
-    /// probe (it is up and not stuck in a batch) and the database answers a
-    /// read, each within [`READY_WITHIN`], both at once. A probe runs no
-    /// statement through the writer and the read is one row by key, so it
-    /// can be polled. A full disk does not make a server unready: every
-    /// server on that disk is full, and players are better told so
+    /// probe or finishes batches (it is up and not stuck) and the database
+    /// answers a read, each within [`READY_WITHIN`], both at once. A probe
+    /// runs no statement through the writer and the read is one row by key,
+    /// so it can be polled. A full disk does not make a server unready:
+    /// every server on that disk is full, and players are better told so
     /// (`storage_full`) than refused a connection.
     pub async fn readiness(&self) -> Result<(), Error> {
-        let writer = tokio::time::timeout(READY_WITHIN, self.writer.probe());
+        let writer = self.writer.probe(READY_WITHIN);
         let read = tokio::time::timeout(READY_WITHIN, async {
             let mut conn = self.db.conn().await?;
             sql::query_scalar::<i64>("SELECT seq FROM trail_head WHERE id = 1")
@@ -89,13 +89,13 @@ impl Service {
         });
         let (writer, read) = tokio::join!(writer, read);
         match writer {
-            Err(_) => return Err(Error::NotReady("the writer has not answered within 500 ms")),
-            Ok(Err(_)) => {
+            Err(Error::NotReady(why)) => return Err(Error::NotReady(why)),
+            Err(_) => {
                 return Err(Error::NotReady(
                     "the writer is down; it is being started again",
                 ));
             }
-            Ok(Ok(())) => {}
+            Ok(()) => {}
         }
         match read {
             Err(_) => Err(Error::NotReady(
