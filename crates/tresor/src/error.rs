@@ -122,15 +122,77 @@ pub enum Error {
     RateLimited { retry_after_s: u64 },
     #[error("service unavailable: {0}")]
     Unavailable(&'static str),
+    /// The database has no room left (SQLite's `SQLITE_FULL`, PostgreSQL's
+    /// `53100 disk_full`, or the OS's `ENOSPC`): the request's transaction
+    /// was rolled back whole.
+    #[error("the server's storage is full: nothing of this request was saved; try again later")]
+    StorageFull,
+    /// `/readyz`: this server should not be sent players now.
+    #[error("not ready: {0}")]
+    NotReady(&'static str),
     #[error("database error")]
-    Database(#[from] sqlx::Error),
+    Database(sqlx::Error),
     /// An error of the writer's own SQLite connection.
     #[error("database error")]
-    Sqlite(#[from] rusqlite::Error),
+    Sqlite(rusqlite::Error),
+}
+
+/// `ENOSPC` on Linux and the BSDs.
+const NO_SPACE_LEFT: i32 = 28;
+
+// A full disk is told apart where the error enters the service, so every
+// layer above sees one `StorageFull`, whichever driver or statement met it.
+impl From<sqlx::Error> for Error {
+    fn from(error: sqlx::Error) -> Self {
+        let full = match &error {
+            // PostgreSQL's disk_full; SQLite's SQLITE_FULL (13) through sqlx.
+            sqlx::Error::Database(db) => matches!(db.code().as_deref(), Some("53100" | "13")),
+            sqlx::Error::Io(io) => io.raw_os_error() == Some(NO_SPACE_LEFT),
+            _ => false,
+        };
+        if full {
+            tracing::warn!(%error, "the database is full");
+            return Error::StorageFull;
+        }
+        Error::Database(error)
+    }
+}
+
+impl From<rusqlite::Error> for Error {
+    fn from(error: rusqlite::Error) -> Self {
+        if let rusqlite::Error::SqliteFailure(failure, _) = &error
+            && failure.code == rusqlite::ErrorCode::DiskFull
+        {
+            tracing::warn!(%error, "the database is full");
+            return Error::StorageFull;
+        }
+        Error::Sqlite(error)
+    }
 }
 
 impl From<InvalidIdempotencyKey> for Error {
     fn from(_: InvalidIdempotencyKey) -> Self {
         Error::InvalidIdempotencyKey
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+
+    #[test]
+    fn a_full_disk_is_storage_full_whichever_driver_meets_it() {
+        let enospc = sqlx::Error::Io(std::io::Error::from_raw_os_error(28));
+        assert!(matches!(Error::from(enospc), Error::StorageFull));
+        let full = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL),
+            None,
+        );
+        assert!(matches!(Error::from(full), Error::StorageFull));
+        let busy = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
+            None,
+        );
+        assert!(matches!(Error::from(busy), Error::Sqlite(_)));
     }
 }

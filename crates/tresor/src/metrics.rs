@@ -71,6 +71,11 @@ impl Metrics {
             "COMMITs whose answer was lost and that were found committed",
             writer.commits_resolved.clone(),
         );
+        registry.register(
+            "writer_restarts",
+            "Times the writer was started again after a panic or a failed start",
+            writer.restarts.clone(),
+        );
         Metrics {
             registry,
             purchases,

@@ -24,17 +24,28 @@
 //! On SQLite the writer runs on a thread of its own with its own connection
 //! (`sql::Conn::Lite`): its statements are plain function calls on prepared
 //! statements, and only a request and its answer cross threads.
+//!
+//! **Supervision**: the writer never half-lives. A writer that cannot open
+//! its database, or that panics inside a batch, is started again with a
+//! growing pause (50 ms doubling to 2 s); a panic rolls its batch back (the
+//! transaction is dropped unfinished) and answers its callers with an
+//! error, never running it again. While it is down every request is
+//! answered at once with `unavailable`, and [`Writer::probe`] fails, so
+//! `/readyz` does too.
 
 use crate::batch::{self, Command, Reply};
 use crate::error::Error;
 use crate::store::sql::{self, Conn};
 use crate::store::{Backend, Db};
 use crate::trail;
+use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use std::any::Any;
 use std::collections::VecDeque;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
@@ -52,6 +63,8 @@ pub type Job =
 enum Request {
     Hot(Command, oneshot::Sender<Result<Reply, Error>>),
     Job(Job, oneshot::Sender<Result<Boxed, Error>>),
+    /// Readiness: answered by a writer that is up, between two batches.
+    Probe(oneshot::Sender<Result<(), Error>>),
 }
 
 impl Request {
@@ -60,6 +73,16 @@ impl Request {
         match self {
             Request::Hot(_, reply) => reply.is_closed(),
             Request::Job(_, reply) => reply.is_closed(),
+            Request::Probe(reply) => reply.is_closed(),
+        }
+    }
+
+    /// Answers the request with `error` without running it.
+    fn refuse(self, error: Error) {
+        match self {
+            Request::Hot(_, reply) => drop(reply.send(Err(error))),
+            Request::Job(_, reply) => drop(reply.send(Err(error))),
+            Request::Probe(reply) => drop(reply.send(Err(error))),
         }
     }
 }
@@ -74,7 +97,7 @@ impl Answer {
     fn failed(error: Error, request: &Request) -> Answer {
         match request {
             Request::Hot(..) => Answer::Hot(Err(error)),
-            Request::Job(..) => Answer::Job(Err(error)),
+            Request::Job(..) | Request::Probe(..) => Answer::Job(Err(error)),
         }
     }
 }
@@ -99,6 +122,14 @@ pub struct WriterStats {
     pub dropped: Counter,
     /// COMMITs whose answer was lost, resolved by looking the batch up.
     pub commits_resolved: Counter,
+    /// Times the writer was started again, after a panic or a failed start.
+    pub restarts: Counter,
+    /// Whether the writer is up (its connection open, taking batches).
+    up: AtomicBool,
+    /// When the writer last finished a batch or answered a probe, in ms
+    /// since `born`: its heartbeat.
+    beat_ms: AtomicU64,
+    born: std::time::Instant,
     /// The last batches' costs, newest last (for tests and diagnosis).
     recent: Mutex<VecDeque<BatchCost>>,
 }
@@ -110,6 +141,10 @@ impl Default for WriterStats {
             batch_retries: Counter::default(),
             dropped: Counter::default(),
             commits_resolved: Counter::default(),
+            restarts: Counter::default(),
+            up: AtomicBool::new(false),
+            beat_ms: AtomicU64::new(0),
+            born: std::time::Instant::now(),
             recent: Mutex::default(),
         }
     }
@@ -124,6 +159,24 @@ impl WriterStats {
             .iter()
             .copied()
             .collect()
+    }
+
+    /// Whether the writer is up now (see [`Writer::probe`] for an answer
+    /// that also proves it is not stuck).
+    pub fn is_up(&self) -> bool {
+        self.up.load(Ordering::SeqCst)
+    }
+
+    fn beat(&self) {
+        self.beat_ms
+            .store(self.born.elapsed().as_millis() as u64, Ordering::SeqCst);
+    }
+
+    /// Whether the writer is up and finished a batch within `within`.
+    fn beat_within(&self, within: Duration) -> bool {
+        let now = self.born.elapsed().as_millis() as u64;
+        self.is_up()
+            && now.saturating_sub(self.beat_ms.load(Ordering::SeqCst)) <= within.as_millis() as u64
     }
 
     fn record(&self, cost: BatchCost) {
@@ -148,6 +201,7 @@ impl std::fmt::Debug for Request {
         match self {
             Request::Hot(command, _) => f.debug_tuple("Hot").field(command).finish(),
             Request::Job(..) => f.write_str("Job"),
+            Request::Probe(..) => f.write_str("Probe"),
         }
     }
 }
@@ -160,6 +214,32 @@ const MAX_ATTEMPTS: usize = 8;
 /// Batches' identities are kept this long, far longer than any COMMIT
 /// takes to be resolved.
 const KEEP_BATCH_IDS_MS: i64 = 24 * 3600 * 1000;
+
+/// Faults a test injects into the real writer (fault-injection hooks, all
+/// off by default; `tresor serve` sets the first two from hidden flags).
+#[derive(Debug, Clone, Default)]
+pub struct Faults {
+    /// Panic inside the transaction of the N-th batch the writer begins
+    /// (counted from 1, across restarts), after its statements ran and
+    /// before its COMMIT…
+    pub panic_at_batch: Option<u64>,
+    /// …and in as many batches from that one (1 when 0).
+    pub panics: u64,
+    /// SQLite: the writer connection's `PRAGMA max_page_count`, read before
+    /// every batch, so a test fills the "disk" and frees it while the
+    /// server runs (0: SQLite's own limit).
+    pub sqlite_max_page_count: Arc<AtomicU64>,
+}
+
+impl Faults {
+    fn maybe_panic(&self, batch_number: u64) {
+        if let Some(at) = self.panic_at_batch
+            && (at..at + self.panics.max(1)).contains(&batch_number)
+        {
+            panic!("fault injection: the writer panics in batch {batch_number}");
+        }
+    }
+}
 
 /// Where the writer's transactions come from.
 enum Engine {
@@ -241,6 +321,16 @@ impl Writer {
     /// with its own connection to the file; on PostgreSQL as a task of the
     /// current runtime, on the pool.
     pub fn start(db: Db, max_batch: usize, context: Arc<batch::Context>) -> Writer {
+        Writer::start_with(db, max_batch, context, Faults::default())
+    }
+
+    /// [`Writer::start`] with `faults` injected (tests only).
+    pub fn start_with(
+        db: Db,
+        max_batch: usize,
+        context: Arc<batch::Context>,
+        faults: Faults,
+    ) -> Writer {
         let max_batch = max_batch.max(1);
         let (queue, receiver) = mpsc::channel(16 * max_batch.max(64));
         let stats = Arc::new(WriterStats::default());
@@ -250,6 +340,8 @@ impl Writer {
             max_batch,
             context,
             ids: BatchIds::new(),
+            faults,
+            page_limit: PageLimit::default(),
         };
         match (&db.backend, &db.sqlite_path) {
             (Backend::Sqlite, Some(path)) => {
@@ -261,19 +353,19 @@ impl Writer {
                             .enable_all()
                             .build()
                             .expect("a runtime for the writer");
-                        let engine = match sql::open_lite(&path) {
-                            Ok(conn) => Engine::Lite(Some(Conn::Lite(conn))),
-                            Err(error) => {
+                        let open = move || {
+                            let conn = sql::open_lite(&path).map_err(|error| {
                                 tracing::error!(%error, path = %path.display(), "the writer cannot open the database");
-                                return;
-                            }
+                                Error::from(error)
+                            })?;
+                            Ok(Engine::Lite(Some(Conn::Lite(conn))))
                         };
-                        runtime.block_on(loop_.run(engine));
+                        runtime.block_on(loop_.supervise(open));
                     })
                     .expect("a thread for the writer");
             }
             _ => {
-                tokio::spawn(loop_.run(Engine::Pool(db)));
+                tokio::spawn(loop_.supervise(move || Ok(Engine::Pool(db.clone()))));
             }
         }
         Writer { queue, stats }
@@ -318,6 +410,28 @@ impl Writer {
             .map_err(|_| Error::Unavailable("the writer has stopped"))
     }
 
+    /// Whether the writer is up and not stuck, within `within`: `Ok` once
+    /// it takes a probe queued behind every request before it, or if it is
+    /// finishing batches meanwhile (busy under load is not stuck); an error
+    /// when it is down (restarting) or has finished nothing for `within`.
+    /// Runs no statement.
+    pub async fn probe(&self, within: Duration) -> Result<(), Error> {
+        let (reply, answer) = oneshot::channel();
+        let probe = async {
+            self.send(Request::Probe(reply)).await?;
+            answer
+                .await
+                .map_err(|_| Error::Unavailable("the writer has stopped"))?
+        };
+        match tokio::time::timeout(within, probe).await {
+            Ok(answer) => answer,
+            Err(_) if self.stats.beat_within(within) => Ok(()),
+            Err(_) => Err(Error::NotReady(
+                "the writer is stuck: it finished no batch in time",
+            )),
+        }
+    }
+
     /// Requests waiting in the queue.
     pub fn queued(&self) -> usize {
         self.queue.max_capacity() - self.queue.capacity()
@@ -353,19 +467,125 @@ struct Loop {
     max_batch: usize,
     context: Arc<batch::Context>,
     ids: BatchIds,
+    faults: Faults,
+    page_limit: PageLimit,
+}
+
+/// The `max_page_count` of the writer's SQLite connection ([`Faults`]).
+#[derive(Debug, Default)]
+struct PageLimit {
+    /// The limit the connection has now (0: its own).
+    applied: u64,
+    /// SQLite's own limit, read before the first change.
+    default: Option<u64>,
+}
+
+/// Why [`Loop::run`] returned.
+enum Exit {
+    /// Every [`Writer`] handle is gone: the server is stopping.
+    Closed,
+    /// A batch panicked, after `batches` batches had run.
+    Panicked { batches: u64 },
+}
+
+/// The pause before the writer's `failures`-th start in a row.
+fn backoff(failures: u32) -> Duration {
+    Duration::from_millis((50u64 << failures.saturating_sub(1).min(6)).min(2_000))
 }
 
 impl Loop {
-    async fn run(mut self, mut engine: Engine) {
+    /// Opens an engine and runs batches on it, again and again: after a
+    /// failed start or a panic, pauses (answering every request with
+    /// `unavailable` meanwhile) and starts again.
+    async fn supervise(mut self, mut open: impl FnMut() -> Result<Engine, Error>) {
+        let mut failures = 0u32;
+        loop {
+            match open() {
+                Ok(engine) => {
+                    if failures > 0 {
+                        tracing::warn!(failures, "the writer started again");
+                    }
+                    self.page_limit = PageLimit::default();
+                    self.stats.up.store(true, Ordering::SeqCst);
+                    let exit = self.run(engine).await;
+                    self.stats.up.store(false, Ordering::SeqCst);
+                    match exit {
+                        Exit::Closed => return,
+                        Exit::Panicked { batches } => {
+                            // A writer that ran a while before its panic
+                            // starts again at once; one that panics at
+                            // every start waits longer each time.
+                            failures = if batches > 0 { 1 } else { failures + 1 };
+                        }
+                    }
+                }
+                Err(_) => failures += 1,
+            }
+            self.stats.restarts.inc();
+            if !self.refuse_for(backoff(failures)).await {
+                return;
+            }
+        }
+    }
+
+    /// While the writer is down: answers every request at once for `pause`.
+    /// `false` when the queue closed.
+    async fn refuse_for(&mut self, pause: Duration) -> bool {
+        let until = tokio::time::Instant::now() + pause;
+        let mut waiting = Vec::new();
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep_until(until) => return true,
+                received = self.receiver.recv_many(&mut waiting, self.max_batch) => {
+                    if received == 0 {
+                        return false;
+                    }
+                    for request in waiting.drain(..) {
+                        request.refuse(Error::Unavailable("the writer is restarting"));
+                    }
+                }
+            }
+        }
+    }
+
+    async fn run(&mut self, mut engine: Engine) -> Exit {
         let mut batch = Vec::with_capacity(self.max_batch);
+        let mut batches = 0;
         while self.receiver.recv_many(&mut batch, self.max_batch).await > 0 {
             let before = batch.len();
             batch.retain(|request| !request.caller_gone());
             self.stats.dropped.inc_by((before - batch.len()) as u64);
+            // Probes are answered here: the writer is up and between batches.
+            for probe in batch.extract_if(.., |request| matches!(request, Request::Probe(_))) {
+                if let Request::Probe(reply) = probe {
+                    let _ = reply.send(Ok(()));
+                }
+            }
+            self.stats.beat();
             if batch.is_empty() {
                 continue;
             }
-            let answers = self.batch(&mut engine, &batch).await;
+            let outcome = AssertUnwindSafe(self.batch(&mut engine, &batch))
+                .catch_unwind()
+                .await;
+            let Ok(answers) = outcome else {
+                // The batch's transaction was dropped unfinished, so rolled
+                // back (a SQLite connection closed in a transaction, a sqlx
+                // transaction dropped): its callers are told, nothing runs
+                // again, and the engine is opened afresh.
+                tracing::error!(
+                    size = batch.len(),
+                    "the writer panicked in a batch; starting it again"
+                );
+                for request in batch.drain(..) {
+                    request.refuse(Error::Unavailable(
+                        "the writer failed during this request; nothing was saved: try again",
+                    ));
+                }
+                return Exit::Panicked { batches };
+            };
+            batches += 1;
+            self.stats.beat();
             for (request, answer) in batch.drain(..).zip(answers) {
                 match (request, answer) {
                     (Request::Hot(_, reply), Answer::Hot(result)) => {
@@ -378,6 +598,34 @@ impl Loop {
                 }
             }
         }
+        Exit::Closed
+    }
+
+    /// Gives the writer's SQLite connection the `max_page_count` the
+    /// faults ask for, when it changed.
+    async fn apply_page_limit(&mut self, engine: &mut Engine) -> Result<(), Error> {
+        let wanted = self.faults.sqlite_max_page_count.load(Ordering::SeqCst);
+        let Engine::Lite(Some(conn)) = engine else {
+            return Ok(());
+        };
+        if wanted == self.page_limit.applied {
+            return Ok(());
+        }
+        if self.page_limit.default.is_none() {
+            let default: i64 = sql::query_scalar("PRAGMA max_page_count")
+                .fetch_one(&mut *conn)
+                .await?;
+            self.page_limit.default = Some(default as u64);
+        }
+        let limit = if wanted == 0 {
+            self.page_limit.default.unwrap_or(u64::from(u32::MAX - 1))
+        } else {
+            wanted
+        };
+        conn.execute_raw(&format!("PRAGMA max_page_count = {limit}"))
+            .await?;
+        self.page_limit.applied = wanted;
+        Ok(())
     }
 
     async fn batch(&mut self, engine: &mut Engine, batch: &[Request]) -> Vec<Answer> {
@@ -423,6 +671,7 @@ impl Loop {
         let (id, number) = self.ids.next();
         let now_ms = system_now_ms();
         let identity = engine.records_identity();
+        self.apply_page_limit(engine).await?;
         let mut conn = engine.begin().await?;
         let (inside, statements) = sql::counting(async {
             let head = trail::lock_head(&mut conn).await?;
@@ -430,6 +679,7 @@ impl Loop {
             let (outcome, head) =
                 trail::with_batch_head(head, requests(&mut conn, &self.context, batch)).await;
             let (answers, wrote) = outcome?;
+            self.faults.maybe_panic(number);
             if wrote && head.seq != start_seq {
                 trail::store_head(&mut conn, &head).await?;
             }
@@ -504,7 +754,7 @@ async fn requests(
         .iter()
         .filter_map(|request| match request {
             Request::Hot(command, _) => Some(command),
-            Request::Job(..) => None,
+            Request::Job(..) | Request::Probe(..) => None,
         })
         .collect();
     let (hot_results, mut wrote) = if hot.is_empty() {
@@ -527,6 +777,7 @@ async fn requests(
                 wrote |= result.is_ok();
                 answers.push(Answer::Job(result));
             }
+            Request::Probe(_) => unreachable!("probes are answered before the batch"),
         }
     }
     Ok((answers, wrote))
@@ -584,7 +835,7 @@ fn system_now_ms() -> i64 {
 fn is_failure(error: &Error) -> bool {
     matches!(
         error,
-        Error::Database(_) | Error::Sqlite(_) | Error::Unavailable(_)
+        Error::Database(_) | Error::Sqlite(_) | Error::Unavailable(_) | Error::StorageFull
     )
 }
 

@@ -78,6 +78,18 @@ pub struct ServeArgs {
     /// different blocks; the first open block is the fallback.
     #[arg(long, env = "TRESOR_BLOCK_OFFSET", default_value_t = 0)]
     pub block_offset: i64,
+    /// Fault injection, for tests only: the writer panics in the N-th
+    /// batch it begins (see `writer::Faults`).
+    #[arg(long, env = "TRESOR_FAULT_WRITER_PANIC_AT_BATCH", hide = true)]
+    pub fault_writer_panic_at_batch: Option<u64>,
+    /// Fault injection, for tests only: and in this many batches from it.
+    #[arg(
+        long,
+        env = "TRESOR_FAULT_WRITER_PANICS",
+        hide = true,
+        default_value_t = 1
+    )]
+    pub fault_writer_panics: u64,
 }
 
 impl Default for ServeArgs {
@@ -95,6 +107,8 @@ impl Default for ServeArgs {
             rate_limits: RateLimitArgs::default(),
             max_batch: crate::writer::DEFAULT_MAX_BATCH,
             block_offset: 0,
+            fault_writer_panic_at_batch: None,
+            fault_writer_panics: 1,
         }
     }
 }
@@ -162,6 +176,11 @@ pub async fn run_serve(args: ServeArgs) -> anyhow::Result<()> {
         rate_limits: args.rate_limits.to_settings(),
         writer_max_batch: args.max_batch,
         block_offset: args.block_offset.max(0),
+        writer_faults: crate::writer::Faults {
+            panic_at_batch: args.fault_writer_panic_at_batch,
+            panics: args.fault_writer_panics,
+            ..crate::writer::Faults::default()
+        },
         ..Settings::default()
     };
     let service = open_service(&args.db, settings).await?;

@@ -67,6 +67,8 @@ impl From<Error> for ApiError {
             }
             Error::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
             Error::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            Error::StorageFull => (StatusCode::SERVICE_UNAVAILABLE, "storage_full"),
+            Error::NotReady(_) => (StatusCode::SERVICE_UNAVAILABLE, "not_ready"),
             Error::Database(_) | Error::Sqlite(_) => {
                 (StatusCode::INTERNAL_SERVER_ERROR, "internal")
             }
@@ -110,6 +112,9 @@ impl From<Error> for ApiError {
                 detail.insert("excluded_until".to_owned(), json!(rfc3339(*until_ms)));
             }
             Error::RateLimited { retry_after_s: s } => retry_after_s = Some(*s),
+            // Space comes back when an operator frees it: not in a second.
+            Error::StorageFull => retry_after_s = Some(30),
+            Error::Unavailable(_) => retry_after_s = Some(1),
             _ => {}
         }
         ApiError {

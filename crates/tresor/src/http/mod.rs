@@ -1,5 +1,5 @@
-//! The HTTP edge: the JSON API under `/api`, health and metrics, and the web
-//! page. [`app`] builds the router; [`serve`] adds the listener, background
+//! The HTTP edge: the JSON API under `/api`, liveness (`/healthz`),
+//! readiness (`/readyz`) and metrics, and the web page. [`app`] builds the router; [`serve`] adds the listener, background
 //! tasks and graceful shutdown, so tests can drive [`app`] in-process.
 
 mod api;
@@ -16,7 +16,8 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Router};
+use axum::routing::get;
+use axum::{Extension, Json, Router};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tower_http::limit::RequestBodyLimitLayer;
@@ -48,6 +49,7 @@ fn app_with(state: AppState, throttles: Arc<Throttles>) -> Router {
         )
     });
     Router::new()
+        .route("/readyz", get(readyz))
         .merge(api::routes())
         .merge(web::routes())
         .layer(Extension(throttles))
@@ -76,6 +78,16 @@ fn app_with(state: AppState, throttles: Arc<Throttles>) -> Router {
             HeaderValue::from_static("same-origin"),
         ))
         .with_state(state)
+}
+
+/// `GET /readyz`: 200 `{"status":"ready"}` when the writer and the
+/// database answer, else 503 `not_ready` saying which did not
+/// ([`Service::readiness`]). `/healthz` only says the process lives.
+async fn readyz(State(state): State<AppState>) -> Response {
+    match state.service.readiness().await {
+        Ok(()) => Json(serde_json::json!({"status": "ready"})).into_response(),
+        Err(error) => ApiError::from(error).into_response(),
+    }
 }
 
 /// The body-size and time limits answer before any handler, with an empty or

@@ -49,6 +49,8 @@ pub struct Settings {
     /// The most jobs the writer commits in one transaction; 1 commits each
     /// job alone (the baseline that group commit is measured against).
     pub writer_max_batch: usize,
+    /// Faults injected into the writer, for tests (none by default).
+    pub writer_faults: crate::writer::Faults,
 }
 
 impl Default for Settings {
@@ -60,6 +62,7 @@ impl Default for Settings {
             session_max_s: 12 * 3600,
             block_offset: 0,
             writer_max_batch: crate::writer::DEFAULT_MAX_BATCH,
+            writer_faults: crate::writer::Faults::default(),
         }
     }
 }
@@ -108,7 +111,12 @@ impl Service {
             blocks: blocks.clone(),
             block_offset: settings.block_offset,
         });
-        let writer = Writer::start(db.clone(), settings.writer_max_batch, context);
+        let writer = Writer::start_with(
+            db.clone(),
+            settings.writer_max_batch,
+            context,
+            settings.writer_faults.clone(),
+        );
         Service {
             db,
             writer,

@@ -1,4 +1,5 @@
-//! The site status: demo mode, the sales window, the announcement, settings.
+//! The site status: demo mode, the sales window, the announcement, settings;
+//! and readiness (`/readyz`): whether this server should be sent players.
 
 use super::{Service, rfc3339};
 use crate::error::Error;
@@ -6,6 +7,11 @@ use crate::store::{Conn, sql};
 use crate::trail::{self, Actor};
 use serde::Serialize;
 use serde_json::json;
+use std::time::Duration;
+
+/// How long each readiness probe may take: a load balancer polling every
+/// second sees a dead, stuck or cut-off server at its next poll.
+pub const READY_WITHIN: Duration = Duration::from_millis(500);
 
 /// The sales window and site message (Article 1).
 #[derive(Debug, Clone, Serialize)]
@@ -64,6 +70,43 @@ impl Service {
             })
         })
         .await
+    }
+
+    /// Whether this server can serve players now: the writer answers a
+    /// probe or finishes batches (it is up and not stuck) and the database
+    /// answers a read, each within [`READY_WITHIN`], both at once. A probe
+    /// runs no statement through the writer and the read is one row by key,
+    /// so it can be polled. A full disk does not make a server unready:
+    /// every server on that disk is full, and players are better told so
+    /// (`storage_full`) than refused a connection.
+    pub async fn readiness(&self) -> Result<(), Error> {
+        let writer = self.writer.probe(READY_WITHIN);
+        let read = tokio::time::timeout(READY_WITHIN, async {
+            let mut conn = self.db.conn().await?;
+            sql::query_scalar::<i64>("SELECT seq FROM trail_head WHERE id = 1")
+                .fetch_one(&mut conn)
+                .await
+        });
+        let (writer, read) = tokio::join!(writer, read);
+        match writer {
+            Err(Error::NotReady(why)) => return Err(Error::NotReady(why)),
+            Err(_) => {
+                return Err(Error::NotReady(
+                    "the writer is down; it is being started again",
+                ));
+            }
+            Ok(()) => {}
+        }
+        match read {
+            Err(_) => Err(Error::NotReady(
+                "the database has not answered a read within 500 ms",
+            )),
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "readiness: the database does not answer a read");
+                Err(Error::NotReady("the database does not answer a read"))
+            }
+            Ok(Ok(_)) => Ok(()),
+        }
     }
 
     pub async fn status(&self) -> Result<Status, Error> {

@@ -1,0 +1,647 @@
+//! Faults made for real, and what players and operators see of them: a
+//! writer that panics mid-load (the fault-injection hook), a database the
+//! writer cannot open or cannot reach (`/readyz`), and a full SQLite
+//! database (`max_page_count` lowered while the server runs, then raised).
+//! After each: every acknowledged purchase is there, nothing was applied
+//! twice, the ledger sums to zero and the trail verifies.
+
+mod common;
+
+use common::{
+    Server, TestApp, TestDb, assert_ledger_balances, cookie_client, free_port, get_json, post,
+    register_and_deposit, unthrottled_flags,
+};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+use tresor::metrics::Metrics;
+use tresor::service::{ManualClock, Service, Settings};
+use tresor::store::{Backend, Db};
+use tresor::trail::{self, Verdict};
+use tresor_game::Stake;
+
+/// `GET {base}/readyz`: its status and JSON body (0 when no answer came).
+async fn readyz(base: &str) -> (u16, Value) {
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    match client.get(format!("{base}/readyz")).send().await {
+        Ok(response) => {
+            let status = response.status().as_u16();
+            (status, response.json().await.unwrap_or(Value::Null))
+        }
+        Err(_) => (0, Value::Null),
+    }
+}
+
+/// Polls `/readyz` every 20 ms until it answers `status`; how long that
+/// took. Fails after `limit`.
+async fn readyz_becomes(base: &str, status: u16, limit: Duration) -> Duration {
+    let started = Instant::now();
+    loop {
+        let (got, body) = readyz(base).await;
+        if got == status {
+            if status == 503 {
+                assert_eq!(body["error"]["code"], "not_ready", "{body}");
+            }
+            return started.elapsed();
+        }
+        assert!(
+            started.elapsed() < limit,
+            "/readyz still answers {got} after {limit:?}: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The trail verifies from end to end.
+async fn assert_trail_verifies(db: &Db) -> i64 {
+    match trail::verify(&db.pool, |_| {})
+        .await
+        .expect("the trail reads")
+    {
+        Verdict::Intact { records, .. } => records,
+        Verdict::Broken { seq, reason } => panic!("the trail breaks at record {seq}: {reason}"),
+    }
+}
+
+async fn count_plays(db: &Db) -> i64 {
+    sqlx::query_scalar("SELECT COUNT(*) FROM plays")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap()
+}
+
+// ---- A writer that panics mid-load ----
+
+/// One purchase attempt of the load: its key, status, answer and when.
+struct Attempt {
+    key: String,
+    status: u16,
+    body: Value,
+    answered_at: Duration,
+    took: Duration,
+}
+
+async fn a_writer_panic_mid_load(backend: Backend) {
+    let Some(db) = TestDb::new(backend).await else {
+        return;
+    };
+    // From the 80th batch (well after the setup and the registrations), six
+    // batches in a row panic: the writer restarts six times, pausing 50 ms,
+    // then 100, 200… (3 s in all), while players keep buying.
+    let port = free_port();
+    let mut flags = unthrottled_flags();
+    for flag in [
+        "--fault-writer-panic-at-batch",
+        "80",
+        "--fault-writer-panics",
+        "6",
+    ] {
+        flags.push(flag.to_owned());
+    }
+    let server = Server::start(&db, port, &flags).await;
+    let base = server.base.clone();
+    const PLAYERS: usize = 8;
+    let mut clients = Vec::new();
+    for p in 0..PLAYERS {
+        let client = cookie_client();
+        register_and_deposit(&client, &base, &format!("player{p}"), 100_000).await;
+        clients.push(client);
+    }
+
+    let started = Instant::now();
+    const LOAD: Duration = Duration::from_secs(8);
+    let ready_samples = Arc::new(Mutex::new(Vec::<(Duration, u16)>::new()));
+    let poller = {
+        let (base, samples) = (base.clone(), ready_samples.clone());
+        tokio::spawn(async move {
+            while started.elapsed() < LOAD {
+                let (status, _) = readyz(&base).await;
+                samples.lock().unwrap().push((started.elapsed(), status));
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+        })
+    };
+    let mut tasks = Vec::new();
+    for (p, client) in clients.iter().cloned().enumerate() {
+        let base = base.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut attempts = Vec::new();
+            let mut n = 0;
+            while started.elapsed() < LOAD {
+                let key = format!("p{p}-n{n}");
+                n += 1;
+                let sent = Instant::now();
+                let (status, body) = post(
+                    &client,
+                    &format!("{base}/api/plays"),
+                    &json!({"stake_cents": 50}),
+                    Some(&key),
+                )
+                .await
+                .expect("every purchase is answered");
+                attempts.push(Attempt {
+                    key,
+                    status,
+                    body,
+                    answered_at: started.elapsed(),
+                    took: sent.elapsed(),
+                });
+                if status != 201 {
+                    // A client backs off a little on a 503.
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+            attempts
+        }));
+    }
+    let mut per_player = Vec::new();
+    for task in tasks {
+        per_player.push(task.await.unwrap());
+    }
+    poller.await.unwrap();
+    let attempts: Vec<&Attempt> = per_player.iter().flatten().collect();
+    let acknowledged: Vec<&Attempt> = attempts
+        .iter()
+        .copied()
+        .filter(|a| a.status == 201)
+        .collect();
+    let failed: Vec<&Attempt> = attempts
+        .iter()
+        .copied()
+        .filter(|a| a.status != 201)
+        .collect();
+    for attempt in &failed {
+        assert_eq!(attempt.status, 503, "{}", attempt.body);
+        assert_eq!(
+            attempt.body["error"]["code"], "unavailable",
+            "{}",
+            attempt.body
+        );
+    }
+    let slowest = attempts.iter().map(|a| a.took).max().unwrap();
+    assert!(
+        slowest < Duration::from_secs(5),
+        "no caller is left hanging (slowest answer: {slowest:?})"
+    );
+    let first_failure = failed
+        .iter()
+        .map(|a| a.answered_at)
+        .min()
+        .expect("the writer panicked: some purchases failed");
+    let last_failure = failed.iter().map(|a| a.answered_at).max().unwrap();
+    let samples = ready_samples.lock().unwrap().clone();
+    // The first unready answer may come before the first failed purchase is
+    // answered: a writer busy printing its panic is already seen as stuck.
+    let first_unready = samples
+        .iter()
+        .find(|(_, status)| *status == 503)
+        .map(|(at, _)| *at)
+        .expect("/readyz failed while the writer was down");
+    assert!(
+        first_unready < first_failure + Duration::from_secs(1),
+        "/readyz failed within 1 s of the first failed purchase ({first_unready:?} against {first_failure:?})"
+    );
+    // The writer is back: the same process serves again.
+    readyz_becomes(&base, 200, Duration::from_secs(5)).await;
+    for player in &per_player {
+        let last = player.last().unwrap();
+        assert_eq!(last.status, 201, "each player buys again: {}", last.body);
+    }
+    let metrics = reqwest::get(format!("{base}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let restarts: f64 = metrics
+        .lines()
+        .find_map(|line| line.strip_prefix("tresor_writer_restarts_total "))
+        .expect("the restart counter")
+        .parse()
+        .unwrap();
+    assert!(restarts >= 6.0, "six restarts counted ({restarts})");
+
+    // Every acknowledged purchase is there; no failed one was applied.
+    let store = db.connect().await;
+    assert_eq!(
+        count_plays(&store).await as usize,
+        acknowledged.len(),
+        "exactly the acknowledged purchases are in the database"
+    );
+    for (client, player) in clients.iter().zip(&per_player) {
+        for attempt in player.iter().filter(|a| a.status == 201) {
+            let id = attempt.body["id"].as_i64().unwrap();
+            let play = get_json(client, &format!("{base}/api/plays/{id}")).await;
+            assert_eq!(play["unit"], attempt.body["unit"], "play {id} is there");
+        }
+    }
+    // Retrying the failed keys buys each once; retrying acknowledged ones
+    // replays them.
+    for (client, player) in clients.iter().zip(&per_player) {
+        for attempt in player
+            .iter()
+            .rev()
+            .take(3)
+            .chain(player.iter().filter(|a| a.status != 201))
+        {
+            let (status, play) = post(
+                client,
+                &format!("{base}/api/plays"),
+                &json!({"stake_cents": 50}),
+                Some(&attempt.key),
+            )
+            .await
+            .unwrap();
+            assert_eq!(status, 201, "{play}");
+            if attempt.status == 201 {
+                assert_eq!(play["id"], attempt.body["id"], "a replay");
+            }
+        }
+    }
+    server.kill();
+    assert_eq!(
+        count_plays(&store).await as usize,
+        attempts.len(),
+        "one play per key, none twice"
+    );
+    assert_ledger_balances(&store).await;
+    let records = assert_trail_verifies(&store).await;
+    db.tresor_ok(&["audit", "verify"]);
+    println!(
+        "{backend:?}: {} purchases, {} acknowledged, {} answered 503 unavailable \
+         (from {first_failure:?} to {last_failure:?}); /readyz 503 at {first_unready:?}; \
+         {restarts} restarts; slowest answer {slowest:?}; {records} trail records verify",
+        attempts.len(),
+        acknowledged.len(),
+        failed.len(),
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writer_that_panics_mid_load_fails_its_callers_fast_and_restarts_on_sqlite() {
+    a_writer_panic_mid_load(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writer_that_panics_mid_load_fails_its_callers_fast_and_restarts_on_postgres() {
+    a_writer_panic_mid_load(Backend::Postgres).await;
+}
+
+// ---- A database the writer cannot open or cannot reach ----
+
+/// Serves `service` over HTTP in-process; the base URL.
+async fn serve(service: &Service) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let state = tresor::http::AppState {
+        service: service.clone(),
+        metrics: Arc::new(Metrics::new(&service.writer.stats)),
+        secure_cookies: false,
+    };
+    let app =
+        tresor::http::app(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    base
+}
+
+fn settings() -> Settings {
+    Settings {
+        rate_limits: tresor::protect::RateLimits::unthrottled(),
+        ..Settings::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writer_that_cannot_open_its_sqlite_file_is_not_ready_and_recovers_by_itself() {
+    let db = TestDb::sqlite().await;
+    let store = db.connect().await;
+    // The database file is put aside and a folder takes its name: the
+    // writer's open fails (as it would on a lost mount), for real.
+    let file = db.data_dir().unwrap().join("tresor.db");
+    let aside = file.with_extension("aside");
+    std::fs::rename(&file, &aside).unwrap();
+    std::fs::create_dir(&file).unwrap();
+    let clock = Arc::new(ManualClock::new(common::now_ms()));
+    let service = Service::new(store, clock, settings());
+    let base = serve(&service).await;
+    let became_unready = readyz_becomes(&base, 503, Duration::from_secs(1)).await;
+    let (status, body) = readyz(&base).await;
+    assert_eq!(status, 503, "{body}");
+    // A write is refused at once, not left waiting.
+    let client = cookie_client();
+    let asked = Instant::now();
+    let (status, body) = post(
+        &client,
+        &format!("{base}/api/register"),
+        &json!({"username": "early", "password": "a long password", "adult": true, "accept_rules": true}),
+        None,
+    )
+    .await
+    .unwrap();
+    let refused_in = asked.elapsed();
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (503, Some("unavailable")),
+        "{body}"
+    );
+    assert!(
+        refused_in < Duration::from_secs(1),
+        "refused in {refused_in:?}"
+    );
+    // /healthz still says the process lives.
+    assert!(
+        reqwest::get(format!("{base}/healthz"))
+            .await
+            .unwrap()
+            .status()
+            .is_success()
+    );
+
+    // The file comes back: the writer opens it at its next try.
+    std::fs::remove_dir(&file).unwrap();
+    std::fs::rename(&aside, &file).unwrap();
+    let back = Instant::now();
+    let recovered_in = readyz_becomes(&base, 200, Duration::from_secs(5)).await;
+    service.set_demo().await.unwrap();
+    service
+        .create_emission("Back", &Stake::ALL, 1)
+        .await
+        .unwrap();
+    register_and_deposit(&client, &base, "late", 1_000).await;
+    let (status, play) = post(
+        &client,
+        &format!("{base}/api/plays"),
+        &json!({"stake_cents": 50}),
+        Some("after"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 201, "{play}");
+    assert!(service.writer.stats.restarts.get() >= 1);
+    assert_ledger_balances(&service.db).await;
+    assert_trail_verifies(&service.db).await;
+    println!(
+        "SQLite file unopenable: /readyz 503 after {became_unready:?}, a write refused in \
+         {refused_in:?}; file back: ready again in {recovered_in:?}, buying after {:?}, \
+         {} writer restarts",
+        back.elapsed(),
+        service.writer.stats.restarts.get()
+    );
+}
+
+/// A TCP proxy in front of PostgreSQL that can be unplugged (every
+/// connection cut, new ones closed at once) and plugged back.
+struct Plug {
+    port: u16,
+    up: Arc<AtomicBool>,
+    pumps: Arc<Mutex<Vec<JoinHandle<()>>>>,
+    accept: JoinHandle<()>,
+}
+
+impl Plug {
+    async fn start(upstream: &'static str) -> Plug {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let up = Arc::new(AtomicBool::new(true));
+        let pumps = Arc::new(Mutex::new(Vec::<JoinHandle<()>>::new()));
+        let (up_in, pumps_in) = (up.clone(), pumps.clone());
+        let accept = tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                if !up_in.load(Ordering::SeqCst) {
+                    continue; // dropped: closed at once
+                }
+                let Ok(mut server) = TcpStream::connect(upstream).await else {
+                    continue;
+                };
+                let pump = tokio::spawn(async move {
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                });
+                pumps_in.lock().unwrap().push(pump);
+            }
+        });
+        Plug {
+            port,
+            up,
+            pumps,
+            accept,
+        }
+    }
+
+    fn unplug(&self) {
+        self.up.store(false, Ordering::SeqCst);
+        for pump in self.pumps.lock().unwrap().drain(..) {
+            pump.abort();
+        }
+    }
+
+    fn plug(&self) {
+        self.up.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Drop for Plug {
+    fn drop(&mut self) {
+        self.unplug();
+        self.accept.abort();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_postgresql_cut_off_makes_readyz_fail_within_a_second_and_it_recovers_by_itself() {
+    let Some(db) = TestDb::postgres().await else {
+        return;
+    };
+    let plug = Plug::start("127.0.0.1:5432").await;
+    let url = db
+        .url
+        .replacen("127.0.0.1:5432", &format!("127.0.0.1:{}", plug.port), 1);
+    assert_ne!(url, db.url, "the test database is reached through the plug");
+    let store = Db::connect(&url).await.unwrap();
+    let clock = Arc::new(ManualClock::new(common::now_ms()));
+    let service = Service::new(store, clock, settings());
+    service.set_demo().await.unwrap();
+    service
+        .create_emission("Plug", &Stake::ALL, 1)
+        .await
+        .unwrap();
+    let base = serve(&service).await;
+    let client = cookie_client();
+    register_and_deposit(&client, &base, "player", 10_000).await;
+    readyz_becomes(&base, 200, Duration::from_secs(1)).await;
+
+    plug.unplug();
+    let became_unready = readyz_becomes(&base, 503, Duration::from_secs(1)).await;
+    assert!(
+        became_unready < Duration::from_secs(1),
+        "/readyz failed in {became_unready:?}"
+    );
+    // /healthz still says the process lives.
+    assert!(
+        reqwest::get(format!("{base}/healthz"))
+            .await
+            .unwrap()
+            .status()
+            .is_success()
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(readyz(&base).await.0, 503, "still unready while cut off");
+
+    plug.plug();
+    let recovered_in = readyz_becomes(&base, 200, Duration::from_secs(10)).await;
+    let (status, play) = post(
+        &client,
+        &format!("{base}/api/plays"),
+        &json!({"stake_cents": 50}),
+        Some("after"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 201, "{play}");
+    assert_ledger_balances(&service.db).await;
+    assert_trail_verifies(&service.db).await;
+    println!(
+        "PostgreSQL cut off: /readyz 503 after {became_unready:?}; plugged back: ready again in \
+         {recovered_in:?}"
+    );
+}
+
+// ---- A full disk (SQLite) ----
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_sqlite_disk_answers_storage_full_loses_nothing_and_serves_again_once_freed() {
+    let settings = TestApp::settings();
+    let page_limit = settings.writer_faults.sqlite_max_page_count.clone();
+    let app = TestApp::spawn_with(Backend::Sqlite, settings)
+        .await
+        .unwrap();
+    const PLAYERS: usize = 4;
+    let mut players = Vec::new();
+    for p in 0..PLAYERS {
+        let player = app.another_client();
+        player.player(&format!("player{p}"), 40_000).await;
+        players.push(player);
+    }
+    let pages: i64 = sqlx::query_scalar("PRAGMA page_count")
+        .fetch_one(&app.service.db.pool)
+        .await
+        .unwrap();
+    // Room for a few dozen purchases more, then the "disk" is full.
+    page_limit.store(pages as u64 + 6, Ordering::SeqCst);
+
+    // Every player buys until the disk has refused it ten times.
+    let mut tasks = Vec::new();
+    for (p, player) in players.into_iter().enumerate() {
+        tasks.push(tokio::spawn(async move {
+            let mut answers = Vec::new();
+            let mut refused = 0;
+            for n in 0..2_000 {
+                let key = format!("p{p}-full-{n}");
+                let (status, body) = player.buy_with_key(50, &key).await;
+                if status == 503 {
+                    refused += 1;
+                }
+                answers.push((key, status, body));
+                if refused == 10 {
+                    break;
+                }
+            }
+            (player, answers)
+        }));
+    }
+    let mut answers = Vec::new();
+    let mut players = Vec::new();
+    for task in tasks {
+        let (player, theirs) = task.await.unwrap();
+        players.push(player);
+        answers.extend(theirs);
+    }
+    let mut acknowledged: HashMap<String, i64> = HashMap::new();
+    let mut refused = 0;
+    for (key, status, body) in &answers {
+        match status.as_u16() {
+            201 => {
+                acknowledged.insert(key.clone(), body["id"].as_i64().unwrap());
+            }
+            503 => {
+                refused += 1;
+                assert_eq!(body["error"]["code"], "storage_full", "{body}");
+            }
+            other => panic!("unexpected {other}: {body}"),
+        }
+    }
+    assert!(
+        refused >= 10 * PLAYERS,
+        "the disk filled ({refused} refusals)"
+    );
+    // While full: nothing half-written, the server still reads, and stays ready.
+    let found = count_plays(&app.service.db).await;
+    assert_eq!(
+        found as usize,
+        acknowledged.len(),
+        "exactly the acknowledged purchases"
+    );
+    app.assert_ledger_balances().await;
+    assert_trail_verifies(&app.service.db).await;
+    let (status, _) = players[0].me().await;
+    assert_eq!(status, 200, "reads are served on a full disk");
+    assert_eq!(
+        readyz(&app.address).await.0,
+        200,
+        "a full disk is not a reason to stop sending players"
+    );
+
+    // Space comes back, without a restart.
+    page_limit.store(0, Ordering::SeqCst);
+    let freed = Instant::now();
+    let mut n = 0;
+    let serving_in = loop {
+        let (status, body) = players[0].buy_with_key(50, &format!("after-{n}")).await;
+        n += 1;
+        if status == 201 {
+            acknowledged.insert(format!("after-{}", n - 1), body["id"].as_i64().unwrap());
+            break freed.elapsed();
+        }
+        assert_eq!(body["error"]["code"], "storage_full", "{body}");
+        assert!(freed.elapsed() < Duration::from_secs(5), "serving again");
+    };
+    // The keys the disk refused buy now, each once.
+    for (key, status, _) in &answers {
+        if *status == 503 {
+            let player: usize = key[1..key.find('-').unwrap()].parse().unwrap();
+            let (status, body) = players[player].buy_with_key(50, key).await;
+            assert_eq!(status, 201, "{body}");
+            acknowledged.insert(key.clone(), body["id"].as_i64().unwrap());
+        }
+    }
+    for (player, p) in players.iter().zip(0..) {
+        for (key, id) in &acknowledged {
+            if key.starts_with(&format!("p{p}-")) {
+                let (status, play) = player.play(*id).await;
+                assert_eq!(status, 200, "acknowledged play {id} is there: {play}");
+            }
+        }
+    }
+    let found = count_plays(&app.service.db).await;
+    assert_eq!(
+        found as usize,
+        acknowledged.len(),
+        "one play per key, none twice"
+    );
+    app.assert_ledger_balances().await;
+    let records = assert_trail_verifies(&app.service.db).await;
+    app.db.tresor_ok(&["audit", "verify"]);
+    println!(
+        "SQLite full at {} pages: {} purchases acknowledged before, {refused} answered 503 \
+         storage_full, {found} plays found in the end (all acknowledged, once each); serving \
+         again {serving_in:?} after space came back, without a restart; {records} trail records verify",
+        pages + 6,
+        answers.len() - refused,
+    );
+}
