@@ -67,11 +67,19 @@ impl From<Error> for ApiError {
             }
             Error::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
             Error::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            // The database is down or failing over: nothing was changed.
+            Error::Database(_) if error.is_outage() => {
+                (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
+            }
             Error::Database(_) | Error::Sqlite(_) => {
                 (StatusCode::INTERNAL_SERVER_ERROR, "internal")
             }
         };
         let message = match &error {
+            Error::Database(cause) if error.is_outage() => {
+                tracing::warn!(error = %cause, "the database is unavailable");
+                "service unavailable: the database cannot be reached; nothing was changed, try again shortly".to_owned()
+            }
             Error::Database(cause) => {
                 tracing::error!(error = %cause, "database error");
                 "internal error".to_owned()
