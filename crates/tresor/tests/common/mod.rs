@@ -15,6 +15,7 @@
     reason = "each test binary uses a different part of the helpers"
 )]
 
+pub mod cluster;
 pub mod proxy;
 
 use axum::body::Body;
@@ -690,9 +691,20 @@ impl Server {
     /// Starts `tresor serve --demo` on `db` at 127.0.0.1:`port` with the
     /// `extra` flags, and waits until it answers `/healthz`.
     pub async fn start(db: &TestDb, port: u16, extra: &[String]) -> Server {
+        Server::start_with(&db.db_args(), port, extra).await
+    }
+
+    /// Starts `tresor serve --demo` on the PostgreSQL `url` (a multi-host
+    /// one, say) like [`Server::start`].
+    pub async fn start_on_url(url: &str, port: u16, extra: &[String]) -> Server {
+        let db_args = ["--database-url".to_owned(), url.to_owned()];
+        Server::start_with(&db_args, port, extra).await
+    }
+
+    async fn start_with(db_args: &[String], port: u16, extra: &[String]) -> Server {
         let child = Command::new(env!("CARGO_BIN_EXE_tresor"))
             .args(["serve", "--demo", "--listen", &format!("127.0.0.1:{port}")])
-            .args(db.db_args())
+            .args(db_args)
             .args(extra)
             .env_remove("TRESOR_DATA")
             .env_remove("TRESOR_DATABASE_URL")
