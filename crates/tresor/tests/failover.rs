@@ -279,6 +279,73 @@ async fn the_primary_killed_under_load_and_its_synchronous_standby_promoted_lose
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_commit_whose_answer_the_killed_primary_never_sent_is_found_on_the_promoted_standby()
+{
+    let Some(cluster) = Cluster::with_standby() else {
+        return;
+    };
+    let url = cluster.url("read-write");
+    let servers = [
+        serve(&url, free_port(), 0).await,
+        serve(&url, free_port(), 1).await,
+    ];
+    let bases: Vec<String> = servers.iter().map(|s| s.base.clone()).collect();
+    let load = Load::start(&bases).await;
+    tokio::time::sleep(STEADY).await;
+
+    // The standby stops taking WAL: every COMMIT waits for it, so each
+    // server's writer is soon waiting on one. The primary's sessions are
+    // frozen, then the standby takes the WAL, COMMITs included: they are
+    // durable on the standby, but their answers are never sent.
+    let fault = Instant::now();
+    tokio::task::block_in_place(|| {
+        assert_eq!(
+            cluster.signal(true, "postgres: walreceiver", "STOP"),
+            1,
+            "one WAL receiver"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+        assert!(cluster.signal(false, "postgres: postgres postgres", "STOP") > 0);
+        cluster.signal(true, "postgres: walreceiver", "CONT");
+        std::thread::sleep(Duration::from_millis(500));
+        cluster.kill(false);
+        cluster.promote();
+    });
+    let resumed = load.wait_resumed(&[0, 1], fault).await;
+    tokio::time::sleep(STEADY).await;
+    let tallies = load.stop().await;
+    // Every writer transaction locks the trail's head first, so one
+    // server's writer waits on a COMMIT while the other waits on that lock.
+    let client = reqwest::Client::new();
+    let mut resolved_total = 0.0;
+    for base in &bases {
+        let metrics = client
+            .get(format!("{base}/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let resolved: f64 = metrics
+            .lines()
+            .find(|line| line.contains("writer_commits_resolved") && !line.starts_with('#'))
+            .and_then(|line| line.split_whitespace().last())
+            .and_then(|value| value.parse().ok())
+            .expect("the writer_commits_resolved metric");
+        println!("lost commit: {base} resolved {resolved} COMMITs found on the new primary");
+        resolved_total += resolved;
+    }
+    assert!(
+        resolved_total >= 1.0,
+        "a writer found its lost COMMIT on the new primary and answered from it"
+    );
+
+    let db = Db::connect(&url).await.expect("connect to the new primary");
+    check("lost commit", &db, &tallies, &resumed, || audit_verify(&url)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn postgresql_restarted_mid_load_resumes_by_itself_and_loses_nothing_acknowledged() {
     let Some(cluster) = Cluster::primary() else {
         return;

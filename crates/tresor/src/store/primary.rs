@@ -208,7 +208,7 @@ pub async fn follow(pool: AnyPool, hosts: Hosts, watch: std::sync::Arc<Watch>, a
             }
         }
         let started = Instant::now();
-        loop {
+        for attempt in 0u64.. {
             if alive.strong_count() == 0 || pool.is_closed() {
                 return;
             }
@@ -224,7 +224,10 @@ pub async fn follow(pool: AnyPool, hosts: Hosts, watch: std::sync::Arc<Watch>, a
                     break;
                 }
                 Err(why) => {
-                    tracing::warn!(%why, "no acceptable PostgreSQL server yet");
+                    // Once, then every two seconds or so: an outage is loud enough.
+                    if attempt % 20 == 0 {
+                        tracing::warn!(%why, "no acceptable PostgreSQL server yet");
+                    }
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
             }

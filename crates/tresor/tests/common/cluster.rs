@@ -267,6 +267,27 @@ impl Cluster {
         }
     }
 
+    /// Sends `signal` (`STOP`, `CONT`) to the processes of the primary (or
+    /// the standby) whose title starts with `title` (`postgres: walreceiver`,
+    /// or `postgres: postgres postgres` for the sessions of the tests'
+    /// user); returns how many.
+    pub fn signal(&self, standby: bool, title: &str, signal: &str) -> usize {
+        let Some(postmaster) = self.postmaster(standby) else {
+            return 0;
+        };
+        let mut signalled = 0;
+        for pid in children(postmaster) {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            if String::from_utf8_lossy(&cmdline).starts_with(title) {
+                let _ = Command::new("kill")
+                    .args([&format!("-{signal}"), &pid.to_string()])
+                    .status();
+                signalled += 1;
+            }
+        }
+        signalled
+    }
+
     /// Promotes the standby to primary and waits until it accepts writes.
     pub fn promote(&self) {
         self.run_ok(
