@@ -71,6 +71,15 @@ enum Answer {
 }
 
 impl Answer {
+    /// Whether the request could not run for an outage (see [`OUTAGE`]).
+    fn is_outage(&self) -> bool {
+        matches!(
+            self,
+            Answer::Hot(Err(Error::Unavailable(OUTAGE)))
+                | Answer::Job(Err(Error::Unavailable(OUTAGE)))
+        )
+    }
+
     fn failed(error: Error, request: &Request) -> Answer {
         match request {
             Request::Hot(..) => Answer::Hot(Err(error)),
@@ -398,16 +407,6 @@ impl Loop {
     async fn batch(&mut self, engine: &mut Engine, batch: &[Request]) -> Vec<Answer> {
         match self.attempt(engine, batch).await {
             Ok(answers) => answers,
-            // The database is unreachable or read-only (failing over): the
-            // batch was rolled back; running its requests one by one would
-            // only make each wait again. They are answered at once.
-            Err(error) if error.is_outage() => {
-                tracing::warn!(%error, size = batch.len(), "the database is unavailable");
-                batch
-                    .iter()
-                    .map(|request| Answer::failed(Error::Unavailable(OUTAGE), request))
-                    .collect()
-            }
             Err(error) => {
                 // The transaction was rolled back (a deadlock with another
                 // server, a lost connection before COMMIT): nothing of it
@@ -415,9 +414,19 @@ impl Loop {
                 // of its own.
                 self.stats.batch_retries.inc();
                 tracing::warn!(%error, size = batch.len(), "batch failed; running its requests one by one");
+                // Once one fails for an outage (the database unreachable or
+                // read-only, failing over), the rest are answered at once
+                // rather than each waiting for a connection in turn.
                 let mut answers = Vec::with_capacity(batch.len());
+                let mut outage = false;
                 for request in batch {
-                    answers.push(self.alone(engine, request).await);
+                    let answer = if outage {
+                        Answer::failed(Error::Unavailable(OUTAGE), request)
+                    } else {
+                        self.alone(engine, request).await
+                    };
+                    outage = answer.is_outage();
+                    answers.push(answer);
                 }
                 answers
             }

@@ -138,7 +138,10 @@ async fn buy_until_acknowledged(
 ) -> bool {
     let give_up = Instant::now() + Duration::from_secs(60);
     for attempt in 0.. {
-        assert!(Instant::now() < give_up, "purchase {key} never acknowledged");
+        assert!(
+            Instant::now() < give_up,
+            "purchase {key} never acknowledged"
+        );
         let server = (p + attempt) % bases.len();
         let sent = Instant::now();
         let answer = post(
@@ -229,7 +232,12 @@ async fn check(
     );
     assert_ledger_balances(db).await;
     let output = audit();
-    assert_eq!(output.status.code(), Some(0), "{}", common::describe(&output));
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        common::describe(&output)
+    );
     assert!(
         String::from_utf8_lossy(&output.stdout).contains("intact"),
         "{}",
@@ -279,8 +287,7 @@ async fn the_primary_killed_under_load_and_its_synchronous_standby_promoted_lose
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_commit_whose_answer_the_killed_primary_never_sent_is_found_on_the_promoted_standby()
-{
+async fn a_commit_whose_answer_the_killed_primary_never_sent_is_found_on_the_promoted_standby() {
     let Some(cluster) = Cluster::with_standby() else {
         return;
     };
@@ -342,7 +349,10 @@ async fn a_commit_whose_answer_the_killed_primary_never_sent_is_found_on_the_pro
     );
 
     let db = Db::connect(&url).await.expect("connect to the new primary");
-    check("lost commit", &db, &tallies, &resumed, || audit_verify(&url)).await;
+    check("lost commit", &db, &tallies, &resumed, || {
+        audit_verify(&url)
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

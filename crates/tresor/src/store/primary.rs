@@ -97,7 +97,9 @@ impl Hosts {
             .split(',')
             .map(|host| {
                 if host.is_empty() {
-                    return Err(format!("an empty host in the database URL's host list {list:?}"));
+                    return Err(format!(
+                        "an empty host in the database URL's host list {list:?}"
+                    ));
                 }
                 Ok((
                     host.to_owned(),

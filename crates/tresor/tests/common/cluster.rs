@@ -233,7 +233,8 @@ impl Cluster {
 
     /// The postmaster's process id, from `postmaster.pid`.
     fn postmaster(&self, standby: bool) -> Option<u32> {
-        let pid = std::fs::read_to_string(self.instance(standby).data.join("postmaster.pid")).ok()?;
+        let pid =
+            std::fs::read_to_string(self.instance(standby).data.join("postmaster.pid")).ok()?;
         pid.lines().next()?.trim().parse().ok()
     }
 
@@ -383,7 +384,11 @@ impl Drop for Cluster {
 fn children(pid: u32) -> Vec<u32> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(child) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+        let Some(child) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
             continue;
         };
         let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
