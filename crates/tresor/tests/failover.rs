@@ -387,7 +387,7 @@ async fn a_tresor_server_killed_mid_load_leaves_the_other_serving_and_loses_noth
         return;
     };
     let ports = [free_port(), free_port()];
-    let mut servers = vec![
+    let mut servers = [
         Some(serve(&db.url, ports[0], 0).await),
         Some(serve(&db.url, ports[1], 1).await),
     ];

@@ -90,7 +90,7 @@ impl Cluster {
             data: root.path().join("primary"),
             port: super::free_port(),
         };
-        let mut cluster = Cluster {
+        let cluster = Cluster {
             bin,
             root,
             primary,
