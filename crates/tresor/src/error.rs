@@ -170,6 +170,36 @@ impl From<rusqlite::Error> for Error {
     }
 }
 
+impl Error {
+    /// Whether this is the database being unreachable or not accepting
+    /// writes (down, restarting, failing over, a standby or demoted primary)
+    /// rather than a fault of the request: the request changed nothing and
+    /// may be tried again once a primary answers.
+    pub fn is_outage(&self) -> bool {
+        let Error::Database(error) = self else {
+            return false;
+        };
+        match error {
+            sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::Protocol(_)
+            | sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::WorkerCrashed => true,
+            // Connection exceptions (08…), a read-only transaction (25006: a
+            // standby), operator intervention (57P01 shutdown, 57P02 crash,
+            // 57P03 starting up), too many connections (53300).
+            sqlx::Error::Database(db) => db.code().is_some_and(|code| {
+                code.starts_with("08")
+                    || code.starts_with("57P")
+                    || code == "25006"
+                    || code == "53300"
+            }),
+            _ => false,
+        }
+    }
+}
+
 impl From<InvalidIdempotencyKey> for Error {
     fn from(_: InvalidIdempotencyKey) -> Self {
         Error::InvalidIdempotencyKey

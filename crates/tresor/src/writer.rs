@@ -94,6 +94,15 @@ enum Answer {
 }
 
 impl Answer {
+    /// Whether the request could not run for an outage (see [`OUTAGE`]).
+    fn is_outage(&self) -> bool {
+        matches!(
+            self,
+            Answer::Hot(Err(Error::Unavailable(OUTAGE)))
+                | Answer::Job(Err(Error::Unavailable(OUTAGE)))
+        )
+    }
+
     fn failed(error: Error, request: &Request) -> Answer {
         match request {
             Request::Hot(..) => Answer::Hot(Err(error)),
@@ -211,6 +220,8 @@ impl std::fmt::Debug for Request {
 /// every request of it waits for the slowest.
 pub const DEFAULT_MAX_BATCH: usize = 1024;
 const MAX_ATTEMPTS: usize = 8;
+/// The answer to a request its batch could not run for an outage.
+const OUTAGE: &str = "the database cannot be reached; nothing was changed, try again shortly";
 /// Batches' identities are kept this long, far longer than any COMMIT
 /// takes to be resolved.
 const KEEP_BATCH_IDS_MS: i64 = 24 * 3600 * 1000;
@@ -260,14 +271,22 @@ impl Engine {
                 }
                 Ok(conn)
             }
-            Engine::Pool(db) => Ok(Conn::Tx(db.pool.begin().await?)),
+            Engine::Pool(db) => Ok(Conn::Tx(db.begin().await?)),
         }
     }
 
     async fn end(&mut self, mut conn: Conn, commit: bool) -> Result<(), Error> {
         match conn {
-            Conn::Tx(tx) if commit => tx.commit().await?,
-            Conn::Tx(tx) => tx.rollback().await?,
+            Conn::Tx(tx) => {
+                let outcome = if commit {
+                    tx.commit().await
+                } else {
+                    tx.rollback().await
+                };
+                if let (Err(error), Engine::Pool(db)) = (outcome, &*self) {
+                    return Err(db.noticed(error.into()));
+                }
+            }
             Conn::Lite(_) => {
                 let outcome = conn
                     .execute_raw(if commit { "COMMIT" } else { "ROLLBACK" })
@@ -284,9 +303,14 @@ impl Engine {
         Ok(())
     }
 
-    /// Ends a transaction after an error: rolls back whatever it did.
-    async fn abandon(&mut self, conn: Conn) {
+    /// Ends a transaction after `error`: rolls back whatever it did (and
+    /// tells the pool's follower of the primary of an outage).
+    async fn abandon(&mut self, conn: Conn, error: Error) -> Error {
         let _ = self.end(conn, false).await;
+        match self {
+            Engine::Pool(db) => db.noticed(error),
+            Engine::Lite(_) => error,
+        }
     }
 
     /// Whether the batch `id` committed. On PostgreSQL it is read on a
@@ -298,7 +322,7 @@ impl Engine {
         match self {
             Engine::Lite(_) => Ok(false),
             Engine::Pool(db) => {
-                let mut conn = Conn::Pooled(db.pool.acquire().await?);
+                let mut conn = Conn::Pooled(db.acquire().await?);
                 let found: i64 =
                     sql::query_scalar("SELECT COUNT(*) FROM writer_batches WHERE id = $1")
                         .bind(id)
@@ -638,9 +662,19 @@ impl Loop {
                 // of its own.
                 self.stats.batch_retries.inc();
                 tracing::warn!(%error, size = batch.len(), "batch failed; running its requests one by one");
+                // Once one fails for an outage (the database unreachable or
+                // read-only, failing over), the rest are answered at once
+                // rather than each waiting for a connection in turn.
                 let mut answers = Vec::with_capacity(batch.len());
+                let mut outage = false;
                 for request in batch {
-                    answers.push(self.alone(engine, request).await);
+                    let answer = if outage {
+                        Answer::failed(Error::Unavailable(OUTAGE), request)
+                    } else {
+                        self.alone(engine, request).await
+                    };
+                    outage = answer.is_outage();
+                    answers.push(answer);
                 }
                 answers
             }
@@ -653,6 +687,9 @@ impl Loop {
             attempt += 1;
             match self.attempt(engine, std::slice::from_ref(request)).await {
                 Ok(mut answers) => return answers.pop().expect("one answer"),
+                Err(error) if error.is_outage() => {
+                    return Answer::failed(Error::Unavailable(OUTAGE), request);
+                }
                 Err(error) if is_transient(&error) && attempt < MAX_ATTEMPTS => {
                     tokio::time::sleep(Duration::from_millis(2 << attempt)).await;
                 }
@@ -702,10 +739,7 @@ impl Loop {
         .await;
         let (answers, wrote) = match inside {
             Ok(inside) => inside,
-            Err(error) => {
-                engine.abandon(conn).await;
-                return Err(error);
-            }
+            Err(error) => return Err(engine.abandon(conn, error).await),
         };
         if !wrote {
             // Nothing to make durable: every request was refused.

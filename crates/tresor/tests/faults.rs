@@ -7,9 +7,10 @@
 
 mod common;
 
+use common::proxy::Plug;
 use common::{
-    Server, TestApp, TestDb, assert_ledger_balances, cookie_client, free_port, get_json, post,
-    register_and_deposit, unthrottled_flags,
+    Harness, Server, TestApp, TestDb, assert_ledger_balances, cookie_client, free_port, get_json,
+    post, register_and_deposit, unthrottled_flags,
 };
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -20,9 +21,16 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 use tresor::metrics::Metrics;
 use tresor::service::{ManualClock, Service, Settings};
-use tresor::store::{Backend, Db};
+use tresor::store::Db;
 use tresor::trail::{self, Verdict};
 use tresor_game::Stake;
+
+on_both!(a_writer_that_panics_mid_load_fails_its_callers_fast_and_restarts);
+on_sqlite!(
+    a_writer_that_cannot_open_its_sqlite_file_is_not_ready_and_recovers_by_itself,
+    a_full_sqlite_disk_answers_storage_full_loses_nothing_and_serves_again_once_freed,
+);
+on_postgres!(a_postgresql_cut_off_makes_readyz_fail_within_a_second_and_it_recovers_by_itself);
 
 /// `GET {base}/readyz`: its status and JSON body (0 when no answer came).
 async fn readyz(base: &str) -> (u16, Value) {
@@ -88,10 +96,7 @@ struct Attempt {
     took: Duration,
 }
 
-async fn a_writer_panic_mid_load(backend: Backend) {
-    let Some(db) = TestDb::new(backend).await else {
-        return;
-    };
+async fn a_writer_that_panics_mid_load_fails_its_callers_fast_and_restarts(db: &TestDb) {
     // From the 80th batch (well after the setup and the registrations), six
     // batches in a row panic: the writer restarts six times, pausing 50 ms,
     // then 100, 200… (3 s in all), while players keep buying.
@@ -284,16 +289,6 @@ async fn a_writer_panic_mid_load(backend: Backend) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_writer_that_panics_mid_load_fails_its_callers_fast_and_restarts_on_sqlite() {
-    a_writer_panic_mid_load(Backend::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_writer_that_panics_mid_load_fails_its_callers_fast_and_restarts_on_postgres() {
-    a_writer_panic_mid_load(Backend::Postgres).await;
-}
-
 // ---- A database the writer cannot open or cannot reach ----
 
 /// Serves `service` over HTTP in-process; the base URL.
@@ -318,9 +313,9 @@ fn settings() -> Settings {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_writer_that_cannot_open_its_sqlite_file_is_not_ready_and_recovers_by_itself() {
-    let db = TestDb::sqlite().await;
+async fn a_writer_that_cannot_open_its_sqlite_file_is_not_ready_and_recovers_by_itself(
+    db: &TestDb,
+) {
     let store = db.connect().await;
     // The database file is put aside and a folder takes its name: the
     // writer's open fails (as it would on a lost mount), for real.
@@ -396,68 +391,9 @@ async fn a_writer_that_cannot_open_its_sqlite_file_is_not_ready_and_recovers_by_
     );
 }
 
-/// A TCP proxy in front of PostgreSQL that can be unplugged (every
-/// connection cut, new ones closed at once) and plugged back.
-struct Plug {
-    port: u16,
-    up: Arc<AtomicBool>,
-    pumps: Arc<Mutex<Vec<JoinHandle<()>>>>,
-    accept: JoinHandle<()>,
-}
-
-impl Plug {
-    async fn start(upstream: &'static str) -> Plug {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let up = Arc::new(AtomicBool::new(true));
-        let pumps = Arc::new(Mutex::new(Vec::<JoinHandle<()>>::new()));
-        let (up_in, pumps_in) = (up.clone(), pumps.clone());
-        let accept = tokio::spawn(async move {
-            while let Ok((mut client, _)) = listener.accept().await {
-                if !up_in.load(Ordering::SeqCst) {
-                    continue; // dropped: closed at once
-                }
-                let Ok(mut server) = TcpStream::connect(upstream).await else {
-                    continue;
-                };
-                let pump = tokio::spawn(async move {
-                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
-                });
-                pumps_in.lock().unwrap().push(pump);
-            }
-        });
-        Plug {
-            port,
-            up,
-            pumps,
-            accept,
-        }
-    }
-
-    fn unplug(&self) {
-        self.up.store(false, Ordering::SeqCst);
-        for pump in self.pumps.lock().unwrap().drain(..) {
-            pump.abort();
-        }
-    }
-
-    fn plug(&self) {
-        self.up.store(true, Ordering::SeqCst);
-    }
-}
-
-impl Drop for Plug {
-    fn drop(&mut self) {
-        self.unplug();
-        self.accept.abort();
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_postgresql_cut_off_makes_readyz_fail_within_a_second_and_it_recovers_by_itself() {
-    let Some(db) = TestDb::postgres().await else {
-        return;
-    };
+async fn a_postgresql_cut_off_makes_readyz_fail_within_a_second_and_it_recovers_by_itself(
+    db: &TestDb,
+) {
     let plug = Plug::start("127.0.0.1:5432").await;
     let url = db
         .url
@@ -514,13 +450,12 @@ async fn a_postgresql_cut_off_makes_readyz_fail_within_a_second_and_it_recovers_
 
 // ---- A full disk (SQLite) ----
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_full_sqlite_disk_answers_storage_full_loses_nothing_and_serves_again_once_freed() {
+async fn a_full_sqlite_disk_answers_storage_full_loses_nothing_and_serves_again_once_freed(
+    h: &Harness,
+) {
     let settings = TestApp::settings();
     let page_limit = settings.writer_faults.sqlite_max_page_count.clone();
-    let app = TestApp::spawn_with(Backend::Sqlite, settings)
-        .await
-        .unwrap();
+    let app = h.app_with(settings).await;
     const PLAYERS: usize = 4;
     let mut players = Vec::new();
     for p in 0..PLAYERS {

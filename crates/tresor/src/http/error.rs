@@ -69,11 +69,19 @@ impl From<Error> for ApiError {
             Error::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             Error::StorageFull => (StatusCode::SERVICE_UNAVAILABLE, "storage_full"),
             Error::NotReady(_) => (StatusCode::SERVICE_UNAVAILABLE, "not_ready"),
+            // The database is down or failing over: nothing was changed.
+            Error::Database(_) if error.is_outage() => {
+                (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
+            }
             Error::Database(_) | Error::Sqlite(_) => {
                 (StatusCode::INTERNAL_SERVER_ERROR, "internal")
             }
         };
         let message = match &error {
+            Error::Database(cause) if error.is_outage() => {
+                tracing::warn!(error = %cause, "the database is unavailable");
+                "service unavailable: the database cannot be reached; nothing was changed, try again shortly".to_owned()
+            }
             Error::Database(cause) => {
                 tracing::error!(error = %cause, "database error");
                 "internal error".to_owned()

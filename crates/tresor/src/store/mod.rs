@@ -4,13 +4,16 @@
 
 pub mod batch;
 pub mod plays;
+pub mod primary;
 pub mod sql;
 
 pub use sql::Conn;
 
+use crate::error::Error;
 use anyhow::Context;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyPool, Executor};
+use std::future::Future;
 use std::path::Path;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
@@ -33,7 +36,24 @@ pub struct Db {
     /// Idle SQLite connections for the reads on every request (the session),
     /// run where the request runs (see [`Db::conn`]).
     readers: Arc<Mutex<Vec<rusqlite::Connection>>>,
+    /// On PostgreSQL, what keeps the pool on the primary.
+    primary: Option<Following>,
 }
+
+/// A PostgreSQL pool's link to its follower ([`primary::follow`]), which
+/// stops when the last clone of the `Db` is dropped.
+#[derive(Debug, Clone)]
+struct Following {
+    watch: Arc<primary::Watch>,
+    _alive: Arc<()>,
+}
+
+/// How long a connection may take to come before the primary is looked for
+/// (the wait goes on meanwhile): a dead host makes sqlx retry it quietly.
+const SLOW_ACQUIRE: Duration = Duration::from_millis(500);
+/// How long a request waits for a PostgreSQL connection before it is
+/// answered "unavailable" (an outage, not a slow query, makes it wait).
+const POSTGRES_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A connection for reads that share the writer's SQL ([`sql`]); a SQLite
 /// one goes back to [`Db`]'s idle list when dropped.
@@ -89,14 +109,27 @@ impl Db {
         } else {
             anyhow::bail!("unsupported database URL: use sqlite://PATH or postgres://…");
         };
-        let options = AnyConnectOptions::from_str(url).context("invalid database URL")?;
+        let hosts = match backend {
+            Backend::Sqlite => None,
+            Backend::Postgres => Some(primary::Hosts::parse(url).map_err(anyhow::Error::msg)?),
+        };
+        let options = match &hosts {
+            None => AnyConnectOptions::from_str(url).context("invalid database URL")?,
+            Some(hosts) => Self::first_primary(hosts).await?,
+        };
         let pool_options = AnyPoolOptions::new()
             .max_connections(if backend == Backend::Sqlite { 8 } else { 16 })
-            .acquire_timeout(Duration::from_secs(30));
-        let pool_options = match backend {
+            .acquire_timeout(match backend {
+                Backend::Sqlite => Duration::from_secs(30),
+                Backend::Postgres => POSTGRES_ACQUIRE_TIMEOUT,
+            });
+        let watch = hosts
+            .as_ref()
+            .map(|hosts| Arc::new(primary::Watch::new(hosts.attrs)));
+        let pool_options = match &watch {
             // WAL lets readers run beside the one writer; synchronous=FULL makes
             // every acknowledged commit survive a power cut.
-            Backend::Sqlite => pool_options.after_connect(|conn, _| {
+            None => pool_options.after_connect(|conn, _| {
                 Box::pin(async move {
                     conn.execute(
                         "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; \
@@ -106,12 +139,41 @@ impl Db {
                     Ok(())
                 })
             }),
-            Backend::Postgres => pool_options,
+            // A new connection must reach the kind of server asked for; one
+            // opened before the pool last switched host may be on the old one.
+            Some(watch) => {
+                let (on_connect, on_acquire) = (watch.clone(), watch.clone());
+                pool_options
+                    .after_connect(move |conn, _| {
+                        let watch = on_connect.clone();
+                        Box::pin(async move { watch.check_new(conn).await })
+                    })
+                    .before_acquire(move |_, meta| {
+                        let keep = !on_acquire.opened_before_switch(meta.age);
+                        Box::pin(async move { Ok(keep) })
+                    })
+            }
         };
         let pool = pool_options
             .connect_with(options)
             .await
             .with_context(|| format!("cannot open the {backend:?} database"))?;
+        let primary = match (hosts, watch) {
+            (Some(hosts), Some(watch)) => {
+                let alive = Arc::new(());
+                tokio::spawn(primary::follow(
+                    pool.clone(),
+                    hosts,
+                    watch.clone(),
+                    Arc::downgrade(&alive),
+                ));
+                Some(Following {
+                    watch,
+                    _alive: alive,
+                })
+            }
+            _ => None,
+        };
         let migrator = match backend {
             Backend::Sqlite => &SQLITE_MIGRATIONS,
             Backend::Postgres => &POSTGRES_MIGRATIONS,
@@ -134,7 +196,63 @@ impl Db {
             backend,
             sqlite_path,
             readers: Arc::default(),
+            primary,
         })
+    }
+
+    /// The first host of the URL that is of the kind asked for, waiting a
+    /// little for one (a server starting, a standby being promoted).
+    async fn first_primary(hosts: &primary::Hosts) -> anyhow::Result<AnyConnectOptions> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            match hosts.find().await {
+                Ok((_, options)) => return Ok(options),
+                Err(why) if std::time::Instant::now() > deadline => {
+                    anyhow::bail!("cannot open the Postgres database: {why}")
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+            }
+        }
+    }
+
+    /// Tells the follower of the primary that `error` was met, if it is the
+    /// kind an outage or a failover gives; returns `error`.
+    pub fn noticed(&self, error: Error) -> Error {
+        if let Some(following) = &self.primary
+            && error.is_outage()
+        {
+            following.watch.lost();
+        }
+        error
+    }
+
+    /// Waits for `future` (one of the pool's), telling the follower when it
+    /// fails as an outage would or takes suspiciously long.
+    async fn watched<T>(
+        &self,
+        future: impl Future<Output = Result<T, sqlx::Error>>,
+    ) -> Result<T, Error> {
+        let mut future = std::pin::pin!(future);
+        let result = match tokio::time::timeout(SLOW_ACQUIRE, &mut future).await {
+            Ok(result) => result,
+            Err(_) => {
+                if let Some(following) = &self.primary {
+                    following.watch.lost();
+                }
+                future.await
+            }
+        };
+        result.map_err(|error| self.noticed(error.into()))
+    }
+
+    /// A transaction on the pool (the writer's on PostgreSQL), on the primary.
+    pub async fn begin(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>, Error> {
+        self.watched(self.pool.begin()).await
+    }
+
+    /// A connection of the pool, on the primary.
+    pub async fn acquire(&self) -> Result<sqlx::pool::PoolConnection<sqlx::Any>, Error> {
+        self.watched(self.pool.acquire()).await
     }
 
     /// A connection for reads that share code with the writer. On SQLite it
@@ -156,7 +274,7 @@ impl Db {
                 };
                 Conn::Lite(conn)
             }
-            None => Conn::Pooled(self.pool.acquire().await?),
+            None => Conn::Pooled(self.acquire().await?),
         };
         Ok(ReadConn {
             conn: Some(conn),

@@ -38,6 +38,7 @@
 pub mod api;
 pub mod app;
 pub mod client;
+pub mod cluster;
 pub mod db;
 pub mod ledger;
 pub mod process;
@@ -100,6 +101,19 @@ impl Harness {
     /// where it was), with `flags`.
     pub async fn server_at(&self, port: u16, flags: &[String]) -> Server {
         Server::start(&self.db, port, flags).await
+    }
+
+    /// A PostgreSQL primary of this test's own, on a free port (to kill or
+    /// restart without touching the shared server); `None` as
+    /// [`cluster::Cluster::primary`] says.
+    pub fn cluster_primary(&self) -> Option<cluster::Cluster> {
+        cluster::Cluster::primary()
+    }
+
+    /// A PostgreSQL primary of this test's own and its synchronous standby,
+    /// streaming (to kill the primary and promote the standby).
+    pub fn cluster_with_standby(&self) -> Option<cluster::Cluster> {
+        cluster::Cluster::with_standby()
     }
 
     /// A [`Proxy`] in front of this test's PostgreSQL server, and the URL of

@@ -62,9 +62,20 @@ impl Server {
     /// Starts `tresor serve --demo` on `db` at 127.0.0.1:`port` with the
     /// `extra` flags, and waits until it answers `/healthz`.
     pub async fn start(db: &TestDb, port: u16, extra: &[String]) -> Server {
+        Server::start_with(&db.db_args(), port, extra).await
+    }
+
+    /// Starts `tresor serve --demo` on the PostgreSQL `url` (a multi-host
+    /// one, say) like [`Server::start`].
+    pub async fn start_on_url(url: &str, port: u16, extra: &[String]) -> Server {
+        let db_args = ["--database-url".to_owned(), url.to_owned()];
+        Server::start_with(&db_args, port, extra).await
+    }
+
+    async fn start_with(db_args: &[String], port: u16, extra: &[String]) -> Server {
         let child = tresor_command()
             .args(["serve", "--demo", "--listen", &format!("127.0.0.1:{port}")])
-            .args(db.db_args())
+            .args(db_args)
             .args(extra)
             .stdout(Stdio::null())
             .spawn()

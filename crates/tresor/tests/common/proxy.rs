@@ -1,12 +1,16 @@
 //! A TCP proxy between the server and PostgreSQL that can cut a connection
 //! at its COMMIT: right after forwarding it (the database commits, the
 //! answer is lost) or instead of forwarding it (the database rolls back).
-//! It is how the tests make a COMMIT's outcome unknown for real.
+//! It is how the tests make a COMMIT's outcome unknown for real. [`Plug`]
+//! cuts every connection at once and refuses new ones until plugged back:
+//! a database out of reach.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
 
 /// Where the next COMMIT is cut.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,4 +137,62 @@ async fn pump(client: TcpStream, server: TcpStream, armed: Arc<AtomicU8>, cuts: 
         }
     }
     answers.abort();
+}
+
+/// A TCP proxy in front of PostgreSQL that can be unplugged (every
+/// connection cut, new ones closed at once) and plugged back.
+#[derive(Debug)]
+pub struct Plug {
+    pub port: u16,
+    up: Arc<AtomicBool>,
+    pumps: Arc<Mutex<Vec<JoinHandle<()>>>>,
+    accept: JoinHandle<()>,
+}
+
+impl Plug {
+    pub async fn start(upstream: &'static str) -> Plug {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let up = Arc::new(AtomicBool::new(true));
+        let pumps = Arc::new(Mutex::new(Vec::<JoinHandle<()>>::new()));
+        let (up_in, pumps_in) = (up.clone(), pumps.clone());
+        let accept = tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                if !up_in.load(Ordering::SeqCst) {
+                    continue; // dropped: closed at once
+                }
+                let Ok(mut server) = TcpStream::connect(upstream).await else {
+                    continue;
+                };
+                let pump = tokio::spawn(async move {
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                });
+                pumps_in.lock().unwrap().push(pump);
+            }
+        });
+        Plug {
+            port,
+            up,
+            pumps,
+            accept,
+        }
+    }
+
+    pub fn unplug(&self) {
+        self.up.store(false, Ordering::SeqCst);
+        for pump in self.pumps.lock().unwrap().drain(..) {
+            pump.abort();
+        }
+    }
+
+    pub fn plug(&self) {
+        self.up.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Drop for Plug {
+    fn drop(&mut self) {
+        self.unplug();
+        self.accept.abort();
+    }
 }
