@@ -136,3 +136,29 @@ pub fn euros(cents: i64) -> String {
     let cents = cents.unsigned_abs();
     format!("{sign}{}.{:02} €", cents / 100, cents % 100)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_that_look_alike_have_one_skeleton() {
+        let ana = Username::parse("ana").unwrap();
+        for alike in ["ANA", "ａｎａ", "\u{430}na", " Ana "] {
+            let other = Username::parse(alike).unwrap();
+            assert_eq!(other.skeleton(), ana.skeleton(), "{alike}");
+        }
+        assert_eq!(Username::parse("ａｎａ").unwrap().as_str(), "ana");
+        assert_eq!(Username::parse("Straße").unwrap().key(), "strasse");
+        assert_ne!(Username::parse("bob").unwrap().skeleton(), ana.skeleton());
+    }
+
+    #[test]
+    fn a_username_is_three_to_thirty_two_plain_characters() {
+        assert!(Username::parse("ab").is_err());
+        assert!(Username::parse(&"a".repeat(33)).is_err());
+        assert!(Username::parse("a b c").is_err());
+        assert!(Username::parse("a\u{200b}na").is_err(), "no invisible characters");
+        assert!(Username::parse("jean-luc.d_1").is_ok());
+    }
+}
