@@ -48,7 +48,11 @@ impl Username {
                 .display
                 .chars()
                 .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'));
-        if ok { Ok(username) } else { Err(InvalidUsername) }
+        if ok {
+            Ok(username)
+        } else {
+            Err(InvalidUsername)
+        }
     }
 
     /// Any text typed at login, normalised the same way as at registration
@@ -158,7 +162,10 @@ mod tests {
         assert!(Username::parse("ab").is_err());
         assert!(Username::parse(&"a".repeat(33)).is_err());
         assert!(Username::parse("a b c").is_err());
-        assert!(Username::parse("a\u{200b}na").is_err(), "no invisible characters");
+        assert!(
+            Username::parse("a\u{200b}na").is_err(),
+            "no invisible characters"
+        );
         assert!(Username::parse("jean-luc.d_1").is_ok());
     }
 }

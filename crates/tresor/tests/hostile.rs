@@ -9,8 +9,9 @@ mod common;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
-use common::{TestApp, TestDb};
+use common::TestDb;
 use proptest::prelude::*;
+use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde_json::{Map, Value, json};
 use std::sync::{Arc, Mutex};
@@ -50,21 +51,21 @@ on_both!(
     }
 );
 
-on_both!(
-    a_username_is_stored_in_its_normal_form,
-    |app| {
-        let (status, me) = app.register("ｂｏｂ_ＢＯＢ").await;
-        assert_eq!(status, StatusCode::CREATED, "{me}");
-        assert_eq!(me["username"], "bob_BOB");
-        let (status, error) = app.another_client().register("a\u{200b}na").await;
-        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{error}");
-        assert_eq!(error["error"]["code"], "validation");
-    }
-);
+on_both!(a_username_is_stored_in_its_normal_form, |app| {
+    let (status, me) = app.register("ｂｏｂ_ＢＯＢ").await;
+    assert_eq!(status, StatusCode::CREATED, "{me}");
+    assert_eq!(me["username"], "bob_BOB");
+    let (status, error) = app.another_client().register("a\u{200b}na").await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{error}");
+    assert_eq!(error["error"]["code"], "validation");
+});
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn skeletons_left_empty_are_filled_at_start_and_a_clash_keeps_none() {
-    for backend in [tresor::store::Backend::Sqlite, tresor::store::Backend::Postgres] {
+    for backend in [
+        tresor::store::Backend::Sqlite,
+        tresor::store::Backend::Postgres,
+    ] {
         let Some(db) = TestDb::new(backend).await else {
             continue;
         };
@@ -77,11 +78,18 @@ async fn skeletons_left_empty_are_filled_at_start_and_a_clash_keeps_none() {
             .execute(&service.db.pool)
             .await
             .unwrap();
+        let account: i64 = sqlx::query_scalar(
+            "INSERT INTO accounts (kind, balance_cents) VALUES ('player', 0) RETURNING id",
+        )
+        .fetch_one(&service.db.pool)
+        .await
+        .unwrap();
         sqlx::query(
             "INSERT INTO players (username, username_key, password_hash, account_id, \
              adult_declared_at_ms, rules_accepted_at_ms, created_at_ms) \
-             SELECT 'ＡＮＡ', 'ａｎａ', password_hash, account_id, 0, 0, 0 FROM players WHERE username = 'ana'",
+             SELECT 'ＡＮＡ', 'ａｎａ', password_hash, $1, 0, 0, 0 FROM players WHERE username = 'ana'",
         )
+        .bind(account)
         .execute(&service.db.pool)
         .await
         .unwrap();
@@ -95,7 +103,10 @@ async fn skeletons_left_empty_are_filled_at_start_and_a_clash_keeps_none() {
         assert_eq!(skeletons[0].1.as_deref(), Some("ana"));
         assert!(skeletons[1].1.is_some());
         assert_eq!(skeletons[2].1, None, "a clash keeps none");
-        assert_eq!(service.player_by_username("ANA").await.unwrap().username, "ana");
+        assert_eq!(
+            service.player_by_username("ANA").await.unwrap().username,
+            "ana"
+        );
     }
 }
 
@@ -114,7 +125,10 @@ on_both!(
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{error}");
         assert_eq!(error["error"]["code"], "validation");
         let message = error["error"]["message"].as_str().unwrap();
-        assert!(message.contains("unknown field `deposit_limit`"), "{message}");
+        assert!(
+            message.contains("unknown field `deposit_limit`"),
+            "{message}"
+        );
         let players: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM players")
             .fetch_one(&app.service.db.pool)
             .await
@@ -122,9 +136,21 @@ on_both!(
         assert_eq!(players, 0, "no account exists");
         app.player("ana", 1_000).await;
         for (path, body, field) in [
-            ("/api/login", json!({"username": "ana", "password": "x", "remember": true}), "remember"),
-            ("/api/demo/deposit", json!({"amount_cents": 100, "currency": "EUR"}), "currency"),
-            ("/api/limits", json!({"deposit_limit_cents": 100, "stake_limit": 5}), "stake_limit"),
+            (
+                "/api/login",
+                json!({"username": "ana", "password": "x", "remember": true}),
+                "remember",
+            ),
+            (
+                "/api/demo/deposit",
+                json!({"amount_cents": 100, "currency": "EUR"}),
+                "currency",
+            ),
+            (
+                "/api/limits",
+                json!({"deposit_limit_cents": 100, "stake_limit": 5}),
+                "stake_limit",
+            ),
             ("/api/exclusion", json!({"period": "7d", "days": 1}), "days"),
         ] {
             let (status, error) = app.post(path, body).await;
@@ -134,7 +160,12 @@ on_both!(
         }
         let (status, error) = app.history("?limit=5&offset=10").await;
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{error}");
-        assert!(error["error"]["message"].as_str().unwrap().contains("offset"));
+        assert!(
+            error["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("offset")
+        );
         assert_eq!(app.balance().await, 1_000, "nothing moved");
     }
 );
@@ -289,23 +320,7 @@ fn arb_body() -> impl Strategy<Value = Option<Vec<u8>>> {
         "[a-z_]{1,16}",
         0u8..5,
     )
-        .prop_map(|(mut body, index, value, unknown, op)| {
-            let keys: Vec<String> = body.keys().cloned().collect();
-            let key = index.get(&keys).clone();
-            match op {
-                0 | 1 => {
-                    body.insert(key, value);
-                }
-                2 => {
-                    body.remove(&key);
-                }
-                3 => {
-                    body.insert(unknown, value);
-                }
-                _ => {}
-            }
-            Value::Object(body).to_string().into_bytes()
-        });
+        .prop_map(|(body, index, value, unknown, op)| mutate(body, index, value, unknown, op));
     let raw = prop_oneof![
         Just(br#"{"stake_cents": 1e400}"#.to_vec()),
         Just(br#"{"amount_cents": 99999999999999999999999}"#.to_vec()),
@@ -324,9 +339,57 @@ fn arb_body() -> impl Strategy<Value = Option<Vec<u8>>> {
     ]
 }
 
+/// The endpoints of the router: method, path (`{id}` for a play id) and
+/// the index of its body template, if it takes one.
+const ENDPOINTS: &[(&str, &str, Option<usize>)] = &[
+    ("POST", "/api/register", Some(0)),
+    ("POST", "/api/login", Some(1)),
+    ("POST", "/api/logout", None),
+    ("GET", "/api/me", None),
+    ("POST", "/api/demo/deposit", Some(2)),
+    ("POST", "/api/plays", Some(3)),
+    ("GET", "/api/plays", None),
+    ("GET", "/api/plays/{id}", None),
+    ("POST", "/api/plays/{id}/throws", None),
+    ("GET", "/api/limits", None),
+    ("PUT", "/api/limits", Some(4)),
+    ("POST", "/api/limits", Some(4)),
+    ("POST", "/api/exclusion", Some(5)),
+    ("GET", "/api/status", None),
+    ("GET", "/api/island", None),
+    ("GET", "/api/blocks", None),
+    ("GET", "/healthz", None),
+    ("GET", "/metrics", None),
+    ("GET", "/", None),
+];
+
+fn mutate(
+    mut body: Map<String, Value>,
+    index: prop::sample::Index,
+    value: Value,
+    unknown: String,
+    op: u8,
+) -> Vec<u8> {
+    let keys: Vec<String> = body.keys().cloned().collect();
+    let key = index.get(&keys).clone();
+    match op {
+        0 | 1 => {
+            body.insert(key, value);
+        }
+        2 => {
+            body.remove(&key);
+        }
+        3 => {
+            body.insert(unknown, value);
+        }
+        _ => {}
+    }
+    Value::Object(body).to_string().into_bytes()
+}
+
 fn arb_case(logged_in: bool) -> impl Strategy<Value = Case> {
-    let method = prop::sample::select(vec![
-        "GET", "POST", "POST", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS",
+    let any_method = prop::sample::select(vec![
+        "GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS",
     ]);
     let cookie = prop_oneof![
         1 => Just(Cookie::None),
@@ -334,17 +397,17 @@ fn arb_case(logged_in: bool) -> impl Strategy<Value = Case> {
         1 => "[ -~]{0,70}".prop_map(Cookie::Garbage),
         1 => "[0-9a-f]{64}".prop_map(|t| Cookie::Garbage(format!("tresor_session={t}"))),
     ];
-    let content_type = prop::sample::select(vec![
-        Some("application/json"),
-        Some("application/json"),
-        Some("application/json; charset=utf-8"),
-        Some("text/plain"),
-        Some("application/x-www-form-urlencoded"),
-        None,
-    ]);
+    let content_type = prop_oneof![
+        8 => Just(Some("application/json")),
+        1 => Just(Some("application/json; charset=utf-8")),
+        1 => prop::sample::select(vec![
+            Some("text/plain"),
+            Some("application/x-www-form-urlencoded"),
+            None,
+        ]),
+    ];
     let header = (
         prop::sample::select(vec![
-            "idempotency-key",
             "idempotency-key",
             "origin",
             "sec-fetch-site",
@@ -353,26 +416,71 @@ fn arb_case(logged_in: bool) -> impl Strategy<Value = Case> {
             "x-requested-with",
             "host",
         ]),
-        prop_oneof!["[ -~]{0,70}", "[a-z0-9]{1,20}", Just("999999999".to_owned())],
+        prop_oneof![
+            "[ -~]{0,70}",
+            "[a-z0-9]{1,20}",
+            Just("999999999".to_owned())
+        ],
+    );
+    let key = prop_oneof![
+        3 => "[A-Za-z0-9_:-]{1,64}".prop_map(Some),
+        1 => "[ -~]{0,80}".prop_map(Some),
+        1 => Just(None),
+    ];
+    let id = prop_oneof![3 => (1i64..12).prop_map(|n| n.to_string()), 2 => arb_id()];
+    let endpoint = (
+        prop::sample::select(ENDPOINTS.to_vec()),
+        prop::bool::weighted(0.8),
+        any_method,
+        id,
+        prop_oneof![4 => Just(String::new()), 1 => arb_path()],
+    )
+        .prop_map(|((method, path, template), right, other, id, random)| {
+            let path = if random.is_empty() {
+                path.replace("{id}", &id)
+            } else {
+                random
+            };
+            (if right { method } else { other }, path, template)
+        });
+    let body = (
+        prop::bool::weighted(0.8),
+        any::<prop::sample::Index>(),
+        prop_oneof![arb_json(), huge()],
+        "[a-z_]{1,16}",
+        0u8..8,
+        arb_body(),
     );
     (
-        method,
-        arb_path(),
-        prop::bool::weighted(0.85),
+        endpoint,
+        prop::bool::weighted(0.9),
         cookie,
         content_type,
-        prop::collection::vec(header, 0..3),
-        arb_body(),
+        prop::collection::vec(header, 0..2),
+        key,
+        body,
     )
         .prop_map(
-            |(method, path, csrf, cookie, content_type, headers, body)| Case {
-                method,
-                path,
-                csrf,
-                cookie,
-                content_type,
-                headers,
-                body,
+            |((method, path, template), csrf, cookie, content_type, mut headers, key, body)| {
+                let (templated, index, value, unknown, op, other) = body;
+                let body = match template {
+                    Some(t) if templated => {
+                        Some(mutate(templates()[t].clone(), index, value, unknown, op))
+                    }
+                    _ => other,
+                };
+                if let Some(key) = key {
+                    headers.push(("idempotency-key", key));
+                }
+                Case {
+                    method,
+                    path,
+                    csrf,
+                    cookie,
+                    content_type,
+                    headers,
+                    body,
+                }
             },
         )
 }
@@ -383,6 +491,9 @@ struct Target {
     service: Service,
     /// The logged-in player's cookie and how many players were registered.
     live: Mutex<(String, u32)>,
+    /// Answers seen, by status and error code (printed, to see what the
+    /// generated cases reach).
+    seen: Mutex<std::collections::BTreeMap<(u16, String), u32>>,
 }
 
 impl Target {
@@ -408,6 +519,7 @@ impl Target {
             router,
             service,
             live: Mutex::new((String::new(), 0)),
+            seen: Mutex::default(),
         }
     }
 
@@ -444,7 +556,11 @@ impl Target {
             .unwrap()
             .to_owned();
         let (status, _, _) = self
-            .send(post("/api/demo/deposit", json!({"amount_cents": 1000}), Some(&cookie)))
+            .send(post(
+                "/api/demo/deposit",
+                json!({"amount_cents": 1000}),
+                Some(&cookie),
+            ))
             .await;
         assert_eq!(status, StatusCode::OK);
         *self.live.lock().unwrap() = (cookie, n);
@@ -491,7 +607,11 @@ impl Target {
         for (name, value) in &case.headers {
             request = request.header(*name, value.as_str());
         }
-        let body = case.body.clone().map(Body::from).unwrap_or_else(Body::empty);
+        let body = case
+            .body
+            .clone()
+            .map(Body::from)
+            .unwrap_or_else(Body::empty);
         request.body(body).ok()
     }
 
@@ -526,15 +646,28 @@ impl Target {
                 assert!(headers.contains_key(header::RETRY_AFTER), "{case:?}");
             }
         }
+        *self
+            .seen
+            .lock()
+            .unwrap()
+            .entry((status.as_u16(), code.clone()))
+            .or_default() += 1;
         if status.is_success() {
             // Accepted: whatever it wrote is its own, and the trail grows
             // only forward.
             assert!(after.0 >= before.0, "{case:?}");
         } else if code == "invalid_credentials" {
-            assert_eq!(after.0, before.0 + 1, "a failed login is one record: {case:?}");
+            assert_eq!(
+                after.0,
+                before.0 + 1,
+                "a failed login is one record: {case:?}"
+            );
             assert_eq!(self.last_action().await, "login_failed");
         } else {
-            assert_eq!(after, before, "a refusal ({status} {code}) left a record: {case:?}");
+            assert_eq!(
+                after, before,
+                "a refusal ({status} {code}) left a record: {case:?}"
+            );
         }
     }
 
@@ -559,8 +692,10 @@ fn attack(target: &Target, logged_in: bool, cases: u32, seed: u8) {
         max_shrink_iters: 64,
         ..Config::default()
     };
-    let mut runner =
-        TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &[seed; 32]));
+    let mut runner = TestRunner::new_with_rng(
+        config,
+        TestRng::from_seed(RngAlgorithm::ChaCha, &[seed; 32]),
+    );
     let handle = tokio::runtime::Handle::current();
     let result = tokio::task::block_in_place(|| {
         runner.run(&arb_case(logged_in), |case| {
@@ -601,9 +736,10 @@ async fn generated_requests_never_fail_the_server_nor_change_anything_when_refus
     attack(&target, true, 300, 11);
     let records = target.ledger_and_trail_hold().await;
     eprintln!(
-        "{:?}: 600 generated requests in {:.1} s, {records} trail records",
+        "{:?}: 600 generated requests in {:.1} s, {records} trail records; answers: {:?}",
         db.backend,
-        started.elapsed().as_secs_f64()
+        started.elapsed().as_secs_f64(),
+        target.seen.lock().unwrap()
     );
 }
 

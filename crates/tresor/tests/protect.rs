@@ -632,8 +632,7 @@ on_both!(
         // throttles, well over an hour of attempts.
         for _ in 0..12 {
             for attacker in attackers {
-                let (status, headers, body) =
-                    login_from(&app, attacker, "ana", "guess").await;
+                let (status, headers, body) = login_from(&app, attacker, "ana", "guess").await;
                 match status {
                     StatusCode::UNAUTHORIZED => refused += 1,
                     StatusCode::TOO_MANY_REQUESTS => {
@@ -645,9 +644,16 @@ on_both!(
             }
             app.clock.advance_ms(60_000);
         }
-        assert!(throttled > 0 && refused < 4 * 12, "{refused} refused, {throttled} throttled");
+        assert!(
+            throttled > 0 && refused < 4 * 12,
+            "{refused} refused, {throttled} throttled"
+        );
         let (status, _, me) = login_from(&app, "198.51.100.1", "ana", "a long password").await;
-        assert_eq!(status, StatusCode::OK, "the owner is never locked out: {me}");
+        assert_eq!(
+            status,
+            StatusCode::OK,
+            "the owner is never locked out: {me}"
+        );
         assert_eq!(me["username"], "ana");
     }
 );
@@ -816,10 +822,7 @@ on_both!(
                 reqwest::Method::POST,
                 &format!("/api/plays/{id}/throws"),
                 None,
-                &[
-                    ("x-requested-with", "tresor"),
-                    ("cookie", &cookie),
-                ],
+                &[("x-requested-with", "tresor"), ("cookie", &cookie)],
             )
             .await;
             if status == StatusCode::TOO_MANY_REQUESTS {
@@ -850,12 +853,19 @@ on_both!(
                 ],
             )
             .await;
-            codes.push((status.as_u16(), body["error"]["code"].as_str().unwrap().to_owned()));
+            codes.push((
+                status.as_u16(),
+                body["error"]["code"].as_str().unwrap().to_owned(),
+            ));
         }
         assert_eq!(codes[0], (401, "unauthorized".to_owned()));
         assert_eq!(codes[39], (429, "rate_limited".to_owned()));
         assert_eq!(codes.iter().filter(|(s, _)| *s == 401).count(), 30);
-        assert_eq!(queued(&app), before, "nothing unauthenticated reaches the writer");
+        assert_eq!(
+            queued(&app),
+            before,
+            "nothing unauthenticated reaches the writer"
+        );
         app.assert_ledger_balances().await;
     }
 );

@@ -137,8 +137,7 @@ impl Default for RateLimitArgs {
     fn default() -> Self {
         let limits = RateLimits::default();
         RateLimitArgs {
-            failed_logins_free_per_name_and_address: limits
-                .failed_logins_free_per_name_and_address,
+            failed_logins_free_per_name_and_address: limits.failed_logins_free_per_name_and_address,
             failed_logins_free_per_address: limits.failed_logins_free_per_address,
             logins_per_minute_per_address: limits.logins_per_minute_per_address,
             registrations_per_hour_per_address: limits.registrations_per_hour_per_address,
