@@ -697,6 +697,10 @@ fn attack(target: &Target, logged_in: bool, cases: u32, seed: u8) {
         TestRng::from_seed(RngAlgorithm::ChaCha, &[seed; 32]),
     );
     let handle = tokio::runtime::Handle::current();
+    #[allow(
+        clippy::result_large_err,
+        reason = "proptest's own failure type, told once"
+    )]
     let result = tokio::task::block_in_place(|| {
         runner.run(&arb_case(logged_in), |case| {
             handle.block_on(async {

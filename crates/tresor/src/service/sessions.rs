@@ -108,12 +108,12 @@ impl Service {
     /// read only: what decides whether a logout needs the writer at all.
     pub async fn live_session(&self, token: &str) -> Result<Option<i64>, Error> {
         let token_hash = sha256_hex(token.as_bytes());
-        Ok(sql::query_scalar(
+        sql::query_scalar(
             "SELECT player_id FROM sessions WHERE token_hash = $1 AND ended_at_ms IS NULL",
         )
         .bind(token_hash)
         .fetch_optional(&mut *self.db.conn().await?)
-        .await?)
+        .await
     }
 
     /// Ends a session. An unknown or ended one is found by a read and costs
