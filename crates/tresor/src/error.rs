@@ -2,7 +2,7 @@
 //! handle, and failures of the machinery underneath.
 
 use crate::clock::rfc3339;
-use crate::model::{InvalidIdempotencyKey, LimitKind, euros};
+use crate::model::{InvalidIdempotencyKey, InvalidUsername, LimitKind, euros};
 use tresor_game::StakeError;
 
 /// Why a session no longer opens the door.
@@ -203,6 +203,12 @@ impl Error {
 impl From<InvalidIdempotencyKey> for Error {
     fn from(_: InvalidIdempotencyKey) -> Self {
         Error::InvalidIdempotencyKey
+    }
+}
+
+impl From<InvalidUsername> for Error {
+    fn from(_: InvalidUsername) -> Self {
+        Error::Validation(InvalidUsername::RULE.to_owned())
     }
 }
 

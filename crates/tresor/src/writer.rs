@@ -129,6 +129,9 @@ pub struct WriterStats {
     pub batch_retries: Counter,
     /// Requests dropped before running because their caller was gone.
     pub dropped: Counter,
+    /// Requests queued (jobs and hot commands), whatever became of them: what
+    /// tests count to prove a refused request never reached the writer.
+    pub queued: Counter,
     /// COMMITs whose answer was lost, resolved by looking the batch up.
     pub commits_resolved: Counter,
     /// Times the writer was started again, after a panic or a failed start.
@@ -149,6 +152,7 @@ impl Default for WriterStats {
             batch_size: Histogram::new(exponential_buckets(1.0, 2.0, 12)),
             batch_retries: Counter::default(),
             dropped: Counter::default(),
+            queued: Counter::default(),
             commits_resolved: Counter::default(),
             restarts: Counter::default(),
             up: AtomicBool::new(false),
@@ -428,6 +432,7 @@ impl Writer {
     }
 
     async fn send(&self, request: Request) -> Result<(), Error> {
+        self.stats.queued.inc();
         self.queue
             .send(request)
             .await

@@ -530,46 +530,322 @@ on_both!(
 
 // -- Throttles --------------------------------------------------------------
 
-on_both!(
-    failed_logins_on_one_account_are_throttled_with_retry_after,
+/// A login of `username` from `address` (trusted `X-Forwarded-For`), outside
+/// the cookie jar, with its answer's headers.
+async fn login_from(
+    app: &TestApp,
+    address: &str,
+    username: &str,
+    password: &str,
+) -> (StatusCode, HeaderMap, Value) {
+    raw(
+        app,
+        reqwest::Method::POST,
+        "/api/login",
+        Some(json!({"username": username, "password": password})),
+        &[("x-requested-with", "tresor"), ("x-forwarded-for", address)],
+    )
+    .await
+}
+
+fn retry_after(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get("retry-after")
+        .map(|v| v.to_str().unwrap().parse().unwrap())
+}
+
+/// The failed-login throttles alone, with addresses from `X-Forwarded-For`.
+fn failed_logins(free_per_name_and_address: u32, free_per_address: u32) -> Settings {
     throttled(RateLimits {
-        failed_logins_per_hour_per_account: 5,
+        failed_logins_free_per_name_and_address: free_per_name_and_address,
+        failed_logins_free_per_address: free_per_address,
+        trust_forwarded_for: true,
         ..RateLimits::unthrottled()
-    }),
+    })
+}
+
+on_both!(
+    failed_logins_from_one_address_wait_longer_each_time_but_the_owner_elsewhere_gets_in,
+    failed_logins(5, 50),
     |app| {
         app.register("ana").await;
+        let attacker = "203.0.113.9";
         for _ in 0..5 {
-            assert_eq!(
-                app.login("ana", "wrong password").await.0,
-                StatusCode::UNAUTHORIZED
-            );
+            let (status, _, _) = login_from(&app, attacker, "ana", "wrong password").await;
+            assert_eq!(status, StatusCode::UNAUTHORIZED);
         }
-        let login = json!({"username": "ana", "password": "a long password"});
-        let (status, headers, error) = raw(
+        let (status, headers, error) = login_from(&app, attacker, "ana", "a long password").await;
+        assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{error}");
+        assert_eq!(error["error"]["code"], "rate_limited");
+        assert_eq!(retry_after(&headers), Some(1), "the first wait is a second");
+        app.clock.advance_ms(1000);
+        let (status, _, _) = login_from(&app, attacker, "ana", "wrong password").await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+        let (_, headers, _) = login_from(&app, attacker, "ana", "wrong password").await;
+        assert_eq!(retry_after(&headers), Some(2), "then it doubles");
+        assert_eq!(
+            trail_actions(&app, "login_failed").await.len(),
+            6,
+            "throttled attempts are not counted"
+        );
+        let (status, _, me) = login_from(&app, "198.51.100.1", "ana", "a long password").await;
+        assert_eq!(status, StatusCode::OK, "the owner elsewhere: {me}");
+        // After the wait, the right password from the attacker's address
+        // clears that pair.
+        app.clock.advance_ms(2000);
+        let (status, _, _) = login_from(&app, attacker, "ana", "a long password").await;
+        assert_eq!(status, StatusCode::OK);
+        let (status, _, _) = login_from(&app, attacker, "ana", "wrong password").await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "a fresh start");
+    }
+);
+
+on_both!(
+    four_attacking_addresses_cannot_lock_the_owner_out,
+    failed_logins(5, 50),
+    |app| {
+        app.register("ana").await;
+        let attackers = ["203.0.113.1", "203.0.113.2", "203.0.113.3", "203.0.113.4"];
+        let (mut refused, mut throttled) = (0, 0);
+        // Each attacker tries as fast as allowed for what is, to the
+        // throttles, well over an hour of attempts.
+        for _ in 0..12 {
+            for attacker in attackers {
+                let (status, headers, body) = login_from(&app, attacker, "ana", "guess").await;
+                match status {
+                    StatusCode::UNAUTHORIZED => refused += 1,
+                    StatusCode::TOO_MANY_REQUESTS => {
+                        assert!(retry_after(&headers).is_some(), "{body}");
+                        throttled += 1;
+                    }
+                    other => panic!("{other}: {body}"),
+                }
+            }
+            app.clock.advance_ms(60_000);
+        }
+        assert!(
+            throttled > 0 && refused < 4 * 12,
+            "{refused} refused, {throttled} throttled"
+        );
+        let (status, _, me) = login_from(&app, "198.51.100.1", "ana", "a long password").await;
+        assert_eq!(
+            status,
+            StatusCode::OK,
+            "the owner is never locked out: {me}"
+        );
+        assert_eq!(me["username"], "ana");
+    }
+);
+
+on_both!(
+    unknown_and_known_usernames_get_the_same_answers_and_waits,
+    failed_logins(3, 50),
+    |app| {
+        app.register("ana").await;
+        // The same sequence for a name that exists and one that does not,
+        // each from its own address.
+        let mut answers = Vec::new();
+        for (address, username) in [("203.0.113.1", "ana"), ("203.0.113.2", "nobody")] {
+            let mut seen = Vec::new();
+            for step in 0..6 {
+                if step == 5 {
+                    app.clock.advance_ms(1000);
+                }
+                let (status, headers, body) =
+                    login_from(&app, address, username, "wrong password").await;
+                seen.push((
+                    status,
+                    body,
+                    retry_after(&headers),
+                    headers.get("set-cookie").is_some(),
+                ));
+            }
+            answers.push(seen);
+        }
+        assert_eq!(answers[0], answers[1], "known and unknown alike");
+        assert_eq!(answers[0][3].0, StatusCode::TOO_MANY_REQUESTS);
+        app.clock.advance_ms(3_600_000);
+        // Timing: the median of interleaved attempts, never throttled.
+        let mut times: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+        for round in 0..9 {
+            for (i, username) in ["ana", "nobody"].into_iter().enumerate() {
+                let address = format!("198.51.{i}.{round}");
+                let started = std::time::Instant::now();
+                let (status, _, _) = login_from(&app, &address, username, "wrong password").await;
+                assert_eq!(status, StatusCode::UNAUTHORIZED);
+                times[i].push(started.elapsed().as_secs_f64());
+            }
+        }
+        let median = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let (known, unknown) = (median(&mut times[0]), median(&mut times[1]));
+        eprintln!("median failed login: known {known:.4} s, unknown {unknown:.4} s");
+        let ratio = known.max(unknown) / known.min(unknown);
+        assert!(ratio < 2.0, "known {known} s against unknown {unknown} s");
+    }
+);
+
+/// Requests queued to the writer so far.
+fn queued(app: &TestApp) -> u64 {
+    app.service.writer.stats.queued.get()
+}
+
+on_both!(
+    a_logout_with_an_unknown_ended_or_garbage_cookie_queues_nothing,
+    |app| {
+        app.register("ana").await;
+        let (_, headers, _) = raw(
             &app,
             reqwest::Method::POST,
             "/api/login",
-            Some(login.clone()),
+            Some(json!({"username": "ana", "password": "a long password"})),
             &[("x-requested-with", "tresor")],
         )
         .await;
+        let live = session_cookie(&headers);
+        let ended = {
+            let (_, headers, _) = raw(
+                &app,
+                reqwest::Method::POST,
+                "/api/login",
+                Some(json!({"username": "ana", "password": "a long password"})),
+                &[("x-requested-with", "tresor")],
+            )
+            .await;
+            let cookie = session_cookie(&headers);
+            let (status, _, _) = raw(
+                &app,
+                reqwest::Method::POST,
+                "/api/logout",
+                None,
+                &[("x-requested-with", "tresor"), ("cookie", &cookie)],
+            )
+            .await;
+            assert_eq!(status, StatusCode::NO_CONTENT);
+            cookie
+        };
+        let before = queued(&app);
+        for cookie in [
+            "tresor_session=garbage",
+            "tresor_session=",
+            "tresor_session=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+            ended.as_str(),
+            "other=1",
+            "tresor_session=%00%ff; tresor_session=x",
+        ] {
+            let (status, _, body) = raw(
+                &app,
+                reqwest::Method::POST,
+                "/api/logout",
+                None,
+                &[("x-requested-with", "tresor"), ("cookie", cookie)],
+            )
+            .await;
+            assert_eq!(status, StatusCode::NO_CONTENT, "{cookie}: {body}");
+        }
+        let (status, _, _) = raw(
+            &app,
+            reqwest::Method::POST,
+            "/api/logout",
+            None,
+            &[("x-requested-with", "tresor")],
+        )
+        .await;
+        assert_eq!(status, StatusCode::NO_CONTENT);
+        assert_eq!(queued(&app), before, "no writer job for a dead cookie");
+        let logouts = trail_actions(&app, "logout").await.len();
+        let (status, _, _) = raw(
+            &app,
+            reqwest::Method::POST,
+            "/api/logout",
+            None,
+            &[("x-requested-with", "tresor"), ("cookie", &live)],
+        )
+        .await;
+        assert_eq!(status, StatusCode::NO_CONTENT);
+        assert_eq!(queued(&app), before + 1, "a live session: one job");
+        assert_eq!(trail_actions(&app, "logout").await.len(), logouts + 1);
+    }
+);
+
+on_both!(
+    a_flood_of_throws_is_throttled_per_player_and_garbage_cookies_per_address,
+    throttled(RateLimits {
+        actions_per_minute_per_player: 8,
+        actions_per_minute_per_address: 30,
+        trust_forwarded_for: true,
+        ..RateLimits::unthrottled()
+    }),
+    |app| {
+        app.player("ana", 1_000).await;
+        let (status, play) = app.buy(100).await;
+        assert_eq!(status, StatusCode::CREATED, "{play}");
+        let id = play["id"].as_i64().unwrap();
+        // A second session of ana's, for requests with their headers.
+        let (_, headers, _) = raw(
+            &app,
+            reqwest::Method::POST,
+            "/api/login",
+            Some(json!({"username": "ana", "password": "a long password"})),
+            &[("x-requested-with", "tresor")],
+        )
+        .await;
+        let cookie = session_cookie(&headers);
+        let mut statuses = Vec::new();
+        for _ in 0..12 {
+            let before = queued(&app);
+            let (status, headers, body) = raw(
+                &app,
+                reqwest::Method::POST,
+                &format!("/api/plays/{id}/throws"),
+                None,
+                &[("x-requested-with", "tresor"), ("cookie", &cookie)],
+            )
+            .await;
+            if status == StatusCode::TOO_MANY_REQUESTS {
+                assert_eq!(body["error"]["code"], "rate_limited");
+                assert!(retry_after(&headers).is_some_and(|s| s >= 1));
+                assert_eq!(queued(&app), before, "a throttled throw queues nothing");
+            }
+            statuses.push(status.as_u16());
+        }
+        // The deposit was the first action: 7 throws pass (4 played, 3 on a
+        // finished play), then the player waits.
         assert_eq!(
-            status,
-            StatusCode::TOO_MANY_REQUESTS,
-            "even the right password waits: {error}"
+            statuses,
+            [200, 200, 200, 200, 409, 409, 409, 429, 429, 429, 429, 429],
         );
-        assert_eq!(error["error"]["code"], "rate_limited");
-        let retry: u64 = headers["retry-after"].to_str().unwrap().parse().unwrap();
-        assert!((3500..=3600).contains(&retry), "{retry}");
+        let before = queued(&app);
+        let mut codes = Vec::new();
+        for _ in 0..40 {
+            let (status, _, body) = raw(
+                &app,
+                reqwest::Method::POST,
+                "/api/plays/1/throws",
+                None,
+                &[
+                    ("x-requested-with", "tresor"),
+                    ("x-forwarded-for", "203.0.113.66"),
+                    ("cookie", "tresor_session=garbage"),
+                ],
+            )
+            .await;
+            codes.push((
+                status.as_u16(),
+                body["error"]["code"].as_str().unwrap().to_owned(),
+            ));
+        }
+        assert_eq!(codes[0], (401, "unauthorized".to_owned()));
+        assert_eq!(codes[39], (429, "rate_limited".to_owned()));
+        assert_eq!(codes.iter().filter(|(s, _)| *s == 401).count(), 30);
         assert_eq!(
-            trail_actions(&app, "login_failed").await.len(),
-            5,
-            "throttled attempts are not counted"
+            queued(&app),
+            before,
+            "nothing unauthenticated reaches the writer"
         );
-        // Another account is not affected; an hour later, ana may log in.
-        app.another_client().register("bob").await;
-        app.clock.advance_ms(HOUR_MS + 1);
-        assert_eq!(app.login("ana", "a long password").await.0, StatusCode::OK);
+        app.assert_ledger_balances().await;
     }
 );
 

@@ -899,6 +899,10 @@ pub fn unthrottled(exe: &std::path::Path) -> Vec<String> {
         "--purchases-per-minute-per-address",
         "--registrations-per-hour-per-address",
         "--logins-per-minute-per-address",
+        "--actions-per-minute-per-player",
+        "--actions-per-minute-per-address",
+        "--failed-logins-free-per-name-and-address",
+        "--failed-logins-free-per-address",
     ]
     .into_iter()
     .filter(|flag| help.contains(flag))

@@ -116,9 +116,13 @@ impl Default for ServeArgs {
 /// `tresor serve`'s throttles (see [`RateLimits`] for what each counts).
 #[derive(Debug, Clone, Args)]
 pub struct RateLimitArgs {
-    /// Failed logins per account per hour before its logins are refused.
-    #[arg(long, env = "TRESOR_FAILED_LOGINS_PER_HOUR", default_value_t = RateLimits::default().failed_logins_per_hour_per_account)]
-    pub failed_logins_per_hour: u32,
+    /// Failed logins per (username typed, address) before each further
+    /// attempt of that pair waits longer (1 s, doubling, up to 15 minutes).
+    #[arg(long, env = "TRESOR_FAILED_LOGINS_FREE_PER_NAME_AND_ADDRESS", default_value_t = RateLimits::default().failed_logins_free_per_name_and_address)]
+    pub failed_logins_free_per_name_and_address: u32,
+    /// Failed logins per address, whatever the names, before its attempts wait.
+    #[arg(long, env = "TRESOR_FAILED_LOGINS_FREE_PER_ADDRESS", default_value_t = RateLimits::default().failed_logins_free_per_address)]
+    pub failed_logins_free_per_address: u32,
     /// Login attempts per client address per minute.
     #[arg(long, env = "TRESOR_LOGINS_PER_MINUTE_PER_ADDRESS", default_value_t = RateLimits::default().logins_per_minute_per_address)]
     pub logins_per_minute_per_address: u32,
@@ -131,6 +135,12 @@ pub struct RateLimitArgs {
     /// Purchases per client address per minute.
     #[arg(long, env = "TRESOR_PURCHASES_PER_MINUTE_PER_ADDRESS", default_value_t = RateLimits::default().purchases_per_minute_per_address)]
     pub purchases_per_minute_per_address: u32,
+    /// Throws, logouts, deposits, cap changes and exclusions per player per minute.
+    #[arg(long, env = "TRESOR_ACTIONS_PER_MINUTE_PER_PLAYER", default_value_t = RateLimits::default().actions_per_minute_per_player)]
+    pub actions_per_minute_per_player: u32,
+    /// The same per client address per minute.
+    #[arg(long, env = "TRESOR_ACTIONS_PER_MINUTE_PER_ADDRESS", default_value_t = RateLimits::default().actions_per_minute_per_address)]
+    pub actions_per_minute_per_address: u32,
     /// Take the client address from the last X-Forwarded-For entry (only
     /// behind a reverse proxy that sets it).
     #[arg(long, env = "TRESOR_TRUST_FORWARDED_FOR")]
@@ -141,11 +151,14 @@ impl Default for RateLimitArgs {
     fn default() -> Self {
         let limits = RateLimits::default();
         RateLimitArgs {
-            failed_logins_per_hour: limits.failed_logins_per_hour_per_account,
+            failed_logins_free_per_name_and_address: limits.failed_logins_free_per_name_and_address,
+            failed_logins_free_per_address: limits.failed_logins_free_per_address,
             logins_per_minute_per_address: limits.logins_per_minute_per_address,
             registrations_per_hour_per_address: limits.registrations_per_hour_per_address,
             purchases_per_minute_per_player: limits.purchases_per_minute_per_player,
             purchases_per_minute_per_address: limits.purchases_per_minute_per_address,
+            actions_per_minute_per_player: limits.actions_per_minute_per_player,
+            actions_per_minute_per_address: limits.actions_per_minute_per_address,
             trust_forwarded_for: limits.trust_forwarded_for,
         }
     }
@@ -154,11 +167,14 @@ impl Default for RateLimitArgs {
 impl RateLimitArgs {
     pub fn to_settings(&self) -> RateLimits {
         RateLimits {
-            failed_logins_per_hour_per_account: self.failed_logins_per_hour,
+            failed_logins_free_per_name_and_address: self.failed_logins_free_per_name_and_address,
+            failed_logins_free_per_address: self.failed_logins_free_per_address,
             logins_per_minute_per_address: self.logins_per_minute_per_address,
             registrations_per_hour_per_address: self.registrations_per_hour_per_address,
             purchases_per_minute_per_player: self.purchases_per_minute_per_player,
             purchases_per_minute_per_address: self.purchases_per_minute_per_address,
+            actions_per_minute_per_player: self.actions_per_minute_per_player,
+            actions_per_minute_per_address: self.actions_per_minute_per_address,
             trust_forwarded_for: self.trust_forwarded_for,
         }
     }
@@ -184,6 +200,10 @@ pub async fn run_serve(args: ServeArgs) -> anyhow::Result<()> {
         ..Settings::default()
     };
     let service = open_service(&args.db, settings).await?;
+    let filled = service.backfill_username_skeletons().await?;
+    if filled > 0 {
+        tracing::info!(filled, "filled the skeletons of older usernames");
+    }
     if args.demo {
         let fresh = service.emissions().await?.is_empty();
         if fresh {

@@ -3,12 +3,13 @@
 use super::throttle::{ClientAddress, Throttles};
 use super::{ApiError, AppState};
 use crate::error::Error;
+use crate::model::Username;
 use crate::protect::{ExclusionLength, LimitChange, Limits, LimitsView};
 use crate::service::{
     IdempotencyKey, MAX_DEMO_DEPOSIT_CENTS, Me, Player, Purchase, Registration, rfc3339,
 };
 use crate::trail::Actor;
-use axum::extract::rejection::JsonRejection;
+use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
@@ -118,7 +119,9 @@ fn cross_site(headers: &HeaderMap) -> Option<String> {
     }
 }
 
-/// `Json` whose rejections are API errors.
+/// `Json` whose rejections are API errors. Every body type denies unknown
+/// fields: a misspelt field (`deposit_limit`) is refused with its name rather
+/// than silently replaced by a default.
 struct Body<T>(T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
@@ -146,6 +149,43 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
                 other => ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", other.body_text()),
             }),
         }
+    }
+}
+
+/// `Query` whose rejections are API errors (an unknown or malformed
+/// parameter is a validation error naming it).
+struct Params<T>(T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Params<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Query(value)| Params(value))
+            .map_err(|rejection: QueryRejection| {
+                ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "validation",
+                    rejection.body_text(),
+                )
+            })
+    }
+}
+
+/// A play's id in the path; anything that is not one is a play not found.
+struct PlayId(i64);
+
+impl<S: Send + Sync> FromRequestParts<S> for PlayId {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let Path(text) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(|_| ApiError::from(Error::NotFound))?;
+        text.parse::<i64>()
+            .map(PlayId)
+            .map_err(|_| Error::NotFound.into())
     }
 }
 
@@ -179,6 +219,37 @@ impl FromRequestParts<AppState> for CurrentPlayer {
     }
 }
 
+/// The logged-in player of a request that reaches the writer (a throw, a
+/// deposit, a cap change, an exclusion): throttled per address before the
+/// session is read, then per player.
+struct ActingPlayer {
+    player: Player,
+}
+
+impl FromRequestParts<AppState> for ActingPlayer {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let throttles = throttles_of(parts);
+        let Ok(address) = ClientAddress::from_request_parts(parts, state).await;
+        throttles.action_by_address(&address)?;
+        let CurrentPlayer { player } = CurrentPlayer::from_request_parts(parts, state).await?;
+        throttles.action_by_player(player.id)?;
+        Ok(ActingPlayer { player })
+    }
+}
+
+fn throttles_of(parts: &Parts) -> Arc<Throttles> {
+    parts
+        .extensions
+        .get::<Arc<Throttles>>()
+        .expect("the router carries its throttles")
+        .clone()
+}
+
 fn session_cookie(state: &AppState, token: &str, max_age_s: i64) -> HeaderValue {
     let secure = if state.secure_cookies { "; Secure" } else { "" };
     HeaderValue::from_str(&format!(
@@ -205,6 +276,7 @@ async fn island_map() -> Response {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct RegisterBody {
     username: String,
     password: String,
@@ -250,6 +322,7 @@ async fn register(
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct LoginBody {
     username: String,
     password: String,
@@ -263,10 +336,16 @@ async fn login(
     Body(body): Body<LoginBody>,
 ) -> Result<Response, ApiError> {
     throttles.login(&address)?;
+    // Failures are throttled by the name typed (its skeleton) and the
+    // address, whether or not the name is an account: the same answers, the
+    // same waits, and an owner elsewhere is never kept out.
+    let name = Username::normalise(&body.username);
+    throttles.login_attempt(name.skeleton(), &address, state.service.now_ms())?;
     let player = state
         .service
         .authenticate(&body.username, &body.password)
         .await?;
+    throttles.login_succeeded(name.skeleton(), &address);
     // A login always opens a new session; the one this browser had ends.
     if let Some(token) = session_token(&headers) {
         state.service.close_session(&token).await?;
@@ -274,8 +353,19 @@ async fn login(
     logged_in(&state, &player, StatusCode::OK).await
 }
 
-async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
-    if let Some(token) = session_token(&headers) {
+/// Ends the browser's session. Only a live session reaches the writer: an
+/// unknown, ended or garbage cookie is answered after a read, like a live one.
+async fn logout(
+    State(state): State<AppState>,
+    Extension(throttles): Extension<Arc<Throttles>>,
+    address: ClientAddress,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    throttles.action_by_address(&address)?;
+    if let Some(token) = session_token(&headers)
+        && let Some(player_id) = state.service.live_session(&token).await?
+    {
+        throttles.action_by_player(player_id)?;
         state.service.close_session(&token).await?;
     }
     Ok((
@@ -290,13 +380,14 @@ async fn me(State(state): State<AppState>, current: CurrentPlayer) -> Result<Jso
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct DepositBody {
     amount_cents: i64,
 }
 
 async fn demo_deposit(
     State(state): State<AppState>,
-    current: CurrentPlayer,
+    current: ActingPlayer,
     Body(body): Body<DepositBody>,
 ) -> Result<Json<Me>, ApiError> {
     if !state.service.is_demo().await? {
@@ -316,6 +407,7 @@ async fn demo_deposit(
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct BuyBody {
     stake_cents: i64,
 }
@@ -346,24 +438,19 @@ async fn buy(
     Ok((StatusCode::CREATED, Json(play)).into_response())
 }
 
-fn play_id(text: &str) -> Result<i64, ApiError> {
-    text.parse::<i64>().map_err(|_| Error::NotFound.into())
-}
-
 async fn play(
     State(state): State<AppState>,
     current: CurrentPlayer,
-    Path(id): Path<String>,
+    PlayId(id): PlayId,
 ) -> Result<Response, ApiError> {
-    Ok(Json(state.service.play(&current.player, play_id(&id)?).await?).into_response())
+    Ok(Json(state.service.play(&current.player, id).await?).into_response())
 }
 
 async fn throw(
     State(state): State<AppState>,
-    current: CurrentPlayer,
-    Path(id): Path<String>,
+    current: ActingPlayer,
+    PlayId(id): PlayId,
 ) -> Result<Response, ApiError> {
-    let id = play_id(&id)?;
     let play = state.service.throw(&current.player, id).await?;
     state.metrics.throws.inc();
     if play.throws_left == 0 && play.outcome.prize_cents > 0 {
@@ -376,6 +463,7 @@ async fn throw(
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct HistoryQuery {
     limit: Option<String>,
     cursor: Option<String>,
@@ -384,7 +472,7 @@ struct HistoryQuery {
 async fn history(
     State(state): State<AppState>,
     current: CurrentPlayer,
-    Query(query): Query<HistoryQuery>,
+    Params(query): Params<HistoryQuery>,
 ) -> Result<Response, ApiError> {
     let limit = match query.limit.as_deref() {
         None => 20,
@@ -418,6 +506,7 @@ async fn limits(
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct LimitsBody {
     deposit_limit_cents: Option<i64>,
     stake_limit_cents: Option<i64>,
@@ -425,7 +514,7 @@ struct LimitsBody {
 
 async fn change_limits(
     State(state): State<AppState>,
-    current: CurrentPlayer,
+    current: ActingPlayer,
     Body(body): Body<LimitsBody>,
 ) -> Result<Json<LimitsView>, ApiError> {
     let change = LimitChange::parse(body.deposit_limit_cents, body.stake_limit_cents)?;
@@ -435,13 +524,14 @@ async fn change_limits(
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct ExclusionBody {
     period: String,
 }
 
 async fn exclude(
     State(state): State<AppState>,
-    current: CurrentPlayer,
+    current: ActingPlayer,
     Body(body): Body<ExclusionBody>,
 ) -> Result<Response, ApiError> {
     let length = ExclusionLength::parse_period(&body.period)?;

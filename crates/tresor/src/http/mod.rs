@@ -90,27 +90,45 @@ async fn readyz(State(state): State<AppState>) -> Response {
     }
 }
 
-/// The body-size and time limits answer before any handler, with an empty or
-/// plain-text body: give them the API's JSON error shape.
+/// The body-size and time limits answer before any handler, and axum's own
+/// refusals (a method an API path does not take) with an empty or plain-text
+/// body: give them the API's JSON error shape.
 async fn json_edge_errors(request: Request, next: Next) -> Response {
+    let api = request.uri().path().starts_with("/api/");
     let response = next.run(request).await;
     let is_json = response
         .headers()
         .get(header::CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if is_json {
+        return response;
+    }
     match response.status() {
-        StatusCode::PAYLOAD_TOO_LARGE if !is_json => ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             "payload_too_large",
             "the request body is larger than 64 KiB",
         )
         .into_response(),
-        StatusCode::REQUEST_TIMEOUT if !is_json => ApiError::new(
+        StatusCode::REQUEST_TIMEOUT => ApiError::new(
             StatusCode::REQUEST_TIMEOUT,
             "timeout",
             "the request took longer than 30 seconds",
         )
         .into_response(),
+        StatusCode::METHOD_NOT_ALLOWED if api => {
+            let allow = response.headers().get(header::ALLOW).cloned();
+            let mut answer = ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "this API endpoint does not take this method",
+            )
+            .into_response();
+            if let Some(allow) = allow {
+                answer.headers_mut().insert(header::ALLOW, allow);
+            }
+            answer
+        }
         _ => response,
     }
 }
@@ -139,7 +157,10 @@ async fn observe(State(state): State<AppState>, request: Request, next: Next) ->
 pub async fn serve(listener: tokio::net::TcpListener, state: AppState) -> anyhow::Result<()> {
     let settler = tokio::spawn(settle_abandoned_forever(state.service.clone()));
     let throttles = Arc::new(Throttles::new(&state.service.settings.rate_limits));
-    let forgetter = tokio::spawn(throttle::forget_idle_forever(throttles.clone()));
+    let forgetter = tokio::spawn(throttle::forget_idle_forever(
+        throttles.clone(),
+        state.service.clock.clone(),
+    ));
     let router = app_with(state, throttles);
     // The peer address feeds the per-address throttles.
     axum::serve(

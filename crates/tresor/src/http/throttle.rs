@@ -1,12 +1,13 @@
-//! Throttles against abuse at the HTTP edge: registrations and login attempts
-//! per client address, purchases per player and per address, each a keyed
-//! GCRA limiter from `governor`, kept in memory (per server). Failed logins
-//! per account are counted from the trail by the service instead, so that a
-//! restart or a second server does not reset them.
+//! Throttles against abuse at the HTTP edge, kept in memory (per server):
+//! registrations and login attempts per client address, purchases and the
+//! other requests that reach the writer (throws, logouts, deposits, caps,
+//! exclusions) per player and per address, each a keyed GCRA limiter from
+//! `governor`; and failed logins per (name typed, address) and per address
+//! ([`FailedLogins`], growing waits, the account itself never locked).
 
 use super::AppState;
 use crate::error::Error;
-use crate::protect::RateLimits;
+use crate::protect::{FailedLogins, RateLimits};
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::request::Parts;
 use governor::clock::{Clock, DefaultClock};
@@ -24,6 +25,9 @@ pub struct Throttles {
     logins_by_address: DefaultKeyedRateLimiter<IpAddr>,
     purchases_by_address: DefaultKeyedRateLimiter<IpAddr>,
     purchases_by_player: DefaultKeyedRateLimiter<i64>,
+    actions_by_address: DefaultKeyedRateLimiter<IpAddr>,
+    actions_by_player: DefaultKeyedRateLimiter<i64>,
+    failed_logins: FailedLogins,
 }
 
 fn at_least_one(n: u32) -> NonZeroU32 {
@@ -54,6 +58,16 @@ impl Throttles {
             purchases_by_player: RateLimiter::keyed(Quota::per_minute(at_least_one(
                 limits.purchases_per_minute_per_player,
             ))),
+            actions_by_address: RateLimiter::keyed(Quota::per_minute(at_least_one(
+                limits.actions_per_minute_per_address,
+            ))),
+            actions_by_player: RateLimiter::keyed(Quota::per_minute(at_least_one(
+                limits.actions_per_minute_per_player,
+            ))),
+            failed_logins: FailedLogins::new(
+                limits.failed_logins_free_per_name_and_address,
+                limits.failed_logins_free_per_address,
+            ),
         }
     }
 
@@ -70,9 +84,39 @@ impl Throttles {
         check(&self.purchases_by_address, &address.0)
     }
 
+    /// A throw, logout, deposit, cap change or exclusion from `address`,
+    /// checked before the session is even read.
+    pub fn action_by_address(&self, address: &ClientAddress) -> Result<(), Error> {
+        check(&self.actions_by_address, &address.0)
+    }
+
+    /// The same request, once its player is known.
+    pub fn action_by_player(&self, player_id: i64) -> Result<(), Error> {
+        check(&self.actions_by_player, &player_id)
+    }
+
+    /// A login of `name` (its skeleton) from `address`: refused while the
+    /// pair or the address must wait, else counted as a failure until
+    /// [`Throttles::login_succeeded`].
+    pub fn login_attempt(
+        &self,
+        name: &str,
+        address: &ClientAddress,
+        now_ms: i64,
+    ) -> Result<(), Error> {
+        self.failed_logins.attempt(name, address.0, now_ms)
+    }
+
+    pub fn login_succeeded(&self, name: &str, address: &ClientAddress) {
+        self.failed_logins.succeeded(name, address.0);
+    }
+
     /// Forgets keys whose limiters are back to full, so memory follows the
     /// recent clients rather than every client ever seen.
-    pub fn forget_idle(&self) {
+    pub fn forget_idle(&self, now_ms: i64) {
+        self.failed_logins.forget_idle(now_ms);
+        self.actions_by_address.retain_recent();
+        self.actions_by_player.retain_recent();
         self.registrations_by_address.retain_recent();
         self.logins_by_address.retain_recent();
         self.purchases_by_address.retain_recent();
@@ -81,10 +125,13 @@ impl Throttles {
 }
 
 /// Forgets idle keys now and then, for as long as the server runs.
-pub async fn forget_idle_forever(throttles: std::sync::Arc<Throttles>) {
+pub async fn forget_idle_forever(
+    throttles: std::sync::Arc<Throttles>,
+    clock: std::sync::Arc<dyn crate::clock::Clock>,
+) {
     loop {
         tokio::time::sleep(Duration::from_secs(60)).await;
-        throttles.forget_idle();
+        throttles.forget_idle(clock.now_ms());
     }
 }
 

@@ -1,8 +1,9 @@
-//! Players: registration, password checks and the login lock.
+//! Players: registration (usernames unique by confusable skeleton), password
+//! checks, failed logins in the trail, and filling skeletons left NULL.
 
 use super::Service;
 use crate::error::Error;
-use crate::model::Player;
+use crate::model::{Player, Username};
 use crate::protect::{self, Limits};
 use crate::store::sql;
 use crate::trail::{self, Actor};
@@ -11,7 +12,7 @@ use serde_json::json;
 /// A registration request, checked.
 #[derive(Debug, Clone)]
 pub struct Registration {
-    pub username: String,
+    pub username: Username,
     pub password: String,
     /// The 7-day caps, chosen before the first deposit and the first play.
     pub limits: Limits,
@@ -24,16 +25,7 @@ impl Registration {
         adult: bool,
         accept_rules: bool,
     ) -> Result<Self, Error> {
-        let username = username.trim();
-        let username_ok = (3..=32).contains(&username.chars().count())
-            && username
-                .chars()
-                .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'));
-        if !username_ok {
-            return Err(Error::Validation(
-                "username: 3 to 32 letters, digits, '.', '-' or '_'".to_owned(),
-            ));
-        }
+        let username = Username::parse(username)?;
         if password.chars().count() < 10 {
             return Err(Error::Validation(
                 "password: at least 10 characters".to_owned(),
@@ -53,7 +45,7 @@ impl Registration {
             ));
         }
         Ok(Registration {
-            username: username.to_owned(),
+            username,
             password: password.to_owned(),
             limits: Limits::default(),
         })
@@ -77,12 +69,16 @@ impl Service {
             let username = username.clone();
             let password_hash = password_hash.clone();
             Box::pin(async move {
-                let key = username.to_lowercase();
-                let taken: Option<i64> =
-                    sql::query_scalar("SELECT id FROM players WHERE username_key = $1")
-                        .bind(&key)
-                        .fetch_optional(&mut *conn)
-                        .await?;
+                // One name per skeleton: "ana", "ANA", "ａｎａ" and Cyrillic
+                // "аna" are one. Rows from before the skeleton column have
+                // none yet (until the backfill), hence the key too.
+                let taken: Option<i64> = sql::query_scalar(
+                    "SELECT id FROM players WHERE username_skeleton = $1 OR username_key = $2 LIMIT 1",
+                )
+                .bind(username.skeleton())
+                .bind(username.key())
+                .fetch_optional(&mut *conn)
+                .await?;
                 if taken.is_some() {
                     return Err(Error::UsernameTaken);
                 }
@@ -92,12 +88,13 @@ impl Service {
                 .fetch_one(&mut *conn)
                 .await?;
                 let id: i64 = sql::query_scalar(
-                    "INSERT INTO players (username, username_key, password_hash, account_id, \
-                     adult_declared_at_ms, rules_accepted_at_ms, created_at_ms) \
-                     VALUES ($1, $2, $3, $4, $5, $5, $5) RETURNING id",
+                    "INSERT INTO players (username, username_key, username_skeleton, password_hash, \
+                     account_id, adult_declared_at_ms, rules_accepted_at_ms, created_at_ms) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $6, $6) RETURNING id",
                 )
-                .bind(&username)
-                .bind(&key)
+                .bind(username.as_str())
+                .bind(username.key())
+                .bind(username.skeleton())
                 .bind(&password_hash)
                 .bind(account_id)
                 .bind(now_ms)
@@ -107,10 +104,10 @@ impl Service {
                 trail::append(
                     conn,
                     now_ms,
-                    &Actor::player(id, &username),
+                    &Actor::player(id, username.as_str()),
                     "register",
                     json!({
-                        "username": username,
+                        "username": username.as_str(),
                         "adult": true,
                         "accept_rules": true,
                         "deposit_limit_cents": limits.deposit.cents(),
@@ -121,7 +118,7 @@ impl Service {
                 .await?;
                 Ok(Player {
                     id,
-                    username,
+                    username: username.as_str().to_owned(),
                     account_id,
                 })
             })
@@ -129,30 +126,18 @@ impl Service {
         .await
     }
 
-    /// Checks a username and password.
+    /// Checks a username and password. An unknown username costs the same
+    /// argon2 verification as a known one and answers the same, so neither
+    /// the answer nor its timing tells which usernames exist. (Throttling
+    /// failures is the HTTP edge's, keyed by the name typed and the address,
+    /// never by whether the account exists.)
     pub async fn authenticate(&self, username: &str, password: &str) -> Result<Player, Error> {
-        let row = sql::query(
-            "SELECT id, username, account_id, password_hash FROM players WHERE username_key = $1",
-        )
-        .bind(username.trim().to_lowercase())
-        .fetch_optional(&mut *self.db.conn().await?)
-        .await?;
-        // Hash even for an unknown name, so that timing does not tell which
-        // usernames exist.
-        let (player, hash) = match row {
-            Some(row) => (
-                Some(Player {
-                    id: row.try_get("id")?,
-                    username: row.try_get("username")?,
-                    account_id: row.try_get("account_id")?,
-                }),
-                row.try_get::<String, _>("password_hash")?,
-            ),
+        let username = Username::normalise(username);
+        let found = self.find_player(&username).await?;
+        let (player, hash) = match found {
+            Some((player, hash)) => (Some(player), hash),
             None => (None, DUMMY_HASH.to_owned()),
         };
-        if let Some(player) = &player {
-            self.refuse_if_login_locked(player).await?;
-        }
         let password = password.to_owned();
         let ok = with_hashing_permit(move || verify_password(&password, &hash)).await;
         match player {
@@ -164,27 +149,66 @@ impl Service {
         }
     }
 
-    /// Refuses a login to an account that had too many failed logins in the
-    /// last hour, before its password is even checked. Counted from the trail
-    /// (a partial index keeps it cheap), so the count survives a restart and
-    /// holds across several servers on one database.
-    async fn refuse_if_login_locked(&self, player: &Player) -> Result<(), Error> {
-        let most = i64::from(self.settings.rate_limits.failed_logins_per_hour_per_account);
-        let now_ms = self.now_ms();
-        let (failures, oldest_ms): (i64, Option<i64>) = sql::query_as(
-            "SELECT COUNT(*), MIN(at_ms) FROM trail \
-             WHERE action = 'login_failed' AND actor = $1 AND at_ms > $2",
+    /// The player a (normalised) name designates, with the password hash:
+    /// by skeleton, or by key for a row whose skeleton is not filled.
+    async fn find_player(&self, username: &Username) -> Result<Option<(Player, String)>, Error> {
+        let row = sql::query(
+            "SELECT id, username, account_id, password_hash FROM players \
+             WHERE username_skeleton = $1 OR (username_skeleton IS NULL AND username_key = $2) \
+             ORDER BY username_skeleton IS NULL LIMIT 1",
         )
-        .bind(Actor::player(player.id, &player.username).label())
-        .bind(now_ms - 3600 * 1000)
-        .fetch_one(&mut *self.db.conn().await?)
+        .bind(username.skeleton())
+        .bind(username.key())
+        .fetch_optional(&mut *self.db.conn().await?)
         .await?;
-        match oldest_ms {
-            Some(oldest_ms) if failures >= most => Err(Error::RateLimited {
-                retry_after_s: ((oldest_ms + 3600 * 1000 - now_ms).max(1000) as u64).div_ceil(1000),
-            }),
-            _ => Ok(()),
-        }
+        row.map(|row| {
+            Ok((
+                Player {
+                    id: row.try_get("id")?,
+                    username: row.try_get("username")?,
+                    account_id: row.try_get("account_id")?,
+                },
+                row.try_get::<String, _>("password_hash")?,
+            ))
+        })
+        .transpose()
+    }
+
+    /// Fills the skeleton of players registered before it existed (or by a
+    /// path that did not set it), in one writer job; returns how many were
+    /// filled. A row whose skeleton another player already holds keeps none
+    /// and is still found by its key (logged, for the operator to rename).
+    pub async fn backfill_username_skeletons(&self) -> Result<u64, Error> {
+        self.write(|conn| {
+            Box::pin(async move {
+                let missing: Vec<(i64, String)> = sql::query_as(
+                    "SELECT id, username FROM players WHERE username_skeleton IS NULL ORDER BY id",
+                )
+                .fetch_all(&mut *conn)
+                .await?;
+                let mut filled = 0;
+                for (id, name) in missing {
+                    let skeleton = Username::normalise(&name).skeleton().to_owned();
+                    let holder: Option<i64> =
+                        sql::query_scalar("SELECT id FROM players WHERE username_skeleton = $1")
+                            .bind(&skeleton)
+                            .fetch_optional(&mut *conn)
+                            .await?;
+                    if let Some(holder) = holder {
+                        tracing::warn!(player = id, holder, "username too close to another's");
+                        continue;
+                    }
+                    sql::query("UPDATE players SET username_skeleton = $1 WHERE id = $2")
+                        .bind(&skeleton)
+                        .bind(id)
+                        .execute(&mut *conn)
+                        .await?;
+                    filled += 1;
+                }
+                Ok(filled)
+            })
+        })
+        .await
     }
 
     /// Puts a refused login into the trail. The username typed is kept only
@@ -215,17 +239,9 @@ impl Service {
     }
 
     pub async fn player_by_username(&self, username: &str) -> Result<Player, Error> {
-        let row =
-            sql::query("SELECT id, username, account_id FROM players WHERE username_key = $1")
-                .bind(username.trim().to_lowercase())
-                .fetch_optional(&mut *self.db.conn().await?)
-                .await?
-                .ok_or(Error::NotFound)?;
-        Ok(Player {
-            id: row.try_get("id")?,
-            username: row.try_get("username")?,
-            account_id: row.try_get("account_id")?,
-        })
+        let username = Username::normalise(username);
+        let (player, _) = self.find_player(&username).await?.ok_or(Error::NotFound)?;
+        Ok(player)
     }
 }
 

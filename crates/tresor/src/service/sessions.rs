@@ -104,7 +104,24 @@ impl Service {
         })
     }
 
+    /// The player of a session that has not ended (expired or not), by a
+    /// read only: what decides whether a logout needs the writer at all.
+    pub async fn live_session(&self, token: &str) -> Result<Option<i64>, Error> {
+        let token_hash = sha256_hex(token.as_bytes());
+        sql::query_scalar(
+            "SELECT player_id FROM sessions WHERE token_hash = $1 AND ended_at_ms IS NULL",
+        )
+        .bind(token_hash)
+        .fetch_optional(&mut *self.db.conn().await?)
+        .await
+    }
+
+    /// Ends a session. An unknown or ended one is found by a read and costs
+    /// no writer job: nothing unauthenticated reaches the writer.
     pub async fn close_session(&self, token: &str) -> Result<(), Error> {
+        if self.live_session(token).await?.is_none() {
+            return Ok(());
+        }
         let token_hash = sha256_hex(token.as_bytes());
         let now_ms = self.now_ms();
         self.write(move |conn| {
