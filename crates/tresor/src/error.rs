@@ -124,6 +124,10 @@ pub enum Error {
     Unavailable(&'static str),
     #[error("database error")]
     Database(#[from] sqlx::Error),
+    /// A block secret that cannot be opened: no key, a wrong key, a sealed
+    /// secret changed or moved.
+    #[error("{0}")]
+    Secrets(#[from] crate::seal::SealError),
     /// An error of the writer's own SQLite connection.
     #[error("database error")]
     Sqlite(#[from] rusqlite::Error),

@@ -457,9 +457,13 @@ async fn batch_through_a_cut(
     let url = db
         .url
         .replacen(&upstream, &format!("127.0.0.1:{}", proxy.port), 1);
-    let database = Db::connect(&url).await.expect("connect through the proxy");
+    let database = Db::connect(&url)
+        .await
+        .expect("connect through the proxy")
+        .with_secrets_key(db.secrets_key.clone());
     let clock = Arc::new(ManualClock::new(START_MS));
     let service = Service::new(database, clock, Settings::default());
+    service.open_secrets().await.expect("open the secrets");
     service
         .create_emission("Cut", &Stake::ALL, 1)
         .await

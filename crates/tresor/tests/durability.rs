@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tresor::protect::Limits;
 use tresor::service::{IdempotencyKey, ManualClock, Purchase, Registration, Service, Settings};
-use tresor::store::{Backend, Db};
+use tresor::store::Backend;
 use tresor_game::{LEVELS, Stake};
 
 async fn survives_a_kill(backend: Backend) {
@@ -108,7 +108,7 @@ async fn survives_a_kill(backend: Backend) {
         }
     }
     server.kill();
-    let store = Db::connect(&db.url).await.unwrap();
+    let store = db.connect().await;
     assert_ledger_balances(&store).await;
     let plays: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM plays")
         .fetch_one(&store.pool)
@@ -133,9 +133,10 @@ async fn sells_a_whole_block(backend: Backend) {
     let Some(db) = TestDb::new(backend).await else {
         return;
     };
-    let store = Db::connect(&db.url).await.unwrap();
+    let store = db.connect().await;
     let clock = Arc::new(ManualClock::new(common::now_ms()));
     let service = Service::new(store, clock.clone(), Settings::default());
+    service.open_secrets().await.unwrap();
     let stake = Stake::try_from(200).unwrap();
     service
         .create_emission("Whole block", &[stake], 1)

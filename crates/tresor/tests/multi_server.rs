@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use std::collections::{BTreeSet, HashMap};
 use std::process::Command;
 use std::time::{Duration, Instant};
-use tresor::store::{Backend, Db};
+use tresor::store::Backend;
 
 const PLAYERS: usize = 24;
 const LOAD: Duration = Duration::from_secs(5);
@@ -162,7 +162,7 @@ async fn two_servers_on_one_postgres_sell_each_unit_once_and_keep_every_account_
     for server in servers {
         server.kill();
     }
-    let store = Db::connect(&db.url).await.unwrap();
+    let store = db.connect().await;
     let pool = &store.pool;
     assert_ledger_balances(&store).await;
 

@@ -67,7 +67,7 @@ impl From<Error> for ApiError {
             }
             Error::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
             Error::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
-            Error::Database(_) | Error::Sqlite(_) => {
+            Error::Database(_) | Error::Sqlite(_) | Error::Secrets(_) => {
                 (StatusCode::INTERNAL_SERVER_ERROR, "internal")
             }
         };
@@ -78,6 +78,10 @@ impl From<Error> for ApiError {
             }
             Error::Sqlite(cause) => {
                 tracing::error!(error = %cause, "database error");
+                "internal error".to_owned()
+            }
+            Error::Secrets(cause) => {
+                tracing::error!(error = %cause, "block secrets");
                 "internal error".to_owned()
             }
             Error::SalesClosed {

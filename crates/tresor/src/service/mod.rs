@@ -19,6 +19,7 @@ mod players;
 mod plays;
 mod protection;
 mod purchase;
+mod secrets;
 mod sessions;
 mod status;
 
@@ -107,6 +108,7 @@ impl Service {
         let context = Arc::new(batch::Context {
             blocks: blocks.clone(),
             block_offset: settings.block_offset,
+            secrets_key: db.secrets_key.clone(),
         });
         let writer = Writer::start(db.clone(), settings.writer_max_batch, context);
         Service {

@@ -27,6 +27,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tower::ServiceExt;
 use tresor::metrics::Metrics;
+use tresor::seal::SecretsKey;
 use tresor::service::{
     IdempotencyKey, ManualClock, Player, Purchase, Registration, Service, Settings,
 };
@@ -72,6 +73,9 @@ macro_rules! on_both_databases {
 pub struct TestDb {
     pub url: String,
     pub backend: Backend,
+    /// The key of this database's block secrets, given to the binary by
+    /// `TRESOR_SECRETS_KEY`.
+    pub secrets_key: SecretsKey,
     data_dir: Option<tempfile::TempDir>,
     /// The PostgreSQL server's base URL and this test's database name.
     postgres: Option<(String, String)>,
@@ -91,6 +95,7 @@ impl TestDb {
         TestDb {
             url: sqlite_url(dir.path()),
             backend: Backend::Sqlite,
+            secrets_key: SecretsKey::generate(),
             data_dir: Some(dir),
             postgres: None,
         }
@@ -125,6 +130,7 @@ impl TestDb {
         Some(TestDb {
             url: format!("{server}/{name}"),
             backend: Backend::Postgres,
+            secrets_key: SecretsKey::generate(),
             data_dir: None,
             postgres: Some((base, name)),
         })
@@ -142,30 +148,42 @@ impl TestDb {
         self.data_dir.as_ref().map(|d| d.path().to_owned())
     }
 
-    /// Connects (and migrates).
+    /// Connects (and migrates), with this database's secrets key.
     pub async fn connect(&self) -> Db {
         Db::connect(&self.url)
             .await
             .expect("connect to the test database")
+            .with_secrets_key(self.secrets_key.clone())
     }
 
     /// A service on this database whose clock starts at [`START_MS`].
     pub async fn service(&self) -> (Service, Arc<ManualClock>) {
         let clock = Arc::new(ManualClock::new(START_MS));
         let service = Service::new(self.connect().await, clock.clone(), Settings::default());
+        service
+            .open_secrets()
+            .await
+            .expect("open the block secrets");
         (service, clock)
+    }
+
+    /// The environment that gives the binary this database's secrets key
+    /// (and no other setting of the test's own environment).
+    pub fn env(&self, command: &mut Command) {
+        command
+            .env_remove("TRESOR_DATA")
+            .env_remove("TRESOR_DATABASE_URL")
+            .env_remove("TRESOR_SECRETS_KEY_FILE")
+            .env("TRESOR_SECRETS_KEY", self.secrets_key.to_hex())
+            .env("RUST_LOG", "warn");
     }
 
     /// Runs the real `tresor` binary with `args` and this database's flags.
     pub fn tresor(&self, args: &[&str]) -> Output {
-        std::process::Command::new(env!("CARGO_BIN_EXE_tresor"))
-            .args(args)
-            .args(self.db_args())
-            .env_remove("TRESOR_DATA")
-            .env_remove("TRESOR_DATABASE_URL")
-            .env("RUST_LOG", "warn")
-            .output()
-            .expect("run the tresor binary")
+        let mut command = Command::new(env!("CARGO_BIN_EXE_tresor"));
+        command.args(args).args(self.db_args());
+        self.env(&mut command);
+        command.output().expect("run the tresor binary")
     }
 
     /// Runs the real `tresor` binary like [`TestDb::tresor`] and checks that
@@ -202,6 +220,20 @@ impl Drop for TestDb {
             .join();
         }
     }
+}
+
+/// Each block's id and secret, opened from its sealed secret with `db`'s
+/// key (the database keeps no secret in clear).
+pub async fn block_secrets(db: &Db) -> Vec<(i64, tresor_game::BlockSecret)> {
+    let key = db.secrets_key.as_ref().expect("a secrets key");
+    let rows: Vec<(i64, Vec<u8>)> =
+        sqlx::query_as("SELECT id, sealed_secret FROM blocks ORDER BY id")
+            .fetch_all(&db.pool)
+            .await
+            .expect("the sealed secrets");
+    rows.iter()
+        .map(|(id, sealed)| (*id, key.open(*id, sealed).expect("the secret opens")))
+        .collect()
 }
 
 /// What a command printed and how it ended.
@@ -413,6 +445,8 @@ impl Api {
 /// A running server on its own database.
 pub struct TestApp {
     pub address: String,
+    /// The operator's listener (`/metrics`).
+    pub admin_address: String,
     pub service: Service,
     pub clock: Arc<ManualClock>,
     /// Shared with [`TestApp::another_client`]'s copies; dropped with the last.
@@ -438,9 +472,10 @@ impl TestApp {
 
     pub async fn spawn_with(backend: Backend, settings: Settings) -> Option<TestApp> {
         let db = Arc::new(TestDb::new(backend).await?);
-        let store = Db::connect(&db.url).await.expect("connect");
+        let store = db.connect().await;
         let clock = Arc::new(ManualClock::new(now_ms()));
         let service = Service::new(store, clock.clone(), settings);
+        service.open_secrets().await.unwrap();
         service.set_demo().await.unwrap();
         service
             .create_emission("Test", &Stake::ALL, 1)
@@ -454,11 +489,16 @@ impl TestApp {
             metrics,
             secure_cookies: false,
         };
+        let admin_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let admin_address = format!("http://{}", admin_listener.local_addr().unwrap());
+        let admin = tresor::http::admin_app(state.clone());
+        tokio::spawn(async move { axum::serve(admin_listener, admin).await.unwrap() });
         let app =
             tresor::http::app(state).into_make_service_with_connect_info::<std::net::SocketAddr>();
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         Some(TestApp {
             address,
+            admin_address,
             service,
             clock,
             db,
@@ -477,6 +517,7 @@ impl TestApp {
     pub fn another_client(&self) -> TestApp {
         TestApp {
             address: self.address.clone(),
+            admin_address: self.admin_address.clone(),
             service: self.service.clone(),
             clock: self.clock.clone(),
             db: self.db.clone(),
@@ -485,9 +526,18 @@ impl TestApp {
     }
 
     pub async fn get(&self, path: &str) -> (StatusCode, Value) {
+        self.get_from(&self.address, path).await
+    }
+
+    /// `GET path` on the operator's listener.
+    pub async fn admin_get(&self, path: &str) -> (StatusCode, Value) {
+        self.get_from(&self.admin_address, path).await
+    }
+
+    async fn get_from(&self, base: &str, path: &str) -> (StatusCode, Value) {
         let response = self
             .client
-            .get(format!("{}{path}", self.address))
+            .get(format!("{base}{path}"))
             .send()
             .await
             .unwrap();
@@ -683,6 +733,8 @@ pub fn unthrottled_flags() -> Vec<String> {
 pub struct Server {
     /// `http://127.0.0.1:{port}`.
     pub base: String,
+    /// The operator's listener, on a free port of its own.
+    pub admin_base: String,
     child: Child,
 }
 
@@ -690,18 +742,19 @@ impl Server {
     /// Starts `tresor serve --demo` on `db` at 127.0.0.1:`port` with the
     /// `extra` flags, and waits until it answers `/healthz`.
     pub async fn start(db: &TestDb, port: u16, extra: &[String]) -> Server {
-        let child = Command::new(env!("CARGO_BIN_EXE_tresor"))
+        let admin_port = free_port();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_tresor"));
+        command
             .args(["serve", "--demo", "--listen", &format!("127.0.0.1:{port}")])
+            .args(["--admin-listen", &format!("127.0.0.1:{admin_port}")])
             .args(db.db_args())
             .args(extra)
-            .env_remove("TRESOR_DATA")
-            .env_remove("TRESOR_DATABASE_URL")
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start tresor serve");
+            .stdout(Stdio::null());
+        db.env(&mut command);
+        let child = command.spawn().expect("start tresor serve");
         let server = Server {
             base: format!("http://127.0.0.1:{port}"),
+            admin_base: format!("http://127.0.0.1:{admin_port}"),
             child,
         };
         let deadline = Instant::now() + Duration::from_secs(60);
@@ -719,6 +772,11 @@ impl Server {
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Kills the server with SIGKILL, as a crash would, and reaps it.
