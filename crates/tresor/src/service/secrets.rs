@@ -69,15 +69,19 @@ impl Service {
                     if sqlite {
                         conn.execute_raw("PRAGMA secure_delete = OFF").await?;
                     }
-                    trail::append(
-                        conn,
-                        now_ms,
-                        &Actor::System,
-                        "secrets_sealed",
-                        json!({}),
-                        json!({"blocks_sealed": ids, "key_check_written": check.is_none()}),
-                    )
-                    .await?;
+                    // A new database's key check is part of its setup, like
+                    // its schema: only sealing secrets is a change to record.
+                    if !ids.is_empty() {
+                        trail::append(
+                            conn,
+                            now_ms,
+                            &Actor::System,
+                            "secrets_sealed",
+                            json!({}),
+                            json!({"blocks_sealed": ids, "key_check_written": check.is_none()}),
+                        )
+                        .await?;
+                    }
                     Ok(ids.len())
                 })
             })
