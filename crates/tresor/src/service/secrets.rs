@@ -133,20 +133,18 @@ impl Service {
     /// without its dead rows (`VACUUM FULL`; its WAL segments still hold them
     /// until recycled).
     async fn drop_old_copies(&self) {
-        if self.db.sqlite_path.is_none() {
-            if let Err(error) = sqlx::query("VACUUM FULL blocks")
+        let done = match &self.db.sqlite_path {
+            Some(path) => sql::open_lite(path)
+                .and_then(|conn| conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())))
+                .map_err(|e| e.to_string()),
+            None => sqlx::query("VACUUM FULL blocks")
                 .execute(&self.db.pool)
                 .await
-            {
-                tracing::warn!(%error, "vacuum after sealing the secrets");
-            }
-        }
-        if let Some(path) = &self.db.sqlite_path {
-            let done = sql::open_lite(path)
-                .and_then(|conn| conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())));
-            if let Err(error) = done {
-                tracing::warn!(%error, "checkpoint after sealing the secrets");
-            }
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+        };
+        if let Err(error) = done {
+            tracing::warn!(%error, "removing old copies after sealing the secrets");
         }
     }
 }
