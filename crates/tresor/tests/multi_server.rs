@@ -248,10 +248,10 @@ async fn two_servers_on_one_postgres_sell_each_unit_once_and_keep_every_account_
     store.pool.close().await;
 
     // The game trail written by both servers is one unbroken chain.
-    let output = Command::new(env!("CARGO_BIN_EXE_tresor"))
-        .args(["audit", "verify", "--database-url", &db.url])
-        .output()
-        .unwrap();
+    let mut audit = Command::new(env!("CARGO_BIN_EXE_tresor"));
+    audit.args(["audit", "verify", "--database-url", &db.url]);
+    db.env(&mut audit);
+    let output = audit.output().unwrap();
     assert!(
         output.status.success(),
         "tresor audit verify: {}{}",

@@ -376,13 +376,13 @@ on_both!(
             vec!["--database-url".into(), app.db.url.clone()]
         };
         let tresor = |args: &[&str]| {
-            std::process::Command::new(env!("CARGO_BIN_EXE_tresor"))
+            let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_tresor"));
+            command
                 .args(["player", "exclude", "--username", "ana"])
                 .args(args)
-                .args(&db_args)
-                .env("RUST_LOG", "warn")
-                .output()
-                .unwrap()
+                .args(&db_args);
+            app.db.env(&mut command);
+            command.output().unwrap()
         };
         let output = tresor(&["--days", "30"]);
         let stdout = String::from_utf8_lossy(&output.stdout);
