@@ -81,6 +81,18 @@ pub enum Reply {
 pub struct Context {
     pub blocks: Arc<BlockCache>,
     pub block_offset: i64,
+    /// The key that opens the sealed block secrets (`None`: they cannot be read).
+    pub secrets_key: Option<crate::seal::SecretsKey>,
+}
+
+impl Context {
+    fn secrets(&self) -> Result<&crate::seal::SecretsKey, Error> {
+        self.secrets_key
+            .as_ref()
+            .ok_or(Error::Secrets(crate::seal::SealError::Key(
+                "no secrets key was given: block secrets cannot be opened".to_owned(),
+            )))
+    }
 }
 
 /// Runs the hot commands of one batch inside the writer's transaction.
@@ -230,7 +242,8 @@ async fn prefetch(
     for (blocks, _) in state.blocks.values() {
         for block in blocks {
             if context.blocks.get(block.id).is_none() {
-                context.blocks.insert(block.id, &block.secret);
+                let secret = context.secrets()?.open(block.id, &block.sealed_secret)?;
+                context.blocks.insert(block.id, &secret);
             }
         }
     }

@@ -132,6 +132,10 @@ pub enum Error {
     NotReady(&'static str),
     #[error("database error")]
     Database(sqlx::Error),
+    /// A block secret that cannot be opened: no key, a wrong key, a sealed
+    /// secret changed or moved.
+    #[error("{0}")]
+    Secrets(#[from] crate::seal::SealError),
     /// An error of the writer's own SQLite connection.
     #[error("database error")]
     Sqlite(rusqlite::Error),

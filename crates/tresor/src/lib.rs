@@ -11,6 +11,7 @@ pub mod metrics;
 pub mod model;
 pub mod protect;
 pub mod report;
+pub mod seal;
 pub mod service;
 pub mod store;
 pub mod trail;

@@ -1,5 +1,6 @@
 //! Prometheus metrics: purchases, throws, wins paid, request latency and the
-//! writer's batch sizes, rendered by `GET /metrics`.
+//! writer's batch sizes, rendered by `GET /metrics` on the operator listener
+//! only (wins paid would tell a watcher when a top prize was found).
 
 use crate::writer::WriterStats;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -11,9 +12,25 @@ use std::time::Duration;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
-    method: String,
+    method: &'static str,
     route: String,
     status: u16,
+}
+
+/// The label of a request's method: one of the methods the site answers, or
+/// `other`, so a client inventing methods cannot grow the metrics without end.
+pub fn method_label(method: &axum::http::Method) -> &'static str {
+    use axum::http::Method;
+    match *method {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::OPTIONS => "OPTIONS",
+        Method::PATCH => "PATCH",
+        _ => "other",
+    }
 }
 
 type LatencyFamily = Family<RequestLabels, Histogram, fn() -> Histogram>;
@@ -85,9 +102,17 @@ impl Metrics {
         }
     }
 
-    pub fn observe_request(&self, method: &str, route: &str, status: u16, elapsed: Duration) {
+    /// Counts a request under its method's label ([`method_label`]) and its
+    /// matched route (the router's pattern, never the path a client typed).
+    pub fn observe_request(
+        &self,
+        method: &axum::http::Method,
+        route: &str,
+        status: u16,
+        elapsed: Duration,
+    ) {
         let labels = RequestLabels {
-            method: method.to_owned(),
+            method: method_label(method),
             route: route.to_owned(),
             status,
         };

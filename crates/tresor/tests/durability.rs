@@ -122,6 +122,7 @@ async fn a_whole_block_sold_through_the_service_pays_exactly_its_table(db: &Test
     let store = db.connect().await;
     let clock = Arc::new(ManualClock::new(now_ms()));
     let service = Service::new(store, clock.clone(), Settings::default());
+    service.open_secrets().await.unwrap();
     let stake = Stake::try_from(200).unwrap();
     service
         .create_emission("Whole block", &[stake], 1)

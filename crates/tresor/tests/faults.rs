@@ -14,11 +14,10 @@ use common::{
 };
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::task::JoinHandle;
+use tokio::net::TcpListener;
 use tresor::metrics::Metrics;
 use tresor::service::{ManualClock, Service, Settings};
 use tresor::store::Db;
@@ -110,7 +109,7 @@ async fn a_writer_that_panics_mid_load_fails_its_callers_fast_and_restarts(db: &
     ] {
         flags.push(flag.to_owned());
     }
-    let server = Server::start(&db, port, &flags).await;
+    let server = Server::start(db, port, &flags).await;
     let base = server.base.clone();
     const PLAYERS: usize = 8;
     let mut clients = Vec::new();
@@ -280,9 +279,10 @@ async fn a_writer_that_panics_mid_load_fails_its_callers_fast_and_restarts(db: &
     let records = assert_trail_verifies(&store).await;
     db.tresor_ok(&["audit", "verify"]);
     println!(
-        "{backend:?}: {} purchases, {} acknowledged, {} answered 503 unavailable \
+        "{:?}: {} purchases, {} acknowledged, {} answered 503 unavailable \
          (from {first_failure:?} to {last_failure:?}); /readyz 503 at {first_unready:?}; \
          {restarts} restarts; slowest answer {slowest:?}; {records} trail records verify",
+        db.backend,
         attempts.len(),
         acknowledged.len(),
         failed.len(),

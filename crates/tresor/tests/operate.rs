@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use tresor::service::{Service, rfc3339};
 use tresor::store::Backend;
 use tresor::trail;
-use tresor_game::{BlockSecret, LEVELS, Level, Stake, UNITS_PER_BLOCK, block_outcomes};
+use tresor_game::{LEVELS, Level, Stake, UNITS_PER_BLOCK, block_outcomes};
 
 /// The ids of the blocks, in the service's order.
 async fn block_ids(service: &Service) -> Vec<i64> {
@@ -184,20 +184,19 @@ async fn report_figures_equal_the_ledger_summed_independently(db: &TestDb) {
 /// service is another test's business and takes minutes on PostgreSQL).
 async fn sell_block_in_bulk(service: &Service, block_id: i64, keep: usize) {
     let pool = &service.db.pool;
-    let secret: Vec<u8> = sqlx::query_scalar("SELECT secret FROM blocks WHERE id = $1")
-        .bind(block_id)
-        .fetch_one(pool)
+    let secret = common::block_secrets(&service.db)
         .await
-        .expect("the secret");
+        .into_iter()
+        .find(|(id, _)| *id == block_id)
+        .expect("the secret")
+        .1;
     let stake_cents: i64 = sqlx::query_scalar("SELECT stake_cents FROM blocks WHERE id = $1")
         .bind(block_id)
         .fetch_one(pool)
         .await
         .expect("the stake");
     let stake = Stake::try_from(stake_cents).expect("a stake");
-    let outcomes = block_outcomes(&BlockSecret::from_bytes(
-        secret.try_into().expect("32 bytes"),
-    ));
+    let outcomes = block_outcomes(&secret);
     let buyer = player(service, "bulk").await;
     let sold = outcomes.len() - keep;
     let first_id: i64 =
@@ -552,10 +551,11 @@ async fn the_public_block_list_never_shows_the_secret_of_a_block_on_sale(db: &Te
     let alice = player(&service, "alice").await;
     service.credit(&alice, 1_000).await.expect("credit");
     service.buy(&alice, purchase(100, "a")).await.expect("buy");
-    let secrets: Vec<Vec<u8>> = sqlx::query_scalar("SELECT secret FROM blocks ORDER BY id")
-        .fetch_all(&service.db.pool)
+    let secrets: Vec<Vec<u8>> = common::block_secrets(&service.db)
         .await
-        .expect("secrets");
+        .iter()
+        .map(|(_, secret)| secret.as_bytes().to_vec())
+        .collect();
     let api = Api::new(&service);
     let answer = api.get("/api/blocks").await;
     assert_eq!(answer.status, StatusCode::OK);

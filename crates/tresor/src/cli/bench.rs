@@ -838,6 +838,12 @@ impl Store {
         }
     }
 
+    /// Whether the bench made this database (its key is the bench's own);
+    /// a `--data` folder given to it keeps the operator's key.
+    fn is_fresh(&self) -> bool {
+        !matches!(self, Store::Sqlite { _dir: None, .. })
+    }
+
     fn db_args(&self) -> Vec<String> {
         match self {
             Store::Sqlite { path, .. } => vec!["--data".to_owned(), path.display().to_string()],
@@ -910,6 +916,13 @@ pub fn unthrottled(exe: &std::path::Path) -> Vec<String> {
     .collect()
 }
 
+/// The key of the block secrets of the bench's own databases: one per run,
+/// given to its servers and commands, so that no key file is left behind.
+fn bench_secrets_key() -> &'static str {
+    static KEY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    KEY.get_or_init(|| crate::seal::SecretsKey::generate().to_hex())
+}
+
 fn free_port() -> anyhow::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
@@ -923,10 +936,14 @@ impl Server {
         let mut command = Command::new(&exe);
         command
             .args(["serve", "--demo", "--listen", &format!("127.0.0.1:{port}")])
+            .args(["--admin-listen", "127.0.0.1:0"])
             .args(store.db_args())
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::inherit());
+        if store.is_fresh() {
+            command.env("TRESOR_SECRETS_KEY", bench_secrets_key());
+        }
         if max_batch > 0 {
             command.env("TRESOR_MAX_BATCH", max_batch.to_string());
         }
@@ -941,12 +958,17 @@ impl Server {
         if extra_blocks > 0 {
             // More units for long runs: an operator's emission beside the
             // demo one, created by the operator's own command.
-            let status = Command::new(&exe)
+            let mut create = Command::new(&exe);
+            create
                 .args(["emission", "create", "--name", "Bench"])
                 .args(["--blocks", &extra_blocks.to_string()])
                 .args(server.store.db_args())
                 .env("RUST_LOG", "warn")
-                .stdout(Stdio::null())
+                .stdout(Stdio::null());
+            if server.store.is_fresh() {
+                create.env("TRESOR_SECRETS_KEY", bench_secrets_key());
+            }
+            let status = create
                 .status()
                 .context("cannot run tresor emission create")?;
             if !status.success() {

@@ -11,17 +11,28 @@ pub mod operator;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
-/// L'Ile au Trésor: the game server and the operator's commands.
+/// L'Ile au Trésor: the game server and the operator's commands. With no
+/// command, `tresor` serves, with the flags and TRESOR_* settings of
+/// `tresor serve`.
 #[derive(Debug, Parser)]
-#[command(name = "tresor", version, about)]
+#[command(
+    name = "tresor",
+    version,
+    about,
+    args_conflicts_with_subcommands = true
+)]
 pub struct Cli {
+    /// `tresor serve`'s settings, for `tresor` alone.
+    #[command(flatten)]
+    pub serve: operator::ServeArgs,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the game server and the web page (the default, in demo mode).
+    /// Run the game server and the web page (the default command; a new
+    /// default database is then created in demo mode).
     Serve(operator::ServeArgs),
     /// Create, list and close emissions.
     #[command(subcommand)]
@@ -50,6 +61,9 @@ pub enum Command {
     /// Load a server with simulated players over HTTP and measure it beside
     /// its baselines.
     Bench(bench::BenchArgs),
+    /// The key that seals block secrets at rest.
+    #[command(subcommand)]
+    Secrets(operator::SecretsCommand),
 }
 
 /// `tresor block`: the game crate's commands (generate, verify) beside the
@@ -93,8 +107,11 @@ pub fn usage_error(error: clap::Error) -> ExitCode {
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
-        None => run_async(operator::run_serve(operator::ServeArgs::default())),
-        Some(Command::Serve(args)) => run_async(operator::run_serve(args)),
+        None => {
+            let demo_if_created = cli.serve.db.is_default();
+            run_async(operator::run_serve(cli.serve, demo_if_created))
+        }
+        Some(Command::Serve(args)) => run_async(operator::run_serve(args, false)),
         Some(Command::Emission(command)) => run_async(operator::run_emission(command)),
         Some(Command::Player(command)) => run_async(operator::run_player(command)),
         Some(Command::Block(BlockCli::Game(command))) => game::run_block(command),
@@ -111,6 +128,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Sales(command)) => run_async(operator::run_sales(command)),
         Some(Command::Announce(args)) => run_async(operator::run_announce(args)),
         Some(Command::Bench(args)) => run_async(bench::run_bench(args)),
+        Some(Command::Secrets(command)) => run_async(operator::run_secrets(command)),
     }
 }
 

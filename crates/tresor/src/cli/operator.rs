@@ -1,13 +1,16 @@
 //! The server and the operator's commands: `serve`, `emission`, `player`,
-//! `block suspend|resume`, `sales`, `announce`. Each opens the same database
-//! as the server (`--data` or `--database-url`); every change it makes is
-//! recorded in the game trail as the operator's.
+//! `block suspend|resume`, `sales`, `announce`, `secrets rotate`. Each opens
+//! the same database as the server (`--data` or `--database-url`) with the
+//! key of its block secrets (`DbArgs::open`, the one place it is resolved);
+//! every change it makes is recorded in the game trail as the operator's.
 
 use crate::error::Error;
 use crate::http::{AppState, serve};
 use crate::metrics::Metrics;
 use crate::protect::{ExclusionLength, RateLimits};
+use crate::seal::{KeySource, SecretsKey};
 use crate::service::{Service, Settings, SystemClock, parse_rfc3339, rfc3339};
+use crate::store::lock::lock_data_dir;
 use crate::store::{Db, sqlite_url};
 use crate::trail::Actor;
 use anyhow::Context;
@@ -27,6 +30,20 @@ pub struct DbArgs {
     /// A PostgreSQL URL (postgres://user@host/db) to use instead of SQLite.
     #[arg(long, env = "TRESOR_DATABASE_URL")]
     pub database_url: Option<String>,
+    /// The file holding the key that seals block secrets (64 hex digits).
+    /// Created, readable by its owner only, when a database with no sealed
+    /// secret yet is opened; kept outside the data folder so that a copy of
+    /// the folder (a backup) does not carry the key beside the secrets.
+    #[arg(
+        long,
+        env = "TRESOR_SECRETS_KEY_FILE",
+        default_value = "tresor-secrets.key"
+    )]
+    pub secrets_key_file: PathBuf,
+    /// The key itself, 64 hex digits, instead of the file: give it by the
+    /// environment, since a command line is visible to the machine's users.
+    #[arg(long, env = "TRESOR_SECRETS_KEY", hide_env_values = true)]
+    pub secrets_key: Option<String>,
 }
 
 impl DbArgs {
@@ -37,11 +54,32 @@ impl DbArgs {
         }
     }
 
+    /// Where the key of the block secrets comes from.
+    pub fn key_source(&self) -> KeySource {
+        match &self.secrets_key {
+            Some(hex) => KeySource::Hex(hex.clone()),
+            None => KeySource::File(self.secrets_key_file.clone()),
+        }
+    }
+
+    /// The plain default: the SQLite folder `data`, as `cargo run` gives.
+    pub fn is_default(&self) -> bool {
+        self.database_url.is_none() && self.data == std::path::Path::new("data")
+    }
+
+    /// Opens (and migrates) the database with the key of its secrets,
+    /// refusing a key that is not the one they were sealed with.
     pub async fn open(&self) -> anyhow::Result<Db> {
-        match &self.database_url {
+        let db = match &self.database_url {
             Some(url) => Db::connect(url).await,
             None => Db::open_data_dir(&self.data).await,
+        }?;
+        let check = db.secrets_key_check().await?;
+        let key = self.key_source().load(check.is_none())?;
+        if let Some(check) = &check {
+            key.verify_check(check)?;
         }
+        Ok(db.with_secrets_key(key))
     }
 }
 
@@ -50,12 +88,21 @@ impl DbArgs {
 pub struct ServeArgs {
     #[command(flatten)]
     pub db: DbArgs,
-    /// Address to listen on.
+    /// Address to listen on for players (the site and its API).
     #[arg(long, env = "TRESOR_LISTEN", default_value = "127.0.0.1:8080")]
     pub listen: String,
-    /// Demo mode: on a new database, create a demo emission and allow demo
-    /// deposits. A database created in demo mode stays in demo mode.
-    #[arg(long)]
+    /// Address of the operator's listener (`/metrics`, `/healthz`), apart
+    /// from the players'; port 0 picks a free one.
+    #[arg(long, env = "TRESOR_ADMIN_LISTEN", default_value = "127.0.0.1:9090")]
+    pub admin_listen: String,
+    /// Allow the operator's listener on an address other than loopback
+    /// (refused otherwise: its metrics tell when top prizes are paid).
+    #[arg(long, env = "TRESOR_ADMIN_ALLOW_REMOTE")]
+    pub admin_allow_remote: bool,
+    /// Demo mode: create a new database in demo mode (a demo emission, demo
+    /// deposits). A database created in demo mode stays in demo mode; one
+    /// created without it never switches (refused).
+    #[arg(long, env = "TRESOR_DEMO")]
     pub demo: bool,
     /// Settle a play its player never finishes after this many seconds.
     #[arg(long, env = "TRESOR_AUTO_SETTLE_AFTER_S", default_value_t = 24 * 3600)]
@@ -90,27 +137,6 @@ pub struct ServeArgs {
         default_value_t = 1
     )]
     pub fault_writer_panics: u64,
-}
-
-impl Default for ServeArgs {
-    fn default() -> Self {
-        ServeArgs {
-            db: DbArgs {
-                data: PathBuf::from("data"),
-                database_url: None,
-            },
-            listen: "127.0.0.1:8080".to_owned(),
-            demo: true,
-            auto_settle_after_s: 24 * 3600,
-            session_idle_s: 30 * 60,
-            secure_cookies: false,
-            rate_limits: RateLimitArgs::default(),
-            max_batch: crate::writer::DEFAULT_MAX_BATCH,
-            block_offset: 0,
-            fault_writer_panic_at_batch: None,
-            fault_writer_panics: 1,
-        }
-    }
 }
 
 /// `tresor serve`'s throttles (see [`RateLimits`] for what each counts).
@@ -180,12 +206,44 @@ impl RateLimitArgs {
     }
 }
 
+/// The service on the database of `db`, its key checked and every secret
+/// sealed (see `Service::open_secrets`).
 pub async fn open_service(db: &DbArgs, settings: Settings) -> anyhow::Result<Service> {
     let db = db.open().await?;
-    Ok(Service::new(db, Arc::new(SystemClock), settings))
+    let service = Service::new(db, Arc::new(SystemClock), settings);
+    let sealed = service
+        .open_secrets()
+        .await
+        .context("opening the block secrets")?;
+    if sealed > 0 {
+        tracing::info!(sealed, "sealed the block secrets found in clear");
+    }
+    Ok(service)
 }
 
-pub async fn run_serve(args: ServeArgs) -> anyhow::Result<()> {
+/// Runs the server. `demo_if_created` (plain `tresor` on the default
+/// folder) creates a new database in demo mode even without `--demo`, so
+/// that the README's first command gives a playable game.
+pub async fn run_serve(args: ServeArgs, demo_if_created: bool) -> anyhow::Result<()> {
+    // One server per SQLite folder: taken before the database is touched.
+    let _lock = match &args.db.database_url {
+        None => Some(lock_data_dir(&args.db.data)?),
+        Some(_) => None,
+    };
+    let admin = tokio::net::TcpListener::bind(&args.admin_listen)
+        .await
+        .with_context(|| format!("cannot listen on {} (--admin-listen)", args.admin_listen))?;
+    let admin_address = admin.local_addr()?;
+    if !admin_address.ip().is_loopback() {
+        if !args.admin_allow_remote {
+            return Err(Usage(format!(
+                "--admin-listen {admin_address} is not a loopback address: the operator's \
+                 metrics would be public; pass --admin-allow-remote if a firewall guards it"
+            ))
+            .into());
+        }
+        tracing::warn!(%admin_address, "the operator's listener is not on loopback");
+    }
     let settings = Settings {
         auto_settle_after_s: args.auto_settle_after_s,
         session_idle_s: args.session_idle_s,
@@ -204,15 +262,20 @@ pub async fn run_serve(args: ServeArgs) -> anyhow::Result<()> {
     if filled > 0 {
         tracing::info!(filled, "filled the skeletons of older usernames");
     }
-    if args.demo {
-        let fresh = service.emissions().await?.is_empty();
-        if fresh {
-            service.set_demo().await?;
-            let id = service
-                .create_emission_as(crate::trail::Actor::System, "Démo", &Stake::ALL, 2)
-                .await?;
-            tracing::info!(emission = id, "demo mode: created a demo emission");
-        }
+    let created = service.db.created;
+    if created && (args.demo || demo_if_created) {
+        service.set_demo().await?;
+        let id = service
+            .create_emission_as(crate::trail::Actor::System, "Démo", &Stake::ALL, 2)
+            .await?;
+        tracing::info!(emission = id, "demo mode: created a demo emission");
+    } else if args.demo && !service.is_demo().await? {
+        return Err(Usage(
+            "--demo: this database was created without demo mode, and demo money is never \
+             switched on for an existing database"
+                .to_owned(),
+        )
+        .into());
     }
     service
         .warm_block_cache()
@@ -228,9 +291,11 @@ pub async fn run_serve(args: ServeArgs) -> anyhow::Result<()> {
         "L'Ile au Trésor is open at http://{address}/{}",
         if demo { "  (demo mode)" } else { "" }
     );
+    println!("operator's metrics at http://{admin_address}/metrics");
     let metrics = Arc::new(Metrics::new(&service.writer.stats));
     serve(
         listener,
+        admin,
         AppState {
             service,
             metrics,
@@ -366,7 +431,11 @@ pub async fn run_emission(command: EmissionCommand) -> anyhow::Result<()> {
                     for b in &e.blocks {
                         println!(
                             "        block {:>4}  {:>3} c  {:<9} {:>6}/450000 sold  {}",
-                            b.id, b.stake_cents, b.state, b.units_sold, b.commitment
+                            b.id,
+                            b.stake_cents,
+                            b.state,
+                            b.units_sold.unwrap_or_default(),
+                            b.commitment
                         );
                     }
                 }
@@ -554,5 +623,42 @@ pub async fn run_announce(args: AnnounceArgs) -> anyhow::Result<()> {
         Some(text) => println!("the site shows: {text}"),
         None => println!("the site message is cleared"),
     }
+    Ok(())
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SecretsCommand {
+    /// Re-seal every block secret under a new key, in one transaction
+    /// (recorded in the game trail); from then on only the new key opens
+    /// them. Stop the servers of this database first: each keeps the key it
+    /// started with.
+    Rotate {
+        /// The new key's file: created (mode 0600) with a fresh key if it
+        /// does not exist, else read.
+        #[arg(long)]
+        new_key_file: PathBuf,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+}
+
+pub async fn run_secrets(command: SecretsCommand) -> anyhow::Result<()> {
+    let SecretsCommand::Rotate { new_key_file, db } = command;
+    // On SQLite a running server holds the folder: rotating under it would
+    // leave it with a key that no longer opens the secrets.
+    let _lock = match &db.database_url {
+        None => Some(lock_data_dir(&db.data)?),
+        Some(_) => None,
+    };
+    let service = open_service(&db, Settings::default()).await?;
+    // The new key is on disk before the commit that needs it.
+    let new_key: SecretsKey = KeySource::File(new_key_file.clone()).load(true)?;
+    let count = service.rotate_secrets(new_key).await?;
+    println!(
+        "re-sealed {count} block secrets under the key in {}: start tresor with \
+         --secrets-key-file {} from now on",
+        new_key_file.display(),
+        new_key_file.display()
+    );
     Ok(())
 }

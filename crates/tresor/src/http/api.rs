@@ -1,4 +1,4 @@
-//! The JSON API under `/api` (SPEC §6), `/healthz` and `/metrics`.
+//! The JSON API under `/api` (SPEC §6) and `/healthz`.
 
 use super::throttle::{ClientAddress, Throttles};
 use super::{ApiError, AppState};
@@ -61,7 +61,6 @@ pub fn routes() -> Router<AppState> {
         ));
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
-        .route("/metrics", get(metrics))
         .merge(api)
 }
 
@@ -549,16 +548,5 @@ async fn exclude(
 }
 
 async fn blocks(State(state): State<AppState>) -> Result<Response, ApiError> {
-    Ok(Json(json!({"blocks": state.service.blocks().await?})).into_response())
-}
-
-async fn metrics(State(state): State<AppState>) -> Response {
-    (
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        state.metrics.render(),
-    )
-        .into_response()
+    Ok(Json(json!({"blocks": state.service.public_blocks().await?})).into_response())
 }

@@ -73,7 +73,7 @@ impl From<Error> for ApiError {
             Error::Database(_) if error.is_outage() => {
                 (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
             }
-            Error::Database(_) | Error::Sqlite(_) => {
+            Error::Database(_) | Error::Sqlite(_) | Error::Secrets(_) => {
                 (StatusCode::INTERNAL_SERVER_ERROR, "internal")
             }
         };
@@ -88,6 +88,10 @@ impl From<Error> for ApiError {
             }
             Error::Sqlite(cause) => {
                 tracing::error!(error = %cause, "database error");
+                "internal error".to_owned()
+            }
+            Error::Secrets(cause) => {
+                tracing::error!(error = %cause, "block secrets");
                 "internal error".to_owned()
             }
             Error::SalesClosed {

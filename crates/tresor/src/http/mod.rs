@@ -1,12 +1,15 @@
-//! The HTTP edge: the JSON API under `/api`, liveness (`/healthz`),
-//! readiness (`/readyz`) and metrics, and the web page. [`app`] builds the router; [`serve`] adds the listener, background
+//! The HTTP edge: the players' site (the JSON API under `/api`, liveness
+//! `/healthz`, readiness `/readyz`, the web page) and the operator's listener
+//! (`admin`: metrics). [`app`] and [`admin_app`] build the routers; [`serve`] adds the listeners, background
 //! tasks and graceful shutdown, so tests can drive [`app`] in-process.
 
+mod admin;
 mod api;
 mod error;
 pub mod throttle;
 pub mod web;
 
+pub use admin::admin_app;
 pub use error::ApiError;
 pub use throttle::Throttles;
 
@@ -133,14 +136,15 @@ async fn json_edge_errors(request: Request, next: Next) -> Response {
     }
 }
 
-/// Counts requests and their latency by route.
+/// Counts requests and their latency by route (the matched pattern, or
+/// `other`) and method (bounded, see [`crate::metrics::method_label`]).
 async fn observe(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let route = request
         .extensions()
         .get::<MatchedPath>()
         .map(|p| p.as_str().to_owned())
         .unwrap_or_else(|| "other".to_owned());
-    let method = request.method().to_string();
+    let method = request.method().clone();
     let started = Instant::now();
     let response = next.run(request).await;
     state.metrics.observe_request(
@@ -152,26 +156,43 @@ async fn observe(State(state): State<AppState>, request: Request, next: Next) ->
     response
 }
 
-/// Serves the site on `listener` until Ctrl-C or SIGTERM, and settles
-/// abandoned plays in the background.
-pub async fn serve(listener: tokio::net::TcpListener, state: AppState) -> anyhow::Result<()> {
+/// Serves the site on `listener` and the operator's routes on `admin` until
+/// Ctrl-C or SIGTERM, and settles abandoned plays in the background.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    admin: tokio::net::TcpListener,
+    state: AppState,
+) -> anyhow::Result<()> {
     let settler = tokio::spawn(settle_abandoned_forever(state.service.clone()));
     let throttles = Arc::new(Throttles::new(&state.service.settings.rate_limits));
     let forgetter = tokio::spawn(throttle::forget_idle_forever(
         throttles.clone(),
         state.service.clock.clone(),
     ));
+    let admin_router = admin_app(state.clone());
     let router = app_with(state, throttles);
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let mut admin_stopped = stopped.clone();
+    let admin_server = tokio::spawn(async move {
+        axum::serve(admin, admin_router)
+            .with_graceful_shutdown(async move {
+                let _ = admin_stopped.wait_for(|stop| *stop).await;
+            })
+            .await
+    });
     // The peer address feeds the per-address throttles.
-    axum::serve(
+    let served = axum::serve(
         listener,
         router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
     )
     .with_graceful_shutdown(shutdown_signal())
-    .await?;
+    .await;
+    let _ = stop.send(true);
+    drop(stopped);
+    let _ = admin_server.await;
     settler.abort();
     forgetter.abort();
-    Ok(())
+    Ok(served?)
 }
 
 async fn settle_abandoned_forever(service: Service) {

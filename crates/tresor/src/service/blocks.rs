@@ -5,19 +5,20 @@ use crate::blocks::BlockData;
 use crate::error::Error;
 use crate::store::sql;
 use std::sync::Arc;
-use tresor_game::BlockSecret;
 
 impl Service {
     pub(super) async fn block_data(&self, block_id: i64) -> Result<Arc<BlockData>, Error> {
         if let Some(data) = self.blocks.get(block_id) {
             return Ok(data);
         }
-        let secret: Vec<u8> = sql::query_scalar("SELECT secret FROM blocks WHERE id = $1")
-            .bind(block_id)
-            .fetch_one(&mut *self.db.conn().await?)
-            .await?;
-        let secret =
-            BlockSecret::from_bytes(secret.try_into().expect("a stored secret is 32 bytes"));
+        let sealed: Option<Vec<u8>> =
+            sql::query_scalar("SELECT sealed_secret FROM blocks WHERE id = $1")
+                .bind(block_id)
+                .fetch_one(&mut *self.db.conn().await?)
+                .await?;
+        let secret = self
+            .secrets_key()?
+            .open(block_id, sealed.as_deref().unwrap_or_default())?;
         let cache = self.blocks.clone();
         Ok(
             tokio::task::spawn_blocking(move || cache.insert(block_id, &secret))

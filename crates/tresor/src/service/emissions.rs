@@ -8,7 +8,8 @@ use serde::Serialize;
 use serde_json::json;
 use tresor_game::{BlockSecret, Stake, UNITS_PER_BLOCK};
 
-/// A block as the public sees it: the secret only once it is published.
+/// A block: the secret only once it is published; for the public, units
+/// sold only once the block is off sale (see [`Service::public_blocks`]).
 #[derive(Debug, Clone, Serialize)]
 pub struct BlockView {
     pub id: i64,
@@ -16,7 +17,7 @@ pub struct BlockView {
     pub stake_cents: i64,
     pub state: String,
     pub commitment: String,
-    pub units_sold: i64,
+    pub units_sold: Option<i64>,
     pub units_per_block: u32,
     pub secret: Option<String>,
 }
@@ -66,10 +67,12 @@ impl Service {
         }
         let name = name.to_owned();
         let now_ms = self.now_ms();
+        let key = self.secrets_key()?.clone();
         self.write(move |conn| {
             let name = name.clone();
             let blocks = blocks.clone();
             let actor = actor.clone();
+            let key = key.clone();
             Box::pin(async move {
                 let emission_id: i64 = sql::query_scalar(
                     "INSERT INTO emissions (name, state, created_at_ms) VALUES ($1, 'open', $2) RETURNING id",
@@ -87,11 +90,18 @@ impl Service {
                     )
                     .bind(emission_id)
                     .bind(*stake_cents)
-                    .bind(secret.as_bytes().to_vec())
+                    // Only the sealed secret is stored; it is sealed for the
+                    // block's id, known once the row is in.
+                    .bind(Vec::<u8>::new())
                     .bind(&commitment)
                     .bind(now_ms)
                     .fetch_one(&mut *conn)
                     .await?;
+                    sql::query("UPDATE blocks SET sealed_secret = $1 WHERE id = $2")
+                        .bind(key.seal(block_id, secret))
+                        .bind(block_id)
+                        .execute(&mut *conn)
+                        .await?;
                     // The commitment is public from now on; the secret never
                     // enters the trail.
                     created.push(json!({
@@ -230,31 +240,56 @@ impl Service {
         .await
     }
 
-    fn block_view(row: &sql::Row) -> Result<BlockView, Error> {
+    fn block_view(&self, row: &sql::Row) -> Result<BlockView, Error> {
+        let id: i64 = row.try_get("id")?;
         let published: Option<i64> = row.try_get("published_at_ms")?;
-        let secret: Vec<u8> = row.try_get("secret")?;
+        // The secret leaves the server only once the block is closed: only
+        // then is it opened.
+        let secret = match published {
+            Some(_) => {
+                let sealed: Option<Vec<u8>> = row.try_get("sealed_secret")?;
+                let secret = self
+                    .secrets_key()?
+                    .open(id, sealed.as_deref().unwrap_or_default())?;
+                Some(hex::encode(secret.as_bytes()))
+            }
+            None => None,
+        };
         Ok(BlockView {
-            id: row.try_get("id")?,
+            id,
             emission: row.try_get("emission_id")?,
             stake_cents: row.try_get("stake_cents")?,
             state: row.try_get("state")?,
             commitment: row.try_get("commitment")?,
-            units_sold: row.try_get("units_sold")?,
+            units_sold: Some(row.try_get("units_sold")?),
             units_per_block: UNITS_PER_BLOCK,
-            // The secret leaves the server only once the block is closed.
-            secret: published.map(|_| hex::encode(&secret)),
+            secret,
         })
     }
 
-    /// Every block, oldest first, with secrets only where published.
+    /// Every block, oldest first, with secrets only where published: the
+    /// operator's view.
     pub async fn blocks(&self) -> Result<Vec<BlockView>, Error> {
         let rows = sql::query(
-            "SELECT id, emission_id, stake_cents, state, commitment, units_sold, secret, published_at_ms \
-             FROM blocks ORDER BY id",
+            "SELECT id, emission_id, stake_cents, state, commitment, units_sold, sealed_secret, \
+             published_at_ms FROM blocks ORDER BY id",
         )
         .fetch_all(&mut *self.db.conn().await?)
         .await?;
-        rows.iter().map(Self::block_view).collect()
+        rows.iter().map(|row| self.block_view(row)).collect()
+    }
+
+    /// [`Service::blocks`] as the public sees them: the units sold of a
+    /// block still on sale (open or suspended) are not shown, since with the
+    /// prizes paid they would tell when its top prizes are still unsold.
+    pub async fn public_blocks(&self) -> Result<Vec<BlockView>, Error> {
+        let mut blocks = self.blocks().await?;
+        for block in &mut blocks {
+            if matches!(block.state.as_str(), "open" | "suspended") {
+                block.units_sold = None;
+            }
+        }
+        Ok(blocks)
     }
 
     pub async fn emissions(&self) -> Result<Vec<EmissionView>, Error> {

@@ -19,6 +19,7 @@ mod players;
 mod plays;
 mod protection;
 mod purchase;
+mod secrets;
 mod sessions;
 mod status;
 
@@ -110,6 +111,7 @@ impl Service {
         let context = Arc::new(batch::Context {
             blocks: blocks.clone(),
             block_offset: settings.block_offset,
+            secrets_key: db.secrets_key.clone(),
         });
         let writer = Writer::start_with(
             db.clone(),

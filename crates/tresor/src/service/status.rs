@@ -30,7 +30,11 @@ pub(super) async fn setting(conn: &mut Conn, key: &str) -> Result<Option<String>
         .await
 }
 
-async fn put_setting(conn: &mut Conn, key: &str, value: Option<&str>) -> Result<(), Error> {
+pub(super) async fn put_setting(
+    conn: &mut Conn,
+    key: &str,
+    value: Option<&str>,
+) -> Result<(), Error> {
     sql::query("DELETE FROM settings WHERE key = $1")
         .bind(key)
         .execute(&mut *conn)

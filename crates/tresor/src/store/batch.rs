@@ -8,7 +8,6 @@ pub use crate::store::plays::PlayState;
 use crate::store::sql::{self, ColumnType::Int, ColumnType::Text, Conn};
 use serde::Serialize;
 use std::collections::HashMap;
-use tresor_game::BlockSecret;
 
 /// A play read for the batch, and whether it was read as a buyer's play in
 /// progress (to be settled before the next purchase).
@@ -25,7 +24,9 @@ pub struct BlockOnSale {
     pub emission_id: i64,
     pub stake_cents: i64,
     pub units_sold: i64,
-    pub secret: BlockSecret,
+    /// The block's secret as stored: sealed (`crate::seal`), opened only
+    /// when the block is not shuffled in memory yet.
+    pub sealed_secret: Vec<u8>,
     /// Set when the batch sells its last unit.
     pub sold_out_at_ms: Option<i64>,
 }
@@ -175,8 +176,8 @@ pub async fn blocks_on_sale(
 ) -> Result<Vec<BlockOnSale>, Error> {
     let table = sql::json_rows(sqlite, 1, &[("stake", Int)]);
     let rows = sql::query(&format!(
-        "SELECT id, emission_id, stake_cents, units_sold, secret FROM ( \
-             SELECT b.id, b.emission_id, b.stake_cents, b.units_sold, b.secret, \
+        "SELECT id, emission_id, stake_cents, units_sold, sealed_secret FROM ( \
+             SELECT b.id, b.emission_id, b.stake_cents, b.units_sold, b.sealed_secret, \
              ROW_NUMBER() OVER (PARTITION BY b.stake_cents ORDER BY b.id) AS position \
              FROM blocks b JOIN emissions e ON e.id = b.emission_id \
              WHERE b.state = 'open' AND e.state = 'open' AND b.units_sold < $2 \
@@ -190,15 +191,13 @@ pub async fn blocks_on_sale(
     .await?;
     rows.iter()
         .map(|row| {
-            let secret: Vec<u8> = row.try_get("secret")?;
+            let sealed: Option<Vec<u8>> = row.try_get("sealed_secret")?;
             Ok(BlockOnSale {
                 id: row.try_get("id")?,
                 emission_id: row.try_get("emission_id")?,
                 stake_cents: row.try_get("stake_cents")?,
                 units_sold: row.try_get("units_sold")?,
-                secret: BlockSecret::from_bytes(
-                    secret.try_into().expect("a stored secret is 32 bytes"),
-                ),
+                sealed_secret: sealed.unwrap_or_default(),
                 sold_out_at_ms: None,
             })
         })

@@ -3,6 +3,7 @@
 //! writer runs (`sql`, `batch`).
 
 pub mod batch;
+pub mod lock;
 pub mod plays;
 pub mod primary;
 pub mod sql;
@@ -10,6 +11,7 @@ pub mod sql;
 pub use sql::Conn;
 
 use crate::error::Error;
+use crate::seal::SecretsKey;
 use anyhow::Context;
 use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::{AnyPool, Executor};
@@ -38,6 +40,11 @@ pub struct Db {
     readers: Arc<Mutex<Vec<rusqlite::Connection>>>,
     /// On PostgreSQL, what keeps the pool on the primary.
     primary: Option<Following>,
+    /// Whether this connection created the database (it had no schema).
+    pub created: bool,
+    /// The key that seals and opens block secrets (`crate::seal`), kept
+    /// outside the database and given by the operator.
+    pub secrets_key: Option<SecretsKey>,
 }
 
 /// A PostgreSQL pool's link to its follower ([`primary::follow`]), which
@@ -174,6 +181,7 @@ impl Db {
             }
             _ => None,
         };
+        let created = !has_schema(&pool, backend).await?;
         let migrator = match backend {
             Backend::Sqlite => &SQLITE_MIGRATIONS,
             Backend::Postgres => &POSTGRES_MIGRATIONS,
@@ -197,7 +205,24 @@ impl Db {
             sqlite_path,
             readers: Arc::default(),
             primary,
+            created,
+            secrets_key: None,
         })
+    }
+
+    /// This database with the key of its block secrets.
+    pub fn with_secrets_key(mut self, key: SecretsKey) -> Db {
+        self.secrets_key = Some(key);
+        self
+    }
+
+    /// The key check this database keeps (see `crate::seal`), if any.
+    pub async fn secrets_key_check(&self) -> anyhow::Result<Option<String>> {
+        Ok(
+            sqlx::query_scalar("SELECT value FROM settings WHERE key = 'secrets_key_check'")
+                .fetch_optional(&self.pool)
+                .await?,
+        )
     }
 
     /// The first host of the URL that is of the kind asked for, waiting a
@@ -282,10 +307,59 @@ impl Db {
         })
     }
 
-    /// Opens the SQLite database under `data_dir`, creating the folder.
+    /// Opens the SQLite database under `data_dir`, creating the folder. The
+    /// folder is made readable by its owner only (0700), and so are the
+    /// database files (0600; SQLite gives its WAL and shared-memory files the
+    /// database file's mode).
     pub async fn open_data_dir(data_dir: &Path) -> anyhow::Result<Db> {
         std::fs::create_dir_all(data_dir)
             .with_context(|| format!("cannot create the data folder {}", data_dir.display()))?;
+        restrict(data_dir, 0o700)?;
+        let file = data_dir.join("tresor.db");
+        let mut options = std::fs::OpenOptions::new();
+        options.append(true).create(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        options
+            .open(&file)
+            .with_context(|| format!("cannot create {}", file.display()))?;
+        for name in ["tresor.db", "tresor.db-wal", "tresor.db-shm"] {
+            let path = data_dir.join(name);
+            if path.exists() {
+                restrict(&path, 0o600)?;
+            }
+        }
         Db::connect(&sqlite_url(data_dir)).await
     }
+}
+
+/// Whether the database already has a schema (its migrations table).
+async fn has_schema(pool: &AnyPool, backend: Backend) -> anyhow::Result<bool> {
+    let sql = match backend {
+        Backend::Sqlite => {
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'"
+        }
+        Backend::Postgres => {
+            "SELECT CAST(COUNT(*) AS BIGINT) FROM information_schema.tables \
+             WHERE table_schema = current_schema() AND table_name = '_sqlx_migrations'"
+        }
+    };
+    let count: i64 = sqlx::query_scalar(sql)
+        .fetch_one(pool)
+        .await
+        .context("cannot read the database's schema")?;
+    Ok(count > 0)
+}
+
+/// Sets `path`'s permission bits (Unix only).
+fn restrict(path: &Path, mode: u32) -> anyhow::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+            .with_context(|| format!("cannot restrict the permissions of {}", path.display()))?;
+    }
+    #[cfg(not(unix))]
+    let _ = (path, mode);
+    Ok(())
 }

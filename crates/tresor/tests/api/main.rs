@@ -8,7 +8,7 @@ mod plays;
 use common::scalar;
 
 use reqwest::StatusCode;
-use serde_json::json;
+use serde_json::{Value, json};
 
 on_both!(
     registering_logs_the_player_in_with_an_empty_balance,
@@ -159,13 +159,7 @@ on_both!(every_endpoint_but_the_public_ones_needs_a_session, |app| {
         );
     }
     assert_eq!(app.buy(100).await.0, StatusCode::UNAUTHORIZED);
-    for path in [
-        "/api/status",
-        "/api/blocks",
-        "/api/island",
-        "/healthz",
-        "/metrics",
-    ] {
+    for path in ["/api/status", "/api/blocks", "/api/island", "/healthz"] {
         assert_eq!(app.get(path).await.0, StatusCode::OK, "{path}");
     }
 });
@@ -205,24 +199,81 @@ on_both!(the_status_and_the_island_are_public, |app| {
     assert!(island["start"].is_array());
 });
 
-on_both!(health_and_metrics_answer, |app| {
-    let (status, body) = app.get("/healthz").await;
-    assert_eq!(status, StatusCode::OK);
-    assert_eq!(body, "ok");
-    app.player("ana", 500).await;
-    let (_, play) = app.buy(100).await;
-    app.finish(play["id"].as_i64().unwrap()).await;
-    let (_, metrics) = app.get("/metrics").await;
-    let metrics = metrics.as_str().unwrap();
-    for line in [
-        "tresor_purchases_total 1",
-        "tresor_throws_total 4",
-        "tresor_writer_batch_size_count",
-    ] {
-        assert!(metrics.contains(line), "{line} in {metrics}");
+on_both!(
+    health_and_metrics_answer_on_the_operator_listener_only,
+    |app| {
+        let (status, body) = app.get("/healthz").await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(body, "ok");
+        app.player("ana", 500).await;
+        let (_, play) = app.buy(100).await;
+        app.finish(play["id"].as_i64().unwrap()).await;
+        // Wins paid would tell a watcher when a top prize is found: players
+        // never see the metrics.
+        assert_eq!(app.get("/metrics").await.0, StatusCode::NOT_FOUND);
+        let (status, metrics) = app.admin_get("/metrics").await;
+        assert_eq!(status, StatusCode::OK);
+        let metrics = metrics.as_str().unwrap();
+        for line in [
+            "tresor_purchases_total 1",
+            "tresor_throws_total 4",
+            "tresor_writer_batch_size_count",
+        ] {
+            assert!(metrics.contains(line), "{line} in {metrics}");
+        }
+        assert!(metrics.contains("tresor_http_request_duration_seconds_bucket"));
     }
-    assert!(metrics.contains("tresor_http_request_duration_seconds_bucket"));
-});
+);
+
+on_both!(
+    request_metrics_label_only_known_methods_and_matched_routes,
+    |app| {
+        let client = reqwest::Client::new();
+        for n in 0..5 {
+            let method = reqwest::Method::from_bytes(format!("INVENTED{n}").as_bytes()).unwrap();
+            client
+                .request(method, format!("{}/api/status", app.address))
+                .send()
+                .await
+                .unwrap();
+            client
+                .get(format!("{}/no/such/path/{n}", app.address))
+                .send()
+                .await
+                .unwrap();
+        }
+        let (_, metrics) = app.admin_get("/metrics").await;
+        let metrics = metrics.as_str().unwrap();
+        assert!(!metrics.contains("INVENTED"), "{metrics}");
+        assert!(!metrics.contains("/no/such/path"), "{metrics}");
+        assert!(metrics.contains("method=\"other\""), "{metrics}");
+    }
+);
+
+on_both!(
+    the_public_block_list_hides_units_sold_while_a_block_is_on_sale,
+    |app| {
+        app.player("ana", 500).await;
+        let (status, _) = app.buy(100).await;
+        assert_eq!(status, StatusCode::CREATED);
+        let (_, blocks) = app.get("/api/blocks").await;
+        for block in blocks["blocks"].as_array().unwrap() {
+            assert_eq!(block["state"], "open", "{block}");
+            assert_eq!(block["units_sold"], Value::Null, "{block}");
+            assert!(block["commitment"].is_string(), "{block}");
+        }
+        // The operator sees them.
+        let sold: i64 = app
+            .service
+            .blocks()
+            .await
+            .unwrap()
+            .iter()
+            .map(|b| b.units_sold.unwrap())
+            .sum();
+        assert_eq!(sold, 1);
+    }
+);
 
 on_both!(unknown_api_paths_are_json_404s, |app| {
     let (status, error) = app.get("/api/nothing").await;

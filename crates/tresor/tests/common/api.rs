@@ -11,11 +11,16 @@ use tresor::service::Service;
 
 /// The application's router on `service`, as `tresor serve` builds it.
 pub fn router(service: &Service) -> axum::Router {
-    tresor::http::app(tresor::http::AppState {
+    tresor::http::app(state(service))
+}
+
+/// What the players' and the operator's routers on `service` share.
+pub fn state(service: &Service) -> tresor::http::AppState {
+    tresor::http::AppState {
         service: service.clone(),
         metrics: Arc::new(Metrics::new(&service.writer.stats)),
         secure_cookies: false,
-    })
+    }
 }
 
 /// The HTTP router on `service`, driven in-process.

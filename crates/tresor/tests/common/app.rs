@@ -14,6 +14,8 @@ use tresor_game::Stake;
 /// A running server on its own database.
 pub struct TestApp {
     pub address: String,
+    /// The operator's listener (`/metrics`).
+    pub admin_address: String,
     pub service: Service,
     pub clock: Arc<ManualClock>,
     /// Shared with [`TestApp::another_client`]'s copies; dropped with the last.
@@ -45,6 +47,7 @@ impl TestApp {
     pub async fn on(db: Arc<TestDb>, settings: Settings) -> TestApp {
         let clock = Arc::new(ManualClock::new(now_ms()));
         let service = Service::new(db.connect().await, clock.clone(), settings);
+        service.open_secrets().await.unwrap();
         service.set_demo().await.unwrap();
         service
             .create_emission("Test", &Stake::ALL, 1)
@@ -52,10 +55,17 @@ impl TestApp {
             .unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = format!("http://{}", listener.local_addr().unwrap());
-        let app = router(&service).into_make_service_with_connect_info::<std::net::SocketAddr>();
+        let state = super::api::state(&service);
+        let app = tresor::http::app(state.clone())
+            .into_make_service_with_connect_info::<std::net::SocketAddr>();
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let admin_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let admin_address = format!("http://{}", admin_listener.local_addr().unwrap());
+        let admin = tresor::http::admin_app(state);
+        tokio::spawn(async move { axum::serve(admin_listener, admin).await.unwrap() });
         TestApp {
             address,
+            admin_address,
             service,
             clock,
             db,
@@ -74,6 +84,7 @@ impl TestApp {
     pub fn another_client(&self) -> TestApp {
         TestApp {
             address: self.address.clone(),
+            admin_address: self.admin_address.clone(),
             service: self.service.clone(),
             clock: self.clock.clone(),
             db: self.db.clone(),
@@ -82,9 +93,18 @@ impl TestApp {
     }
 
     pub async fn get(&self, path: &str) -> (StatusCode, Value) {
+        self.get_from(&self.address, path).await
+    }
+
+    /// `GET path` on the operator's listener.
+    pub async fn admin_get(&self, path: &str) -> (StatusCode, Value) {
+        self.get_from(&self.admin_address, path).await
+    }
+
+    async fn get_from(&self, base: &str, path: &str) -> (StatusCode, Value) {
         let response = self
             .client
-            .get(format!("{}{path}", self.address))
+            .get(format!("{base}{path}"))
             .send()
             .await
             .unwrap();

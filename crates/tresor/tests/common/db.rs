@@ -4,8 +4,9 @@
 use super::START_MS;
 use super::process::{describe, tresor_command};
 use std::path::PathBuf;
-use std::process::Output;
+use std::process::{Command, Output};
 use std::sync::Arc;
+use tresor::seal::SecretsKey;
 use tresor::service::{ManualClock, Service, Settings};
 use tresor::store::{Backend, Db, sqlite_url};
 
@@ -14,6 +15,9 @@ use tresor::store::{Backend, Db, sqlite_url};
 pub struct TestDb {
     pub url: String,
     pub backend: Backend,
+    /// The key of this database's block secrets, given to the binary by
+    /// `TRESOR_SECRETS_KEY`.
+    pub secrets_key: SecretsKey,
     data_dir: Option<tempfile::TempDir>,
     /// The PostgreSQL server's base URL and this test's database name.
     postgres: Option<(String, String)>,
@@ -33,6 +37,7 @@ impl TestDb {
         TestDb {
             url: sqlite_url(dir.path()),
             backend: Backend::Sqlite,
+            secrets_key: SecretsKey::generate(),
             data_dir: Some(dir),
             postgres: None,
         }
@@ -67,6 +72,7 @@ impl TestDb {
         Some(TestDb {
             url: format!("{server}/{name}"),
             backend: Backend::Postgres,
+            secrets_key: SecretsKey::generate(),
             data_dir: None,
             postgres: Some((base, name)),
         })
@@ -84,27 +90,36 @@ impl TestDb {
         self.data_dir.as_ref().map(|d| d.path().to_owned())
     }
 
-    /// Connects (and migrates).
+    /// Connects (and migrates), with this database's secrets key.
     pub async fn connect(&self) -> Db {
         Db::connect(&self.url)
             .await
             .expect("connect to the test database")
+            .with_secrets_key(self.secrets_key.clone())
     }
 
     /// A service on this database whose clock starts at [`START_MS`].
     pub async fn service(&self) -> (Service, Arc<ManualClock>) {
         let clock = Arc::new(ManualClock::new(START_MS));
         let service = Service::new(self.connect().await, clock.clone(), Settings::default());
+        service
+            .open_secrets()
+            .await
+            .expect("open the block secrets");
         (service, clock)
+    }
+
+    /// Gives `command` (a [`tresor_command`]) this database's secrets key.
+    pub fn env(&self, command: &mut Command) {
+        command.env("TRESOR_SECRETS_KEY", self.secrets_key.to_hex());
     }
 
     /// Runs the real `tresor` binary with `args` and this database's flags.
     pub fn tresor(&self, args: &[&str]) -> Output {
-        tresor_command()
-            .args(args)
-            .args(self.db_args())
-            .output()
-            .expect("run the tresor binary")
+        let mut command = tresor_command();
+        command.args(args).args(self.db_args());
+        self.env(&mut command);
+        command.output().expect("run the tresor binary")
     }
 
     /// Runs the real `tresor` binary like [`TestDb::tresor`] and checks that

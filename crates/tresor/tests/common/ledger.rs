@@ -93,3 +93,17 @@ pub async fn scalar(pool: &AnyPool, sql: &str) -> i64 {
         .await
         .unwrap_or_else(|error| panic!("{sql}: {error}"))
 }
+
+/// Each block's id and secret, opened from its sealed secret with `db`'s
+/// key (the database keeps no secret in clear).
+pub async fn block_secrets(db: &Db) -> Vec<(i64, tresor_game::BlockSecret)> {
+    let key = db.secrets_key.as_ref().expect("a secrets key");
+    let rows: Vec<(i64, Vec<u8>)> =
+        sqlx::query_as("SELECT id, sealed_secret FROM blocks ORDER BY id")
+            .fetch_all(&db.pool)
+            .await
+            .expect("the sealed secrets");
+    rows.iter()
+        .map(|(id, sealed)| (*id, key.open(*id, sealed).expect("the secret opens")))
+        .collect()
+}

@@ -13,6 +13,10 @@ pub fn tresor_command() -> Command {
     command
         .env_remove("TRESOR_DATA")
         .env_remove("TRESOR_DATABASE_URL")
+        .env_remove("TRESOR_SECRETS_KEY_FILE")
+        // A key for the databases a test makes without a TestDb (a cluster
+        // of its own); a TestDb gives its own key over this one.
+        .env("TRESOR_SECRETS_KEY", "5e".repeat(32))
         .env("RUST_LOG", "warn");
     command
 }
@@ -55,6 +59,8 @@ pub fn unthrottled_flags() -> Vec<String> {
 pub struct Server {
     /// `http://127.0.0.1:{port}`.
     pub base: String,
+    /// The operator's listener, on a free port of its own.
+    pub admin_base: String,
     child: Child,
 }
 
@@ -62,26 +68,37 @@ impl Server {
     /// Starts `tresor serve --demo` on `db` at 127.0.0.1:`port` with the
     /// `extra` flags, and waits until it answers `/healthz`.
     pub async fn start(db: &TestDb, port: u16, extra: &[String]) -> Server {
-        Server::start_with(&db.db_args(), port, extra).await
+        Server::start_with(&db.db_args(), Some(db), port, extra).await
     }
 
     /// Starts `tresor serve --demo` on the PostgreSQL `url` (a multi-host
     /// one, say) like [`Server::start`].
     pub async fn start_on_url(url: &str, port: u16, extra: &[String]) -> Server {
         let db_args = ["--database-url".to_owned(), url.to_owned()];
-        Server::start_with(&db_args, port, extra).await
+        Server::start_with(&db_args, None, port, extra).await
     }
 
-    async fn start_with(db_args: &[String], port: u16, extra: &[String]) -> Server {
-        let child = tresor_command()
+    async fn start_with(
+        db_args: &[String],
+        db: Option<&TestDb>,
+        port: u16,
+        extra: &[String],
+    ) -> Server {
+        let admin_port = free_port();
+        let mut command = tresor_command();
+        command
             .args(["serve", "--demo", "--listen", &format!("127.0.0.1:{port}")])
+            .args(["--admin-listen", &format!("127.0.0.1:{admin_port}")])
             .args(db_args)
             .args(extra)
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start tresor serve");
+            .stdout(Stdio::null());
+        if let Some(db) = db {
+            db.env(&mut command);
+        }
+        let child = command.spawn().expect("start tresor serve");
         let server = Server {
             base: format!("http://127.0.0.1:{port}"),
+            admin_base: format!("http://127.0.0.1:{admin_port}"),
             child,
         };
         let deadline = Instant::now() + Duration::from_secs(60);
@@ -99,6 +116,11 @@ impl Server {
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Kills the server with SIGKILL, as a crash would, and reaps it.

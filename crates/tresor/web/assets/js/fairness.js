@@ -23,10 +23,14 @@ function row(block) {
     h(
       'td',
       { class: 'num' },
-      t('fair.sold', {
-        sold: block.units_sold.toLocaleString(),
-        total: (block.units_per_block ?? 450000).toLocaleString(),
-      }),
+      // Units sold are not shown while a block is on sale (the API gives
+      // null): with the prizes paid they would tell where top prizes remain.
+      block.units_sold == null
+        ? '—'
+        : t('fair.sold', {
+            sold: block.units_sold.toLocaleString(),
+            total: (block.units_per_block ?? 450000).toLocaleString(),
+          }),
     ),
     h('td', {}, h('code', { class: 'hash', 'data-testid': 'block-commitment' }, block.commitment)),
     h(

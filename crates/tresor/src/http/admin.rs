@@ -1,0 +1,29 @@
+//! The operator listener: `/metrics` and `/healthz`, on an address of its own
+//! (loopback by default), apart from the players' site. It is where the
+//! operator's console will live.
+
+use super::AppState;
+use axum::Router;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+/// The operator's router: what players must not see.
+pub fn admin_app(state: AppState) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/metrics", get(metrics))
+        .with_state(state)
+}
+
+async fn metrics(State(state): State<AppState>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        state.metrics.render(),
+    )
+        .into_response()
+}

@@ -1,0 +1,215 @@
+//! How `tresor` starts: plain `tresor` serves with `tresor serve`'s flags
+//! and TRESOR_* settings; demo mode only for a new database that asks for it
+//! (or plain `tresor` creating the default one), never switched on for an
+//! existing database; one server per SQLite folder; the operator's listener
+//! apart from the players', on loopback unless told otherwise.
+
+mod common;
+
+use common::{Server, TestDb, describe, free_port};
+use serde_json::Value;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+/// A `tresor` process killed when dropped.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Waits until `url` answers 200, or panics naming it.
+async fn wait_for(url: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !reqwest::get(url)
+        .await
+        .is_ok_and(|r| r.status().is_success())
+    {
+        assert!(Instant::now() < deadline, "{url} never answered");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn status(base: &str) -> Value {
+    reqwest::get(format!("{base}/api/status"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// `tresor` with no command, configured only by the environment.
+fn plain_tresor_by_environment(db: &TestDb, port: u16, admin_port: u16) -> Running {
+    let mut command = common::tresor_command();
+    db.env(&mut command);
+    match db.data_dir() {
+        Some(dir) => command.env("TRESOR_DATA", dir),
+        None => command.env("TRESOR_DATABASE_URL", &db.url),
+    };
+    command
+        .env("TRESOR_LISTEN", format!("127.0.0.1:{port}"))
+        .env("TRESOR_ADMIN_LISTEN", format!("127.0.0.1:{admin_port}"))
+        .env("TRESOR_SESSION_IDLE_S", "120")
+        .stdout(Stdio::null());
+    Running(command.spawn().expect("start tresor"))
+}
+
+async fn plain_tresor_serves_with_the_settings_of_tresor_serve(db: &TestDb) {
+    let (port, admin_port) = (free_port(), free_port());
+    let _server = plain_tresor_by_environment(db, port, admin_port);
+    let base = format!("http://127.0.0.1:{port}");
+    wait_for(&format!("{base}/healthz")).await;
+    wait_for(&format!("http://127.0.0.1:{admin_port}/metrics")).await;
+    // A database that is not the default one is not created in demo mode.
+    assert_eq!(status(&base).await["demo"], false);
+}
+
+async fn demo_mode_is_never_switched_on_for_an_existing_database_created_without_it(db: &TestDb) {
+    db.tresor_ok(&["emission", "list"]);
+    let out = db.tresor(&[
+        "serve",
+        "--demo",
+        "--listen",
+        "127.0.0.1:0",
+        "--admin-listen",
+        "127.0.0.1:0",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("created without demo mode"),
+        "{}",
+        describe(&out)
+    );
+    let (service, _) = db.service().await;
+    assert!(
+        !service.is_demo().await.unwrap(),
+        "still not a demo database"
+    );
+    assert!(
+        service.emissions().await.unwrap().is_empty(),
+        "no demo emission"
+    );
+    // Plain `tresor` on it serves it as it is.
+    let (port, admin_port) = (free_port(), free_port());
+    let _server = plain_tresor_by_environment(db, port, admin_port);
+    let base = format!("http://127.0.0.1:{port}");
+    wait_for(&format!("{base}/healthz")).await;
+    assert_eq!(status(&base).await["demo"], false);
+}
+
+async fn serve_demo_creates_a_new_database_in_demo_mode(db: &TestDb) {
+    let server = Server::start(db, free_port(), &[]).await;
+    let shown = status(&server.base).await;
+    assert_eq!(shown["demo"], true, "{shown}");
+    assert_eq!(shown["stakes"], serde_json::json!([50, 100, 200]));
+}
+
+on_both!(
+    plain_tresor_serves_with_the_settings_of_tresor_serve,
+    demo_mode_is_never_switched_on_for_an_existing_database_created_without_it,
+    serve_demo_creates_a_new_database_in_demo_mode,
+);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_tresor_in_a_fresh_folder_creates_the_default_database_in_demo_mode() {
+    let folder = tempfile::tempdir().unwrap();
+    let (port, admin_port) = (free_port(), free_port());
+    let child = common::tresor_command()
+        .current_dir(folder.path())
+        .env_remove("TRESOR_DATA")
+        .env_remove("TRESOR_DATABASE_URL")
+        .env_remove("TRESOR_SECRETS_KEY")
+        .env_remove("TRESOR_SECRETS_KEY_FILE")
+        .env("TRESOR_LISTEN", format!("127.0.0.1:{port}"))
+        .env("TRESOR_ADMIN_LISTEN", format!("127.0.0.1:{admin_port}"))
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let server = Running(child);
+    let base = format!("http://127.0.0.1:{port}");
+    wait_for(&format!("{base}/healthz")).await;
+    let shown = status(&base).await;
+    assert_eq!(shown["demo"], true, "{shown}");
+    assert_eq!(shown["stakes"], serde_json::json!([50, 100, 200]));
+    drop(server);
+    // The key beside the data folder, not in it; both the owner's only.
+    let key = folder.path().join("tresor-secrets.key");
+    assert!(key.exists());
+    assert!(!folder.path().join("data/tresor-secrets.key").exists());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&key), 0o600);
+        assert_eq!(mode(&folder.path().join("data")), 0o700);
+        assert_eq!(mode(&folder.path().join("data/tresor.db")), 0o600);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_server_on_the_same_folder_exits_naming_the_first() {
+    let db = TestDb::sqlite().await;
+    let first = Server::start(&db, free_port(), &[]).await;
+    let out = db.tresor(&[
+        "serve",
+        "--listen",
+        &format!("127.0.0.1:{}", free_port()),
+        "--admin-listen",
+        "127.0.0.1:0",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("pid {}", first.pid())),
+        "names the holder: {stderr}"
+    );
+    // Operator commands still work beside the server.
+    db.tresor_ok(&["emission", "create", "--blocks", "1"]);
+    db.tresor_ok(&["announce", "Bienvenue"]);
+    assert_eq!(status(&first.base).await["message"], "Bienvenue");
+    // Once the first is gone (even killed), the folder can be served again.
+    first.kill();
+    let again = Server::start(&db, free_port(), &[]).await;
+    assert_eq!(status(&again.base).await["message"], "Bienvenue");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_metrics_are_served_on_the_operator_listener_and_not_to_players() {
+    let db = TestDb::sqlite().await;
+    let server = Server::start(&db, free_port(), &[]).await;
+    let public = reqwest::get(format!("{}/metrics", server.base))
+        .await
+        .unwrap();
+    assert_eq!(public.status(), 404);
+    let admin = reqwest::get(format!("{}/metrics", server.admin_base))
+        .await
+        .unwrap();
+    assert_eq!(admin.status(), 200);
+    assert!(
+        admin
+            .text()
+            .await
+            .unwrap()
+            .contains("tresor_wins_paid_cents")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_listener_off_loopback_is_refused_unless_allowed() {
+    let db = TestDb::sqlite().await;
+    let out = db.tresor(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--admin-listen",
+        "0.0.0.0:0",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a loopback address"));
+}
