@@ -78,6 +78,9 @@ pub struct ServeArgs {
     /// different blocks; the first open block is the fallback.
     #[arg(long, env = "TRESOR_BLOCK_OFFSET", default_value_t = 0)]
     pub block_offset: i64,
+    /// The payment provider and provisional accounts.
+    #[command(flatten)]
+    pub payments: super::accounts::PaymentArgs,
 }
 
 impl Default for ServeArgs {
@@ -95,6 +98,7 @@ impl Default for ServeArgs {
             rate_limits: RateLimitArgs::default(),
             max_batch: crate::writer::DEFAULT_MAX_BATCH,
             block_offset: 0,
+            payments: super::accounts::PaymentArgs::default(),
         }
     }
 }
@@ -164,6 +168,7 @@ pub async fn run_serve(args: ServeArgs) -> anyhow::Result<()> {
         block_offset: args.block_offset.max(0),
         ..Settings::default()
     };
+    let settings = args.payments.apply(settings)?;
     let service = open_service(&args.db, settings).await?;
     if args.demo {
         let fresh = service.emissions().await?.is_empty();

@@ -64,7 +64,7 @@ pub fn routes() -> Router<AppState> {
         .merge(api)
 }
 
-async fn require_csrf_proof(request: Request, next: Next) -> Response {
+pub(super) async fn require_csrf_proof(request: Request, next: Next) -> Response {
     let safe = matches!(
         *request.method(),
         Method::GET | Method::HEAD | Method::OPTIONS
@@ -119,7 +119,7 @@ fn cross_site(headers: &HeaderMap) -> Option<String> {
 }
 
 /// `Json` whose rejections are API errors.
-struct Body<T>(T);
+pub(super) struct Body<T>(pub(super) T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
     type Rejection = ApiError;
@@ -162,8 +162,8 @@ fn session_token(headers: &HeaderMap) -> Option<String> {
 }
 
 /// The logged-in player of a request; 401 without a live session.
-struct CurrentPlayer {
-    player: Player,
+pub(super) struct CurrentPlayer {
+    pub(super) player: Player,
 }
 
 impl FromRequestParts<AppState> for CurrentPlayer {
@@ -179,7 +179,7 @@ impl FromRequestParts<AppState> for CurrentPlayer {
     }
 }
 
-fn session_cookie(state: &AppState, token: &str, max_age_s: i64) -> HeaderValue {
+pub(super) fn session_cookie(state: &AppState, token: &str, max_age_s: i64) -> HeaderValue {
     let secure = if state.secure_cookies { "; Secure" } else { "" };
     HeaderValue::from_str(&format!(
         "{SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age_s}{secure}"
@@ -217,7 +217,7 @@ struct RegisterBody {
     stake_limit_cents: Option<i64>,
 }
 
-async fn logged_in(
+pub(super) async fn logged_in(
     state: &AppState,
     player: &Player,
     status: StatusCode,
@@ -235,6 +235,10 @@ async fn register(
     Body(body): Body<RegisterBody>,
 ) -> Result<Response, ApiError> {
     throttles.registration(&address)?;
+    // Outside demo mode an account is opened with an identity (/api/account/open).
+    if !state.service.is_demo().await? {
+        return Err(Error::IdentityRequired.into());
+    }
     let registration = Registration::parse(
         &body.username,
         &body.password,

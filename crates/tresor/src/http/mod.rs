@@ -2,6 +2,7 @@
 //! page. [`app`] builds the router; [`serve`] adds the listener, background
 //! tasks and graceful shutdown, so tests can drive [`app`] in-process.
 
+mod account;
 mod api;
 mod error;
 pub mod throttle;
@@ -49,6 +50,7 @@ fn app_with(state: AppState, throttles: Arc<Throttles>) -> Router {
     });
     Router::new()
         .merge(api::routes())
+        .merge(account::routes())
         .merge(web::routes())
         .layer(Extension(throttles))
         .layer(middleware::from_fn_with_state(state.clone(), observe))
