@@ -380,17 +380,24 @@ impl Api {
         self.call("GET", path, None, None, None).await
     }
 
-    /// Registers a player through the API; returns the session cookie.
+    /// Opens an account through the API, with an identity (outside demo
+    /// mode `/api/register` is refused); returns the session cookie.
     pub async fn register(&self, username: &str) -> String {
         let answer = self
             .call(
                 "POST",
-                "/api/register",
+                "/api/account/open",
                 Some(serde_json::json!({
                     "username": username,
                     "password": "correct horse battery",
-                    "adult": true,
                     "accept_rules": true,
+                    "identity": {
+                        "birth_name": format!("Name of {username}"),
+                        "first_names": "Test",
+                        "birth_date": "1990-01-01",
+                        "birth_place": "Nantes",
+                        "address": "1 rue de la Paix, Paris",
+                    },
                 })),
                 None,
                 None,
@@ -530,6 +537,24 @@ impl TestApp {
     pub async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
         self.post_raw(path, &body.to_string(), &[("x-requested-with", "tresor")])
             .await
+    }
+
+    /// PUTs `body` as JSON with the CSRF header.
+    pub async fn put_json(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        let response = self
+            .client
+            .put(format!("{}{path}", self.address))
+            .header("x-requested-with", "tresor")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status();
+        let text = response.text().await.unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
     }
 
     pub async fn register(&self, username: &str) -> (StatusCode, Value) {
