@@ -148,11 +148,11 @@ pub struct BanEntry {
 /// then one person a line (fields may be double-quoted). Duplicates are
 /// folded together.
 pub fn parse_ban_csv(text: &str) -> Result<Vec<BanEntry>, Error> {
-    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
-    let header = lines
-        .next()
-        .map(|(_, l)| csv_fields(l))
-        .unwrap_or_default();
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
+    let header = lines.next().map(|(_, l)| csv_fields(l)).unwrap_or_default();
     let expected = ["birth_name", "first_names", "birth_date"];
     if header.iter().map(|h| h.trim().to_lowercase()).ne(expected) {
         return Err(Error::Validation(
@@ -210,12 +210,43 @@ pub struct Iban(String);
 
 /// The IBAN lengths of the SEPA countries.
 const IBAN_LENGTHS: &[(&str, usize)] = &[
-    ("AD", 24), ("AT", 20), ("BE", 16), ("BG", 22), ("CH", 21), ("CY", 28), ("CZ", 24),
-    ("DE", 22), ("DK", 18), ("EE", 20), ("ES", 24), ("FI", 18), ("FR", 27), ("GB", 22),
-    ("GI", 23), ("GR", 27), ("HR", 21), ("HU", 28), ("IE", 22), ("IS", 26), ("IT", 27),
-    ("LI", 21), ("LT", 20), ("LU", 20), ("LV", 21), ("MC", 27), ("MT", 31), ("NL", 18),
-    ("NO", 15), ("PL", 28), ("PT", 25), ("RO", 24), ("SE", 24), ("SI", 19), ("SK", 24),
-    ("SM", 27), ("VA", 22),
+    ("AD", 24),
+    ("AT", 20),
+    ("BE", 16),
+    ("BG", 22),
+    ("CH", 21),
+    ("CY", 28),
+    ("CZ", 24),
+    ("DE", 22),
+    ("DK", 18),
+    ("EE", 20),
+    ("ES", 24),
+    ("FI", 18),
+    ("FR", 27),
+    ("GB", 22),
+    ("GI", 23),
+    ("GR", 27),
+    ("HR", 21),
+    ("HU", 28),
+    ("IE", 22),
+    ("IS", 26),
+    ("IT", 27),
+    ("LI", 21),
+    ("LT", 20),
+    ("LU", 20),
+    ("LV", 21),
+    ("MC", 27),
+    ("MT", 31),
+    ("NL", 18),
+    ("NO", 15),
+    ("PL", 28),
+    ("PT", 25),
+    ("RO", 24),
+    ("SE", 24),
+    ("SI", 19),
+    ("SK", 24),
+    ("SM", 27),
+    ("VA", 22),
 ];
 
 impl Iban {

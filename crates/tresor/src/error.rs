@@ -125,11 +125,15 @@ pub enum Error {
     IdentityRequired,
     #[error("you must be of age (18) to open an account")]
     Minor,
-    #[error("this person is on the national gambling-ban list: the account cannot be opened or used")]
+    #[error(
+        "this person is on the national gambling-ban list: the account cannot be opened or used"
+    )]
     Banned,
     #[error("your account has been provisional since {}: staking waits until the operator has checked your identity and bank account", rfc3339(*.since_ms))]
     VerificationRequired { since_ms: i64 },
-    #[error("only a verified account may withdraw: the operator has not checked your identity and bank account yet")]
+    #[error(
+        "only a verified account may withdraw: the operator has not checked your identity and bank account yet"
+    )]
     NotVerified,
     #[error("the rules have changed (version {version}): accept them before your next purchase")]
     RulesNotAccepted { version: i64 },

@@ -20,7 +20,11 @@ pub struct PaymentArgs {
     pub payment_provider: String,
     /// The provider's payment page; `{deposit_id}` and `{amount_cents}` are
     /// filled in. The default is the demo's sandbox.
-    #[arg(long, env = "TRESOR_PAYMENT_PAY_URL", default_value = "/sandbox/pay?deposit={deposit_id}")]
+    #[arg(
+        long,
+        env = "TRESOR_PAYMENT_PAY_URL",
+        default_value = "/sandbox/pay?deposit={deposit_id}"
+    )]
     pub payment_pay_url: String,
     /// The secret shared with the provider for the webhook's HMAC, in hex
     /// (none: a random one, which only the sandbox can use).
@@ -184,14 +188,20 @@ pub async fn run_account(command: AccountCommand) -> anyhow::Result<()> {
                 Some("verified") => Some(Status::Verified),
                 Some("closed") => Some(Status::Closed),
                 Some(other) => {
-                    return Err(Usage(format!("--status: provisional, verified or closed, not {other}")).into());
+                    return Err(Usage(format!(
+                        "--status: provisional, verified or closed, not {other}"
+                    ))
+                    .into());
                 }
             };
             let accounts = service(&db).await?.list_accounts(status).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&accounts)?);
             } else {
-                println!("{:>6}  {:<20} {:<12} {:<8} {:<6} {:<20} iban", "id", "username", "status", "identity", "banned", "opened");
+                println!(
+                    "{:>6}  {:<20} {:<12} {:<8} {:<6} {:<20} iban",
+                    "id", "username", "status", "identity", "banned", "opened"
+                );
                 for a in &accounts {
                     println!(
                         "{:>6}  {:<20} {:<12} {:<8} {:<6} {:<20} {}",
@@ -213,7 +223,10 @@ pub async fn run_account(command: AccountCommand) -> anyhow::Result<()> {
                 .await
                 .map_err(|_| Usage(format!("no player named {username}")))?;
             service.verify_account(&player).await.map_err(refusal)?;
-            println!("{} is verified: withdrawals are open, and staking has no deadline", player.username);
+            println!(
+                "{} is verified: withdrawals are open, and staking has no deadline",
+                player.username
+            );
         }
     }
     Ok(())
@@ -226,14 +239,20 @@ pub async fn run_withdrawal(command: WithdrawalCommand) -> anyhow::Result<()> {
                 "all" => None,
                 "pending" | "paid" | "rejected" | "cancelled" => Some(state.as_str()),
                 other => {
-                    return Err(Usage(format!("--state: pending, paid, rejected, cancelled or all, not {other}")).into());
+                    return Err(Usage(format!(
+                        "--state: pending, paid, rejected, cancelled or all, not {other}"
+                    ))
+                    .into());
                 }
             };
             let rows = service(&db).await?.list_withdrawals(state).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&rows)?);
             } else {
-                println!("{:>6}  {:<20} {:>14}  {:<10} {:<20} iban", "id", "username", "amount", "state", "requested");
+                println!(
+                    "{:>6}  {:<20} {:>14}  {:<10} {:<20} iban",
+                    "id", "username", "amount", "state", "requested"
+                );
                 for w in &rows {
                     println!(
                         "{:>6}  {:<20} {:>14}  {:<10} {:<20} {}{}",
@@ -254,7 +273,11 @@ pub async fn run_withdrawal(command: WithdrawalCommand) -> anyhow::Result<()> {
                 .decide_withdrawal(id, Settlement::Paid, None)
                 .await
                 .map_err(refusal)?;
-            println!("withdrawal {} of {} is paid", w.id, crate::model::euros(w.amount_cents));
+            println!(
+                "withdrawal {} of {} is paid",
+                w.id,
+                crate::model::euros(w.amount_cents)
+            );
         }
         WithdrawalCommand::Reject { id, reason, db } => {
             let w = service(&db)
@@ -277,14 +300,22 @@ pub async fn run_banlist(command: BanlistCommand) -> anyhow::Result<()> {
         BanlistCommand::Import { file, db } => {
             let csv = std::fs::read_to_string(&file)
                 .with_context(|| format!("cannot read {}", file.display()))?;
-            let import = service(&db).await?.import_ban_list(&csv).await.map_err(refusal)?;
+            let import = service(&db)
+                .await?
+                .import_ban_list(&csv)
+                .await
+                .map_err(refusal)?;
             println!(
                 "ban list version {} imported: {} entries (sha256 {}); {} account(s) excluded{}; {} lifted",
                 import.version,
                 import.entries,
                 import.sha256,
                 import.banned.len(),
-                if import.banned.is_empty() { String::new() } else { format!(" ({})", import.banned.join(", ")) },
+                if import.banned.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", import.banned.join(", "))
+                },
                 import.lifted.len()
             );
         }
@@ -296,7 +327,9 @@ pub async fn run_rules(command: RulesCommand) -> anyhow::Result<()> {
     match command {
         RulesCommand::Publish { db } => {
             let version = service(&db).await?.publish_rules().await.map_err(refusal)?;
-            println!("rules version {version} is in force: players accept it before their next purchase");
+            println!(
+                "rules version {version} is in force: players accept it before their next purchase"
+            );
         }
     }
     Ok(())
@@ -308,7 +341,10 @@ pub async fn run_reserves(args: ReservesArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&reserves)?);
     } else {
         let total: i64 = reserves.iter().map(|r| r.amount_cents).sum();
-        println!("{:>6}  {:<20} {:>14}  kept until", "id", "username", "amount");
+        println!(
+            "{:>6}  {:<20} {:>14}  kept until",
+            "id", "username", "amount"
+        );
         for r in &reserves {
             println!(
                 "{:>6}  {:<20} {:>14}  {}",

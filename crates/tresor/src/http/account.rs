@@ -32,8 +32,14 @@ pub fn routes() -> Router<AppState> {
         .route("/api/account/close", post(close))
         .route("/api/account/deposits", post(ask_deposit))
         .route("/api/account/deposits/{id}", get(deposit))
-        .route("/api/account/withdrawals", post(ask_withdrawal).get(withdrawals))
-        .route("/api/account/withdrawals/{id}/cancel", post(cancel_withdrawal))
+        .route(
+            "/api/account/withdrawals",
+            post(ask_withdrawal).get(withdrawals),
+        )
+        .route(
+            "/api/account/withdrawals/{id}/cancel",
+            post(cancel_withdrawal),
+        )
         .route("/api/account/statement", get(statement))
         .route("/api/account/statement.csv", get(statement_csv))
         .layer(middleware::from_fn(require_csrf_proof));
@@ -92,8 +98,10 @@ async fn open(
     )?;
     let iban = body.iban.as_deref().map(Iban::parse).transpose()?;
     // The age is proved by the birth date, checked in the job with the server's clock.
-    let mut registration = Registration::parse(&body.username, &body.password, true, body.accept_rules)?
-        .with_limits(Limits::parse(body.deposit_limit_cents, body.stake_limit_cents)?);
+    let mut registration =
+        Registration::parse(&body.username, &body.password, true, body.accept_rules)?.with_limits(
+            Limits::parse(body.deposit_limit_cents, body.stake_limit_cents)?,
+        );
     registration.opening = Some(Opening {
         identity,
         marketing_consent: body.marketing_consent,
@@ -103,7 +111,10 @@ async fn open(
     logged_in(&state, &player, StatusCode::CREATED).await
 }
 
-async fn account(State(state): State<AppState>, current: CurrentPlayer) -> Result<Json<AccountView>, ApiError> {
+async fn account(
+    State(state): State<AppState>,
+    current: CurrentPlayer,
+) -> Result<Json<AccountView>, ApiError> {
     Ok(Json(state.service.account(&current.player).await?))
 }
 
@@ -118,7 +129,10 @@ async fn accept_rules(
     current: CurrentPlayer,
     Body(body): Body<RulesBody>,
 ) -> Result<Json<AccountView>, ApiError> {
-    state.service.accept_rules(&current.player, body.version).await?;
+    state
+        .service
+        .accept_rules(&current.player, body.version)
+        .await?;
     Ok(Json(state.service.account(&current.player).await?))
 }
 
@@ -167,11 +181,17 @@ async fn close(
     Body(body): Body<CloseBody>,
 ) -> Result<Response, ApiError> {
     if !body.confirm {
-        return Err(Error::Validation("confirm: true closes the account for good".to_owned()).into());
+        return Err(
+            Error::Validation("confirm: true closes the account for good".to_owned()).into(),
+        );
     }
     let closed = state.service.close_account(&current.player).await?;
     // Every session of the player has ended: the cookie goes too.
-    Ok(([(header::SET_COOKIE, session_cookie(&state, "", 0))], Json(closed)).into_response())
+    Ok((
+        [(header::SET_COOKIE, session_cookie(&state, "", 0))],
+        Json(closed),
+    )
+        .into_response())
 }
 
 #[derive(Deserialize)]
@@ -185,7 +205,10 @@ async fn ask_deposit(
     current: CurrentPlayer,
     Body(body): Body<AmountBody>,
 ) -> Result<Response, ApiError> {
-    let deposit = state.service.ask_deposit(&current.player, body.amount_cents).await?;
+    let deposit = state
+        .service
+        .ask_deposit(&current.player, body.amount_cents)
+        .await?;
     Ok((StatusCode::CREATED, Json(deposit)).into_response())
 }
 
@@ -198,12 +221,24 @@ async fn deposit(
     current: CurrentPlayer,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let deposit = state.service.deposit_of(Some(current.player.id), id_of(&id)?).await?;
+    let deposit = state
+        .service
+        .deposit_of(Some(current.player.id), id_of(&id)?)
+        .await?;
     Ok(Json(deposit).into_response())
 }
 
-async fn webhook(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Result<Response, ApiError> {
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("");
+async fn webhook(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+    };
     let confirmed = state
         .service
         .confirm_payment(
@@ -220,11 +255,17 @@ async fn ask_withdrawal(
     current: CurrentPlayer,
     Body(body): Body<AmountBody>,
 ) -> Result<Response, ApiError> {
-    let withdrawal = state.service.ask_withdrawal(&current.player, body.amount_cents).await?;
+    let withdrawal = state
+        .service
+        .ask_withdrawal(&current.player, body.amount_cents)
+        .await?;
     Ok((StatusCode::CREATED, Json(withdrawal)).into_response())
 }
 
-async fn withdrawals(State(state): State<AppState>, current: CurrentPlayer) -> Result<Response, ApiError> {
+async fn withdrawals(
+    State(state): State<AppState>,
+    current: CurrentPlayer,
+) -> Result<Response, ApiError> {
     let withdrawals = state.service.withdrawals_of(&current.player).await?;
     Ok(Json(json!({ "withdrawals": withdrawals })).into_response())
 }
@@ -234,7 +275,10 @@ async fn cancel_withdrawal(
     current: CurrentPlayer,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let withdrawal = state.service.cancel_withdrawal(&current.player, id_of(&id)?).await?;
+    let withdrawal = state
+        .service
+        .cancel_withdrawal(&current.player, id_of(&id)?)
+        .await?;
     Ok(Json(withdrawal).into_response())
 }
 
@@ -264,15 +308,27 @@ async fn statement(
                 .map_err(|_| Error::Validation("cursor: not a cursor".to_owned()))?,
         ),
     };
-    Ok(Json(state.service.statement(&current.player, limit, cursor).await?).into_response())
+    Ok(Json(
+        state
+            .service
+            .statement(&current.player, limit, cursor)
+            .await?,
+    )
+    .into_response())
 }
 
-async fn statement_csv(State(state): State<AppState>, current: CurrentPlayer) -> Result<Response, ApiError> {
+async fn statement_csv(
+    State(state): State<AppState>,
+    current: CurrentPlayer,
+) -> Result<Response, ApiError> {
     let csv = state.service.statement_csv(&current.player).await?;
     Ok((
         [
             (header::CONTENT_TYPE, "text/csv; charset=utf-8"),
-            (header::CONTENT_DISPOSITION, "attachment; filename=\"statement.csv\""),
+            (
+                header::CONTENT_DISPOSITION,
+                "attachment; filename=\"statement.csv\"",
+            ),
         ],
         csv,
     )
@@ -304,7 +360,10 @@ fn sandbox_html(title: &str, body: &str) -> Response {
     .into_response()
 }
 
-async fn sandbox_page(State(state): State<AppState>, Query(query): Query<SandboxQuery>) -> Result<Response, ApiError> {
+async fn sandbox_page(
+    State(state): State<AppState>,
+    Query(query): Query<SandboxQuery>,
+) -> Result<Response, ApiError> {
     if !state.service.is_demo().await? {
         return Err(Error::DemoOnly.into());
     }
@@ -340,7 +399,11 @@ async fn sandbox_pay(
     }
     let id = id_of(&form.deposit)?;
     let deposit = state.service.deposit_of(None, id).await?;
-    let status = if form.outcome == "failed" { "failed" } else { "succeeded" };
+    let status = if form.outcome == "failed" {
+        "failed"
+    } else {
+        "succeeded"
+    };
     let body = json!({
         "deposit_id": id,
         "transaction_id": format!("sandbox-{}", hex::encode(&crate::service::os_random_32()[..12])),
@@ -357,7 +420,10 @@ async fn sandbox_pay(
     let answer = reqwest::Client::new()
         .post(format!("http://{host}/api/payments/webhook"))
         .header(header::CONTENT_TYPE, "application/json")
-        .header(crate::service::payments_headers::TIMESTAMP, timestamp_s.to_string())
+        .header(
+            crate::service::payments_headers::TIMESTAMP,
+            timestamp_s.to_string(),
+        )
         .header(crate::service::payments_headers::SIGNATURE, signature)
         .body(body)
         .send()

@@ -69,17 +69,13 @@ impl From<Error> for ApiError {
             Error::IdentityRequired => (StatusCode::UNPROCESSABLE_ENTITY, "identity_required"),
             Error::Minor => (StatusCode::FORBIDDEN, "minor"),
             Error::Banned => (StatusCode::FORBIDDEN, "banned"),
-            Error::VerificationRequired { .. } => {
-                (StatusCode::FORBIDDEN, "verification_required")
-            }
+            Error::VerificationRequired { .. } => (StatusCode::FORBIDDEN, "verification_required"),
             Error::NotVerified => (StatusCode::FORBIDDEN, "not_verified"),
             Error::RulesNotAccepted { .. } => (StatusCode::CONFLICT, "rules_not_accepted"),
             Error::AccountClosed => (StatusCode::FORBIDDEN, "account_closed"),
             Error::InvalidSignature => (StatusCode::UNAUTHORIZED, "invalid_signature"),
             Error::StaleSignature => (StatusCode::UNAUTHORIZED, "stale_signature"),
-            Error::WithdrawalNotPending { .. } => {
-                (StatusCode::CONFLICT, "withdrawal_not_pending")
-            }
+            Error::WithdrawalNotPending { .. } => (StatusCode::CONFLICT, "withdrawal_not_pending"),
             Error::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             Error::Database(_) | Error::Sqlite(_) => {
                 (StatusCode::INTERNAL_SERVER_ERROR, "internal")

@@ -35,7 +35,13 @@ pub(super) async fn on_register(
     let rules_version = store::rules_version(conn).await?;
     if let Some(opening) = opening {
         opening.identity.refuse_minor(now_ms)?;
-        if store::is_banned(conn, &opening.identity.name_key(), &opening.identity.birth_date).await? {
+        if store::is_banned(
+            conn,
+            &opening.identity.name_key(),
+            &opening.identity.birth_date,
+        )
+        .await?
+        {
             return Err(Error::Banned);
         }
     }
@@ -269,8 +275,15 @@ impl Service {
                 match (&row.iban, row.status) {
                     _ if balance_cents == 0 => {}
                     (Some(iban), Status::Verified) => {
-                        let id = store::insert_withdrawal(conn, player.id, balance_cents, iban, true, now_ms)
-                            .await?;
+                        let id = store::insert_withdrawal(
+                            conn,
+                            player.id,
+                            balance_cents,
+                            iban,
+                            true,
+                            now_ms,
+                        )
+                        .await?;
                         store::transfer(
                             conn,
                             Transfer {
@@ -315,7 +328,10 @@ impl Service {
 
     // -- The operator's side ------------------------------------------------
 
-    pub async fn list_accounts(&self, status: Option<Status>) -> Result<Vec<AccountListing>, Error> {
+    pub async fn list_accounts(
+        &self,
+        status: Option<Status>,
+    ) -> Result<Vec<AccountListing>, Error> {
         let mut conn = self.db.conn().await?;
         store::list_accounts(&mut conn, status.map(Status::as_str)).await
     }
@@ -332,7 +348,9 @@ impl Service {
                 match row.status {
                     Status::Closed => return Err(Error::AccountClosed),
                     Status::Verified => {
-                        return Err(Error::Validation("this account is already verified".to_owned()));
+                        return Err(Error::Validation(
+                            "this account is already verified".to_owned(),
+                        ));
                     }
                     Status::Provisional => {}
                 }
@@ -398,7 +416,12 @@ impl Service {
             Box::pin(async move {
                 let version = store::replace_ban_list(conn, &entries, &sha256, now_ms).await?;
                 let (banned, lifted) = store::apply_ban_list(conn, now_ms).await?;
-                let names = |players: &[Player]| players.iter().map(|p| p.username.clone()).collect::<Vec<_>>();
+                let names = |players: &[Player]| {
+                    players
+                        .iter()
+                        .map(|p| p.username.clone())
+                        .collect::<Vec<_>>()
+                };
                 trail::append(
                     conn,
                     now_ms,
@@ -448,5 +471,12 @@ pub(super) async fn reserve(
         },
     )
     .await?;
-    store::add_reserve(conn, player.id, amount_cents, now_ms + account::RESERVE_KEEP_MS, now_ms).await
+    store::add_reserve(
+        conn,
+        player.id,
+        amount_cents,
+        now_ms + account::RESERVE_KEEP_MS,
+        now_ms,
+    )
+    .await
 }

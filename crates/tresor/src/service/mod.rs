@@ -31,10 +31,10 @@ pub use crate::model::{DEPOSITS_ACCOUNT, IdempotencyKey, PRIZES_ACCOUNT, Player,
 pub use account::{AccountView, BanImport, Closed, Opening};
 pub use emissions::{BlockView, EmissionView};
 pub use money::{MAX_DEMO_DEPOSIT_CENTS, MAX_DEPOSIT_CENTS, Me};
+pub use payments::{Confirmed, DepositView, Payments, sign as sign_webhook};
 pub use players::Registration;
 pub use plays::{History, PlayView, RevealedScenario, UnitRef};
 pub use purchase::{Bought, Purchase};
-pub use payments::{Confirmed, DepositView, Payments, sign as sign_webhook};
 /// The webhook's headers.
 pub mod payments_headers {
     pub use super::payments::{SIGNATURE_HEADER as SIGNATURE, TIMESTAMP_HEADER as TIMESTAMP};

@@ -75,7 +75,10 @@ pub fn verify(
     body: &[u8],
     now_ms: i64,
 ) -> Result<(), Error> {
-    let timestamp_s: i64 = timestamp.trim().parse().map_err(|_| Error::InvalidSignature)?;
+    let timestamp_s: i64 = timestamp
+        .trim()
+        .parse()
+        .map_err(|_| Error::InvalidSignature)?;
     let signature = hex::decode(signature.trim()).map_err(|_| Error::InvalidSignature)?;
     let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes any key length");
     mac.update(timestamp_s.to_string().as_bytes());
@@ -157,7 +160,11 @@ impl Service {
 
     /// The player asks to deposit `amount_cents` through the provider: a
     /// pending deposit, credited when the provider confirms it.
-    pub async fn ask_deposit(&self, player: &Player, amount_cents: i64) -> Result<DepositView, Error> {
+    pub async fn ask_deposit(
+        &self,
+        player: &Player,
+        amount_cents: i64,
+    ) -> Result<DepositView, Error> {
         if !(100..=super::MAX_DEPOSIT_CENTS).contains(&amount_cents) {
             return Err(Error::Validation(format!(
                 "amount_cents: between 100 and {}",
@@ -178,8 +185,9 @@ impl Service {
                         return Err(Error::IdentityRequired);
                     }
                     protect::refuse_if_excluded(conn, player.id, now_ms).await?;
-                    let id = store::insert_deposit(conn, player.id, amount_cents, &provider, now_ms)
-                        .await?;
+                    let id =
+                        store::insert_deposit(conn, player.id, amount_cents, &provider, now_ms)
+                            .await?;
                     trail::append(
                         conn,
                         now_ms,
@@ -217,7 +225,8 @@ impl Service {
         verify(self.webhook_secret(), timestamp, signature, body, now_ms)?;
         let confirmation: Confirmation = serde_json::from_slice(body)
             .map_err(|error| Error::Validation(format!("the webhook's body: {error}")))?;
-        if confirmation.amount_cents <= 0 || confirmation.transaction_id.is_empty()
+        if confirmation.amount_cents <= 0
+            || confirmation.transaction_id.is_empty()
             || confirmation.transaction_id.len() > 200
         {
             return Err(Error::Validation(

@@ -130,8 +130,14 @@ impl Service {
                     username,
                     account_id,
                 };
-                super::account::on_register(conn, &player, opening.as_ref(), provisional_ms, now_ms)
-                    .await?;
+                super::account::on_register(
+                    conn,
+                    &player,
+                    opening.as_ref(),
+                    provisional_ms,
+                    now_ms,
+                )
+                .await?;
                 Ok(player)
             })
         })

@@ -71,14 +71,25 @@ impl From<StatementRow> for Movement {
 
 impl Service {
     /// A page of at most `limit` movements older than the transfer `cursor`.
-    pub async fn statement(&self, player: &Player, limit: i64, cursor: Option<i64>) -> Result<Statement, Error> {
+    pub async fn statement(
+        &self,
+        player: &Player,
+        limit: i64,
+        cursor: Option<i64>,
+    ) -> Result<Statement, Error> {
         let mut conn = self.db.conn().await?;
         let rows = store::statement(&mut conn, player, cursor, limit + 1).await?;
         let balance_cents = store::balance(&mut conn, player.account_id).await?;
         let more = rows.len() as i64 > limit;
-        let movements: Vec<Movement> = rows.into_iter().take(limit as usize).map(Movement::from).collect();
+        let movements: Vec<Movement> = rows
+            .into_iter()
+            .take(limit as usize)
+            .map(Movement::from)
+            .collect();
         Ok(Statement {
-            next_cursor: more.then(|| movements.last().map(|m| m.id.to_string())).flatten(),
+            next_cursor: more
+                .then(|| movements.last().map(|m| m.id.to_string()))
+                .flatten(),
             movements,
             balance_cents,
         })

@@ -69,7 +69,11 @@ impl Settlement {
 
 impl Service {
     /// Asks to withdraw `amount_cents` to the verified IBAN.
-    pub async fn ask_withdrawal(&self, player: &Player, amount_cents: i64) -> Result<WithdrawalView, Error> {
+    pub async fn ask_withdrawal(
+        &self,
+        player: &Player,
+        amount_cents: i64,
+    ) -> Result<WithdrawalView, Error> {
         if !(1..=super::MAX_DEPOSIT_CENTS).contains(&amount_cents) {
             return Err(Error::Validation(format!(
                 "amount_cents: between 1 and {}",
@@ -89,8 +93,15 @@ impl Service {
                         _ => return Err(Error::NotVerified),
                     }
                     let iban = account.iban.expect("a verified account has an IBAN");
-                    let id = store::insert_withdrawal(conn, player.id, amount_cents, &iban, false, now_ms)
-                        .await?;
+                    let id = store::insert_withdrawal(
+                        conn,
+                        player.id,
+                        amount_cents,
+                        &iban,
+                        false,
+                        now_ms,
+                    )
+                    .await?;
                     // Refused here, with nothing written, when the balance
                     // (after any purchase of the same batch) is short.
                     let (balance_cents, _) = store::transfer(
@@ -134,7 +145,11 @@ impl Service {
     }
 
     /// The player cancels their pending withdrawal.
-    pub async fn cancel_withdrawal(&self, player: &Player, id: i64) -> Result<WithdrawalView, Error> {
+    pub async fn cancel_withdrawal(
+        &self,
+        player: &Player,
+        id: i64,
+    ) -> Result<WithdrawalView, Error> {
         let actor = Actor::player(player.id, &player.username);
         self.settle_withdrawal(actor, Some(player.id), id, Settlement::Cancelled, None)
             .await
@@ -169,8 +184,14 @@ impl Service {
                         .await?
                         .filter(|w| owner.is_none_or(|p| p == w.player_id))
                         .ok_or(Error::NotFound)?;
-                    if !store::settle_withdrawal(conn, id, settlement.state(), reason.as_deref(), now_ms)
-                        .await?
+                    if !store::settle_withdrawal(
+                        conn,
+                        id,
+                        settlement.state(),
+                        reason.as_deref(),
+                        now_ms,
+                    )
+                    .await?
                     {
                         return Err(Error::WithdrawalNotPending {
                             state: withdrawal.state,
@@ -201,7 +222,8 @@ impl Service {
                     if settlement != Settlement::Paid
                         && store::account(conn, player.id).await?.status == Status::Closed
                     {
-                        super::account::reserve(conn, &player, withdrawal.amount_cents, now_ms).await?;
+                        super::account::reserve(conn, &player, withdrawal.amount_cents, now_ms)
+                            .await?;
                         reserved = true;
                     }
                     trail::append(

@@ -144,7 +144,11 @@ pub async fn refuse_money_in(conn: &mut Conn, player_id: i64) -> Result<(), Erro
     Ok(())
 }
 
-pub async fn set_reminder(conn: &mut Conn, player_id: i64, minutes: Option<i64>) -> Result<(), Error> {
+pub async fn set_reminder(
+    conn: &mut Conn,
+    player_id: i64,
+    minutes: Option<i64>,
+) -> Result<(), Error> {
     sql::query("UPDATE player_accounts SET reminder_minutes = $1 WHERE player_id = $2")
         .bind(minutes)
         .bind(player_id)
@@ -184,11 +188,13 @@ pub async fn mark_verified(conn: &mut Conn, player_id: i64, now_ms: i64) -> Resu
 }
 
 pub async fn mark_closed(conn: &mut Conn, player_id: i64, now_ms: i64) -> Result<(), Error> {
-    sql::query("UPDATE player_accounts SET status = 'closed', closed_at_ms = $1 WHERE player_id = $2")
-        .bind(now_ms)
-        .bind(player_id)
-        .execute(conn)
-        .await?;
+    sql::query(
+        "UPDATE player_accounts SET status = 'closed', closed_at_ms = $1 WHERE player_id = $2",
+    )
+    .bind(now_ms)
+    .bind(player_id)
+    .execute(conn)
+    .await?;
     Ok(())
 }
 
@@ -234,7 +240,10 @@ pub struct AccountListing {
     pub provisional_until_ms: Option<i64>,
 }
 
-pub async fn list_accounts(conn: &mut Conn, status: Option<&str>) -> Result<Vec<AccountListing>, Error> {
+pub async fn list_accounts(
+    conn: &mut Conn,
+    status: Option<&str>,
+) -> Result<Vec<AccountListing>, Error> {
     let rows = sql::query(
         "SELECT a.player_id, p.username, a.status, a.iban, a.banned_at_ms, a.opened_at_ms, \
          a.provisional_until_ms, (SELECT COUNT(*) FROM identities i WHERE i.player_id = a.player_id) AS identities \
@@ -265,12 +274,13 @@ pub async fn list_accounts(conn: &mut Conn, status: Option<&str>) -> Result<Vec<
 
 /// Whether a person is on the ban list in force.
 pub async fn is_banned(conn: &mut Conn, name_key: &str, birth_date: &str) -> Result<bool, Error> {
-    let found: i64 =
-        sql::query_scalar("SELECT COUNT(*) FROM ban_entries WHERE name_key = $1 AND birth_date = $2")
-            .bind(name_key)
-            .bind(birth_date)
-            .fetch_one(conn)
-            .await?;
+    let found: i64 = sql::query_scalar(
+        "SELECT COUNT(*) FROM ban_entries WHERE name_key = $1 AND birth_date = $2",
+    )
+    .bind(name_key)
+    .bind(birth_date)
+    .fetch_one(conn)
+    .await?;
     Ok(found > 0)
 }
 
@@ -281,16 +291,20 @@ pub async fn replace_ban_list(
     sha256: &str,
     now_ms: i64,
 ) -> Result<i64, Error> {
-    let version: i64 = sql::query_scalar("SELECT CAST(COALESCE(MAX(version), 0) + 1 AS BIGINT) FROM ban_imports")
-        .fetch_one(conn)
-        .await?;
+    let version: i64 =
+        sql::query_scalar("SELECT CAST(COALESCE(MAX(version), 0) + 1 AS BIGINT) FROM ban_imports")
+            .fetch_one(conn)
+            .await?;
     sql::query("DELETE FROM ban_entries").execute(conn).await?;
     let sqlite = conn.is_sqlite();
     for chunk in entries.chunks(1000) {
         let table = sql::json_rows(
             sqlite,
             1,
-            &[("name_key", ColumnType::Text), ("birth_date", ColumnType::Text)],
+            &[
+                ("name_key", ColumnType::Text),
+                ("birth_date", ColumnType::Text),
+            ],
         );
         let rows: Vec<[&str; 2]> = chunk
             .iter()
@@ -315,7 +329,10 @@ pub async fn replace_ban_list(
 
 /// Marks banned every account whose identity is on the list and was not yet,
 /// lifts the ban of those no longer on it; returns (banned, lifted) players.
-pub async fn apply_ban_list(conn: &mut Conn, now_ms: i64) -> Result<(Vec<Player>, Vec<Player>), Error> {
+pub async fn apply_ban_list(
+    conn: &mut Conn,
+    now_ms: i64,
+) -> Result<(Vec<Player>, Vec<Player>), Error> {
     let on_list = "EXISTS (SELECT 1 FROM identities i JOIN ban_entries b \
                    ON b.name_key = i.name_key AND b.birth_date = i.birth_date WHERE i.player_id = a.player_id)";
     let banned_sql = format!(
@@ -501,13 +518,20 @@ pub async fn deposit(conn: &mut Conn, id: i64) -> Result<Option<DepositRow>, Err
     .transpose()
 }
 
-pub async fn settle_deposit(conn: &mut Conn, id: i64, state: &str, now_ms: i64) -> Result<(), Error> {
-    sql::query("UPDATE deposits SET state = $1, settled_at_ms = $2 WHERE id = $3 AND state = 'pending'")
-        .bind(state)
-        .bind(now_ms)
-        .bind(id)
-        .execute(conn)
-        .await?;
+pub async fn settle_deposit(
+    conn: &mut Conn,
+    id: i64,
+    state: &str,
+    now_ms: i64,
+) -> Result<(), Error> {
+    sql::query(
+        "UPDATE deposits SET state = $1, settled_at_ms = $2 WHERE id = $3 AND state = 'pending'",
+    )
+    .bind(state)
+    .bind(now_ms)
+    .bind(id)
+    .execute(conn)
+    .await?;
     Ok(())
 }
 
