@@ -120,6 +120,31 @@ pub enum Error {
     ExclusionShorter { until_ms: i64, asked_until_ms: i64 },
     #[error("too many attempts: try again in {retry_after_s} seconds")]
     RateLimited { retry_after_s: u64 },
+    /// Outside demo mode an account is opened with an identity.
+    #[error("an identity is required to open an account: use /api/account/open")]
+    IdentityRequired,
+    #[error("you must be of age (18) to open an account")]
+    Minor,
+    #[error(
+        "this person is on the national gambling-ban list: the account cannot be opened or used"
+    )]
+    Banned,
+    #[error("your account has been provisional since {}: staking waits until the operator has checked your identity and bank account", rfc3339(*.since_ms))]
+    VerificationRequired { since_ms: i64 },
+    #[error(
+        "only a verified account may withdraw: the operator has not checked your identity and bank account yet"
+    )]
+    NotVerified,
+    #[error("the rules have changed (version {version}): accept them before your next purchase")]
+    RulesNotAccepted { version: i64 },
+    #[error("this account is closed")]
+    AccountClosed,
+    #[error("the webhook's signature does not match")]
+    InvalidSignature,
+    #[error("the webhook's timestamp is outside the 5-minute window")]
+    StaleSignature,
+    #[error("this withdrawal is {state}, no longer pending")]
+    WithdrawalNotPending { state: String },
     #[error("service unavailable: {0}")]
     Unavailable(&'static str),
     /// The database has no room left (SQLite's `SQLITE_FULL`, PostgreSQL's

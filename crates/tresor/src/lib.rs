@@ -1,6 +1,7 @@
 //! Tresor: the game server, its storage, the web page and the operator's
 //! commands, around the pure rules of `tresor_game`.
 
+pub mod account;
 pub mod batch;
 pub mod blocks;
 pub mod cli;

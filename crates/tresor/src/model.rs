@@ -10,6 +10,16 @@ use serde::Serialize;
 pub const DEPOSITS_ACCOUNT: i64 = 1;
 pub const STAKES_ACCOUNT: i64 = 2;
 pub const PRIZES_ACCOUNT: i64 = 3;
+/// The account module's system accounts (migration 0008), with negative ids
+/// because positive ones already belong to players: money the payment
+/// provider sent in; confirmations owed back (never credited); withdrawals
+/// asked and not yet settled; withdrawals paid out; balances of closed
+/// accounts kept in reserve.
+pub const PROVIDER_ACCOUNT: i64 = -1;
+pub const TO_REFUND_ACCOUNT: i64 = -2;
+pub const PENDING_WITHDRAWALS_ACCOUNT: i64 = -3;
+pub const PAID_OUT_ACCOUNT: i64 = -4;
+pub const RESERVES_ACCOUNT: i64 = -5;
 
 /// A logged-in player.
 #[derive(Debug, Clone, PartialEq, Eq)]

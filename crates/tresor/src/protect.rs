@@ -490,6 +490,8 @@ pub(crate) struct StakeAllowance {
     excluded_until_ms: Option<i64>,
     used_cents: i64,
     oldest_hour_ms: Option<i64>,
+    /// The account's side: closed, banned, provisional, rules accepted.
+    gate: crate::account::StakeGate,
 }
 
 impl Default for StakeAllowance {
@@ -503,6 +505,7 @@ impl Default for StakeAllowance {
             excluded_until_ms: None,
             used_cents: 0,
             oldest_hour_ms: None,
+            gate: crate::account::StakeGate::default(),
         }
     }
 }
@@ -514,6 +517,7 @@ impl StakeAllowance {
         if let Some(until_ms) = self.excluded_until_ms.filter(|&t| t > now_ms) {
             return Err(Error::Excluded { until_ms });
         }
+        self.gate.check(now_ms)?;
         let limit_cents = self.stake.settled(now_ms).limit_cents;
         if self.used_cents + amount_cents > limit_cents {
             return Err(Error::LimitReached {
@@ -545,7 +549,7 @@ pub(crate) async fn stake_allowances(
 ) -> Result<std::collections::HashMap<i64, StakeAllowance>, Error> {
     let table = sql::json_rows(sqlite, 1, &[("id", sql::ColumnType::Int)]);
     let rows = sql::query(&format!(
-        "SELECT d.id, p.stake_limit_cents, p.stake_pending_cents, p.stake_pending_at_ms,          p.excluded_until_ms,          (SELECT CAST(COALESCE(SUM(m.amount_cents), 0) AS BIGINT) FROM movement_hours m           WHERE m.player_id = d.id AND m.kind = 'stake' AND m.hour_ms > $2) AS used_cents,          (SELECT MIN(m.hour_ms) FROM movement_hours m           WHERE m.player_id = d.id AND m.kind = 'stake' AND m.hour_ms > $2) AS oldest_hour_ms          FROM {table} AS d LEFT JOIN protections p ON p.player_id = d.id"
+        "SELECT d.id, p.stake_limit_cents, p.stake_pending_cents, p.stake_pending_at_ms,          p.excluded_until_ms,          (SELECT CAST(COALESCE(SUM(m.amount_cents), 0) AS BIGINT) FROM movement_hours m           WHERE m.player_id = d.id AND m.kind = 'stake' AND m.hour_ms > $2) AS used_cents,          (SELECT MIN(m.hour_ms) FROM movement_hours m           WHERE m.player_id = d.id AND m.kind = 'stake' AND m.hour_ms > $2) AS oldest_hour_ms,          a.status, a.provisional_until_ms, a.banned_at_ms, a.rules_version,          (SELECT value FROM settings WHERE key = 'rules_version') AS rules_current          FROM {table} AS d LEFT JOIN protections p ON p.player_id = d.id          LEFT JOIN player_accounts a ON a.player_id = d.id"
     ))
     .bind(serde_json::to_string(&players.iter().map(|id| [*id]).collect::<Vec<_>>()).expect("ids"))
     .bind(now_ms - WINDOW_MS - HOUR_MS)
@@ -560,6 +564,16 @@ pub(crate) async fn stake_allowances(
             used_cents: row.try_get("used_cents")?,
             oldest_hour_ms: row.try_get("oldest_hour_ms")?,
             excluded_until_ms: row.try_get("excluded_until_ms")?,
+            gate: crate::account::StakeGate {
+                closed: row.try_get::<Option<String>, _>("status")?.as_deref() == Some("closed"),
+                banned: row.try_get::<Option<i64>, _>("banned_at_ms")?.is_some(),
+                provisional_until_ms: row.try_get("provisional_until_ms")?,
+                rules_accepted: row.try_get::<Option<i64>, _>("rules_version")?.unwrap_or(1),
+                rules_current: row
+                    .try_get::<Option<String>, _>("rules_current")?
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(1),
+            },
             ..StakeAllowance::default()
         };
         if let Some(limit_cents) = limit_cents {

@@ -15,6 +15,63 @@ use tresor_game::{LEVELS, Level, Stake, UNITS_PER_BLOCK};
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub emissions: Vec<EmissionReport>,
+    /// Money in and out of the players' accounts (all emissions).
+    pub money: MoneyFigures,
+}
+
+/// The money side, from the ledger's system accounts and transfers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct MoneyFigures {
+    /// Deposits credited through the payment provider.
+    pub provider_deposits_cents: i64,
+    /// Demo deposits and operator credits.
+    pub other_deposits_cents: i64,
+    /// Confirmations received but never credited, owed back to the payer.
+    pub to_refund_cents: i64,
+    /// Withdrawals asked and not yet paid, rejected or cancelled.
+    pub withdrawals_pending_cents: i64,
+    /// Withdrawals paid out.
+    pub withdrawals_paid_cents: i64,
+    /// Balances of closed accounts kept in reserve (six years).
+    pub reserves_cents: i64,
+    /// What the players' accounts hold.
+    pub player_balances_cents: i64,
+    /// The sum of every account's balance: zero, or the ledger is broken.
+    pub ledger_sum_cents: i64,
+}
+
+async fn money(pool: &AnyPool) -> Result<MoneyFigures, Error> {
+    let balance = |id: i64| async move {
+        sqlx::query_scalar::<_, i64>("SELECT balance_cents FROM accounts WHERE id = $1")
+            .bind(id)
+            .fetch_optional(pool)
+            .await
+            .map(Option::unwrap_or_default)
+    };
+    let sum = |condition: &'static str| async move {
+        sqlx::query_scalar::<_, i64>(&format!(
+            "SELECT CAST(COALESCE(SUM(balance_cents), 0) AS BIGINT) FROM accounts WHERE {condition}"
+        ))
+        .fetch_one(pool)
+        .await
+    };
+    let provider_deposits_cents: i64 = sqlx::query_scalar(
+        "SELECT CAST(COALESCE(SUM(amount_cents), 0) AS BIGINT) FROM transfers \
+         WHERE kind = 'deposit' AND debit_account_id = $1",
+    )
+    .bind(crate::model::PROVIDER_ACCOUNT)
+    .fetch_one(pool)
+    .await?;
+    Ok(MoneyFigures {
+        provider_deposits_cents,
+        other_deposits_cents: -balance(crate::model::DEPOSITS_ACCOUNT).await?,
+        to_refund_cents: balance(crate::model::TO_REFUND_ACCOUNT).await?,
+        withdrawals_pending_cents: balance(crate::model::PENDING_WITHDRAWALS_ACCOUNT).await?,
+        withdrawals_paid_cents: balance(crate::model::PAID_OUT_ACCOUNT).await?,
+        reserves_cents: balance(crate::model::RESERVES_ACCOUNT).await?,
+        player_balances_cents: sum("kind = 'player'").await?,
+        ledger_sum_cents: sum("1 = 1").await?,
+    })
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -268,7 +325,10 @@ pub async fn build(pool: &AnyPool, emission: Option<i64>) -> Result<Report, Erro
     {
         return Err(Error::Validation(format!("no emission {wanted}")));
     }
-    Ok(Report { emissions })
+    Ok(Report {
+        emissions,
+        money: money(pool).await?,
+    })
 }
 
 /// One line per emission, stake and block, for `--format csv`.
@@ -416,6 +476,20 @@ pub fn table(report: &Report) -> String {
             }
         }
         out.push('\n');
+    }
+    let m = &report.money;
+    out.push_str("Money\n");
+    for (label, cents) in [
+        ("deposits through the provider", m.provider_deposits_cents),
+        ("demo deposits and operator credits", m.other_deposits_cents),
+        ("received, to refund", m.to_refund_cents),
+        ("withdrawals pending", m.withdrawals_pending_cents),
+        ("withdrawals paid", m.withdrawals_paid_cents),
+        ("kept in reserve", m.reserves_cents),
+        ("players' balances", m.player_balances_cents),
+        ("ledger sum (always 0)", m.ledger_sum_cents),
+    ] {
+        out.push_str(&format!("  {label:<36} {:>15}\n", euros(cents)));
     }
     out
 }

@@ -3,6 +3,7 @@
 //! Bad input gets one clear line on stderr and exit code 2; a check that does
 //! not hold (a block that fails verification, a broken audit chain) exits 1.
 
+pub mod accounts;
 pub mod audit;
 pub mod bench;
 pub mod game;
@@ -58,6 +59,20 @@ pub enum Command {
     Sales(operator::SalesCommand),
     /// Set or clear the message shown on the site.
     Announce(operator::AnnounceArgs),
+    /// List and verify player accounts.
+    #[command(subcommand)]
+    Account(accounts::AccountCommand),
+    /// List, approve and reject withdrawals.
+    #[command(subcommand)]
+    Withdrawal(accounts::WithdrawalCommand),
+    /// Import the national gambling-ban list.
+    #[command(subcommand)]
+    Banlist(accounts::BanlistCommand),
+    /// Publish a new version of the rules.
+    #[command(subcommand)]
+    Rules(accounts::RulesCommand),
+    /// Balances of closed accounts kept in reserve.
+    Reserves(accounts::ReservesArgs),
     /// Load a server with simulated players over HTTP and measure it beside
     /// its baselines.
     Bench(bench::BenchArgs),
@@ -127,6 +142,11 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Report(args)) => run_async(audit::run_report(args)),
         Some(Command::Sales(command)) => run_async(operator::run_sales(command)),
         Some(Command::Announce(args)) => run_async(operator::run_announce(args)),
+        Some(Command::Account(command)) => run_async(accounts::run_account(command)),
+        Some(Command::Withdrawal(command)) => run_async(accounts::run_withdrawal(command)),
+        Some(Command::Banlist(command)) => run_async(accounts::run_banlist(command)),
+        Some(Command::Rules(command)) => run_async(accounts::run_rules(command)),
+        Some(Command::Reserves(args)) => run_async(accounts::run_reserves(args)),
         Some(Command::Bench(args)) => run_async(bench::run_bench(args)),
         Some(Command::Secrets(command)) => run_async(operator::run_secrets(command)),
     }

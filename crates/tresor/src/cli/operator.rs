@@ -137,6 +137,9 @@ pub struct ServeArgs {
         default_value_t = 1
     )]
     pub fault_writer_panics: u64,
+    /// The payment provider and provisional accounts.
+    #[command(flatten)]
+    pub payments: super::accounts::PaymentArgs,
 }
 
 /// `tresor serve`'s throttles (see [`RateLimits`] for what each counts).
@@ -257,6 +260,7 @@ pub async fn run_serve(args: ServeArgs, demo_if_created: bool) -> anyhow::Result
         },
         ..Settings::default()
     };
+    let settings = args.payments.apply(settings)?;
     let service = open_service(&args.db, settings).await?;
     let filled = service.backfill_username_skeletons().await?;
     if filled > 0 {

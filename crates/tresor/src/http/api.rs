@@ -64,7 +64,7 @@ pub fn routes() -> Router<AppState> {
         .merge(api)
 }
 
-async fn require_csrf_proof(request: Request, next: Next) -> Response {
+pub(super) async fn require_csrf_proof(request: Request, next: Next) -> Response {
     let safe = matches!(
         *request.method(),
         Method::GET | Method::HEAD | Method::OPTIONS
@@ -121,7 +121,7 @@ fn cross_site(headers: &HeaderMap) -> Option<String> {
 /// `Json` whose rejections are API errors. Every body type denies unknown
 /// fields: a misspelt field (`deposit_limit`) is refused with its name rather
 /// than silently replaced by a default.
-struct Body<T>(T);
+pub(super) struct Body<T>(pub(super) T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
     type Rejection = ApiError;
@@ -201,8 +201,8 @@ fn session_token(headers: &HeaderMap) -> Option<String> {
 }
 
 /// The logged-in player of a request; 401 without a live session.
-struct CurrentPlayer {
-    player: Player,
+pub(super) struct CurrentPlayer {
+    pub(super) player: Player,
 }
 
 impl FromRequestParts<AppState> for CurrentPlayer {
@@ -249,7 +249,7 @@ fn throttles_of(parts: &Parts) -> Arc<Throttles> {
         .clone()
 }
 
-fn session_cookie(state: &AppState, token: &str, max_age_s: i64) -> HeaderValue {
+pub(super) fn session_cookie(state: &AppState, token: &str, max_age_s: i64) -> HeaderValue {
     let secure = if state.secure_cookies { "; Secure" } else { "" };
     HeaderValue::from_str(&format!(
         "{SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age_s}{secure}"
@@ -288,7 +288,7 @@ struct RegisterBody {
     stake_limit_cents: Option<i64>,
 }
 
-async fn logged_in(
+pub(super) async fn logged_in(
     state: &AppState,
     player: &Player,
     status: StatusCode,
@@ -306,6 +306,10 @@ async fn register(
     Body(body): Body<RegisterBody>,
 ) -> Result<Response, ApiError> {
     throttles.registration(&address)?;
+    // Outside demo mode an account is opened with an identity (/api/account/open).
+    if !state.service.is_demo().await? {
+        return Err(Error::IdentityRequired.into());
+    }
     let registration = Registration::parse(
         &body.username,
         &body.password,

@@ -66,6 +66,16 @@ impl From<Error> for ApiError {
                 (StatusCode::CONFLICT, "exclusion_cannot_be_shortened")
             }
             Error::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
+            Error::IdentityRequired => (StatusCode::UNPROCESSABLE_ENTITY, "identity_required"),
+            Error::Minor => (StatusCode::FORBIDDEN, "minor"),
+            Error::Banned => (StatusCode::FORBIDDEN, "banned"),
+            Error::VerificationRequired { .. } => (StatusCode::FORBIDDEN, "verification_required"),
+            Error::NotVerified => (StatusCode::FORBIDDEN, "not_verified"),
+            Error::RulesNotAccepted { .. } => (StatusCode::CONFLICT, "rules_not_accepted"),
+            Error::AccountClosed => (StatusCode::FORBIDDEN, "account_closed"),
+            Error::InvalidSignature => (StatusCode::UNAUTHORIZED, "invalid_signature"),
+            Error::StaleSignature => (StatusCode::UNAUTHORIZED, "stale_signature"),
+            Error::WithdrawalNotPending { .. } => (StatusCode::CONFLICT, "withdrawal_not_pending"),
             Error::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             Error::StorageFull => (StatusCode::SERVICE_UNAVAILABLE, "storage_full"),
             Error::NotReady(_) => (StatusCode::SERVICE_UNAVAILABLE, "not_ready"),
@@ -122,6 +132,12 @@ impl From<Error> for ApiError {
             }
             Error::Excluded { until_ms } | Error::ExclusionShorter { until_ms, .. } => {
                 detail.insert("excluded_until".to_owned(), json!(rfc3339(*until_ms)));
+            }
+            Error::RulesNotAccepted { version } => {
+                detail.insert("rules_version".to_owned(), json!(version));
+            }
+            Error::WithdrawalNotPending { state } => {
+                detail.insert("state".to_owned(), json!(state));
             }
             Error::RateLimited { retry_after_s: s } => retry_after_s = Some(*s),
             // Space comes back when an operator frees it: not in a second.

@@ -3,6 +3,7 @@
 //! (`admin`: metrics). [`app`] and [`admin_app`] build the routers; [`serve`] adds the listeners, background
 //! tasks and graceful shutdown, so tests can drive [`app`] in-process.
 
+mod account;
 mod admin;
 mod api;
 mod error;
@@ -54,6 +55,7 @@ fn app_with(state: AppState, throttles: Arc<Throttles>) -> Router {
     Router::new()
         .route("/readyz", get(readyz))
         .merge(api::routes())
+        .merge(account::routes())
         .merge(web::routes())
         .layer(Extension(throttles))
         .layer(middleware::from_fn_with_state(state.clone(), observe))

@@ -12,25 +12,37 @@ use futures_util::future::BoxFuture;
 use std::fmt;
 use std::sync::Arc;
 
+mod account;
 mod blocks;
 mod emissions;
 mod money;
+mod payments;
 mod players;
 mod plays;
 mod protection;
 mod purchase;
 mod secrets;
 mod sessions;
+mod statement;
 mod status;
+mod withdrawals;
 
 pub use crate::clock::{Clock, ManualClock, SystemClock, rfc3339};
 pub use crate::model::{DEPOSITS_ACCOUNT, IdempotencyKey, PRIZES_ACCOUNT, Player, STAKES_ACCOUNT};
+pub use account::{AccountView, BanImport, Closed, Opening};
 pub use emissions::{BlockView, EmissionView};
 pub use money::{MAX_DEMO_DEPOSIT_CENTS, MAX_DEPOSIT_CENTS, Me};
+pub use payments::{Confirmed, DepositView, Payments, sign as sign_webhook};
 pub use players::Registration;
 pub use plays::{History, PlayView, RevealedScenario, UnitRef};
 pub use purchase::{Bought, Purchase};
+/// The webhook's headers.
+pub mod payments_headers {
+    pub use super::payments::{SIGNATURE_HEADER as SIGNATURE, TIMESTAMP_HEADER as TIMESTAMP};
+}
+pub use statement::{Movement, Statement};
 pub use status::Status;
+pub use withdrawals::{Settlement, WithdrawalView};
 
 /// Service settings, parsed once at start.
 #[derive(Debug, Clone)]
@@ -52,6 +64,11 @@ pub struct Settings {
     pub writer_max_batch: usize,
     /// Faults injected into the writer, for tests (none by default).
     pub writer_faults: crate::writer::Faults,
+    /// A provisional account with an identity may stake this many days
+    /// unverified (fixed for each account when it opens).
+    pub provisional_days: i64,
+    /// The payment provider: its name, its page, the webhook's secret.
+    pub payments: Payments,
 }
 
 impl Default for Settings {
@@ -64,6 +81,8 @@ impl Default for Settings {
             block_offset: 0,
             writer_max_batch: crate::writer::DEFAULT_MAX_BATCH,
             writer_faults: crate::writer::Faults::default(),
+            provisional_days: crate::account::DEFAULT_PROVISIONAL_DAYS,
+            payments: Payments::default(),
         }
     }
 }
@@ -106,7 +125,13 @@ pub fn sha256_hex(data: &[u8]) -> String {
 }
 
 impl Service {
-    pub fn new(db: Db, clock: Arc<dyn Clock>, settings: Settings) -> Service {
+    pub fn new(db: Db, clock: Arc<dyn Clock>, mut settings: Settings) -> Service {
+        // Without a configured secret no provider can sign a webhook: only
+        // the demo's sandbox, which asks this server, can.
+        settings
+            .payments
+            .webhook_secret
+            .get_or_insert_with(|| os_random_32().to_vec());
         let blocks = Arc::new(BlockCache::default());
         let context = Arc::new(batch::Context {
             blocks: blocks.clone(),

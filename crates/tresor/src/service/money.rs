@@ -121,14 +121,14 @@ impl Service {
     /// request (the demo deposit). Returns the new balance.
     pub async fn deposit(&self, player: &Player, amount_cents: i64) -> Result<i64, Error> {
         let actor = Actor::player(player.id, &player.username);
-        self.deposit_as(actor, "deposit", player, amount_cents)
+        self.deposit_as(actor, "deposit", "deposit", player, amount_cents)
             .await
     }
 
     /// Credits a player's account at the operator's command (`tresor player
     /// credit`). Returns the new balance.
     pub async fn credit(&self, player: &Player, amount_cents: i64) -> Result<i64, Error> {
-        self.deposit_as(Actor::Operator, "credit", player, amount_cents)
+        self.deposit_as(Actor::Operator, "credit", "credit", player, amount_cents)
             .await
     }
 
@@ -136,6 +136,7 @@ impl Service {
         &self,
         actor: Actor,
         action: &'static str,
+        kind: &'static str,
         player: &Player,
         amount_cents: i64,
     ) -> Result<i64, Error> {
@@ -152,6 +153,7 @@ impl Service {
             let actor = actor.clone();
             let player = player.clone();
             Box::pin(async move {
+                crate::store::accounts::refuse_money_in(conn, player_id).await?;
                 // The operator's credit is how money comes in outside demo
                 // mode, so it counts against the player's cap like a deposit.
                 protect::check_movement(conn, LimitKind::Deposit, &player, amount_cents, now_ms)
@@ -161,7 +163,7 @@ impl Service {
                     DEPOSITS_ACCOUNT,
                     account_id,
                     amount_cents,
-                    "deposit",
+                    kind,
                     None,
                     now_ms,
                 )

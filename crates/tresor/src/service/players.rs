@@ -16,6 +16,8 @@ pub struct Registration {
     pub password: String,
     /// The 7-day caps, chosen before the first deposit and the first play.
     pub limits: Limits,
+    /// The identity of an account for real money (none in demo mode).
+    pub opening: Option<super::Opening>,
 }
 
 impl Registration {
@@ -48,6 +50,7 @@ impl Registration {
             username,
             password: password.to_owned(),
             limits: Limits::default(),
+            opening: None,
         })
     }
 
@@ -64,10 +67,13 @@ impl Service {
         let password_hash = with_hashing_permit(move || hash_password(&password)).await?;
         let username = registration.username.clone();
         let limits = registration.limits;
+        let opening = registration.opening.clone();
+        let provisional_ms = self.provisional_ms();
         let now_ms = self.now_ms();
         self.write(move |conn| {
             let username = username.clone();
             let password_hash = password_hash.clone();
+            let opening = opening.clone();
             Box::pin(async move {
                 // One name per skeleton: "ana", "ANA", "ａｎａ" and Cyrillic
                 // "аna" are one. Rows from before the skeleton column have
@@ -116,11 +122,20 @@ impl Service {
                     json!({"player_id": id, "account_id": account_id}),
                 )
                 .await?;
-                Ok(Player {
+                let player = Player {
                     id,
                     username: username.as_str().to_owned(),
                     account_id,
-                })
+                };
+                super::account::on_register(
+                    conn,
+                    &player,
+                    opening.as_ref(),
+                    provisional_ms,
+                    now_ms,
+                )
+                .await?;
+                Ok(player)
             })
         })
         .await

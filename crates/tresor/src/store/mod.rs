@@ -2,6 +2,7 @@
 //! PostgreSQL with a `postgres://` URL), its migrations, and the SQL the
 //! writer runs (`sql`, `batch`).
 
+pub mod accounts;
 pub mod batch;
 pub mod lock;
 pub mod plays;

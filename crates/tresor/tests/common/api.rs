@@ -100,17 +100,24 @@ impl Api {
         self.call("GET", path, None, None, None).await
     }
 
-    /// Registers a player through the API; returns the session cookie.
+    /// Opens an account through the API, with an identity (outside demo
+    /// mode `/api/register` is refused); returns the session cookie.
     pub async fn register(&self, username: &str) -> String {
         let answer = self
             .call(
                 "POST",
-                "/api/register",
+                "/api/account/open",
                 Some(serde_json::json!({
                     "username": username,
                     "password": "correct horse battery",
-                    "adult": true,
                     "accept_rules": true,
+                    "identity": {
+                        "birth_name": format!("Name of {username}"),
+                        "first_names": "Test",
+                        "birth_date": "1990-01-01",
+                        "birth_place": "Nantes",
+                        "address": "1 rue de la Paix, Paris",
+                    },
                 })),
                 None,
                 None,

@@ -144,6 +144,24 @@ impl TestApp {
             .await
     }
 
+    /// PUTs `body` as JSON with the CSRF header.
+    pub async fn put_json(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        let response = self
+            .client
+            .put(format!("{}{path}", self.address))
+            .header("x-requested-with", "tresor")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status();
+        let text = response.text().await.unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
     pub async fn register(&self, username: &str) -> (StatusCode, Value) {
         self.post(
             "/api/register",

@@ -50,10 +50,15 @@ pub async fn assert_ledger_balances(db: &Db) -> i64 {
             assert!(balance >= 0, "player account {id} is not negative");
         }
     }
-    // Per player: deposits − stakes + prizes, from plays and deposits independently.
+    // Per player: deposits − stakes + prizes, from plays and deposits
+    // independently; money in (deposits, credits, withdrawals given back)
+    // and out (withdrawals asked, reserves) from the transfers of those kinds.
     let players = sqlx::query(
         "SELECT p.id, a.balance_cents, \
-           CAST(COALESCE((SELECT SUM(amount_cents) FROM transfers t WHERE t.credit_account_id = a.id AND t.kind = 'deposit'), 0) AS BIGINT) AS deposits, \
+           CAST(COALESCE((SELECT SUM(amount_cents) FROM transfers t WHERE t.credit_account_id = a.id \
+             AND t.kind IN ('deposit', 'credit', 'withdrawal_rejected', 'withdrawal_cancelled')), 0) \
+           - COALESCE((SELECT SUM(amount_cents) FROM transfers t WHERE t.debit_account_id = a.id \
+             AND t.kind IN ('withdrawal', 'reserve')), 0) AS BIGINT) AS deposits, \
            CAST(COALESCE((SELECT SUM(stake_cents) FROM plays WHERE plays.player_id = p.id), 0) AS BIGINT) AS stakes, \
            CAST(COALESCE((SELECT SUM(prize_cents) FROM plays WHERE plays.player_id = p.id AND plays.state = 'finished'), 0) AS BIGINT) AS wins \
          FROM players p JOIN accounts a ON a.id = p.account_id",

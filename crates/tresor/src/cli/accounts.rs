@@ -1,0 +1,360 @@
+//! The operator's commands for player accounts: `account list|verify`,
+//! `withdrawal list|approve|reject`, `banlist import`, `reserves`, `rules
+//! publish`; and `serve`'s payment-provider flags. Every change is recorded
+//! in the game trail as the operator's.
+
+use super::Usage;
+use super::operator::{DbArgs, open_service};
+use crate::account::Status;
+use crate::error::Error;
+use crate::service::{Payments, Service, Settings, Settlement, rfc3339};
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+
+/// `tresor serve`'s payment provider and provisional accounts.
+#[derive(Debug, Clone, Args)]
+pub struct PaymentArgs {
+    /// The payment provider's name, stored with each deposit.
+    #[arg(long, env = "TRESOR_PAYMENT_PROVIDER", default_value = "sandbox")]
+    pub payment_provider: String,
+    /// The provider's payment page; `{deposit_id}` and `{amount_cents}` are
+    /// filled in. The default is the demo's sandbox.
+    #[arg(
+        long,
+        env = "TRESOR_PAYMENT_PAY_URL",
+        default_value = "/sandbox/pay?deposit={deposit_id}"
+    )]
+    pub payment_pay_url: String,
+    /// The secret shared with the provider for the webhook's HMAC, in hex
+    /// (none: a random one, which only the sandbox can use).
+    #[arg(long, env = "TRESOR_PAYMENT_WEBHOOK_SECRET")]
+    pub payment_webhook_secret: Option<String>,
+    /// Days a provisional account may stake before the operator verifies it.
+    #[arg(long, env = "TRESOR_PROVISIONAL_DAYS", default_value_t = crate::account::DEFAULT_PROVISIONAL_DAYS)]
+    pub provisional_days: i64,
+}
+
+impl Default for PaymentArgs {
+    fn default() -> Self {
+        let payments = Payments::default();
+        PaymentArgs {
+            payment_provider: payments.provider,
+            payment_pay_url: payments.pay_url,
+            payment_webhook_secret: None,
+            provisional_days: crate::account::DEFAULT_PROVISIONAL_DAYS,
+        }
+    }
+}
+
+impl PaymentArgs {
+    /// The settings these flags give.
+    pub fn apply(&self, settings: Settings) -> anyhow::Result<Settings> {
+        let webhook_secret = self
+            .payment_webhook_secret
+            .as_deref()
+            .map(hex::decode)
+            .transpose()
+            .map_err(|_| Usage("--payment-webhook-secret: hexadecimal digits".to_owned()))?;
+        if self.provisional_days < 1 {
+            return Err(Usage("--provisional-days: at least 1".to_owned()).into());
+        }
+        Ok(Settings {
+            provisional_days: self.provisional_days,
+            payments: Payments {
+                provider: self.payment_provider.clone(),
+                pay_url: self.payment_pay_url.clone(),
+                webhook_secret,
+            },
+            ..settings
+        })
+    }
+}
+
+/// `tresor account`.
+#[derive(Debug, Subcommand)]
+pub enum AccountCommand {
+    /// List accounts (all, or of one status).
+    List {
+        /// provisional, verified or closed.
+        #[arg(long)]
+        status: Option<String>,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Mark an account verified: identity documents checked, and the IBAN on
+    /// file is in the player's name.
+    Verify {
+        /// The player's username.
+        #[arg(long)]
+        username: String,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+}
+
+/// `tresor withdrawal`.
+#[derive(Debug, Subcommand)]
+pub enum WithdrawalCommand {
+    /// List withdrawals (pending by default).
+    List {
+        /// pending, paid, rejected, cancelled or all.
+        #[arg(long, default_value = "pending")]
+        state: String,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Mark a pending withdrawal paid (the transfer to the IBAN was made).
+    Approve {
+        /// The withdrawal's id.
+        #[arg(long)]
+        id: i64,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Refuse a pending withdrawal: the money goes back to the player.
+    Reject {
+        /// The withdrawal's id.
+        #[arg(long)]
+        id: i64,
+        /// Why, as the player will read it.
+        #[arg(long)]
+        reason: String,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+}
+
+/// `tresor banlist`.
+#[derive(Debug, Subcommand)]
+pub enum BanlistCommand {
+    /// Import the national ban list (CSV: birth_name,first_names,birth_date):
+    /// it replaces the list in force, and matching accounts are excluded at once.
+    Import {
+        /// The CSV file.
+        #[arg(long)]
+        file: PathBuf,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+}
+
+/// `tresor rules`.
+#[derive(Debug, Subcommand)]
+pub enum RulesCommand {
+    /// Publish a new version of the rules: every player accepts it before
+    /// their next purchase.
+    Publish {
+        #[command(flatten)]
+        db: DbArgs,
+    },
+}
+
+/// `tresor reserves`.
+#[derive(Debug, Args)]
+pub struct ReservesArgs {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+fn refusal(error: Error) -> anyhow::Error {
+    match error {
+        Error::Validation(message) => Usage(message).into(),
+        Error::NotFound => Usage("not found".to_owned()).into(),
+        Error::Database(_) | Error::Sqlite(_) | Error::Unavailable(_) => error.into(),
+        other => anyhow::anyhow!("refused: {other}"),
+    }
+}
+
+async fn service(db: &DbArgs) -> anyhow::Result<Service> {
+    open_service(db, Settings::default()).await
+}
+
+pub async fn run_account(command: AccountCommand) -> anyhow::Result<()> {
+    match command {
+        AccountCommand::List { status, json, db } => {
+            let status = match status.as_deref() {
+                None => None,
+                Some("provisional") => Some(Status::Provisional),
+                Some("verified") => Some(Status::Verified),
+                Some("closed") => Some(Status::Closed),
+                Some(other) => {
+                    return Err(Usage(format!(
+                        "--status: provisional, verified or closed, not {other}"
+                    ))
+                    .into());
+                }
+            };
+            let accounts = service(&db).await?.list_accounts(status).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&accounts)?);
+            } else {
+                println!(
+                    "{:>6}  {:<20} {:<12} {:<8} {:<6} {:<20} iban",
+                    "id", "username", "status", "identity", "banned", "opened"
+                );
+                for a in &accounts {
+                    println!(
+                        "{:>6}  {:<20} {:<12} {:<8} {:<6} {:<20} {}",
+                        a.player_id,
+                        a.username,
+                        a.status,
+                        if a.has_identity { "yes" } else { "no" },
+                        if a.banned { "yes" } else { "no" },
+                        &rfc3339(a.opened_at_ms)[..19],
+                        a.iban.as_deref().unwrap_or("-")
+                    );
+                }
+            }
+        }
+        AccountCommand::Verify { username, db } => {
+            let service = service(&db).await?;
+            let player = service
+                .player_by_username(&username)
+                .await
+                .map_err(|_| Usage(format!("no player named {username}")))?;
+            service.verify_account(&player).await.map_err(refusal)?;
+            println!(
+                "{} is verified: withdrawals are open, and staking has no deadline",
+                player.username
+            );
+        }
+    }
+    Ok(())
+}
+
+pub async fn run_withdrawal(command: WithdrawalCommand) -> anyhow::Result<()> {
+    match command {
+        WithdrawalCommand::List { state, json, db } => {
+            let state = match state.as_str() {
+                "all" => None,
+                "pending" | "paid" | "rejected" | "cancelled" => Some(state.as_str()),
+                other => {
+                    return Err(Usage(format!(
+                        "--state: pending, paid, rejected, cancelled or all, not {other}"
+                    ))
+                    .into());
+                }
+            };
+            let rows = service(&db).await?.list_withdrawals(state).await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+            } else {
+                println!(
+                    "{:>6}  {:<20} {:>14}  {:<10} {:<20} iban",
+                    "id", "username", "amount", "state", "requested"
+                );
+                for w in &rows {
+                    println!(
+                        "{:>6}  {:<20} {:>14}  {:<10} {:<20} {}{}",
+                        w.id,
+                        w.username,
+                        crate::model::euros(w.amount_cents),
+                        w.state,
+                        &rfc3339(w.requested_at_ms)[..19],
+                        w.iban,
+                        if w.closing { "  (closing)" } else { "" }
+                    );
+                }
+            }
+        }
+        WithdrawalCommand::Approve { id, db } => {
+            let w = service(&db)
+                .await?
+                .decide_withdrawal(id, Settlement::Paid, None)
+                .await
+                .map_err(refusal)?;
+            println!(
+                "withdrawal {} of {} is paid",
+                w.id,
+                crate::model::euros(w.amount_cents)
+            );
+        }
+        WithdrawalCommand::Reject { id, reason, db } => {
+            let w = service(&db)
+                .await?
+                .decide_withdrawal(id, Settlement::Rejected, Some(reason))
+                .await
+                .map_err(refusal)?;
+            println!(
+                "withdrawal {} of {} is rejected: the money is back on the account",
+                w.id,
+                crate::model::euros(w.amount_cents)
+            );
+        }
+    }
+    Ok(())
+}
+
+pub async fn run_banlist(command: BanlistCommand) -> anyhow::Result<()> {
+    match command {
+        BanlistCommand::Import { file, db } => {
+            let csv = std::fs::read_to_string(&file)
+                .with_context(|| format!("cannot read {}", file.display()))?;
+            let import = service(&db)
+                .await?
+                .import_ban_list(&csv)
+                .await
+                .map_err(refusal)?;
+            println!(
+                "ban list version {} imported: {} entries (sha256 {}); {} account(s) excluded{}; {} lifted",
+                import.version,
+                import.entries,
+                import.sha256,
+                import.banned.len(),
+                if import.banned.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", import.banned.join(", "))
+                },
+                import.lifted.len()
+            );
+        }
+    }
+    Ok(())
+}
+
+pub async fn run_rules(command: RulesCommand) -> anyhow::Result<()> {
+    match command {
+        RulesCommand::Publish { db } => {
+            let version = service(&db).await?.publish_rules().await.map_err(refusal)?;
+            println!(
+                "rules version {version} is in force: players accept it before their next purchase"
+            );
+        }
+    }
+    Ok(())
+}
+
+pub async fn run_reserves(args: ReservesArgs) -> anyhow::Result<()> {
+    let reserves = service(&args.db).await?.reserves().await?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&reserves)?);
+    } else {
+        let total: i64 = reserves.iter().map(|r| r.amount_cents).sum();
+        println!(
+            "{:>6}  {:<20} {:>14}  kept until",
+            "id", "username", "amount"
+        );
+        for r in &reserves {
+            println!(
+                "{:>6}  {:<20} {:>14}  {}",
+                r.player_id,
+                r.username,
+                crate::model::euros(r.amount_cents),
+                &rfc3339(r.kept_until_ms)[..10]
+            );
+        }
+        println!("total in reserve: {}", crate::model::euros(total));
+    }
+    Ok(())
+}

@@ -1,0 +1,436 @@
+//! The player account's API under `/api/account` (docs/ACCOUNT.md lists
+//! every endpoint), the payment provider's webhook, and the demo's sandbox
+//! provider (`/sandbox/pay`), which plays the provider's part and calls the
+//! webhook for real, over HTTP, so the whole deposit loop runs on one machine.
+
+use super::api::{Body, CurrentPlayer, logged_in, require_csrf_proof, session_cookie};
+use super::throttle::{ClientAddress, Throttles};
+use super::{ApiError, AppState};
+use crate::account::{Iban, Identity, ReminderMinutes};
+use crate::error::Error;
+use crate::protect::Limits;
+use crate::service::{AccountView, Opening, Registration, sign_webhook};
+use axum::body::Bytes;
+use axum::extract::{Form, Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware;
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::{get, post, put};
+use axum::{Extension, Json, Router};
+use serde::Deserialize;
+use serde_json::json;
+use std::sync::Arc;
+use tower_http::set_header::SetResponseHeaderLayer;
+
+pub fn routes() -> Router<AppState> {
+    let player = Router::new()
+        .route("/api/account/open", post(open))
+        .route("/api/account", get(account))
+        .route("/api/account/rules", post(accept_rules))
+        .route("/api/account/reminder", put(set_reminder))
+        .route("/api/account/iban", put(set_iban))
+        .route("/api/account/close", post(close))
+        .route("/api/account/deposits", post(ask_deposit))
+        .route("/api/account/deposits/{id}", get(deposit))
+        .route(
+            "/api/account/withdrawals",
+            post(ask_withdrawal).get(withdrawals),
+        )
+        .route(
+            "/api/account/withdrawals/{id}/cancel",
+            post(cancel_withdrawal),
+        )
+        .route("/api/account/statement", get(statement))
+        .route("/api/account/statement.csv", get(statement_csv))
+        .layer(middleware::from_fn(require_csrf_proof));
+    Router::new()
+        .merge(player)
+        // The provider is no browser: its proof is the signature, not the CSRF header.
+        .route("/api/payments/webhook", post(webhook))
+        .layer(SetResponseHeaderLayer::overriding(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("no-store"),
+        ))
+        .route("/sandbox/pay", get(sandbox_page).post(sandbox_pay))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IdentityBody {
+    birth_name: String,
+    first_names: String,
+    birth_date: String,
+    birth_place: String,
+    address: String,
+    email: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OpenBody {
+    username: String,
+    password: String,
+    #[serde(default)]
+    accept_rules: bool,
+    #[serde(default)]
+    marketing_consent: bool,
+    identity: IdentityBody,
+    iban: Option<String>,
+    deposit_limit_cents: Option<i64>,
+    stake_limit_cents: Option<i64>,
+}
+
+async fn open(
+    State(state): State<AppState>,
+    Extension(throttles): Extension<Arc<Throttles>>,
+    address: ClientAddress,
+    Body(body): Body<OpenBody>,
+) -> Result<Response, ApiError> {
+    throttles.registration(&address)?;
+    let i = &body.identity;
+    let identity = Identity::parse(
+        &i.birth_name,
+        &i.first_names,
+        &i.birth_date,
+        &i.birth_place,
+        &i.address,
+        i.email.as_deref(),
+    )?;
+    let iban = body.iban.as_deref().map(Iban::parse).transpose()?;
+    // The age is proved by the birth date, checked in the job with the server's clock.
+    let mut registration =
+        Registration::parse(&body.username, &body.password, true, body.accept_rules)?.with_limits(
+            Limits::parse(body.deposit_limit_cents, body.stake_limit_cents)?,
+        );
+    registration.opening = Some(Opening {
+        identity,
+        marketing_consent: body.marketing_consent,
+        iban,
+    });
+    let player = state.service.register(registration).await?;
+    logged_in(&state, &player, StatusCode::CREATED).await
+}
+
+async fn account(
+    State(state): State<AppState>,
+    current: CurrentPlayer,
+) -> Result<Json<AccountView>, ApiError> {
+    Ok(Json(state.service.account(&current.player).await?))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RulesBody {
+    version: i64,
+}
+
+async fn accept_rules(
+    State(state): State<AppState>,
+    current: CurrentPlayer,
+    Body(body): Body<RulesBody>,
+) -> Result<Json<AccountView>, ApiError> {
+    state
+        .service
+        .accept_rules(&current.player, body.version)
+        .await?;
+    Ok(Json(state.service.account(&current.player).await?))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReminderBody {
+    every_minutes: Option<i64>,
+}
+
+async fn set_reminder(
+    State(state): State<AppState>,
+    current: CurrentPlayer,
+    Body(body): Body<ReminderBody>,
+) -> Result<Json<AccountView>, ApiError> {
+    let every = ReminderMinutes::parse(body.every_minutes)?;
+    state.service.set_reminder(&current.player, every).await?;
+    Ok(Json(state.service.account(&current.player).await?))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IbanBody {
+    iban: String,
+}
+
+async fn set_iban(
+    State(state): State<AppState>,
+    current: CurrentPlayer,
+    Body(body): Body<IbanBody>,
+) -> Result<Json<AccountView>, ApiError> {
+    let iban = Iban::parse(&body.iban)?;
+    state.service.set_iban(&current.player, iban).await?;
+    Ok(Json(state.service.account(&current.player).await?))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CloseBody {
+    #[serde(default)]
+    confirm: bool,
+}
+
+async fn close(
+    State(state): State<AppState>,
+    current: CurrentPlayer,
+    Body(body): Body<CloseBody>,
+) -> Result<Response, ApiError> {
+    if !body.confirm {
+        return Err(
+            Error::Validation("confirm: true closes the account for good".to_owned()).into(),
+        );
+    }
+    let closed = state.service.close_account(&current.player).await?;
+    // Every session of the player has ended: the cookie goes too.
+    Ok((
+        [(header::SET_COOKIE, session_cookie(&state, "", 0))],
+        Json(closed),
+    )
+        .into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AmountBody {
+    amount_cents: i64,
+}
+
+async fn ask_deposit(
+    State(state): State<AppState>,
+    current: CurrentPlayer,
+    Body(body): Body<AmountBody>,
+) -> Result<Response, ApiError> {
+    let deposit = state
+        .service
+        .ask_deposit(&current.player, body.amount_cents)
+        .await?;
+    Ok((StatusCode::CREATED, Json(deposit)).into_response())
+}
+
+fn id_of(text: &str) -> Result<i64, ApiError> {
+    text.parse::<i64>().map_err(|_| Error::NotFound.into())
+}
+
+async fn deposit(
+    State(state): State<AppState>,
+    current: CurrentPlayer,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let deposit = state
+        .service
+        .deposit_of(Some(current.player.id), id_of(&id)?)
+        .await?;
+    Ok(Json(deposit).into_response())
+}
+
+async fn webhook(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+    };
+    let confirmed = state
+        .service
+        .confirm_payment(
+            header(crate::service::payments_headers::TIMESTAMP),
+            header(crate::service::payments_headers::SIGNATURE),
+            &body,
+        )
+        .await?;
+    Ok(Json(confirmed).into_response())
+}
+
+async fn ask_withdrawal(
+    State(state): State<AppState>,
+    current: CurrentPlayer,
+    Body(body): Body<AmountBody>,
+) -> Result<Response, ApiError> {
+    let withdrawal = state
+        .service
+        .ask_withdrawal(&current.player, body.amount_cents)
+        .await?;
+    Ok((StatusCode::CREATED, Json(withdrawal)).into_response())
+}
+
+async fn withdrawals(
+    State(state): State<AppState>,
+    current: CurrentPlayer,
+) -> Result<Response, ApiError> {
+    let withdrawals = state.service.withdrawals_of(&current.player).await?;
+    Ok(Json(json!({ "withdrawals": withdrawals })).into_response())
+}
+
+async fn cancel_withdrawal(
+    State(state): State<AppState>,
+    current: CurrentPlayer,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let withdrawal = state
+        .service
+        .cancel_withdrawal(&current.player, id_of(&id)?)
+        .await?;
+    Ok(Json(withdrawal).into_response())
+}
+
+#[derive(Deserialize)]
+struct PageQuery {
+    limit: Option<String>,
+    cursor: Option<String>,
+}
+
+async fn statement(
+    State(state): State<AppState>,
+    current: CurrentPlayer,
+    Query(query): Query<PageQuery>,
+) -> Result<Response, ApiError> {
+    let limit = match query.limit.as_deref() {
+        None => 50,
+        Some(text) => text
+            .parse::<i64>()
+            .ok()
+            .filter(|n| (1..=500).contains(n))
+            .ok_or_else(|| Error::Validation("limit: a number from 1 to 500".to_owned()))?,
+    };
+    let cursor = match query.cursor.as_deref() {
+        None | Some("") => None,
+        Some(text) => Some(
+            text.parse::<i64>()
+                .map_err(|_| Error::Validation("cursor: not a cursor".to_owned()))?,
+        ),
+    };
+    Ok(Json(
+        state
+            .service
+            .statement(&current.player, limit, cursor)
+            .await?,
+    )
+    .into_response())
+}
+
+async fn statement_csv(
+    State(state): State<AppState>,
+    current: CurrentPlayer,
+) -> Result<Response, ApiError> {
+    let csv = state.service.statement_csv(&current.player).await?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, "text/csv; charset=utf-8"),
+            (
+                header::CONTENT_DISPOSITION,
+                "attachment; filename=\"statement.csv\"",
+            ),
+        ],
+        csv,
+    )
+        .into_response())
+}
+
+// ---------------------------------------------------------------------------
+// The sandbox provider (demo mode only).
+
+#[derive(Deserialize)]
+struct SandboxQuery {
+    deposit: Option<String>,
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn sandbox_html(title: &str, body: &str) -> Response {
+    Html(format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width\"><title>{title}</title></head>\
+         <body><h1>{title}</h1>{body}</body></html>",
+        title = escape(title)
+    ))
+    .into_response()
+}
+
+async fn sandbox_page(
+    State(state): State<AppState>,
+    Query(query): Query<SandboxQuery>,
+) -> Result<Response, ApiError> {
+    if !state.service.is_demo().await? {
+        return Err(Error::DemoOnly.into());
+    }
+    let id = id_of(query.deposit.as_deref().unwrap_or(""))?;
+    let deposit = state.service.deposit_of(None, id).await?;
+    let form = format!(
+        "<p>Sandbox payment provider (demo): deposit n° {id} of {amount}, {state}.</p>\
+         <form method=\"post\" action=\"/sandbox/pay\">\
+         <input type=\"hidden\" name=\"deposit\" value=\"{id}\">\
+         <button name=\"outcome\" value=\"succeeded\" id=\"pay\">Pay</button> \
+         <button name=\"outcome\" value=\"failed\" id=\"decline\">Decline</button></form>",
+        amount = escape(&crate::model::euros(deposit.amount_cents)),
+        state = escape(&deposit.state),
+    );
+    Ok(sandbox_html("Sandbox provider", &form))
+}
+
+#[derive(Deserialize)]
+struct SandboxForm {
+    deposit: String,
+    outcome: String,
+}
+
+/// Plays the provider: signs a confirmation with the shared secret and
+/// sends it to this server's own webhook, as a provider would.
+async fn sandbox_pay(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Form(form): Form<SandboxForm>,
+) -> Result<Response, ApiError> {
+    if !state.service.is_demo().await? {
+        return Err(Error::DemoOnly.into());
+    }
+    let id = id_of(&form.deposit)?;
+    let deposit = state.service.deposit_of(None, id).await?;
+    let status = if form.outcome == "failed" {
+        "failed"
+    } else {
+        "succeeded"
+    };
+    let body = json!({
+        "deposit_id": id,
+        "transaction_id": format!("sandbox-{}", hex::encode(&crate::service::os_random_32()[..12])),
+        "amount_cents": deposit.amount_cents,
+        "status": status,
+    })
+    .to_string();
+    let timestamp_s = state.service.now_ms() / 1000;
+    let signature = sign_webhook(state.service.webhook_secret(), timestamp_s, body.as_bytes());
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .ok_or_else(|| Error::Validation("no Host header".to_owned()))?;
+    let answer = reqwest::Client::new()
+        .post(format!("http://{host}/api/payments/webhook"))
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(
+            crate::service::payments_headers::TIMESTAMP,
+            timestamp_s.to_string(),
+        )
+        .header(crate::service::payments_headers::SIGNATURE, signature)
+        .body(body)
+        .send()
+        .await
+        .map_err(|_| Error::Unavailable("the sandbox could not reach the webhook"))?;
+    if !answer.status().is_success() {
+        return Err(Error::Unavailable("the webhook refused the sandbox's confirmation").into());
+    }
+    Ok(Redirect::to(&format!("/sandbox/pay?deposit={id}")).into_response())
+}

@@ -1,0 +1,365 @@
+//! Deposits through a payment provider: the player asks for a deposit (the
+//! server keeps it, pending, under its own id, and sends the player to the
+//! provider's page); the provider confirms by a webhook signed with a shared
+//! secret — HMAC-SHA256 over `timestamp.body`, refused outside a 5-minute
+//! window — idempotent on the provider's transaction id. A confirmation
+//! that cannot be credited (over the 7-day cap, wrong amount, deposit
+//! already settled, account closed, banned or excluded) is recorded as
+//! money to refund, never credited. Nothing here knows which provider it is.
+
+use super::Service;
+use crate::error::Error;
+use crate::model::{PROVIDER_ACCOUNT, Player, TO_REFUND_ACCOUNT};
+use crate::protect::{self, LimitKind};
+use crate::store::accounts::{self as store, DepositRow, Transfer};
+use crate::trail::{self, Actor};
+use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use sha2::Sha256;
+use std::fmt;
+
+/// The webhook's timestamp may be this far from the server's clock.
+pub const WEBHOOK_WINDOW_S: i64 = 300;
+/// The headers of the webhook: the Unix time in seconds, and the hex HMAC.
+pub const TIMESTAMP_HEADER: &str = "tresor-timestamp";
+pub const SIGNATURE_HEADER: &str = "tresor-signature";
+
+/// The payment provider's settings.
+#[derive(Clone)]
+pub struct Payments {
+    /// The provider's name, stored with each deposit and confirmation.
+    pub provider: String,
+    /// Where the player is sent to pay; `{deposit_id}` and `{amount_cents}`
+    /// are filled in.
+    pub pay_url: String,
+    /// The secret shared with the provider; `None` at start becomes a random
+    /// one (then only the demo's sandbox, which asks the server, can sign).
+    pub webhook_secret: Option<Vec<u8>>,
+}
+
+impl fmt::Debug for Payments {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Payments")
+            .field("provider", &self.provider)
+            .field("pay_url", &self.pay_url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Payments {
+    fn default() -> Self {
+        Payments {
+            provider: "sandbox".to_owned(),
+            pay_url: "/sandbox/pay?deposit={deposit_id}".to_owned(),
+            webhook_secret: None,
+        }
+    }
+}
+
+/// The signature of a webhook body sent at `timestamp_s`: hex HMAC-SHA256
+/// of `"{timestamp_s}.{body}"` under the shared secret.
+pub fn sign(secret: &[u8], timestamp_s: i64, body: &[u8]) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes any key length");
+    mac.update(timestamp_s.to_string().as_bytes());
+    mac.update(b".");
+    mac.update(body);
+    hex::encode(mac.finalize().into_bytes())
+}
+
+/// Checks a webhook's signature (in constant time) and its window.
+pub fn verify(
+    secret: &[u8],
+    timestamp: &str,
+    signature: &str,
+    body: &[u8],
+    now_ms: i64,
+) -> Result<(), Error> {
+    let timestamp_s: i64 = timestamp
+        .trim()
+        .parse()
+        .map_err(|_| Error::InvalidSignature)?;
+    let signature = hex::decode(signature.trim()).map_err(|_| Error::InvalidSignature)?;
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes any key length");
+    mac.update(timestamp_s.to_string().as_bytes());
+    mac.update(b".");
+    mac.update(body);
+    mac.verify_slice(&signature)
+        .map_err(|_| Error::InvalidSignature)?;
+    // Checked after the signature, so that only the provider learns the window.
+    if (now_ms / 1000 - timestamp_s).abs() > WEBHOOK_WINDOW_S {
+        return Err(Error::StaleSignature);
+    }
+    Ok(())
+}
+
+/// The webhook's body.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Confirmation {
+    /// Our deposit id, which the provider was given.
+    pub deposit_id: i64,
+    /// The provider's own id of the payment: the idempotency key.
+    pub transaction_id: String,
+    pub amount_cents: i64,
+    /// `succeeded` or `failed`.
+    pub status: String,
+}
+
+/// What a confirmation did.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Confirmed {
+    pub deposit_id: i64,
+    /// `credited`, `to_refund` or `failed`.
+    pub outcome: String,
+    pub reason: Option<String>,
+    /// The same transaction id was confirmed before: nothing changed.
+    pub replayed: bool,
+}
+
+/// A deposit as its player sees it.
+#[derive(Debug, Clone, Serialize)]
+pub struct DepositView {
+    pub id: i64,
+    pub amount_cents: i64,
+    pub provider: String,
+    /// `pending`, `credited`, `to_refund` or `failed`.
+    pub state: String,
+    pub created_at: String,
+    pub settled_at: Option<String>,
+    /// Where to send the player to pay.
+    pub pay_url: String,
+}
+
+impl Service {
+    /// The webhook's shared secret (random unless configured).
+    pub fn webhook_secret(&self) -> &[u8] {
+        self.settings
+            .payments
+            .webhook_secret
+            .as_deref()
+            .expect("set when the service starts")
+    }
+
+    fn deposit_view(&self, row: DepositRow) -> DepositView {
+        DepositView {
+            pay_url: self
+                .settings
+                .payments
+                .pay_url
+                .replace("{deposit_id}", &row.id.to_string())
+                .replace("{amount_cents}", &row.amount_cents.to_string()),
+            id: row.id,
+            amount_cents: row.amount_cents,
+            provider: row.provider,
+            state: row.state,
+            created_at: super::rfc3339(row.created_at_ms),
+            settled_at: row.settled_at_ms.map(super::rfc3339),
+        }
+    }
+
+    /// The player asks to deposit `amount_cents` through the provider: a
+    /// pending deposit, credited when the provider confirms it.
+    pub async fn ask_deposit(
+        &self,
+        player: &Player,
+        amount_cents: i64,
+    ) -> Result<DepositView, Error> {
+        if !(100..=super::MAX_DEPOSIT_CENTS).contains(&amount_cents) {
+            return Err(Error::Validation(format!(
+                "amount_cents: between 100 and {}",
+                super::MAX_DEPOSIT_CENTS
+            )));
+        }
+        let now_ms = self.now_ms();
+        let provider = self.settings.payments.provider.clone();
+        let player_id = player.id;
+        let player = player.clone();
+        let id = self
+            .write(move |conn| {
+                let player = player.clone();
+                let provider = provider.clone();
+                Box::pin(async move {
+                    store::refuse_money_in(conn, player.id).await?;
+                    if !store::account(conn, player.id).await?.has_identity {
+                        return Err(Error::IdentityRequired);
+                    }
+                    protect::refuse_if_excluded(conn, player.id, now_ms).await?;
+                    let id =
+                        store::insert_deposit(conn, player.id, amount_cents, &provider, now_ms)
+                            .await?;
+                    trail::append(
+                        conn,
+                        now_ms,
+                        &Actor::player(player.id, &player.username),
+                        "deposit_asked",
+                        json!({"amount_cents": amount_cents, "provider": provider}),
+                        json!({"deposit_id": id}),
+                    )
+                    .await?;
+                    Ok(id)
+                })
+            })
+            .await?;
+        self.deposit_of(Some(player_id), id).await
+    }
+
+    /// A deposit of the player (`None`: anyone's, for the sandbox).
+    pub async fn deposit_of(&self, player_id: Option<i64>, id: i64) -> Result<DepositView, Error> {
+        let row = store::deposit(&mut *self.db.conn().await?, id)
+            .await?
+            .filter(|row| player_id.is_none_or(|p| p == row.player_id))
+            .ok_or(Error::NotFound)?;
+        Ok(self.deposit_view(row))
+    }
+
+    /// The provider's webhook: checks the signature, then applies the
+    /// confirmation once per transaction id.
+    pub async fn confirm_payment(
+        &self,
+        timestamp: &str,
+        signature: &str,
+        body: &[u8],
+    ) -> Result<Confirmed, Error> {
+        let now_ms = self.now_ms();
+        verify(self.webhook_secret(), timestamp, signature, body, now_ms)?;
+        let confirmation: Confirmation = serde_json::from_slice(body)
+            .map_err(|error| Error::Validation(format!("the webhook's body: {error}")))?;
+        if confirmation.amount_cents <= 0
+            || confirmation.transaction_id.is_empty()
+            || confirmation.transaction_id.len() > 200
+        {
+            return Err(Error::Validation(
+                "amount_cents must be positive and transaction_id 1 to 200 characters".to_owned(),
+            ));
+        }
+        if !matches!(confirmation.status.as_str(), "succeeded" | "failed") {
+            return Err(Error::Validation("status: succeeded or failed".to_owned()));
+        }
+        let provider = self.settings.payments.provider.clone();
+        self.write(move |conn| {
+            let c = confirmation.clone();
+            let provider = provider.clone();
+            Box::pin(async move {
+                if let Some((deposit_id, outcome, reason)) =
+                    store::payment(conn, &provider, &c.transaction_id).await?
+                {
+                    // The same confirmation again (a retry, a replay): what
+                    // it did the first time, and nothing more.
+                    return Ok(Confirmed {
+                        deposit_id,
+                        outcome,
+                        reason,
+                        replayed: true,
+                    });
+                }
+                let deposit = store::deposit(conn, c.deposit_id).await?.ok_or(Error::NotFound)?;
+                if c.status == "failed" {
+                    if deposit.state != "pending" {
+                        return Ok(Confirmed {
+                            deposit_id: deposit.id,
+                            outcome: deposit.state,
+                            reason: None,
+                            replayed: true,
+                        });
+                    }
+                    store::settle_deposit(conn, deposit.id, "failed", now_ms).await?;
+                    trail::append(
+                        conn,
+                        now_ms,
+                        &Actor::System,
+                        "deposit_failed",
+                        json!({"provider": provider, "transaction_id": c.transaction_id, "deposit_id": deposit.id}),
+                        json!({"state": "failed"}),
+                    )
+                    .await?;
+                    return Ok(Confirmed {
+                        deposit_id: deposit.id,
+                        outcome: "failed".to_owned(),
+                        reason: None,
+                        replayed: false,
+                    });
+                }
+                let player = store::player_by_id(conn, deposit.player_id).await?;
+                let refusal = if deposit.state != "pending" {
+                    Some("deposit_already_settled".to_owned())
+                } else if deposit.amount_cents != c.amount_cents {
+                    Some("amount_mismatch".to_owned())
+                } else {
+                    match store::refuse_money_in(conn, player.id).await {
+                        Err(Error::AccountClosed) => Some("account_closed".to_owned()),
+                        Err(Error::Banned) => Some("banned".to_owned()),
+                        Err(other) => return Err(other),
+                        // Counted against the 7-day cap in this job, or refused.
+                        Ok(()) => match protect::check_movement(
+                            conn,
+                            LimitKind::Deposit,
+                            &player,
+                            c.amount_cents,
+                            now_ms,
+                        )
+                        .await
+                        {
+                            Ok(()) => None,
+                            Err(Error::LimitReached { .. }) => Some("deposit_limit".to_owned()),
+                            Err(Error::Excluded { .. }) => Some("excluded".to_owned()),
+                            Err(other) => return Err(other),
+                        },
+                    }
+                };
+                let (outcome, credit, kind) = match &refusal {
+                    None => ("credited", player.account_id, "deposit"),
+                    Some(_) => ("to_refund", TO_REFUND_ACCOUNT, "refund_due"),
+                };
+                let (_, credited_balance) = store::transfer(
+                    conn,
+                    Transfer {
+                        debit: PROVIDER_ACCOUNT,
+                        credit,
+                        amount_cents: c.amount_cents,
+                        kind,
+                        deposit_id: Some(deposit.id),
+                        withdrawal_id: None,
+                        now_ms,
+                    },
+                )
+                .await?;
+                store::settle_deposit(conn, deposit.id, outcome, now_ms).await?;
+                store::insert_payment(
+                    conn,
+                    &provider,
+                    &c.transaction_id,
+                    deposit.id,
+                    c.amount_cents,
+                    outcome,
+                    refusal.as_deref(),
+                    now_ms,
+                )
+                .await?;
+                let balance = (outcome == "credited").then_some(credited_balance);
+                trail::append(
+                    conn,
+                    now_ms,
+                    &Actor::System,
+                    "deposit_confirmed",
+                    json!({
+                        "provider": provider,
+                        "transaction_id": c.transaction_id,
+                        "deposit_id": deposit.id,
+                        "player_id": player.id,
+                        "amount_cents": c.amount_cents,
+                    }),
+                    json!({"outcome": outcome, "reason": refusal, "balance_cents": balance}),
+                )
+                .await?;
+                Ok(Confirmed {
+                    deposit_id: deposit.id,
+                    outcome: outcome.to_owned(),
+                    reason: refusal,
+                    replayed: false,
+                })
+            })
+        })
+        .await
+    }
+}

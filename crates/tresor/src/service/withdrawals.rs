@@ -1,0 +1,244 @@
+//! Withdrawals: a verified player asks for an amount to their verified IBAN
+//! and it leaves the available balance at once (to the pending-withdrawals
+//! account); the operator approves it (paid out) or rejects it (back to the
+//! player), or the player cancels it while it is pending. Each step is one
+//! writer job with its transfer and its trail record; a withdrawal settles
+//! once (the job checks it is pending, and a unique index on the transfers
+//! holds it whatever the code does).
+
+use super::Service;
+use crate::account::{Iban, Status};
+use crate::error::Error;
+use crate::model::{PAID_OUT_ACCOUNT, PENDING_WITHDRAWALS_ACCOUNT, Player};
+use crate::store::accounts::{self as store, Transfer, WithdrawalRow};
+use crate::trail::{self, Actor};
+use serde::Serialize;
+use serde_json::json;
+
+/// A withdrawal as the API shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct WithdrawalView {
+    pub id: i64,
+    pub amount_cents: i64,
+    /// The IBAN, masked.
+    pub iban: String,
+    /// `pending`, `paid`, `rejected` or `cancelled`.
+    pub state: String,
+    pub reason: Option<String>,
+    /// Asked by the account's closing.
+    pub closing: bool,
+    pub requested_at: String,
+    pub settled_at: Option<String>,
+}
+
+impl From<WithdrawalRow> for WithdrawalView {
+    fn from(row: WithdrawalRow) -> Self {
+        WithdrawalView {
+            id: row.id,
+            amount_cents: row.amount_cents,
+            iban: Iban::masked(&row.iban),
+            state: row.state,
+            reason: row.reason,
+            closing: row.closing,
+            requested_at: super::rfc3339(row.requested_at_ms),
+            settled_at: row.settled_at_ms.map(super::rfc3339),
+        }
+    }
+}
+
+/// How a pending withdrawal ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settlement {
+    /// The operator paid it out.
+    Paid,
+    /// The operator refused it: the money goes back.
+    Rejected,
+    /// The player took it back.
+    Cancelled,
+}
+
+impl Settlement {
+    fn state(self) -> &'static str {
+        match self {
+            Settlement::Paid => "paid",
+            Settlement::Rejected => "rejected",
+            Settlement::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl Service {
+    /// Asks to withdraw `amount_cents` to the verified IBAN.
+    pub async fn ask_withdrawal(
+        &self,
+        player: &Player,
+        amount_cents: i64,
+    ) -> Result<WithdrawalView, Error> {
+        if !(1..=super::MAX_DEPOSIT_CENTS).contains(&amount_cents) {
+            return Err(Error::Validation(format!(
+                "amount_cents: between 1 and {}",
+                super::MAX_DEPOSIT_CENTS
+            )));
+        }
+        let now_ms = self.now_ms();
+        let player = player.clone();
+        let row = self
+            .write(move |conn| {
+                let player = player.clone();
+                Box::pin(async move {
+                    let account = store::account(conn, player.id).await?;
+                    match (account.status, &account.iban) {
+                        (Status::Closed, _) => return Err(Error::AccountClosed),
+                        (Status::Verified, Some(_)) => {}
+                        _ => return Err(Error::NotVerified),
+                    }
+                    let iban = account.iban.expect("a verified account has an IBAN");
+                    let id = store::insert_withdrawal(
+                        conn,
+                        player.id,
+                        amount_cents,
+                        &iban,
+                        false,
+                        now_ms,
+                    )
+                    .await?;
+                    // Refused here, with nothing written, when the balance
+                    // (after any purchase of the same batch) is short.
+                    let (balance_cents, _) = store::transfer(
+                        conn,
+                        Transfer {
+                            debit: player.account_id,
+                            credit: PENDING_WITHDRAWALS_ACCOUNT,
+                            amount_cents,
+                            kind: "withdrawal",
+                            deposit_id: None,
+                            withdrawal_id: Some(id),
+                            now_ms,
+                        },
+                    )
+                    .await?;
+                    trail::append(
+                        conn,
+                        now_ms,
+                        &Actor::player(player.id, &player.username),
+                        "withdrawal_requested",
+                        json!({"amount_cents": amount_cents, "iban": Iban::masked(&iban)}),
+                        json!({"withdrawal_id": id, "balance_cents": balance_cents}),
+                    )
+                    .await?;
+                    store::withdrawal(conn, id).await?.ok_or(Error::NotFound)
+                })
+            })
+            .await?;
+        Ok(row.into())
+    }
+
+    /// The player's withdrawals, newest first.
+    pub async fn withdrawals_of(&self, player: &Player) -> Result<Vec<WithdrawalView>, Error> {
+        let rows = store::withdrawals(&mut *self.db.conn().await?, Some(player.id), None).await?;
+        Ok(rows.into_iter().map(WithdrawalView::from).collect())
+    }
+
+    /// Every withdrawal in `state` (all when `None`), for the operator.
+    pub async fn list_withdrawals(&self, state: Option<&str>) -> Result<Vec<WithdrawalRow>, Error> {
+        store::withdrawals(&mut *self.db.conn().await?, None, state).await
+    }
+
+    /// The player cancels their pending withdrawal.
+    pub async fn cancel_withdrawal(
+        &self,
+        player: &Player,
+        id: i64,
+    ) -> Result<WithdrawalView, Error> {
+        let actor = Actor::player(player.id, &player.username);
+        self.settle_withdrawal(actor, Some(player.id), id, Settlement::Cancelled, None)
+            .await
+    }
+
+    /// The operator approves (paid) or rejects a pending withdrawal.
+    pub async fn decide_withdrawal(
+        &self,
+        id: i64,
+        settlement: Settlement,
+        reason: Option<String>,
+    ) -> Result<WithdrawalView, Error> {
+        self.settle_withdrawal(Actor::Operator, None, id, settlement, reason)
+            .await
+    }
+
+    async fn settle_withdrawal(
+        &self,
+        actor: Actor,
+        owner: Option<i64>,
+        id: i64,
+        settlement: Settlement,
+        reason: Option<String>,
+    ) -> Result<WithdrawalView, Error> {
+        let now_ms = self.now_ms();
+        let row = self
+            .write(move |conn| {
+                let actor = actor.clone();
+                let reason = reason.clone();
+                Box::pin(async move {
+                    let withdrawal = store::withdrawal(conn, id)
+                        .await?
+                        .filter(|w| owner.is_none_or(|p| p == w.player_id))
+                        .ok_or(Error::NotFound)?;
+                    if !store::settle_withdrawal(
+                        conn,
+                        id,
+                        settlement.state(),
+                        reason.as_deref(),
+                        now_ms,
+                    )
+                    .await?
+                    {
+                        return Err(Error::WithdrawalNotPending {
+                            state: withdrawal.state,
+                        });
+                    }
+                    let player = store::player_by_id(conn, withdrawal.player_id).await?;
+                    let (credit, kind) = match settlement {
+                        Settlement::Paid => (PAID_OUT_ACCOUNT, "withdrawal_paid"),
+                        Settlement::Rejected => (player.account_id, "withdrawal_rejected"),
+                        Settlement::Cancelled => (player.account_id, "withdrawal_cancelled"),
+                    };
+                    store::transfer(
+                        conn,
+                        Transfer {
+                            debit: PENDING_WITHDRAWALS_ACCOUNT,
+                            credit,
+                            amount_cents: withdrawal.amount_cents,
+                            kind,
+                            deposit_id: None,
+                            withdrawal_id: Some(id),
+                            now_ms,
+                        },
+                    )
+                    .await?;
+                    // Money back to a closed account cannot stay there: it
+                    // goes to the reserves, as at closing.
+                    let mut reserved = false;
+                    if settlement != Settlement::Paid
+                        && store::account(conn, player.id).await?.status == Status::Closed
+                    {
+                        super::account::reserve(conn, &player, withdrawal.amount_cents, now_ms)
+                            .await?;
+                        reserved = true;
+                    }
+                    trail::append(
+                        conn,
+                        now_ms,
+                        &actor,
+                        &format!("withdrawal_{}", settlement.state()),
+                        json!({"withdrawal_id": id, "player_id": player.id, "reason": reason}),
+                        json!({"amount_cents": withdrawal.amount_cents, "reserved": reserved}),
+                    )
+                    .await?;
+                    store::withdrawal(conn, id).await?.ok_or(Error::NotFound)
+                })
+            })
+            .await?;
+        Ok(row.into())
+    }
+}

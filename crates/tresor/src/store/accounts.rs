@@ -1,0 +1,794 @@
+//! The player account's storage, as typed functions run inside writer jobs
+//! (or on a read connection): the account row and identity, the ban list,
+//! provider deposits and their payments, withdrawals, reserves, the ledger
+//! transfers they make, and the statement's rows.
+
+use super::sql::{self, ColumnType, Conn};
+use crate::account::{BanEntry, Identity, Status};
+use crate::error::Error;
+use crate::model::Player;
+
+/// One row of `player_accounts`, with whether an identity was given.
+#[derive(Debug, Clone)]
+pub struct AccountRow {
+    pub status: Status,
+    pub has_identity: bool,
+    pub provisional_until_ms: Option<i64>,
+    pub rules_version: i64,
+    pub marketing_consent: bool,
+    pub reminder_minutes: Option<i64>,
+    pub iban: Option<String>,
+    pub banned_at_ms: Option<i64>,
+    pub opened_at_ms: i64,
+    pub verified_at_ms: Option<i64>,
+    pub closed_at_ms: Option<i64>,
+}
+
+/// The new account's row, written by the registration's job.
+#[derive(Debug, Clone)]
+pub struct NewAccount<'a> {
+    pub player_id: i64,
+    pub identity: Option<&'a Identity>,
+    pub provisional_until_ms: Option<i64>,
+    pub rules_version: i64,
+    pub marketing_consent: bool,
+    pub iban: Option<&'a str>,
+    pub now_ms: i64,
+}
+
+pub async fn insert_account(conn: &mut Conn, new: &NewAccount<'_>) -> Result<(), Error> {
+    sql::query(
+        "INSERT INTO player_accounts (player_id, status, provisional_until_ms, rules_version, \
+         marketing_consent, iban, opened_at_ms) VALUES ($1, 'provisional', $2, $3, $4, $5, $6)",
+    )
+    .bind(new.player_id)
+    .bind(new.provisional_until_ms)
+    .bind(new.rules_version)
+    .bind(i64::from(new.marketing_consent))
+    .bind(new.iban)
+    .bind(new.now_ms)
+    .execute(conn)
+    .await?;
+    if let Some(identity) = new.identity {
+        sql::query(
+            "INSERT INTO identities (player_id, birth_name, first_names, birth_date, birth_place, \
+             address, email, name_key) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        )
+        .bind(new.player_id)
+        .bind(&identity.birth_name)
+        .bind(&identity.first_names)
+        .bind(&identity.birth_date)
+        .bind(&identity.birth_place)
+        .bind(&identity.address)
+        .bind(identity.email.as_deref())
+        .bind(identity.name_key())
+        .execute(conn)
+        .await?;
+    }
+    Ok(())
+}
+
+/// The account of `player_id`; a player without a row (none should be) reads
+/// as a provisional account without identity.
+pub async fn account(conn: &mut Conn, player_id: i64) -> Result<AccountRow, Error> {
+    let row = sql::query(
+        "SELECT a.status, a.provisional_until_ms, a.rules_version, a.marketing_consent, \
+         a.reminder_minutes, a.iban, a.banned_at_ms, a.opened_at_ms, a.verified_at_ms, a.closed_at_ms, \
+         (SELECT COUNT(*) FROM identities i WHERE i.player_id = a.player_id) AS identities \
+         FROM player_accounts a WHERE a.player_id = $1",
+    )
+    .bind(player_id)
+    .fetch_optional(conn)
+    .await?;
+    let Some(row) = row else {
+        return Ok(AccountRow {
+            status: Status::Provisional,
+            has_identity: false,
+            provisional_until_ms: None,
+            rules_version: 1,
+            marketing_consent: false,
+            reminder_minutes: None,
+            iban: None,
+            banned_at_ms: None,
+            opened_at_ms: 0,
+            verified_at_ms: None,
+            closed_at_ms: None,
+        });
+    };
+    Ok(AccountRow {
+        status: Status::parse(&row.try_get::<String, _>("status")?),
+        has_identity: row.try_get::<i64, _>("identities")? > 0,
+        provisional_until_ms: row.try_get("provisional_until_ms")?,
+        rules_version: row.try_get("rules_version")?,
+        marketing_consent: row.try_get::<i64, _>("marketing_consent")? == 1,
+        reminder_minutes: row.try_get("reminder_minutes")?,
+        iban: row.try_get("iban")?,
+        banned_at_ms: row.try_get("banned_at_ms")?,
+        opened_at_ms: row.try_get("opened_at_ms")?,
+        verified_at_ms: row.try_get("verified_at_ms")?,
+        closed_at_ms: row.try_get("closed_at_ms")?,
+    })
+}
+
+/// The identity given at opening, if any.
+pub async fn identity(conn: &mut Conn, player_id: i64) -> Result<Option<Identity>, Error> {
+    let row = sql::query(
+        "SELECT birth_name, first_names, birth_date, birth_place, address, email \
+         FROM identities WHERE player_id = $1",
+    )
+    .bind(player_id)
+    .fetch_optional(conn)
+    .await?;
+    row.map(|row| {
+        Ok(Identity {
+            birth_name: row.try_get("birth_name")?,
+            first_names: row.try_get("first_names")?,
+            birth_date: row.try_get("birth_date")?,
+            birth_place: row.try_get("birth_place")?,
+            address: row.try_get("address")?,
+            email: row.try_get("email")?,
+        })
+    })
+    .transpose()
+}
+
+/// Refuses money coming into a closed or banned account.
+pub async fn refuse_money_in(conn: &mut Conn, player_id: i64) -> Result<(), Error> {
+    let account = account(conn, player_id).await?;
+    if account.status == Status::Closed {
+        return Err(Error::AccountClosed);
+    }
+    if account.banned_at_ms.is_some() {
+        return Err(Error::Banned);
+    }
+    Ok(())
+}
+
+pub async fn set_reminder(
+    conn: &mut Conn,
+    player_id: i64,
+    minutes: Option<i64>,
+) -> Result<(), Error> {
+    sql::query("UPDATE player_accounts SET reminder_minutes = $1 WHERE player_id = $2")
+        .bind(minutes)
+        .bind(player_id)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+pub async fn set_iban(conn: &mut Conn, player_id: i64, iban: &str) -> Result<(), Error> {
+    sql::query("UPDATE player_accounts SET iban = $1 WHERE player_id = $2")
+        .bind(iban)
+        .bind(player_id)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+pub async fn accept_rules(conn: &mut Conn, player_id: i64, version: i64) -> Result<(), Error> {
+    sql::query("UPDATE player_accounts SET rules_version = $1 WHERE player_id = $2")
+        .bind(version)
+        .bind(player_id)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+pub async fn mark_verified(conn: &mut Conn, player_id: i64, now_ms: i64) -> Result<(), Error> {
+    sql::query(
+        "UPDATE player_accounts SET status = 'verified', verified_at_ms = $1, \
+         provisional_until_ms = NULL WHERE player_id = $2",
+    )
+    .bind(now_ms)
+    .bind(player_id)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+pub async fn mark_closed(conn: &mut Conn, player_id: i64, now_ms: i64) -> Result<(), Error> {
+    sql::query(
+        "UPDATE player_accounts SET status = 'closed', closed_at_ms = $1 WHERE player_id = $2",
+    )
+    .bind(now_ms)
+    .bind(player_id)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Ends every open session of the player; returns how many.
+pub async fn end_sessions(conn: &mut Conn, player_id: i64, now_ms: i64) -> Result<u64, Error> {
+    sql::query("UPDATE sessions SET ended_at_ms = $1 WHERE player_id = $2 AND ended_at_ms IS NULL")
+        .bind(now_ms)
+        .bind(player_id)
+        .execute(conn)
+        .await
+}
+
+/// The rules version in force (1 until the operator publishes another).
+pub async fn rules_version(conn: &mut Conn) -> Result<i64, Error> {
+    let value: Option<String> =
+        sql::query_scalar("SELECT value FROM settings WHERE key = 'rules_version'")
+            .fetch_optional(conn)
+            .await?;
+    Ok(value.and_then(|v| v.parse().ok()).unwrap_or(1))
+}
+
+pub async fn set_rules_version(conn: &mut Conn, version: i64) -> Result<(), Error> {
+    sql::query(
+        "INSERT INTO settings (key, value) VALUES ('rules_version', $1) \
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+    )
+    .bind(version.to_string())
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// A player as the account lists show them.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct AccountListing {
+    pub player_id: i64,
+    pub username: String,
+    pub status: String,
+    pub has_identity: bool,
+    pub iban: Option<String>,
+    pub banned: bool,
+    pub opened_at_ms: i64,
+    pub provisional_until_ms: Option<i64>,
+}
+
+pub async fn list_accounts(
+    conn: &mut Conn,
+    status: Option<&str>,
+) -> Result<Vec<AccountListing>, Error> {
+    let rows = sql::query(
+        "SELECT a.player_id, p.username, a.status, a.iban, a.banned_at_ms, a.opened_at_ms, \
+         a.provisional_until_ms, (SELECT COUNT(*) FROM identities i WHERE i.player_id = a.player_id) AS identities \
+         FROM player_accounts a JOIN players p ON p.id = a.player_id \
+         WHERE $1 = '' OR a.status = $1 ORDER BY a.player_id",
+    )
+    .bind(status.unwrap_or(""))
+    .fetch_all(conn)
+    .await?;
+    rows.iter()
+        .map(|row| {
+            Ok(AccountListing {
+                player_id: row.try_get("player_id")?,
+                username: row.try_get("username")?,
+                status: row.try_get("status")?,
+                has_identity: row.try_get::<i64, _>("identities")? > 0,
+                iban: row.try_get("iban")?,
+                banned: row.try_get::<Option<i64>, _>("banned_at_ms")?.is_some(),
+                opened_at_ms: row.try_get("opened_at_ms")?,
+                provisional_until_ms: row.try_get("provisional_until_ms")?,
+            })
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------
+// The ban list.
+
+/// Whether a person is on the ban list in force.
+pub async fn is_banned(conn: &mut Conn, name_key: &str, birth_date: &str) -> Result<bool, Error> {
+    let found: i64 = sql::query_scalar(
+        "SELECT COUNT(*) FROM ban_entries WHERE name_key = $1 AND birth_date = $2",
+    )
+    .bind(name_key)
+    .bind(birth_date)
+    .fetch_one(conn)
+    .await?;
+    Ok(found > 0)
+}
+
+/// Replaces the ban list with `entries` as a new version; returns it.
+pub async fn replace_ban_list(
+    conn: &mut Conn,
+    entries: &[BanEntry],
+    sha256: &str,
+    now_ms: i64,
+) -> Result<i64, Error> {
+    let version: i64 =
+        sql::query_scalar("SELECT CAST(COALESCE(MAX(version), 0) + 1 AS BIGINT) FROM ban_imports")
+            .fetch_one(conn)
+            .await?;
+    sql::query("DELETE FROM ban_entries").execute(conn).await?;
+    let sqlite = conn.is_sqlite();
+    for chunk in entries.chunks(1000) {
+        let table = sql::json_rows(
+            sqlite,
+            1,
+            &[
+                ("name_key", ColumnType::Text),
+                ("birth_date", ColumnType::Text),
+            ],
+        );
+        let rows: Vec<[&str; 2]> = chunk
+            .iter()
+            .map(|e| [e.name_key.as_str(), e.birth_date.as_str()])
+            .collect();
+        sql::query(&format!(
+            "INSERT INTO ban_entries (name_key, birth_date) SELECT name_key, birth_date FROM {table} AS d"
+        ))
+        .bind(serde_json::to_string(&rows).expect("rows as JSON"))
+        .execute(conn)
+        .await?;
+    }
+    sql::query("INSERT INTO ban_imports (version, entries, sha256, imported_at_ms) VALUES ($1, $2, $3, $4)")
+        .bind(version)
+        .bind(entries.len() as i64)
+        .bind(sha256)
+        .bind(now_ms)
+        .execute(conn)
+        .await?;
+    Ok(version)
+}
+
+/// Marks banned every account whose identity is on the list and was not yet,
+/// lifts the ban of those no longer on it; returns (banned, lifted) players.
+pub async fn apply_ban_list(
+    conn: &mut Conn,
+    now_ms: i64,
+) -> Result<(Vec<Player>, Vec<Player>), Error> {
+    let on_list = "EXISTS (SELECT 1 FROM identities i JOIN ban_entries b \
+                   ON b.name_key = i.name_key AND b.birth_date = i.birth_date WHERE i.player_id = a.player_id)";
+    let banned_sql = format!(
+        "SELECT p.id, p.username, p.account_id FROM player_accounts a JOIN players p ON p.id = a.player_id \
+         WHERE a.banned_at_ms IS NULL AND {on_list} ORDER BY p.id"
+    );
+    let lifted_sql = format!(
+        "SELECT p.id, p.username, p.account_id FROM player_accounts a JOIN players p ON p.id = a.player_id \
+         WHERE a.banned_at_ms IS NOT NULL AND NOT {on_list} ORDER BY p.id"
+    );
+    let banned = players(conn, &banned_sql).await?;
+    let lifted = players(conn, &lifted_sql).await?;
+    for player in &banned {
+        sql::query("UPDATE player_accounts SET banned_at_ms = $1 WHERE player_id = $2")
+            .bind(now_ms)
+            .bind(player.id)
+            .execute(conn)
+            .await?;
+        end_sessions(conn, player.id, now_ms).await?;
+    }
+    for player in &lifted {
+        sql::query("UPDATE player_accounts SET banned_at_ms = NULL WHERE player_id = $1")
+            .bind(player.id)
+            .execute(conn)
+            .await?;
+    }
+    Ok((banned, lifted))
+}
+
+async fn players(conn: &mut Conn, text: &str) -> Result<Vec<Player>, Error> {
+    let rows = sql::query(text).fetch_all(conn).await?;
+    rows.iter()
+        .map(|row| {
+            Ok(Player {
+                id: row.try_get("id")?,
+                username: row.try_get("username")?,
+                account_id: row.try_get("account_id")?,
+            })
+        })
+        .collect()
+}
+
+pub async fn player_by_id(conn: &mut Conn, player_id: i64) -> Result<Player, Error> {
+    let row = sql::query("SELECT id, username, account_id FROM players WHERE id = $1")
+        .bind(player_id)
+        .fetch_optional(conn)
+        .await?
+        .ok_or(Error::NotFound)?;
+    Ok(Player {
+        id: row.try_get("id")?,
+        username: row.try_get("username")?,
+        account_id: row.try_get("account_id")?,
+    })
+}
+
+// ---------------------------------------------------------------------------
+// The ledger.
+
+/// One double-entry movement of the account module.
+#[derive(Debug, Clone, Copy)]
+pub struct Transfer {
+    pub debit: i64,
+    pub credit: i64,
+    pub amount_cents: i64,
+    pub kind: &'static str,
+    pub deposit_id: Option<i64>,
+    pub withdrawal_id: Option<i64>,
+    pub now_ms: i64,
+}
+
+/// Moves the money and updates both balances, refusing to take a player
+/// account below zero (`InsufficientFunds`, nothing written). Returns the
+/// debited and credited accounts' new balances.
+pub async fn transfer(conn: &mut Conn, t: Transfer) -> Result<(i64, i64), Error> {
+    assert!(t.amount_cents > 0, "a transfer moves a positive amount");
+    let debited: Option<i64> = sql::query_scalar(
+        "UPDATE accounts SET balance_cents = balance_cents - $1 \
+         WHERE id = $2 AND (kind <> 'player' OR balance_cents >= $1) RETURNING balance_cents",
+    )
+    .bind(t.amount_cents)
+    .bind(t.debit)
+    .fetch_optional(conn)
+    .await?;
+    let Some(debit_balance_cents) = debited else {
+        return Err(Error::InsufficientFunds {
+            balance_cents: balance(conn, t.debit).await?,
+            needed_cents: t.amount_cents,
+        });
+    };
+    let credit_balance_cents: i64 = sql::query_scalar(
+        "UPDATE accounts SET balance_cents = balance_cents + $1 WHERE id = $2 RETURNING balance_cents",
+    )
+    .bind(t.amount_cents)
+    .bind(t.credit)
+    .fetch_one(conn)
+    .await?;
+    sql::query(
+        "INSERT INTO transfers (debit_account_id, credit_account_id, amount_cents, kind, \
+         created_at_ms, deposit_id, withdrawal_id) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+    )
+    .bind(t.debit)
+    .bind(t.credit)
+    .bind(t.amount_cents)
+    .bind(t.kind)
+    .bind(t.now_ms)
+    .bind(t.deposit_id)
+    .bind(t.withdrawal_id)
+    .execute(conn)
+    .await?;
+    Ok((debit_balance_cents, credit_balance_cents))
+}
+
+pub async fn balance(conn: &mut Conn, account_id: i64) -> Result<i64, Error> {
+    sql::query_scalar("SELECT balance_cents FROM accounts WHERE id = $1")
+        .bind(account_id)
+        .fetch_one(conn)
+        .await
+}
+
+/// Whether the player has a play in progress.
+pub async fn play_in_progress(conn: &mut Conn, player_id: i64) -> Result<bool, Error> {
+    let found: Option<i64> = sql::query_scalar(
+        "SELECT id FROM plays WHERE player_id = $1 AND state = 'in_progress' LIMIT 1",
+    )
+    .bind(player_id)
+    .fetch_optional(conn)
+    .await?;
+    Ok(found.is_some())
+}
+
+// ---------------------------------------------------------------------------
+// Deposits through the payment provider.
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DepositRow {
+    pub id: i64,
+    pub player_id: i64,
+    pub amount_cents: i64,
+    pub provider: String,
+    pub state: String,
+    pub created_at_ms: i64,
+    pub settled_at_ms: Option<i64>,
+}
+
+pub async fn insert_deposit(
+    conn: &mut Conn,
+    player_id: i64,
+    amount_cents: i64,
+    provider: &str,
+    now_ms: i64,
+) -> Result<i64, Error> {
+    sql::query_scalar(
+        "INSERT INTO deposits (player_id, amount_cents, provider, state, created_at_ms) \
+         VALUES ($1, $2, $3, 'pending', $4) RETURNING id",
+    )
+    .bind(player_id)
+    .bind(amount_cents)
+    .bind(provider)
+    .bind(now_ms)
+    .fetch_one(conn)
+    .await
+}
+
+pub async fn deposit(conn: &mut Conn, id: i64) -> Result<Option<DepositRow>, Error> {
+    let row = sql::query(
+        "SELECT id, player_id, amount_cents, provider, state, created_at_ms, settled_at_ms \
+         FROM deposits WHERE id = $1",
+    )
+    .bind(id)
+    .fetch_optional(conn)
+    .await?;
+    row.map(|row| {
+        Ok(DepositRow {
+            id: row.try_get("id")?,
+            player_id: row.try_get("player_id")?,
+            amount_cents: row.try_get("amount_cents")?,
+            provider: row.try_get("provider")?,
+            state: row.try_get("state")?,
+            created_at_ms: row.try_get("created_at_ms")?,
+            settled_at_ms: row.try_get("settled_at_ms")?,
+        })
+    })
+    .transpose()
+}
+
+pub async fn settle_deposit(
+    conn: &mut Conn,
+    id: i64,
+    state: &str,
+    now_ms: i64,
+) -> Result<(), Error> {
+    sql::query(
+        "UPDATE deposits SET state = $1, settled_at_ms = $2 WHERE id = $3 AND state = 'pending'",
+    )
+    .bind(state)
+    .bind(now_ms)
+    .bind(id)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// An earlier confirmation with the same provider transaction id: its
+/// deposit, outcome and reason.
+pub async fn payment(
+    conn: &mut Conn,
+    provider: &str,
+    transaction_id: &str,
+) -> Result<Option<(i64, String, Option<String>)>, Error> {
+    sql::query_as(
+        "SELECT deposit_id, outcome, reason FROM payments WHERE provider = $1 AND transaction_id = $2",
+    )
+    .bind(provider)
+    .bind(transaction_id)
+    .fetch_optional(conn)
+    .await
+}
+
+#[allow(clippy::too_many_arguments, reason = "one column each")]
+pub async fn insert_payment(
+    conn: &mut Conn,
+    provider: &str,
+    transaction_id: &str,
+    deposit_id: i64,
+    amount_cents: i64,
+    outcome: &str,
+    reason: Option<&str>,
+    now_ms: i64,
+) -> Result<(), Error> {
+    sql::query(
+        "INSERT INTO payments (provider, transaction_id, deposit_id, amount_cents, outcome, reason, received_at_ms) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+    )
+    .bind(provider)
+    .bind(transaction_id)
+    .bind(deposit_id)
+    .bind(amount_cents)
+    .bind(outcome)
+    .bind(reason)
+    .bind(now_ms)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Withdrawals.
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct WithdrawalRow {
+    pub id: i64,
+    pub player_id: i64,
+    pub username: String,
+    pub amount_cents: i64,
+    pub iban: String,
+    pub state: String,
+    pub reason: Option<String>,
+    pub closing: bool,
+    pub requested_at_ms: i64,
+    pub settled_at_ms: Option<i64>,
+}
+
+pub async fn insert_withdrawal(
+    conn: &mut Conn,
+    player_id: i64,
+    amount_cents: i64,
+    iban: &str,
+    closing: bool,
+    now_ms: i64,
+) -> Result<i64, Error> {
+    sql::query_scalar(
+        "INSERT INTO withdrawals (player_id, amount_cents, iban, state, closing, requested_at_ms) \
+         VALUES ($1, $2, $3, 'pending', $4, $5) RETURNING id",
+    )
+    .bind(player_id)
+    .bind(amount_cents)
+    .bind(iban)
+    .bind(i64::from(closing))
+    .bind(now_ms)
+    .fetch_one(conn)
+    .await
+}
+
+const WITHDRAWAL_COLUMNS: &str = "w.id, w.player_id, p.username, w.amount_cents, w.iban, w.state, \
+     w.reason, w.closing, w.requested_at_ms, w.settled_at_ms FROM withdrawals w JOIN players p ON p.id = w.player_id";
+
+fn withdrawal_of(row: &sql::Row) -> Result<WithdrawalRow, Error> {
+    Ok(WithdrawalRow {
+        id: row.try_get("id")?,
+        player_id: row.try_get("player_id")?,
+        username: row.try_get("username")?,
+        amount_cents: row.try_get("amount_cents")?,
+        iban: row.try_get("iban")?,
+        state: row.try_get("state")?,
+        reason: row.try_get("reason")?,
+        closing: row.try_get::<i64, _>("closing")? == 1,
+        requested_at_ms: row.try_get("requested_at_ms")?,
+        settled_at_ms: row.try_get("settled_at_ms")?,
+    })
+}
+
+pub async fn withdrawal(conn: &mut Conn, id: i64) -> Result<Option<WithdrawalRow>, Error> {
+    let row = sql::query(&format!("SELECT {WITHDRAWAL_COLUMNS} WHERE w.id = $1"))
+        .bind(id)
+        .fetch_optional(conn)
+        .await?;
+    row.as_ref().map(withdrawal_of).transpose()
+}
+
+/// Withdrawals, newest first: of one player, or of every player in `state`.
+pub async fn withdrawals(
+    conn: &mut Conn,
+    player_id: Option<i64>,
+    state: Option<&str>,
+) -> Result<Vec<WithdrawalRow>, Error> {
+    let rows = sql::query(&format!(
+        "SELECT {WITHDRAWAL_COLUMNS} WHERE ($1 = 0 OR w.player_id = $1) AND ($2 = '' OR w.state = $2) \
+         ORDER BY w.id DESC LIMIT 1000"
+    ))
+    .bind(player_id.unwrap_or(0))
+    .bind(state.unwrap_or(""))
+    .fetch_all(conn)
+    .await?;
+    rows.iter().map(withdrawal_of).collect()
+}
+
+/// Moves a pending withdrawal to `state`; false when it was no longer pending.
+pub async fn settle_withdrawal(
+    conn: &mut Conn,
+    id: i64,
+    state: &str,
+    reason: Option<&str>,
+    now_ms: i64,
+) -> Result<bool, Error> {
+    let changed = sql::query(
+        "UPDATE withdrawals SET state = $1, reason = $2, settled_at_ms = $3 WHERE id = $4 AND state = 'pending'",
+    )
+    .bind(state)
+    .bind(reason)
+    .bind(now_ms)
+    .bind(id)
+    .execute(conn)
+    .await?;
+    Ok(changed == 1)
+}
+
+// ---------------------------------------------------------------------------
+// Reserves.
+
+/// Adds `amount_cents` to the player's reserve, kept until `kept_until_ms`.
+pub async fn add_reserve(
+    conn: &mut Conn,
+    player_id: i64,
+    amount_cents: i64,
+    kept_until_ms: i64,
+    now_ms: i64,
+) -> Result<(), Error> {
+    sql::query(
+        "INSERT INTO reserves (player_id, amount_cents, kept_until_ms, created_at_ms) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (player_id) DO UPDATE SET amount_cents = reserves.amount_cents + excluded.amount_cents, \
+         kept_until_ms = excluded.kept_until_ms",
+    )
+    .bind(player_id)
+    .bind(amount_cents)
+    .bind(kept_until_ms)
+    .bind(now_ms)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ReserveRow {
+    pub player_id: i64,
+    pub username: String,
+    pub amount_cents: i64,
+    pub kept_until_ms: i64,
+    pub created_at_ms: i64,
+}
+
+pub async fn reserves(conn: &mut Conn) -> Result<Vec<ReserveRow>, Error> {
+    let rows = sql::query(
+        "SELECT r.player_id, p.username, r.amount_cents, r.kept_until_ms, r.created_at_ms \
+         FROM reserves r JOIN players p ON p.id = r.player_id ORDER BY r.player_id",
+    )
+    .fetch_all(conn)
+    .await?;
+    rows.iter()
+        .map(|row| {
+            Ok(ReserveRow {
+                player_id: row.try_get("player_id")?,
+                username: row.try_get("username")?,
+                amount_cents: row.try_get("amount_cents")?,
+                kept_until_ms: row.try_get("kept_until_ms")?,
+                created_at_ms: row.try_get("created_at_ms")?,
+            })
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------
+// The statement.
+
+/// One movement of a player's account, with the balance after it.
+#[derive(Debug, Clone)]
+pub struct StatementRow {
+    pub transfer_id: i64,
+    pub kind: String,
+    /// Signed: what the movement added to the balance (0 for a withdrawal
+    /// paid, which leaves the pending account, not the player's).
+    pub delta_cents: i64,
+    pub amount_cents: i64,
+    pub balance_cents: i64,
+    pub at_ms: i64,
+    pub play_id: Option<i64>,
+    pub deposit_id: Option<i64>,
+    pub withdrawal_id: Option<i64>,
+}
+
+/// The player's movements, newest first, before the transfer `before` (all
+/// when `None`), at most `limit`.
+pub async fn statement(
+    conn: &mut Conn,
+    player: &Player,
+    before: Option<i64>,
+    limit: i64,
+) -> Result<Vec<StatementRow>, Error> {
+    let rows = sql::query(
+        "SELECT * FROM (SELECT t.id, t.kind, t.amount_cents, t.created_at_ms, t.play_id, t.deposit_id, \
+           t.withdrawal_id, CASE WHEN t.credit_account_id = $1 THEN t.amount_cents \
+             WHEN t.debit_account_id = $1 THEN -t.amount_cents ELSE 0 END AS delta_cents, \
+           CAST(SUM(CASE WHEN t.credit_account_id = $1 THEN t.amount_cents \
+             WHEN t.debit_account_id = $1 THEN -t.amount_cents ELSE 0 END) OVER (ORDER BY t.id) AS BIGINT) AS balance_cents \
+         FROM transfers t WHERE t.credit_account_id = $1 OR t.debit_account_id = $1 \
+           OR (t.kind = 'withdrawal_paid' AND t.withdrawal_id IN (SELECT id FROM withdrawals WHERE player_id = $2))) s \
+         WHERE $3 = 0 OR s.id < $3 ORDER BY s.id DESC LIMIT $4",
+    )
+    .bind(player.account_id)
+    .bind(player.id)
+    .bind(before.unwrap_or(0))
+    .bind(limit)
+    .fetch_all(conn)
+    .await?;
+    rows.iter()
+        .map(|row| {
+            Ok(StatementRow {
+                transfer_id: row.try_get("id")?,
+                kind: row.try_get("kind")?,
+                delta_cents: row.try_get("delta_cents")?,
+                amount_cents: row.try_get("amount_cents")?,
+                balance_cents: row.try_get("balance_cents")?,
+                at_ms: row.try_get("created_at_ms")?,
+                play_id: row.try_get("play_id")?,
+                deposit_id: row.try_get("deposit_id")?,
+                withdrawal_id: row.try_get("withdrawal_id")?,
+            })
+        })
+        .collect()
+}
