@@ -3,7 +3,10 @@
 //! provider (`/sandbox/pay`), which plays the provider's part and calls the
 //! webhook for real, over HTTP, so the whole deposit loop runs on one machine.
 
-use super::api::{Body, CurrentPlayer, logged_in, require_csrf_proof, session_cookie};
+use super::api::{
+    ActingPlayer, Body, CurrentPlayer, PageQuery, Params, logged_in, require_csrf_proof,
+    session_cookie,
+};
 use super::throttle::{ClientAddress, Throttles};
 use super::{ApiError, AppState};
 use crate::account::{Iban, Identity, ReminderMinutes};
@@ -126,7 +129,7 @@ struct RulesBody {
 
 async fn accept_rules(
     State(state): State<AppState>,
-    current: CurrentPlayer,
+    current: ActingPlayer,
     Body(body): Body<RulesBody>,
 ) -> Result<Json<AccountView>, ApiError> {
     state
@@ -144,7 +147,7 @@ struct ReminderBody {
 
 async fn set_reminder(
     State(state): State<AppState>,
-    current: CurrentPlayer,
+    current: ActingPlayer,
     Body(body): Body<ReminderBody>,
 ) -> Result<Json<AccountView>, ApiError> {
     let every = ReminderMinutes::parse(body.every_minutes)?;
@@ -160,7 +163,7 @@ struct IbanBody {
 
 async fn set_iban(
     State(state): State<AppState>,
-    current: CurrentPlayer,
+    current: ActingPlayer,
     Body(body): Body<IbanBody>,
 ) -> Result<Json<AccountView>, ApiError> {
     let iban = Iban::parse(&body.iban)?;
@@ -177,7 +180,7 @@ struct CloseBody {
 
 async fn close(
     State(state): State<AppState>,
-    current: CurrentPlayer,
+    current: ActingPlayer,
     Body(body): Body<CloseBody>,
 ) -> Result<Response, ApiError> {
     if !body.confirm {
@@ -202,7 +205,7 @@ struct AmountBody {
 
 async fn ask_deposit(
     State(state): State<AppState>,
-    current: CurrentPlayer,
+    current: ActingPlayer,
     Body(body): Body<AmountBody>,
 ) -> Result<Response, ApiError> {
     let deposit = state
@@ -252,7 +255,7 @@ async fn webhook(
 
 async fn ask_withdrawal(
     State(state): State<AppState>,
-    current: CurrentPlayer,
+    current: ActingPlayer,
     Body(body): Body<AmountBody>,
 ) -> Result<Response, ApiError> {
     let withdrawal = state
@@ -272,7 +275,7 @@ async fn withdrawals(
 
 async fn cancel_withdrawal(
     State(state): State<AppState>,
-    current: CurrentPlayer,
+    current: ActingPlayer,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let withdrawal = state
@@ -282,32 +285,12 @@ async fn cancel_withdrawal(
     Ok(Json(withdrawal).into_response())
 }
 
-#[derive(Deserialize)]
-struct PageQuery {
-    limit: Option<String>,
-    cursor: Option<String>,
-}
-
 async fn statement(
     State(state): State<AppState>,
     current: CurrentPlayer,
-    Query(query): Query<PageQuery>,
+    Params(query): Params<PageQuery>,
 ) -> Result<Response, ApiError> {
-    let limit = match query.limit.as_deref() {
-        None => 50,
-        Some(text) => text
-            .parse::<i64>()
-            .ok()
-            .filter(|n| (1..=500).contains(n))
-            .ok_or_else(|| Error::Validation("limit: a number from 1 to 500".to_owned()))?,
-    };
-    let cursor = match query.cursor.as_deref() {
-        None | Some("") => None,
-        Some(text) => Some(
-            text.parse::<i64>()
-                .map_err(|_| Error::Validation("cursor: not a cursor".to_owned()))?,
-        ),
-    };
+    let (limit, cursor) = query.parse(50, 500)?;
     Ok(Json(
         state
             .service

@@ -153,7 +153,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
 
 /// `Query` whose rejections are API errors (an unknown or malformed
 /// parameter is a validation error naming it).
-struct Params<T>(T);
+pub(super) struct Params<T>(pub(super) T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Params<T> {
     type Rejection = ApiError;
@@ -221,8 +221,8 @@ impl FromRequestParts<AppState> for CurrentPlayer {
 /// The logged-in player of a request that reaches the writer (a throw, a
 /// deposit, a cap change, an exclusion): throttled per address before the
 /// session is read, then per player.
-struct ActingPlayer {
-    player: Player,
+pub(super) struct ActingPlayer {
+    pub(super) player: Player,
 }
 
 impl FromRequestParts<AppState> for ActingPlayer {
@@ -465,33 +465,42 @@ async fn throw(
     Ok(Json(play).into_response())
 }
 
+/// `?limit=&cursor=` of a paged list (the history, the statement).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct HistoryQuery {
+pub(super) struct PageQuery {
     limit: Option<String>,
     cursor: Option<String>,
+}
+
+impl PageQuery {
+    /// The page size (`default` when not given, at most `max`) and the cursor.
+    pub(super) fn parse(&self, default: i64, max: i64) -> Result<(i64, Option<i64>), Error> {
+        let limit = match self.limit.as_deref() {
+            None => default,
+            Some(text) => text
+                .parse::<i64>()
+                .ok()
+                .filter(|n| (1..=max).contains(n))
+                .ok_or_else(|| Error::Validation(format!("limit: a number from 1 to {max}")))?,
+        };
+        let cursor = match self.cursor.as_deref() {
+            None | Some("") => None,
+            Some(text) => Some(
+                text.parse::<i64>()
+                    .map_err(|_| Error::Validation("cursor: not a cursor".to_owned()))?,
+            ),
+        };
+        Ok((limit, cursor))
+    }
 }
 
 async fn history(
     State(state): State<AppState>,
     current: CurrentPlayer,
-    Params(query): Params<HistoryQuery>,
+    Params(query): Params<PageQuery>,
 ) -> Result<Response, ApiError> {
-    let limit = match query.limit.as_deref() {
-        None => 20,
-        Some(text) => text
-            .parse::<i64>()
-            .ok()
-            .filter(|n| (1..=100).contains(n))
-            .ok_or_else(|| Error::Validation("limit: a number from 1 to 100".to_owned()))?,
-    };
-    let cursor = match query.cursor.as_deref() {
-        None | Some("") => None,
-        Some(text) => Some(
-            text.parse::<i64>()
-                .map_err(|_| Error::Validation("cursor: not a cursor".to_owned()))?,
-        ),
-    };
+    let (limit, cursor) = query.parse(20, 100)?;
     Ok(Json(
         state
             .service
