@@ -205,8 +205,17 @@ impl Error {
     /// rather than a fault of the request: the request changed nothing and
     /// may be tried again once a primary answers.
     pub fn is_outage(&self) -> bool {
-        let Error::Database(error) = self else {
-            return false;
+        let error = match self {
+            Error::Database(error) => error,
+            // The SQLite file cannot be opened or read (a lost mount, the file
+            // moved away): nothing was changed, and it may come back.
+            Error::Sqlite(rusqlite::Error::SqliteFailure(failure, _)) => {
+                return matches!(
+                    failure.code,
+                    rusqlite::ErrorCode::CannotOpen | rusqlite::ErrorCode::SystemIoFailure
+                );
+            }
+            _ => return false,
         };
         match error {
             sqlx::Error::Io(_)

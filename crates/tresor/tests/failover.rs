@@ -328,9 +328,9 @@ async fn a_commit_whose_answer_the_killed_primary_never_sent_is_found_on_the_pro
     // server's writer waits on a COMMIT while the other waits on that lock.
     let client = reqwest::Client::new();
     let mut resolved_total = 0.0;
-    for base in &bases {
+    for server in &servers {
         let metrics = client
-            .get(format!("{base}/metrics"))
+            .get(format!("{}/metrics", server.admin_base))
             .send()
             .await
             .unwrap()
@@ -343,7 +343,10 @@ async fn a_commit_whose_answer_the_killed_primary_never_sent_is_found_on_the_pro
             .and_then(|line| line.split_whitespace().last())
             .and_then(|value| value.parse().ok())
             .expect("the writer_commits_resolved metric");
-        println!("lost commit: {base} resolved {resolved} COMMITs found on the new primary");
+        println!(
+            "lost commit: {} resolved {resolved} COMMITs found on the new primary",
+            server.base
+        );
         resolved_total += resolved;
     }
     assert!(
@@ -414,7 +417,7 @@ async fn a_tresor_server_killed_mid_load_leaves_the_other_serving_and_loses_noth
 
     let store = db.connect().await;
     check("server kill", &store, &tallies, &other, || {
-        db.tresor(&["audit", "verify"])
+        audit_verify(&db.url)
     })
     .await;
 }

@@ -218,7 +218,7 @@ async fn a_writer_that_panics_mid_load_fails_its_callers_fast_and_restarts(db: &
         let last = player.last().unwrap();
         assert_eq!(last.status, 201, "each player buys again: {}", last.body);
     }
-    let metrics = reqwest::get(format!("{base}/metrics"))
+    let metrics = reqwest::get(format!("{}/metrics", server.admin_base))
         .await
         .unwrap()
         .text()
@@ -399,9 +399,13 @@ async fn a_postgresql_cut_off_makes_readyz_fail_within_a_second_and_it_recovers_
         .url
         .replacen("127.0.0.1:5432", &format!("127.0.0.1:{}", plug.port), 1);
     assert_ne!(url, db.url, "the test database is reached through the plug");
-    let store = Db::connect(&url).await.unwrap();
+    let store = Db::connect(&url)
+        .await
+        .unwrap()
+        .with_secrets_key(db.secrets_key.clone());
     let clock = Arc::new(ManualClock::new(common::now_ms()));
     let service = Service::new(store, clock, settings());
+    service.open_secrets().await.unwrap();
     service.set_demo().await.unwrap();
     service
         .create_emission("Plug", &Stake::ALL, 1)

@@ -80,7 +80,7 @@ impl From<Error> for ApiError {
             Error::StorageFull => (StatusCode::SERVICE_UNAVAILABLE, "storage_full"),
             Error::NotReady(_) => (StatusCode::SERVICE_UNAVAILABLE, "not_ready"),
             // The database is down or failing over: nothing was changed.
-            Error::Database(_) if error.is_outage() => {
+            Error::Database(_) | Error::Sqlite(_) if error.is_outage() => {
                 (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
             }
             Error::Database(_) | Error::Sqlite(_) | Error::Secrets(_) => {
@@ -88,8 +88,8 @@ impl From<Error> for ApiError {
             }
         };
         let message = match &error {
-            Error::Database(cause) if error.is_outage() => {
-                tracing::warn!(error = %cause, "the database is unavailable");
+            Error::Database(_) | Error::Sqlite(_) if error.is_outage() => {
+                tracing::warn!(error = %error, "the database is unavailable");
                 "service unavailable: the database cannot be reached; nothing was changed, try again shortly".to_owned()
             }
             Error::Database(cause) => {
