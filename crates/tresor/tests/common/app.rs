@@ -108,12 +108,7 @@ impl TestApp {
             .send()
             .await
             .unwrap();
-        let status = response.status();
-        let text = response.text().await.unwrap();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
+        answer(response).await
     }
 
     pub async fn post_raw(
@@ -130,13 +125,7 @@ impl TestApp {
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
-        let response = request.send().await.unwrap();
-        let status = response.status();
-        let text = response.text().await.unwrap();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
+        answer(request.send().await.unwrap()).await
     }
 
     pub async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
@@ -154,12 +143,7 @@ impl TestApp {
             .send()
             .await
             .unwrap();
-        let status = response.status();
-        let text = response.text().await.unwrap();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
+        answer(response).await
     }
 
     pub async fn register(&self, username: &str) -> (StatusCode, Value) {
@@ -256,4 +240,14 @@ impl TestApp {
     pub async fn assert_ledger_balances(&self) -> i64 {
         assert_ledger_balances(&self.service.db).await
     }
+}
+
+/// An answer's status and its body as JSON (or as a string when it is not).
+async fn answer(response: reqwest::Response) -> (StatusCode, Value) {
+    let status = response.status();
+    let text = response.text().await.unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
 }
