@@ -1,11 +1,21 @@
-//! Prometheus metrics: purchases, throws, wins paid, request latency and the
-//! writer's batch sizes, rendered by `GET /metrics` on the operator listener
-//! only (wins paid would tell a watcher when a top prize was found).
+//! Prometheus metrics: purchases, throws, wins paid, failed logins, request
+//! latency, the writer's queue and batches, readiness and whether sales are
+//! open, rendered by `GET /metrics` on the operator listener only (wins paid
+//! would tell a watcher when a top prize was found). `docs/ops/README.md`
+//! says what each means; `docs/ops/alerts.yml` and
+//! `docs/ops/grafana-dashboard.json` use them (`tests/ops.rs` holds them to
+//! the names exported here).
+//!
+//! The hot path only increments atomics: labelled series that requests add
+//! to are created once, here, and kept.
 
+use crate::error::Error;
+use crate::service::Service;
 use crate::writer::WriterStats;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use std::time::Duration;
@@ -33,6 +43,14 @@ pub fn method_label(method: &axum::http::Method) -> &'static str {
     }
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LoginLabels {
+    outcome: &'static str,
+}
+
+/// How long a scrape waits for readiness and the sales window.
+const REFRESH_WITHIN: Duration = Duration::from_millis(500);
+
 type LatencyFamily = Family<RequestLabels, Histogram, fn() -> Histogram>;
 
 /// Every metric the server exports.
@@ -42,6 +60,19 @@ pub struct Metrics {
     pub purchases: Counter,
     pub throws: Counter,
     pub wins_paid_cents: Counter,
+    /// Players' logins refused for a wrong name or password
+    /// (`outcome="invalid_credentials"`).
+    pub failed_logins_invalid: Counter,
+    /// Players' logins refused unchecked because the name or the address
+    /// must wait after failures, or the address tried too often
+    /// (`outcome="rate_limited"`).
+    pub failed_logins_rate_limited: Counter,
+    /// 1 when `/readyz` answered ready at its last reading (by a load
+    /// balancer or by a scrape, see [`Metrics::refresh`]), else 0.
+    pub ready: Gauge,
+    /// 1 when units can be bought now (an open block in an open emission,
+    /// and the sales' opening time passed), else 0.
+    pub sales_open: Gauge,
     requests: LatencyFamily,
 }
 
@@ -56,12 +87,40 @@ impl Metrics {
         let throws = Counter::default();
         let wins_paid_cents = Counter::default();
         let requests: LatencyFamily = Family::new_with_constructor(latency_histogram);
+        let failed_logins = Family::<LoginLabels, Counter>::default();
+        let failed_logins_invalid = failed_logins
+            .get_or_create(&LoginLabels {
+                outcome: "invalid_credentials",
+            })
+            .clone();
+        let failed_logins_rate_limited = failed_logins
+            .get_or_create(&LoginLabels {
+                outcome: "rate_limited",
+            })
+            .clone();
+        let ready = Gauge::default();
+        let sales_open = Gauge::default();
         registry.register("purchases", "Units bought", purchases.clone());
         registry.register("throws", "Throws revealed", throws.clone());
         registry.register(
             "wins_paid_cents",
             "Prizes credited to players, in cents",
             wins_paid_cents.clone(),
+        );
+        registry.register(
+            "failed_logins",
+            "Players' logins refused, by outcome: invalid_credentials, rate_limited",
+            failed_logins,
+        );
+        registry.register(
+            "ready",
+            "1 when /readyz answered ready at its last reading, else 0",
+            ready.clone(),
+        );
+        registry.register(
+            "sales_open",
+            "1 when units can be bought now (an open block, the opening time passed), else 0",
+            sales_open.clone(),
         );
         registry.register(
             "http_request_duration_seconds",
@@ -108,8 +167,41 @@ impl Metrics {
             purchases,
             throws,
             wins_paid_cents,
+            failed_logins_invalid,
+            failed_logins_rate_limited,
+            ready,
+            sales_open,
             requests,
         }
+    }
+
+    /// Counts a player's login refused with `error`; refusals that are not
+    /// the player's doing (the database unavailable…) are not failed logins.
+    pub fn failed_login(&self, error: &Error) {
+        let counter = match error {
+            Error::InvalidCredentials => &self.failed_logins_invalid,
+            Error::RateLimited { .. } => &self.failed_logins_rate_limited,
+            _ => return,
+        };
+        counter.inc();
+    }
+
+    /// Records what `/readyz` answered.
+    pub fn observe_readiness(&self, answer: &Result<(), Error>) {
+        self.ready.set(i64::from(answer.is_ok()));
+    }
+
+    /// Reads readiness and the sales window again (each within 500 ms), for
+    /// a scrape: a probe through the writer and three reads by key, cheap
+    /// at a scrape's pace. Sales a server cannot read count as closed.
+    pub async fn refresh(&self, service: &Service) {
+        let (readiness, status) = tokio::join!(
+            service.readiness(),
+            tokio::time::timeout(REFRESH_WITHIN, service.status())
+        );
+        self.observe_readiness(&readiness);
+        let open = matches!(status, Ok(Ok(status)) if status.sales_open);
+        self.sales_open.set(i64::from(open));
     }
 
     /// Counts a request under its method's label ([`method_label`]) and its

@@ -18,6 +18,7 @@ pub fn admin_app(state: AppState) -> Router {
 }
 
 async fn metrics(State(state): State<AppState>) -> Response {
+    state.metrics.refresh(&state.service).await;
     (
         [(
             header::CONTENT_TYPE,

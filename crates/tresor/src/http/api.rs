@@ -338,16 +338,20 @@ async fn login(
     headers: HeaderMap,
     Body(body): Body<LoginBody>,
 ) -> Result<Response, ApiError> {
-    throttles.login(&address)?;
+    let failed = |error: &Error| state.metrics.failed_login(error);
+    throttles.login(&address).inspect_err(failed)?;
     // Failures are throttled by the name typed (its skeleton) and the
     // address, whether or not the name is an account: the same answers, the
     // same waits, and an owner elsewhere is never kept out.
     let name = Username::normalise(&body.username);
-    throttles.login_attempt(name.skeleton(), &address, state.service.now_ms())?;
+    throttles
+        .login_attempt(name.skeleton(), &address, state.service.now_ms())
+        .inspect_err(failed)?;
     let player = state
         .service
         .authenticate(&body.username, &body.password)
-        .await?;
+        .await
+        .inspect_err(failed)?;
     throttles.login_succeeded(name.skeleton(), &address);
     // A login always opens a new session; the one this browser had ends.
     if let Some(token) = session_token(&headers) {

@@ -89,7 +89,9 @@ fn app_with(state: AppState, throttles: Arc<Throttles>) -> Router {
 /// database answer, else 503 `not_ready` saying which did not
 /// ([`Service::readiness`]). `/healthz` only says the process lives.
 async fn readyz(State(state): State<AppState>) -> Response {
-    match state.service.readiness().await {
+    let answer = state.service.readiness().await;
+    state.metrics.observe_readiness(&answer);
+    match answer {
         Ok(()) => Json(serde_json::json!({"status": "ready"})).into_response(),
         Err(error) => ApiError::from(error).into_response(),
     }
