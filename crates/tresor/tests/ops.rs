@@ -627,9 +627,8 @@ fn the_dashboards_queries_are_valid_promql() {
         let query = query
             .replace("$__rate_interval", "5m")
             .replace("$instance", ".*");
-        let query = if query.starts_with("label_values(") {
+        let query = if let Some(inner) = query.strip_prefix("label_values(") {
             // A variable's query: the metric it reads.
-            let inner = &query["label_values(".len()..];
             inner.split(',').next().unwrap().to_owned()
         } else {
             query
