@@ -119,6 +119,10 @@ pub struct BatchCost {
     pub requests: usize,
     /// Statements the batch ran, from its first to its COMMIT excluded.
     pub statements: u64,
+    /// From its BEGIN to its COMMIT answered, as in
+    /// [`WriterStats::batch_seconds`] (whose buckets give no quantiles back:
+    /// the recent batches' times do).
+    pub elapsed: Duration,
 }
 
 /// What the writer measures of itself, for the metrics endpoint.
@@ -811,12 +815,12 @@ impl Loop {
                 }
             }
         }
-        self.stats
-            .batch_seconds
-            .observe(started.elapsed().as_secs_f64());
+        let elapsed = started.elapsed();
+        self.stats.batch_seconds.observe(elapsed.as_secs_f64());
         self.stats.record(BatchCost {
             requests: batch.len(),
             statements,
+            elapsed,
         });
         Ok(answers)
     }

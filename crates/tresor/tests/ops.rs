@@ -23,6 +23,10 @@ on_sqlite!(
     every_metric_the_alerts_and_the_dashboard_name_is_exported_and_documented,
 );
 
+/// The two tests that start a server take turns: two ports picked free at
+/// once by two tests in one binary can be the same.
+static ONE_SERVER_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn ops_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/ops")
 }
@@ -114,6 +118,7 @@ async fn buy(client: &reqwest::Client, server: &Server, key: &str) -> u16 {
 async fn the_metrics_count_purchases_and_failed_logins_and_show_sales_readiness_and_the_queue(
     h: &Harness,
 ) {
+    let _turn = ONE_SERVER_AT_A_TIME.lock().await;
     let server = h.server(&[]).await;
     let before = samples(&scrape(&server).await);
     for (series, expected) in [
@@ -478,6 +483,7 @@ fn the_dashboard_is_importable_with_a_prometheus_input_and_has_the_issues_panels
 
 async fn every_metric_the_alerts_and_the_dashboard_name_is_exported_and_documented(h: &Harness) {
     // A purchase and a failed login, so that their labelled series exist.
+    let _turn = ONE_SERVER_AT_A_TIME.lock().await;
     let server = h.server(&[]).await;
     let client = cookie_client();
     register_and_deposit(&client, &server.base, "buyer", 1_000).await;
