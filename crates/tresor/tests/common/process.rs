@@ -39,13 +39,28 @@ pub fn describe(output: &Output) -> String {
     )
 }
 
-/// A TCP port free on 127.0.0.1 when asked.
+/// A TCP port free on 127.0.0.1 when asked, and not handed out twice by
+/// this test binary.
+///
+/// Ports come from below the kernel's ephemeral range (32768–60999 by
+/// default): a port the kernel picked for `bind(0)` and let go of can be
+/// taken again at once as the source port of any outgoing connection, before
+/// the server binds it ("Address already in use"). Each test binary (cargo
+/// runs them one after another) starts at a place of its own in 20000–31999.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("bind a free port")
-        .local_addr()
-        .expect("a local address")
-        .port()
+    use std::sync::atomic::{AtomicU16, Ordering};
+    const FIRST: u16 = 20_000;
+    const SPAN: u16 = 12_000;
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let start = (std::process::id() % u32::from(SPAN)) as u16;
+    for _ in 0..SPAN {
+        let offset = NEXT.fetch_add(1, Ordering::Relaxed) % SPAN;
+        let port = FIRST + (start + offset) % SPAN;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free TCP port in {FIRST}..{}", FIRST + SPAN);
 }
 
 /// Flags that lift the per-player and per-address throttles, for those this
