@@ -384,6 +384,18 @@ on_both!(no_session_is_401_and_a_missing_csrf_header_is_403, |app| {
         .await
         .unwrap();
     assert_eq!(answer.headers()["cache-control"], "no-store");
+    // axum's own refusals are JSON errors too.
+    assert_error(
+        &console.get("/console/api/login").await,
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+    );
+    let huge = json!({"message": "x".repeat(70_000)});
+    assert_error(
+        &console.put("/console/api/site/announcement", huge).await,
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "payload_too_large",
+    );
 });
 
 /// Every endpoint of `docs/CONSOLE.md` but login, logout and `me`: method,
@@ -937,7 +949,8 @@ fn add_with_stdin(db: &TestDb, args: &[&str], password: &str) -> std::process::O
         .stderr(Stdio::piped());
     db.env(&mut command);
     let mut child = command.spawn().unwrap();
-    writeln!(child.stdin.take().unwrap(), "{password}").unwrap();
+    // A command refused by its flags exits before reading: no matter.
+    let _ = writeln!(child.stdin.take().unwrap(), "{password}");
     child.wait_with_output().unwrap()
 }
 

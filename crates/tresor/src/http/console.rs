@@ -243,6 +243,7 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .layer(middleware::from_fn(require_console_csrf))
         .layer(Extension(console))
         .layer(RequestBodyLimitLayer::new(64 * 1024))
+        .layer(middleware::from_fn(super::json_edge_errors))
         .layer(SetResponseHeaderLayer::if_not_present(
             header::CACHE_CONTROL,
             HeaderValue::from_static("no-store"),

@@ -107,8 +107,9 @@ async fn not_on_this_site() -> ApiError {
 /// The body-size and time limits answer before any handler, and axum's own
 /// refusals (a method an API path does not take) with an empty or plain-text
 /// body: give them the API's JSON error shape.
-async fn json_edge_errors(request: Request, next: Next) -> Response {
-    let api = request.uri().path().starts_with("/api/");
+pub(super) async fn json_edge_errors(request: Request, next: Next) -> Response {
+    let path = request.uri().path();
+    let api = path.starts_with("/api/") || path.starts_with("/console/api/");
     let response = next.run(request).await;
     let is_json = response
         .headers()
