@@ -1,11 +1,12 @@
 //! The HTTP edge: the players' site (the JSON API under `/api`, liveness
 //! `/healthz`, readiness `/readyz`, the web page) and the operator's listener
-//! (`admin`: metrics). [`app`] and [`admin_app`] build the routers; [`serve`] adds the listeners, background
+//! (`admin`: metrics and the console's API, `console`). [`app`] and [`admin_app`] build the routers; [`serve`] adds the listeners, background
 //! tasks and graceful shutdown, so tests can drive [`app`] in-process.
 
 mod account;
 mod admin;
 mod api;
+mod console;
 mod error;
 pub mod throttle;
 pub mod web;
@@ -54,6 +55,9 @@ fn app_with(state: AppState, throttles: Arc<Throttles>) -> Router {
     });
     Router::new()
         .route("/readyz", get(readyz))
+        // The console lives on the operator listener only.
+        .route("/console", axum::routing::any(not_on_this_site))
+        .route("/console/{*rest}", axum::routing::any(not_on_this_site))
         .merge(api::routes())
         .merge(account::routes())
         .merge(web::routes())
@@ -97,11 +101,17 @@ async fn readyz(State(state): State<AppState>) -> Response {
     }
 }
 
+/// `/console…` on the players' site: it is not there.
+async fn not_on_this_site() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "not_found", "not found")
+}
+
 /// The body-size and time limits answer before any handler, and axum's own
 /// refusals (a method an API path does not take) with an empty or plain-text
 /// body: give them the API's JSON error shape.
-async fn json_edge_errors(request: Request, next: Next) -> Response {
-    let api = request.uri().path().starts_with("/api/");
+pub(super) async fn json_edge_errors(request: Request, next: Next) -> Response {
+    let path = request.uri().path();
+    let api = path.starts_with("/api/") || path.starts_with("/console/api/");
     let response = next.run(request).await;
     let is_json = response
         .headers()
@@ -178,11 +188,15 @@ pub async fn serve(
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let mut admin_stopped = stopped.clone();
     let admin_server = tokio::spawn(async move {
-        axum::serve(admin, admin_router)
-            .with_graceful_shutdown(async move {
-                let _ = admin_stopped.wait_for(|stop| *stop).await;
-            })
-            .await
+        // The peer address feeds the console's login throttles.
+        axum::serve(
+            admin,
+            admin_router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+        )
+        .with_graceful_shutdown(async move {
+            let _ = admin_stopped.wait_for(|stop| *stop).await;
+        })
+        .await
     });
     // The peer address feeds the per-address throttles.
     let served = axum::serve(
