@@ -14,6 +14,7 @@ pub fn admin_app(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/metrics", get(metrics))
+        .merge(super::console_web::routes())
         .with_state(state)
 }
 

@@ -6,6 +6,7 @@
 mod account;
 mod admin;
 mod api;
+mod console_web;
 mod error;
 pub mod throttle;
 pub mod web;
