@@ -89,6 +89,16 @@ impl Metrics {
             writer.commits_resolved.clone(),
         );
         registry.register(
+            "writer_queue_depth",
+            "Requests waiting for the writer now",
+            writer.queue_depth.clone(),
+        );
+        registry.register(
+            "writer_batch_seconds",
+            "Seconds a committed batch took, from BEGIN to its COMMIT answered",
+            writer.batch_seconds.clone(),
+        );
+        registry.register(
             "writer_restarts",
             "Times the writer was started again after a panic or a failed start",
             writer.restarts.clone(),

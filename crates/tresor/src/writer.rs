@@ -41,6 +41,7 @@ use crate::trail;
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use std::any::Any;
 use std::collections::VecDeque;
@@ -136,6 +137,14 @@ pub struct WriterStats {
     pub commits_resolved: Counter,
     /// Times the writer was started again, after a panic or a failed start.
     pub restarts: Counter,
+    /// Requests waiting for the writer now: from the moment a caller hands
+    /// one over (including while it waits for room in a full queue) to the
+    /// moment the writer takes it into a batch. 0 when the writer keeps up.
+    pub queue_depth: Gauge,
+    /// Seconds each committed batch took, from its BEGIN to its COMMIT
+    /// answered (a lost COMMIT's lookup included): what every request of the
+    /// batch waited for once taken from the queue.
+    pub batch_seconds: Histogram,
     /// Whether the writer is up (its connection open, taking batches).
     up: AtomicBool,
     /// When the writer last finished a batch or answered a probe, in ms
@@ -155,6 +164,9 @@ impl Default for WriterStats {
             queued: Counter::default(),
             commits_resolved: Counter::default(),
             restarts: Counter::default(),
+            queue_depth: Gauge::default(),
+            // 50 µs to 6.5 s, as the HTTP latency.
+            batch_seconds: Histogram::new(exponential_buckets(0.000_05, 2.0, 18)),
             up: AtomicBool::new(false),
             beat_ms: AtomicU64::new(0),
             born: std::time::Instant::now(),
@@ -433,10 +445,17 @@ impl Writer {
 
     async fn send(&self, request: Request) -> Result<(), Error> {
         self.stats.queued.inc();
+        // Waiting from now; uncounted again if the request never enters the
+        // queue (the writer stopped, or the caller gave up while the queue
+        // was full), else by the writer when it takes it.
+        let waiting = Waiting(&self.stats.queue_depth);
+        waiting.0.inc();
         self.queue
             .send(request)
             .await
-            .map_err(|_| Error::Unavailable("the writer has stopped"))
+            .map_err(|_| Error::Unavailable("the writer has stopped"))?;
+        std::mem::forget(waiting);
+        Ok(())
     }
 
     /// Whether the writer is up and not stuck, within `within`: `Ok` once
@@ -464,6 +483,16 @@ impl Writer {
     /// Requests waiting in the queue.
     pub fn queued(&self) -> usize {
         self.queue.max_capacity() - self.queue.capacity()
+    }
+}
+
+/// A request counted in [`WriterStats::queue_depth`] that has not entered
+/// the queue yet: uncounted when dropped.
+struct Waiting<'a>(&'a Gauge);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.dec();
     }
 }
 
@@ -565,7 +594,7 @@ impl Loop {
         loop {
             tokio::select! {
                 () = tokio::time::sleep_until(until) => return true,
-                received = self.receiver.recv_many(&mut waiting, self.max_batch) => {
+                received = self.receive(&mut waiting) => {
                     if received == 0 {
                         return false;
                     }
@@ -577,10 +606,18 @@ impl Loop {
         }
     }
 
+    /// Takes what is queued (at most a batch, waiting for one request),
+    /// uncounting it from the queue's depth; 0 when the queue closed.
+    async fn receive(&mut self, into: &mut Vec<Request>) -> usize {
+        let received = self.receiver.recv_many(into, self.max_batch).await;
+        self.stats.queue_depth.dec_by(received as i64);
+        received
+    }
+
     async fn run(&mut self, mut engine: Engine) -> Exit {
         let mut batch = Vec::with_capacity(self.max_batch);
         let mut batches = 0;
-        while self.receiver.recv_many(&mut batch, self.max_batch).await > 0 {
+        while self.receive(&mut batch).await > 0 {
             let before = batch.len();
             batch.retain(|request| !request.caller_gone());
             self.stats.dropped.inc_by((before - batch.len()) as u64);
@@ -714,6 +751,7 @@ impl Loop {
         let now_ms = system_now_ms();
         let identity = engine.records_identity();
         self.apply_page_limit(engine).await?;
+        let started = std::time::Instant::now();
         let mut conn = engine.begin().await?;
         let (inside, statements) = sql::counting(async {
             let head = trail::lock_head(&mut conn).await?;
@@ -773,6 +811,9 @@ impl Loop {
                 }
             }
         }
+        self.stats
+            .batch_seconds
+            .observe(started.elapsed().as_secs_f64());
         self.stats.record(BatchCost {
             requests: batch.len(),
             statements,
