@@ -25,6 +25,7 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; img-src 'self' da
      style-src 'self'; script-src 'self'; frame-ancestors 'none'";
 
 /// One embedded file, by its path under its bundle's folder.
+#[derive(Debug)]
 pub struct Asset {
     pub path: &'static str,
     pub content_type: &'static str,
@@ -82,6 +83,7 @@ pub static GAME: Bundle = Bundle::new("/assets", ASSETS, INDEX_TEMPLATE);
 
 /// A page and its assets, embedded: its `index.html` (where `{{V}}` stands
 /// for the version) and every other file, served under `prefix`.
+#[derive(Debug)]
 pub struct Bundle {
     /// Where the assets are served: `{prefix}/{version}/{path}`.
     prefix: &'static str,

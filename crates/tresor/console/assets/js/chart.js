@@ -11,7 +11,7 @@ function s(tag, attrs = {}, ...children) {
   for (const [name, value] of Object.entries(attrs)) {
     if (value !== null && value !== undefined) node.setAttribute(name, String(value));
   }
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined) continue;
     node.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
@@ -24,7 +24,7 @@ function el(tag, attrs = {}, ...children) {
     if (name === 'class') node.className = value;
     else if (value !== null && value !== undefined) node.setAttribute(name, String(value));
   }
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined) continue;
     node.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
@@ -68,12 +68,11 @@ function disclosure(headings, rows) {
 /**
  * A line over an area: `points` are `{label, value}` in order, `xLabel(i)`
  * says which ticks to label on the x axis (a string, or '' for none).
- * Returns the figure (SVG and table) to put in the page.
+ * `width` is the container's, in pixels, so text keeps its size. Returns
+ * the figure (SVG and table) to put in the page.
  */
-export function lineChart({ points, title, describe, xLabel, format = String, unit = '' }) {
+export function lineChart({ points, title, describe, xLabel, format = String, unit = '', width = 720, height = 220 }) {
   const id = `chart-${++chartSeq}`;
-  const width = 720;
-  const height = 220;
   const m = { left: 46, right: 14, top: 12, bottom: 28 };
   const innerW = width - m.left - m.right;
   const innerH = height - m.top - m.bottom;
@@ -135,10 +134,8 @@ export function lineChart({ points, title, describe, xLabel, format = String, un
  * same series in each group, drawn with the legend `series`
  * (`[{name, kind}]`, `kind` naming the CSS colour class).
  */
-export function barChart({ groups, series, title, describe, format = String, shortFormat = format }) {
+export function barChart({ groups, series, title, describe, format = String, shortFormat = format, width = 420, height = 230 }) {
   const id = `chart-${++chartSeq}`;
-  const width = 420;
-  const height = 230;
   const m = { left: 62, right: 10, top: 12, bottom: 30 };
   const innerW = width - m.left - m.right;
   const innerH = height - m.top - m.bottom;

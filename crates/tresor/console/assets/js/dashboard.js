@@ -20,6 +20,11 @@ function tile(label, value, attrs = {}) {
   return h('div', { class: 'tile', ...attrs }, h('span', { class: 'tile-label' }, label), h('strong', { class: 'tile-value' }, value));
 }
 
+/** The width a chart drawn in `node` gets, in CSS pixels. */
+function chartWidth(node) {
+  return Math.max(320, Math.round(node.clientWidth || 720));
+}
+
 function percent(part, whole) {
   if (!whole) return '—';
   return `${((100 * part) / whole).toFixed(1)} %`;
@@ -61,6 +66,7 @@ function render(data) {
       xLabel: (i) => (i % 10 === 0 || i === points.length - 1 ? points[i].label : ''),
       format: (v) => count(v),
       unit: 'Purchases',
+      width: chartWidth(ppm),
     }),
   );
 
@@ -88,6 +94,7 @@ function render(data) {
           describe: `In all: ${euros(totals.stakes_cents)} taken, ${euros(totals.prizes_cents)} won, ${euros(totals.expected_prizes_cents)} expected.`,
           format: (v) => euros(v),
           shortFormat: (v) => compactEuros.format(v / 100),
+          width: chartWidth(money),
         })
       : h('p', { class: 'empty' }, 'No stake on sale.'),
   );

@@ -11,7 +11,7 @@ export function h(tag, attrs = {}, ...children) {
     else if (name.startsWith('on') && typeof value === 'function') node.addEventListener(name.slice(2), value);
     else node.setAttribute(name, value === true ? '' : String(value));
   }
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
     node.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
@@ -99,7 +99,7 @@ export function table(columns, rows, { empty = 'Nothing here.', rowAttrs = () =>
 
 /** Replaces the children of `node`. */
 export function fill(node, ...children) {
-  node.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
+  node.replaceChildren(...children.flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false));
 }
 
 /** Says `text` to screen readers. */
