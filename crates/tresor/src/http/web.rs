@@ -206,7 +206,7 @@ impl Bundle {
     /// Every asset URL the page names is embedded, and no `{{V}}` is left
     /// (the bundles' unit tests).
     #[cfg(test)]
-    pub(crate) fn assert_names_only_embedded_assets(&self) {
+    pub(crate) fn assert_names_only_embedded_assets(&'static self) {
         let page = self.index_html();
         let prefix = format!("{}/{}/", self.prefix, self.version());
         let mut named = 0;
