@@ -145,6 +145,13 @@ pub enum Error {
     StaleSignature,
     #[error("this withdrawal is {state}, no longer pending")]
     WithdrawalNotPending { state: String },
+    /// The console's second factor: a code that is not the account's now
+    /// (wrong, too old) or was already used.
+    #[error("this code is wrong, too old or already used: give the code your app shows now")]
+    InvalidCode,
+    /// A console account whose role lacks the permission.
+    #[error("your role does not have the permission {permission}")]
+    Forbidden { permission: &'static str },
     #[error("service unavailable: {0}")]
     Unavailable(&'static str),
     /// The database has no room left (SQLite's `SQLITE_FULL`, PostgreSQL's

@@ -14,6 +14,7 @@ pub mod protect;
 pub mod report;
 pub mod seal;
 pub mod service;
+pub mod staff;
 pub mod store;
 pub mod trail;
 pub mod writer;

@@ -110,6 +110,18 @@ impl SecretsKey {
         Ok(BlockSecret::from_bytes(bytes))
     }
 
+    /// `secret` sealed for row `id` of what `purpose` names (`b"staff totp"`:
+    /// a console account's TOTP secret), never openable as a block secret.
+    pub fn seal_for(&self, purpose: &[u8], id: i64, secret: &[u8]) -> Vec<u8> {
+        self.seal_raw(&purpose_aad(purpose, id), secret)
+    }
+
+    /// Opens what [`SecretsKey::seal_for`] sealed for the same purpose and row.
+    pub fn open_for(&self, purpose: &[u8], id: i64, sealed: &[u8]) -> Result<Vec<u8>, SealError> {
+        self.open_raw(&purpose_aad(purpose, id), sealed)
+            .ok_or(SealError::Corrupt(id))
+    }
+
     /// The key check the database keeps (hex): a known text sealed under this key.
     pub fn check_value(&self) -> String {
         hex::encode(self.seal_raw(CHECK_CONTEXT, CHECK_TEXT))
@@ -123,6 +135,10 @@ impl SecretsKey {
             _ => Err(SealError::WrongKey),
         }
     }
+}
+
+fn purpose_aad(purpose: &[u8], id: i64) -> Vec<u8> {
+    [b"tresor sealed v1:", purpose, b":", &id.to_be_bytes()].concat()
 }
 
 fn block_aad(block_id: i64) -> Vec<u8> {

@@ -24,6 +24,8 @@ pub enum Actor {
     Player { id: i64, username: String },
     /// Someone at the operator's command line.
     Operator,
+    /// A console account, by its username (`docs/CONSOLE.md`).
+    Staff { username: String },
     /// The server on its own: automatic settlement, demo set-up.
     System,
     /// A request from no known player (a login with an unknown username).
@@ -38,12 +40,19 @@ impl Actor {
         }
     }
 
+    pub fn staff(username: &str) -> Actor {
+        Actor::Staff {
+            username: username.to_owned(),
+        }
+    }
+
     /// The text stored in the `actor` column: `player:ID:USERNAME`,
-    /// `operator`, `system` or `anonymous`.
+    /// `operator`, `staff:USERNAME`, `system` or `anonymous`.
     pub fn label(&self) -> String {
         match self {
             Actor::Player { id, username } => format!("player:{id}:{username}"),
             Actor::Operator => "operator".to_owned(),
+            Actor::Staff { username } => format!("staff:{username}"),
             Actor::System => "system".to_owned(),
             Actor::Anonymous => "anonymous".to_owned(),
         }

@@ -87,13 +87,24 @@ fn add_operator(h: &Harness, username: &str, role: &str) {
     assert!(output.status.success(), "{}", describe(&output));
 }
 
-/// The code an authenticator app shows now for `secret` (base32).
+/// The code an authenticator app shows now for `secret` (base32, as the
+/// enrolment screen shows it).
 fn code_now(secret: &str) -> String {
+    const ALPHABET: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+    let (mut buffer, mut bits, mut key) = (0u32, 0u32, Vec::new());
+    for c in secret.trim().chars().filter(|c| *c != ' ') {
+        buffer = (buffer << 5) | ALPHABET.find(c).expect("a base32 digit") as u32;
+        bits += 5;
+        if bits >= 8 {
+            bits -= 8;
+            key.push((buffer >> bits) as u8);
+        }
+    }
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
-        .as_secs();
-    tresor::staff::totp_code(secret, now).expect("a base32 secret")
+        .as_secs() as i64;
+    tresor::staff::totp_code(&key, now)
 }
 
 /// A screenshot as `target/screenshots/{name}.png`, and in `docs/screenshots/`

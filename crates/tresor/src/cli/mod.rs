@@ -8,6 +8,7 @@ pub mod audit;
 pub mod bench;
 pub mod game;
 pub mod operator;
+pub mod staff;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -79,6 +80,9 @@ pub enum Command {
     /// The key that seals block secrets at rest.
     #[command(subcommand)]
     Secrets(operator::SecretsCommand),
+    /// The operator's console accounts: add, list, role, disable, reset-totp.
+    #[command(subcommand)]
+    Operator(staff::StaffCommand),
 }
 
 /// `tresor block`: the game crate's commands (generate, verify) beside the
@@ -149,6 +153,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Reserves(args)) => run_async(accounts::run_reserves(args)),
         Some(Command::Bench(args)) => run_async(bench::run_bench(args)),
         Some(Command::Secrets(command)) => run_async(operator::run_secrets(command)),
+        Some(Command::Operator(command)) => run_async(staff::run_staff(command)),
     }
 }
 

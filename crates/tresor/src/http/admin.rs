@@ -1,6 +1,6 @@
-//! The operator listener: `/metrics` and `/healthz`, on an address of its own
-//! (loopback by default), apart from the players' site. It is where the
-//! operator's console will live.
+//! The operator listener: `/metrics`, `/healthz` and the console's API
+//! (`/console/api/…`, `docs/CONSOLE.md`), on an address of its own
+//! (loopback by default), apart from the players' site.
 
 use super::AppState;
 use axum::Router;
@@ -14,6 +14,7 @@ pub fn admin_app(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/metrics", get(metrics))
+        .merge(super::console::routes(state.clone()))
         .merge(super::console_web::routes())
         .with_state(state)
 }

@@ -99,7 +99,7 @@ pub(super) async fn require_csrf_proof(request: Request, next: Next) -> Response
 
 /// Why a request's `Sec-Fetch-Site` or `Origin` says it comes from another
 /// site, if either does.
-fn cross_site(headers: &HeaderMap) -> Option<String> {
+pub(super) fn cross_site(headers: &HeaderMap) -> Option<String> {
     if let Some(site) = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok())
         && !matches!(site, "same-origin" | "none")
     {

@@ -76,6 +76,8 @@ impl From<Error> for ApiError {
             Error::InvalidSignature => (StatusCode::UNAUTHORIZED, "invalid_signature"),
             Error::StaleSignature => (StatusCode::UNAUTHORIZED, "stale_signature"),
             Error::WithdrawalNotPending { .. } => (StatusCode::CONFLICT, "withdrawal_not_pending"),
+            Error::InvalidCode => (StatusCode::UNAUTHORIZED, "invalid_code"),
+            Error::Forbidden { .. } => (StatusCode::FORBIDDEN, "forbidden"),
             Error::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             Error::StorageFull => (StatusCode::SERVICE_UNAVAILABLE, "storage_full"),
             Error::NotReady(_) => (StatusCode::SERVICE_UNAVAILABLE, "not_ready"),
@@ -138,6 +140,9 @@ impl From<Error> for ApiError {
             }
             Error::WithdrawalNotPending { state } => {
                 detail.insert("state".to_owned(), json!(state));
+            }
+            Error::Forbidden { permission } => {
+                detail.insert("permission".to_owned(), json!(permission));
             }
             Error::RateLimited { retry_after_s: s } => retry_after_s = Some(*s),
             // Space comes back when an operator frees it: not in a second.

@@ -1,11 +1,12 @@
 //! The HTTP edge: the players' site (the JSON API under `/api`, liveness
 //! `/healthz`, readiness `/readyz`, the web page) and the operator's listener
-//! (`admin`: metrics). [`app`] and [`admin_app`] build the routers; [`serve`] adds the listeners, background
+//! (`admin`: metrics and the console's API, `console`). [`app`] and [`admin_app`] build the routers; [`serve`] adds the listeners, background
 //! tasks and graceful shutdown, so tests can drive [`app`] in-process.
 
 mod account;
 mod admin;
 mod api;
+mod console;
 mod console_web;
 mod error;
 pub mod throttle;
@@ -55,6 +56,9 @@ fn app_with(state: AppState, throttles: Arc<Throttles>) -> Router {
     });
     Router::new()
         .route("/readyz", get(readyz))
+        // The console lives on the operator listener only.
+        .route("/console", axum::routing::any(not_on_this_site))
+        .route("/console/{*rest}", axum::routing::any(not_on_this_site))
         .merge(api::routes())
         .merge(account::routes())
         .merge(web::routes())
@@ -94,6 +98,11 @@ async fn readyz(State(state): State<AppState>) -> Response {
         Ok(()) => Json(serde_json::json!({"status": "ready"})).into_response(),
         Err(error) => ApiError::from(error).into_response(),
     }
+}
+
+/// `/console…` on the players' site: it is not there.
+async fn not_on_this_site() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "not_found", "not found")
 }
 
 /// The body-size and time limits answer before any handler, and axum's own
@@ -177,11 +186,15 @@ pub async fn serve(
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let mut admin_stopped = stopped.clone();
     let admin_server = tokio::spawn(async move {
-        axum::serve(admin, admin_router)
-            .with_graceful_shutdown(async move {
-                let _ = admin_stopped.wait_for(|stop| *stop).await;
-            })
-            .await
+        // The peer address feeds the console's login throttles.
+        axum::serve(
+            admin,
+            admin_router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+        )
+        .with_graceful_shutdown(async move {
+            let _ = admin_stopped.wait_for(|stop| *stop).await;
+        })
+        .await
     });
     // The peer address feeds the per-address throttles.
     let served = axum::serve(

@@ -339,10 +339,16 @@ impl Service {
     /// The operator has checked the identity documents and that the IBAN on
     /// file is in the player's name: the account is verified.
     pub async fn verify_account(&self, player: &Player) -> Result<(), Error> {
+        self.verify_account_as(Actor::Operator, player).await
+    }
+
+    /// [`Service::verify_account`], recorded in the trail as `actor`'s.
+    pub async fn verify_account_as(&self, actor: Actor, player: &Player) -> Result<(), Error> {
         let now_ms = self.now_ms();
         let player = player.clone();
         self.write(move |conn| {
             let player = player.clone();
+            let actor = actor.clone();
             Box::pin(async move {
                 let row = store::account(conn, player.id).await?;
                 match row.status {
@@ -368,7 +374,7 @@ impl Service {
                 trail::append(
                     conn,
                     now_ms,
-                    &Actor::Operator,
+                    &actor,
                     "account_verified",
                     json!({"player_id": player.id, "iban": Iban::masked(&iban)}),
                     json!({"status": "verified"}),
@@ -407,12 +413,18 @@ impl Service {
     /// a new version, and every account it matches is excluded at once (its
     /// sessions end), in the same job.
     pub async fn import_ban_list(&self, csv: &str) -> Result<BanImport, Error> {
+        self.import_ban_list_as(Actor::Operator, csv).await
+    }
+
+    /// [`Service::import_ban_list`], recorded in the trail as `actor`'s.
+    pub async fn import_ban_list_as(&self, actor: Actor, csv: &str) -> Result<BanImport, Error> {
         let entries = parse_ban_csv(csv)?;
         let sha256 = sha256_hex(csv.as_bytes());
         let now_ms = self.now_ms();
         self.write(move |conn| {
             let entries = entries.clone();
             let sha256 = sha256.clone();
+            let actor = actor.clone();
             Box::pin(async move {
                 let version = store::replace_ban_list(conn, &entries, &sha256, now_ms).await?;
                 let (banned, lifted) = store::apply_ban_list(conn, now_ms).await?;
@@ -425,7 +437,7 @@ impl Service {
                 trail::append(
                     conn,
                     now_ms,
-                    &Actor::Operator,
+                    &actor,
                     "ban_list_imported",
                     json!({"version": version, "entries": entries.len(), "sha256": sha256}),
                     json!({

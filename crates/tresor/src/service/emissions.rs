@@ -129,8 +129,14 @@ impl Service {
     /// Closes an emission: its sales stop and the secrets of its blocks are
     /// published. Units left unsold stay counted as such.
     pub async fn close_emission(&self, emission_id: i64) -> Result<(), Error> {
+        self.close_emission_as(Actor::Operator, emission_id).await
+    }
+
+    /// [`Service::close_emission`], recorded in the trail as `actor`'s.
+    pub async fn close_emission_as(&self, actor: Actor, emission_id: i64) -> Result<(), Error> {
         let now_ms = self.now_ms();
         self.write(move |conn| {
+            let actor = actor.clone();
             Box::pin(async move {
                 let state: Option<String> =
                     sql::query_scalar("SELECT state FROM emissions WHERE id = $1")
@@ -164,7 +170,7 @@ impl Service {
                 trail::append(
                     conn,
                     now_ms,
-                    &Actor::Operator,
+                    &actor,
                     "emission_close",
                     json!({"emission_id": emission_id}),
                     json!({"blocks_closed": closed}),
@@ -179,18 +185,29 @@ impl Service {
     /// Takes an open block out of sale; sales go on from the other open
     /// blocks of its stake, if any.
     pub async fn suspend_block(&self, block_id: i64) -> Result<(), Error> {
-        self.move_block(block_id, "open", "suspended", "block_suspend")
+        self.suspend_block_as(Actor::Operator, block_id).await
+    }
+
+    /// [`Service::suspend_block`], recorded in the trail as `actor`'s.
+    pub async fn suspend_block_as(&self, actor: Actor, block_id: i64) -> Result<(), Error> {
+        self.move_block(actor, block_id, "open", "suspended", "block_suspend")
             .await
     }
 
     /// Puts a suspended block back on sale (its emission must be open).
     pub async fn resume_block(&self, block_id: i64) -> Result<(), Error> {
-        self.move_block(block_id, "suspended", "open", "block_resume")
+        self.resume_block_as(Actor::Operator, block_id).await
+    }
+
+    /// [`Service::resume_block`], recorded in the trail as `actor`'s.
+    pub async fn resume_block_as(&self, actor: Actor, block_id: i64) -> Result<(), Error> {
+        self.move_block(actor, block_id, "suspended", "open", "block_resume")
             .await
     }
 
     async fn move_block(
         &self,
+        actor: Actor,
         block_id: i64,
         from: &'static str,
         to: &'static str,
@@ -198,6 +215,7 @@ impl Service {
     ) -> Result<(), Error> {
         let now_ms = self.now_ms();
         self.write(move |conn| {
+            let actor = actor.clone();
             Box::pin(async move {
                 let row: Option<(String, String)> = sql::query_as(
                     "SELECT b.state, e.state FROM blocks b JOIN emissions e ON e.id = b.emission_id \
@@ -228,7 +246,7 @@ impl Service {
                 trail::append(
                     conn,
                     now_ms,
-                    &Actor::Operator,
+                    &actor,
                     action,
                     json!({"block_id": block_id}),
                     json!({"state": to}),

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 mod account;
 mod blocks;
+mod console;
 mod emissions;
 mod money;
 mod payments;
@@ -23,6 +24,7 @@ mod protection;
 mod purchase;
 mod secrets;
 mod sessions;
+mod staff;
 mod statement;
 mod status;
 mod withdrawals;
@@ -30,6 +32,7 @@ mod withdrawals;
 pub use crate::clock::{Clock, ManualClock, SystemClock, rfc3339};
 pub use crate::model::{DEPOSITS_ACCOUNT, IdempotencyKey, PRIZES_ACCOUNT, Player, STAKES_ACCOUNT};
 pub use account::{AccountView, BanImport, Closed, Opening};
+pub use console::{Dashboard, PlayerListing, Recheck};
 pub use emissions::{BlockView, EmissionView};
 pub use money::{MAX_DEMO_DEPOSIT_CENTS, MAX_DEPOSIT_CENTS, Me};
 pub use payments::{Confirmed, DepositView, Payments, sign as sign_webhook};
@@ -40,6 +43,7 @@ pub use purchase::{Bought, Purchase};
 pub mod payments_headers {
     pub use super::payments::{SIGNATURE_HEADER as SIGNATURE, TIMESTAMP_HEADER as TIMESTAMP};
 }
+pub use staff::{PasswordChecked, StaffListing, StaffMember, TOTP_PURPOSE};
 pub use statement::{Movement, Statement};
 pub use status::Status;
 pub use withdrawals::{Settlement, WithdrawalView};

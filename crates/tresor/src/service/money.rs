@@ -128,7 +128,17 @@ impl Service {
     /// Credits a player's account at the operator's command (`tresor player
     /// credit`). Returns the new balance.
     pub async fn credit(&self, player: &Player, amount_cents: i64) -> Result<i64, Error> {
-        self.deposit_as(Actor::Operator, "credit", "credit", player, amount_cents)
+        self.credit_as(Actor::Operator, player, amount_cents).await
+    }
+
+    /// [`Service::credit`], recorded in the trail as `actor`'s.
+    pub async fn credit_as(
+        &self,
+        actor: Actor,
+        player: &Player,
+        amount_cents: i64,
+    ) -> Result<i64, Error> {
+        self.deposit_as(actor, "credit", "credit", player, amount_cents)
             .await
     }
 

@@ -262,11 +262,13 @@ impl Service {
 
 /// A valid argon2id hash of a random password, checked against when the
 /// username is unknown so that a login takes as long either way.
-const DUMMY_HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$JtqWGUn4JF+8dWmFSkU+UeL2sbU2hSQyk4Uu6BtLvNY";
+pub(super) const DUMMY_HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$JtqWGUn4JF+8dWmFSkU+UeL2sbU2hSQyk4Uu6BtLvNY";
 
 /// Each argon2 hash takes about 19 MiB and tens of milliseconds: a few at a
 /// time, so that a burst of logins queues up instead of exhausting memory.
-async fn with_hashing_permit<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+pub(super) async fn with_hashing_permit<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> T {
     static HASHING: std::sync::LazyLock<tokio::sync::Semaphore> = std::sync::LazyLock::new(|| {
         tokio::sync::Semaphore::new(std::thread::available_parallelism().map_or(2, |n| n.get()) * 2)
     });
@@ -279,7 +281,7 @@ async fn with_hashing_permit<T: Send + 'static>(work: impl FnOnce() -> T + Send 
         .expect("password hashing task")
 }
 
-fn hash_password(password: &str) -> Result<String, Error> {
+pub(super) fn hash_password(password: &str) -> Result<String, Error> {
     use argon2::password_hash::{PasswordHasher, SaltString, rand_core::OsRng};
     let salt = SaltString::generate(&mut OsRng);
     argon2::Argon2::default()
@@ -288,7 +290,7 @@ fn hash_password(password: &str) -> Result<String, Error> {
         .map_err(|_| Error::Unavailable("password hashing failed"))
 }
 
-fn verify_password(password: &str, hash: &str) -> bool {
+pub(super) fn verify_password(password: &str, hash: &str) -> bool {
     use argon2::password_hash::{PasswordHash, PasswordVerifier};
     PasswordHash::new(hash)
         .map(|parsed| {

@@ -111,6 +111,20 @@ impl Service {
                     let secret = key.open(*id, sealed.as_deref().unwrap_or_default())?;
                     store_sealed(conn, *id, &new_key.seal(*id, &secret)).await?;
                 }
+                // The console accounts' TOTP secrets are sealed under it too.
+                let staff: Vec<(i64, Vec<u8>)> = sql::query_as(
+                    "SELECT id, totp_sealed FROM staff WHERE totp_sealed IS NOT NULL ORDER BY id",
+                )
+                .fetch_all(&mut *conn)
+                .await?;
+                for (id, sealed) in &staff {
+                    let secret = key.open_for(super::TOTP_PURPOSE, *id, sealed)?;
+                    sql::query("UPDATE staff SET totp_sealed = $1 WHERE id = $2")
+                        .bind(new_key.seal_for(super::TOTP_PURPOSE, *id, &secret))
+                        .bind(*id)
+                        .execute(&mut *conn)
+                        .await?;
+                }
                 put_setting(conn, KEY_CHECK, Some(&new_key.check_value())).await?;
                 trail::append(
                     conn,
@@ -118,7 +132,7 @@ impl Service {
                     &Actor::Operator,
                     "secrets_rotated",
                     json!({}),
-                    json!({"blocks_resealed": rows.len()}),
+                    json!({"blocks_resealed": rows.len(), "staff_totp_resealed": staff.len()}),
                 )
                 .await?;
                 Ok(rows.len())

@@ -138,8 +138,19 @@ impl Service {
 
     /// Sets (or clears) when sales open.
     pub async fn set_sales_open_at(&self, opens_at_ms: Option<i64>) -> Result<(), Error> {
+        self.set_sales_open_at_as(Actor::Operator, opens_at_ms)
+            .await
+    }
+
+    /// [`Service::set_sales_open_at`], recorded in the trail as `actor`'s.
+    pub async fn set_sales_open_at_as(
+        &self,
+        actor: Actor,
+        opens_at_ms: Option<i64>,
+    ) -> Result<(), Error> {
         let now_ms = self.now_ms();
         self.write(move |conn| {
+            let actor = actor.clone();
             Box::pin(async move {
                 put_setting(
                     conn,
@@ -150,7 +161,7 @@ impl Service {
                 trail::append(
                     conn,
                     now_ms,
-                    &Actor::Operator,
+                    &actor,
                     "sales_open_at",
                     json!({"opens_at": opens_at_ms.map(rfc3339), "opens_at_ms": opens_at_ms}),
                     json!({}),
@@ -164,6 +175,15 @@ impl Service {
 
     /// Sets (or clears) the message shown on the site.
     pub async fn set_announcement(&self, message: Option<String>) -> Result<(), Error> {
+        self.set_announcement_as(Actor::Operator, message).await
+    }
+
+    /// [`Service::set_announcement`], recorded in the trail as `actor`'s.
+    pub async fn set_announcement_as(
+        &self,
+        actor: Actor,
+        message: Option<String>,
+    ) -> Result<(), Error> {
         if let Some(text) = &message
             && (text.trim().is_empty() || text.chars().count() > 1000)
         {
@@ -174,12 +194,13 @@ impl Service {
         let now_ms = self.now_ms();
         self.write(move |conn| {
             let message = message.clone();
+            let actor = actor.clone();
             Box::pin(async move {
                 put_setting(conn, "announcement", message.as_deref()).await?;
                 trail::append(
                     conn,
                     now_ms,
-                    &Actor::Operator,
+                    &actor,
                     "announce",
                     json!({"message": message}),
                     json!({}),

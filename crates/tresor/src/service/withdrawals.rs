@@ -162,7 +162,19 @@ impl Service {
         settlement: Settlement,
         reason: Option<String>,
     ) -> Result<WithdrawalView, Error> {
-        self.settle_withdrawal(Actor::Operator, None, id, settlement, reason)
+        self.decide_withdrawal_as(Actor::Operator, id, settlement, reason)
+            .await
+    }
+
+    /// [`Service::decide_withdrawal`], recorded in the trail as `actor`'s.
+    pub async fn decide_withdrawal_as(
+        &self,
+        actor: Actor,
+        id: i64,
+        settlement: Settlement,
+        reason: Option<String>,
+    ) -> Result<WithdrawalView, Error> {
+        self.settle_withdrawal(actor, None, id, settlement, reason)
             .await
     }
 

@@ -1,0 +1,1030 @@
+//! The operator's console API (`docs/CONSOLE.md`) over real HTTP to the
+//! operator listener of an in-process server, on both databases: enrolment
+//! and login with a TOTP code, sessions and CSRF, every role refused every
+//! permission it lacks (changing nothing), every action in the trail under
+//! the console account's name, the dashboard after purchases, the trail's
+//! verification and export, a published block re-checked; and the
+//! `tresor operator` commands.
+
+mod common;
+
+use common::{TestApp, TestDb, describe, tresor_command};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use std::io::Write;
+use std::process::Stdio;
+use tresor::staff::{Role, StaffName, totp_code};
+
+const PASSWORD: &str = "a console password";
+const IBAN: &str = "FR76 3000 6000 0112 3456 7890 189";
+
+/// A browser on the console: its own cookie jar, on the operator listener.
+struct Console {
+    base: String,
+    client: reqwest::Client,
+}
+
+async fn answer(response: reqwest::Response) -> (StatusCode, Value) {
+    let status = response.status();
+    let text = response.text().await.unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
+}
+
+impl Console {
+    fn new(app: &TestApp) -> Console {
+        Console {
+            base: app.admin_address.clone(),
+            client: reqwest::Client::builder()
+                .cookie_store(true)
+                .build()
+                .unwrap(),
+        }
+    }
+
+    async fn get(&self, path: &str) -> (StatusCode, Value) {
+        answer(
+            self.client
+                .get(format!("{}{path}", self.base))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await
+    }
+
+    async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+        csrf: bool,
+    ) -> (StatusCode, Value) {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let mut request = self.client.request(method, format!("{}{path}", self.base));
+        if csrf {
+            request = request.header("x-requested-with", "tresor-console");
+        }
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        answer(request.send().await.unwrap()).await
+    }
+
+    async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        self.send("POST", path, Some(body), true).await
+    }
+
+    async fn put(&self, path: &str, body: Value) -> (StatusCode, Value) {
+        self.send("PUT", path, Some(body), true).await
+    }
+
+    async fn login(&self, username: &str, password: &str) -> (StatusCode, Value) {
+        self.post(
+            "/console/api/login",
+            json!({"username": username, "password": password}),
+        )
+        .await
+    }
+
+    async fn code(&self, code: &str) -> (StatusCode, Value) {
+        self.post("/console/api/login/code", json!({"code": code}))
+            .await
+    }
+}
+
+/// RFC 4648 base32 without padding, decoded.
+fn base32_decode(text: &str) -> Vec<u8> {
+    const ALPHABET: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+    let (mut buffer, mut bits, mut out) = (0u32, 0u32, Vec::new());
+    for c in text.chars() {
+        buffer = (buffer << 5) | ALPHABET.find(c).expect("a base32 digit") as u32;
+        bits += 5;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((buffer >> bits) as u8);
+        }
+    }
+    out
+}
+
+fn now_s(app: &TestApp) -> i64 {
+    app.service.now_ms() / 1000
+}
+
+async fn add_staff(app: &TestApp, name: &str, role: Role) {
+    app.service
+        .add_staff(&StaffName::parse(name).unwrap(), role, PASSWORD)
+        .await
+        .unwrap();
+}
+
+/// A console account of `role` named `name`, enrolled and logged in; its
+/// TOTP secret.
+async fn logged_in(app: &TestApp, name: &str, role: Role) -> (Console, Vec<u8>) {
+    add_staff(app, name, role).await;
+    let console = Console::new(app);
+    let (status, body) = console.login(name, PASSWORD).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["step"], "enrol", "{body}");
+    let secret = base32_decode(body["secret"].as_str().unwrap());
+    let (status, body) = console.code(&totp_code(&secret, now_s(app))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    (console, secret)
+}
+
+fn assert_error(answer: &(StatusCode, Value), status: StatusCode, code: &str) {
+    assert_eq!(answer.0, status, "{}", answer.1);
+    assert_eq!(answer.1["error"]["code"], code, "{}", answer.1);
+    assert!(
+        answer.1["error"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()),
+        "{}",
+        answer.1
+    );
+}
+
+/// The trail's (actor, action) pairs, in order.
+async fn trail(app: &TestApp) -> Vec<(String, String)> {
+    sqlx::query_as("SELECT actor, action FROM trail ORDER BY seq")
+        .fetch_all(&app.service.db.pool)
+        .await
+        .unwrap()
+}
+
+/// Everything a console action could change but the trail, as text.
+async fn state_of(app: &TestApp) -> String {
+    let pool = &app.service.db.pool;
+    let mut out = String::new();
+    for query in [
+        "SELECT CAST(id AS TEXT) || ':' || state FROM emissions ORDER BY id",
+        "SELECT CAST(id AS TEXT) || ':' || state || ':' || CAST(units_sold AS TEXT) FROM blocks ORDER BY id",
+        "SELECT CAST(id AS TEXT) || ':' || CAST(balance_cents AS TEXT) FROM accounts ORDER BY id",
+        "SELECT key || ':' || value FROM settings ORDER BY key",
+        "SELECT CAST(id AS TEXT) || ':' || state FROM withdrawals ORDER BY id",
+        "SELECT CAST(player_id AS TEXT) || ':' || COALESCE(CAST(excluded_until_ms AS TEXT), '-') FROM protections ORDER BY player_id",
+        "SELECT CAST(player_id AS TEXT) || ':' || status FROM player_accounts ORDER BY player_id",
+        "SELECT CAST(COUNT(*) AS TEXT) FROM transfers",
+        "SELECT username || ':' || role || ':' || COALESCE(CAST(disabled_at_ms AS TEXT), '-') FROM staff ORDER BY username",
+    ] {
+        let rows: Vec<String> = sqlx::query_scalar(query).fetch_all(pool).await.unwrap();
+        out.push_str(&format!("{query}\n  {}\n", rows.join(" ")));
+    }
+    out
+}
+
+/// A player with an account for real money (identity, IBAN), logged in as
+/// the app's own client, with `cents` credited by the console account.
+async fn real_money_player(app: &TestApp, console: &Console, username: &str, cents: i64) -> i64 {
+    let now = time::OffsetDateTime::from_unix_timestamp(now_s(app)).unwrap();
+    let born = format!("{}", now.date().replace_year(now.year() - 30).unwrap());
+    let (status, body) = app
+        .post(
+            "/api/account/open",
+            json!({
+                "username": username, "password": "a long password", "accept_rules": true,
+                "marketing_consent": false, "iban": IBAN,
+                "deposit_limit_cents": 1_000_000, "stake_limit_cents": 1_000_000,
+                "identity": {
+                    "birth_name": format!("Name of {username}"), "first_names": "Anne Marie",
+                    "birth_date": born, "birth_place": "Nantes",
+                    "address": "1 rue de la Paix, 75002 Paris",
+                },
+            }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let id = app.service.player_by_username(username).await.unwrap().id;
+    let (status, body) = console
+        .post(
+            &format!("/console/api/players/{id}/credit"),
+            json!({"amount_cents": cents}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["balance_cents"], cents);
+    id
+}
+
+on_both!(enrolment_takes_a_password_a_secret_and_a_code, |app| {
+    add_staff(&app, "alice", Role::Operator).await;
+    let console = Console::new(&app);
+    assert_error(
+        &console.login("alice", "not the password").await,
+        StatusCode::UNAUTHORIZED,
+        "invalid_credentials",
+    );
+    assert_error(
+        &console.login("nobody", PASSWORD).await,
+        StatusCode::UNAUTHORIZED,
+        "invalid_credentials",
+    );
+    // The code step needs the password step first.
+    assert_error(
+        &console.code("123456").await,
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+    );
+    let (status, enrol) = console.login("ALICE", PASSWORD).await;
+    assert_eq!(status, StatusCode::OK, "{enrol}");
+    assert_eq!(enrol["step"], "enrol");
+    let secret_text = enrol["secret"].as_str().unwrap();
+    let secret = base32_decode(secret_text);
+    assert_eq!(secret.len(), 20);
+    assert_eq!(
+        enrol["otpauth_uri"],
+        format!(
+            "otpauth://totp/Tresor:alice?secret={secret_text}&issuer=Tresor&algorithm=SHA1&digits=6&period=30"
+        )
+    );
+    assert!(enrol["qr_svg"].as_str().unwrap().contains("<svg"));
+    // A wrong code is refused and enrols nothing.
+    let right = totp_code(&secret, now_s(&app));
+    let wrong = format!("{:06}", (right.parse::<u32>().unwrap() + 1) % 1_000_000);
+    assert_error(
+        &console.code(&wrong).await,
+        StatusCode::UNAUTHORIZED,
+        "invalid_code",
+    );
+    assert_error(
+        &console.get("/console/api/me").await,
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+    );
+    let (status, done) = console.code(&right).await;
+    assert_eq!(status, StatusCode::OK, "{done}");
+    assert_eq!(done["step"], "done");
+    assert_eq!(done["operator"]["username"], "alice");
+    assert_eq!(done["operator"]["role"], "operator");
+    let (status, me) = console.get("/console/api/me").await;
+    assert_eq!(status, StatusCode::OK, "{me}");
+    assert_eq!(
+        me["permissions"],
+        json!(["dashboard", "emissions", "players", "withdrawals", "site"])
+    );
+    // The secret is stored sealed, never in clear.
+    let sealed: Vec<u8> =
+        sqlx::query_scalar("SELECT totp_sealed FROM staff WHERE username = 'alice'")
+            .fetch_one(&app.service.db.pool)
+            .await
+            .unwrap();
+    assert!(!sealed.windows(secret.len()).any(|w| w == secret.as_slice()));
+
+    let (status, _) = console.post("/console/api/logout", json!({})).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert_error(
+        &console.get("/console/api/me").await,
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+    );
+    // Enrolled now: the secret is never shown again, and a code is used once.
+    let (status, step) = console.login("alice", PASSWORD).await;
+    assert_eq!(status, StatusCode::OK, "{step}");
+    assert_eq!(step, json!({"step": "code"}));
+    assert_error(
+        &console.code(&right).await,
+        StatusCode::UNAUTHORIZED,
+        "invalid_code",
+    );
+    app.clock.advance_ms(30_000);
+    let (status, done) = console.code(&totp_code(&secret, now_s(&app))).await;
+    assert_eq!(status, StatusCode::OK, "{done}");
+    let actions: Vec<(String, String)> = trail(&app)
+        .await
+        .into_iter()
+        .filter(|(_, action)| action.starts_with("console_"))
+        .collect();
+    let staff = |action: &str| ("staff:alice".to_owned(), action.to_owned());
+    assert_eq!(
+        actions,
+        vec![
+            staff("console_login_failed"),
+            ("anonymous".to_owned(), "console_login_failed".to_owned()),
+            staff("console_code_failed"),
+            staff("console_enrol"),
+            staff("console_login"),
+            staff("console_logout"),
+            staff("console_code_failed"),
+            staff("console_login"),
+        ]
+    );
+    // A disabled account cannot log in, and its session ends.
+    app.service
+        .disable_staff(&StaffName::parse("alice").unwrap())
+        .await
+        .unwrap();
+    assert_error(
+        &console.get("/console/api/me").await,
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+    );
+    assert_error(
+        &console.login("alice", PASSWORD).await,
+        StatusCode::UNAUTHORIZED,
+        "invalid_credentials",
+    );
+});
+
+on_both!(no_session_is_401_and_a_missing_csrf_header_is_403, |app| {
+    let anonymous = Console::new(&app);
+    for path in [
+        "/console/api/me",
+        "/console/api/dashboard",
+        "/console/api/trail",
+    ] {
+        assert_error(
+            &anonymous.get(path).await,
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+        );
+    }
+    let (console, _) = logged_in(&app, "alice", Role::Operator).await;
+    let before = state_of(&app).await;
+    let trail_before = trail(&app).await.len();
+    for (method, path, body) in [
+        (
+            "POST",
+            "/console/api/emissions",
+            json!({"stake_cents": 100, "blocks": 1}),
+        ),
+        (
+            "PUT",
+            "/console/api/site/announcement",
+            json!({"message": "hello"}),
+        ),
+        ("POST", "/console/api/logout", json!({})),
+        (
+            "POST",
+            "/console/api/login",
+            json!({"username": "alice", "password": PASSWORD}),
+        ),
+    ] {
+        assert_error(
+            &console.send(method, path, Some(body), false).await,
+            StatusCode::FORBIDDEN,
+            "csrf",
+        );
+    }
+    assert_eq!(state_of(&app).await, before);
+    assert_eq!(trail(&app).await.len(), trail_before);
+    // Still logged in: the refused logout did nothing.
+    assert_eq!(console.get("/console/api/me").await.0, StatusCode::OK);
+    assert_error(
+        &console.get("/console/api/nothing/here").await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    );
+    let answer = console
+        .client
+        .get(format!("{}/console/api/me", console.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.headers()["cache-control"], "no-store");
+});
+
+/// Every endpoint of `docs/CONSOLE.md` but login, logout and `me`: method,
+/// path, body, and the permission it needs.
+fn endpoints(
+    player: i64,
+    block: i64,
+    emission: i64,
+) -> Vec<(&'static str, String, Option<Value>, &'static str)> {
+    let p = |s: &str| s.to_owned();
+    vec![
+        ("GET", p("/console/api/dashboard"), None, "dashboard"),
+        ("GET", p("/console/api/report"), None, "dashboard"),
+        ("GET", p("/console/api/emissions"), None, "dashboard"),
+        ("GET", p("/console/api/blocks"), None, "dashboard"),
+        ("GET", p("/console/api/site"), None, "dashboard"),
+        (
+            "POST",
+            p("/console/api/emissions"),
+            Some(json!({"stake_cents": 100, "blocks": 1})),
+            "emissions",
+        ),
+        (
+            "POST",
+            format!("/console/api/emissions/{emission}/close"),
+            Some(json!({})),
+            "emissions",
+        ),
+        (
+            "POST",
+            format!("/console/api/blocks/{block}/suspend"),
+            Some(json!({})),
+            "emissions",
+        ),
+        (
+            "POST",
+            format!("/console/api/blocks/{block}/resume"),
+            Some(json!({})),
+            "emissions",
+        ),
+        (
+            "POST",
+            format!("/console/api/blocks/{block}/recheck"),
+            Some(json!({})),
+            "trail",
+        ),
+        ("GET", p("/console/api/players?q=bob"), None, "players"),
+        (
+            "GET",
+            format!("/console/api/players/{player}"),
+            None,
+            "players",
+        ),
+        (
+            "GET",
+            format!("/console/api/players/{player}/statement"),
+            None,
+            "players",
+        ),
+        (
+            "POST",
+            format!("/console/api/players/{player}/credit"),
+            Some(json!({"amount_cents": 500})),
+            "players",
+        ),
+        (
+            "POST",
+            format!("/console/api/players/{player}/exclude"),
+            Some(json!({"period": "7d"})),
+            "players",
+        ),
+        (
+            "POST",
+            format!("/console/api/players/{player}/verify"),
+            Some(json!({})),
+            "players",
+        ),
+        (
+            "GET",
+            p("/console/api/accounts?status=provisional"),
+            None,
+            "players",
+        ),
+        (
+            "GET",
+            p("/console/api/withdrawals?state=pending"),
+            None,
+            "withdrawals",
+        ),
+        (
+            "POST",
+            p("/console/api/withdrawals/1/approve"),
+            Some(json!({})),
+            "withdrawals",
+        ),
+        (
+            "POST",
+            p("/console/api/withdrawals/1/reject"),
+            Some(json!({"reason": "no"})),
+            "withdrawals",
+        ),
+        (
+            "PUT",
+            p("/console/api/site/sales"),
+            Some(json!({"opens_at": null})),
+            "site",
+        ),
+        (
+            "PUT",
+            p("/console/api/site/announcement"),
+            Some(json!({"message": "hello"})),
+            "site",
+        ),
+        ("GET", p("/console/api/trail"), None, "trail"),
+        (
+            "POST",
+            p("/console/api/trail/verify"),
+            Some(json!({})),
+            "trail",
+        ),
+        ("GET", p("/console/api/trail/export"), None, "trail"),
+    ]
+}
+
+on_both!(
+    each_role_is_refused_each_permission_it_lacks_and_nothing_changes,
+    |app| {
+        app.player("bob", 1_000).await;
+        let player = app.service.player_by_username("bob").await.unwrap().id;
+        let block = app.service.blocks().await.unwrap()[0].id;
+        let emission = app.service.emissions().await.unwrap()[0].id;
+        let table = endpoints(player, block, emission);
+        let mut refused = 0;
+        for (role, name) in [
+            (Role::Viewer, "vera"),
+            (Role::Operator, "otto"),
+            (Role::Auditor, "aude"),
+        ] {
+            let (console, _) = logged_in(&app, name, role).await;
+            for (method, path, body, permission) in &table {
+                if role.permissions().iter().any(|p| p.as_str() == *permission) {
+                    continue;
+                }
+                let before = state_of(&app).await;
+                let trail_before = trail(&app).await;
+                let answer = console.send(method, path, body.clone(), true).await;
+                assert_error(&answer, StatusCode::FORBIDDEN, "forbidden");
+                assert_eq!(
+                    answer.1["error"]["permission"], *permission,
+                    "{method} {path}"
+                );
+                assert_eq!(state_of(&app).await, before, "{name}: {method} {path}");
+                // The refusal itself is the one new record of the trail.
+                let after = trail(&app).await;
+                assert_eq!(after.len(), trail_before.len() + 1, "{method} {path}");
+                assert_eq!(
+                    after.last().unwrap(),
+                    &(format!("staff:{name}"), "console_forbidden".to_owned())
+                );
+                refused += 1;
+            }
+        }
+        // The viewer lacks 20 endpoints, the operator the trail's 4, the auditor 16.
+        assert_eq!(refused, 20 + 4 + 16);
+        let output = app.db.tresor_ok(&["audit", "verify"]);
+        assert!(output.status.success(), "{}", describe(&output));
+    }
+);
+
+on_both!(
+    each_console_action_is_in_the_trail_under_the_staff_name,
+    |app| {
+        let (alice, _) = logged_in(&app, "alice", Role::Operator).await;
+        let (carol, _) = logged_in(&app, "carol", Role::Auditor).await;
+
+        // Emissions and blocks.
+        let (status, emission) = alice
+            .post(
+                "/console/api/emissions",
+                json!({"stake_cents": 200, "blocks": 2, "name": "Spring"}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{emission}");
+        assert_eq!(emission["name"], "Spring");
+        let blocks = emission["blocks"].as_array().unwrap();
+        assert_eq!(blocks.len(), 2);
+        let block = blocks[0]["id"].as_i64().unwrap();
+        assert_eq!(blocks[0]["secret"], Value::Null);
+        let (status, suspended) = alice
+            .post(&format!("/console/api/blocks/{block}/suspend"), json!({}))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{suspended}");
+        assert_eq!(suspended["state"], "suspended");
+        let (status, resumed) = alice
+            .post(&format!("/console/api/blocks/{block}/resume"), json!({}))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{resumed}");
+        assert_eq!(resumed["state"], "open");
+        // A refusal of the service is a JSON error that changes nothing.
+        let before = state_of(&app).await;
+        assert_error(
+            &alice
+                .post(&format!("/console/api/blocks/{block}/resume"), json!({}))
+                .await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "validation",
+        );
+        assert_eq!(state_of(&app).await, before);
+
+        // Players: credit, verify, exclude; withdrawals approved and rejected.
+        let dora = real_money_player(&app, &alice, "dora", 5_000).await;
+        let (status, found) = alice.get("/console/api/players?q=DOR").await;
+        assert_eq!(status, StatusCode::OK, "{found}");
+        assert_eq!(found["players"][0]["username"], "dora");
+        assert_eq!(found["players"][0]["balance_cents"], 5_000);
+        let (status, queue) = alice.get("/console/api/accounts?status=provisional").await;
+        assert_eq!(status, StatusCode::OK, "{queue}");
+        assert!(
+            queue["accounts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|a| a["username"] == "dora")
+        );
+        let (status, account) = alice
+            .post(&format!("/console/api/players/{dora}/verify"), json!({}))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{account}");
+        assert_eq!(account["status"], "verified");
+        let mut ids = Vec::new();
+        for cents in [1_000, 700] {
+            let (status, w) = app
+                .post("/api/account/withdrawals", json!({"amount_cents": cents}))
+                .await;
+            assert_eq!(status, StatusCode::CREATED, "{w}");
+            ids.push(w["id"].as_i64().unwrap());
+        }
+        let (status, pending) = alice.get("/console/api/withdrawals?state=pending").await;
+        assert_eq!(status, StatusCode::OK, "{pending}");
+        assert_eq!(pending["withdrawals"].as_array().unwrap().len(), 2);
+        let (status, paid) = alice
+            .post(
+                &format!("/console/api/withdrawals/{}/approve", ids[0]),
+                json!({}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{paid}");
+        assert_eq!(paid["state"], "paid");
+        let (status, rejected) = alice
+            .post(
+                &format!("/console/api/withdrawals/{}/reject", ids[1]),
+                json!({"reason": "the IBAN is not in the player's name"}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{rejected}");
+        assert_eq!(rejected["state"], "rejected");
+        let (status, detail) = alice.get(&format!("/console/api/players/{dora}")).await;
+        assert_eq!(status, StatusCode::OK, "{detail}");
+        assert_eq!(detail["account"]["balance_cents"], 5_000 - 1_000);
+        let (status, statement) = alice
+            .get(&format!("/console/api/players/{dora}/statement?limit=2"))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{statement}");
+        assert_eq!(statement["movements"].as_array().unwrap().len(), 2);
+        let (status, excluded) = alice
+            .post(
+                &format!("/console/api/players/{dora}/exclude"),
+                json!({"period": "7d"}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{excluded}");
+        assert!(excluded["excluded_until"].is_string());
+
+        // The site.
+        let (status, site) = alice
+            .put(
+                "/console/api/site/sales",
+                json!({"opens_at": "2030-03-01T09:00:00+01:00"}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{site}");
+        assert_eq!(site["sales_open_at"], "2030-03-01T08:00:00.000Z");
+        let (status, site) = alice
+            .put(
+                "/console/api/site/announcement",
+                json!({"message": "Maintenance at noon"}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{site}");
+        assert_eq!(site["announcement"], "Maintenance at noon");
+        let (_, status_page) = app.get("/api/status").await;
+        assert_eq!(status_page["message"], "Maintenance at noon");
+        let (status, site) = alice
+            .put("/console/api/site/sales", json!({"opens_at": null}))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{site}");
+        assert_eq!(site["sales_open_at"], Value::Null);
+
+        // Closing publishes the secrets; the auditor re-checks a block.
+        let emission_id = emission["id"].as_i64().unwrap();
+        let (status, closed) = alice
+            .post(
+                &format!("/console/api/emissions/{emission_id}/close"),
+                json!({}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{closed}");
+        assert_eq!(closed["state"], "closed");
+        assert!(closed["blocks"][0]["secret"].is_string());
+        let (status, recheck) = carol
+            .post(&format!("/console/api/blocks/{block}/recheck"), json!({}))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{recheck}");
+        assert_eq!(recheck["ok"], true, "{recheck}");
+        assert_eq!(recheck["commitment_ok"], true);
+        assert_eq!(recheck["table_ok"], true);
+        assert_eq!(recheck["units"], 450_000);
+        // A block still on sale has no published secret to re-check.
+        let open_block = app
+            .service
+            .blocks()
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|b| b.state == "open")
+            .unwrap()
+            .id;
+        assert_error(
+            &carol
+                .post(
+                    &format!("/console/api/blocks/{open_block}/recheck"),
+                    json!({}),
+                )
+                .await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "validation",
+        );
+
+        // The auditor verifies the trail: itself a record, read back.
+        let (status, trail_before) = carol.get("/console/api/trail").await;
+        assert_eq!(status, StatusCode::OK, "{trail_before}");
+        assert_eq!(trail_before["last_verification"], Value::Null);
+        let (status, verified) = carol.post("/console/api/trail/verify", json!({})).await;
+        assert_eq!(status, StatusCode::OK, "{verified}");
+        assert_eq!(verified["ok"], true, "{verified}");
+        let (status, trail_now) = carol.get("/console/api/trail").await;
+        assert_eq!(status, StatusCode::OK, "{trail_now}");
+        assert_eq!(trail_now["last_verification"]["by"], "carol");
+        assert_eq!(trail_now["last_verification"]["ok"], true);
+        assert_eq!(
+            trail_now["last_verification"]["records"],
+            verified["records"]
+        );
+        assert_eq!(
+            trail_now["head"]["seq"],
+            verified["records"].as_i64().unwrap() + 1
+        );
+
+        let records = trail(&app).await;
+        for (actor, action) in [
+            ("staff:alice", "emission_create"),
+            ("staff:alice", "block_suspend"),
+            ("staff:alice", "block_resume"),
+            ("staff:alice", "credit"),
+            ("staff:alice", "account_verified"),
+            ("staff:alice", "withdrawal_paid"),
+            ("staff:alice", "withdrawal_rejected"),
+            ("staff:alice", "exclude"),
+            ("staff:alice", "sales_open_at"),
+            ("staff:alice", "announce"),
+            ("staff:alice", "emission_close"),
+            ("staff:carol", "trail_verify"),
+        ] {
+            assert!(
+                records.iter().any(|(a, b)| a == actor && b == action),
+                "no {action} by {actor} in {records:?}"
+            );
+        }
+        // From the console's first action on, none is the command line's.
+        let first = records
+            .iter()
+            .position(|(a, b)| a == "staff:alice" && b == "emission_create")
+            .unwrap();
+        assert!(
+            !records[first..].iter().any(|(a, _)| a == "operator"),
+            "{records:?}"
+        );
+
+        // The export is the whole trail, one JSON line per record.
+        let response = carol
+            .client
+            .get(format!("{}/console/api/trail/export", carol.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        assert!(
+            response.headers()["content-disposition"]
+                .to_str()
+                .unwrap()
+                .starts_with("attachment")
+        );
+        let text = response.text().await.unwrap();
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), trail(&app).await.len());
+        assert_eq!(lines[0]["seq"], 1);
+        assert!(lines.last().unwrap()["at"].is_string());
+
+        let output = app.db.tresor_ok(&["audit", "verify"]);
+        assert!(output.status.success(), "{}", describe(&output));
+    }
+);
+
+on_both!(the_dashboard_counts_purchases_and_sales, |app| {
+    // Purchases and the polls below stay within one minute.
+    let into_minute = app.service.now_ms() % 60_000;
+    if into_minute > 50_000 {
+        app.clock.advance_ms(60_000 - into_minute + 1_000);
+    }
+    let (viewer, _) = logged_in(&app, "vera", Role::Viewer).await;
+    let (status, board) = viewer.get("/console/api/dashboard").await;
+    assert_eq!(status, StatusCode::OK, "{board}");
+    let minutes = board["purchases_per_minute"].as_array().unwrap();
+    assert_eq!(minutes.len(), 60);
+    assert!(minutes.iter().all(|m| m["count"] == 0));
+    assert_eq!(board["totals"]["stakes_cents"], 0);
+    let left_before: i64 = board["liability"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["stake_cents"] == 100)
+        .map(|l| l["left"].as_i64().unwrap())
+        .sum();
+    assert_eq!(board["liability"].as_array().unwrap().len(), 3 * 9);
+    assert!(board["writer"]["queue"].is_number());
+
+    app.player("bob", 1_000).await;
+    for _ in 0..3 {
+        let (status, play) = app.buy(100).await;
+        assert_eq!(status, StatusCode::CREATED, "{play}");
+        app.finish(play["id"].as_i64().unwrap()).await;
+    }
+    let (status, play) = app.buy(50).await;
+    assert_eq!(status, StatusCode::CREATED, "{play}");
+    // A dashboard younger than a second is answered again as it was.
+    let (_, cached) = viewer.get("/console/api/dashboard").await;
+    assert_eq!(cached["at"], board["at"]);
+    app.clock.advance_ms(1_500);
+    let (status, board) = viewer.get("/console/api/dashboard").await;
+    assert_eq!(status, StatusCode::OK, "{board}");
+    let minutes = board["purchases_per_minute"].as_array().unwrap();
+    assert_eq!(minutes.len(), 60);
+    assert_eq!(
+        minutes
+            .iter()
+            .map(|m| m["count"].as_i64().unwrap())
+            .sum::<i64>(),
+        4
+    );
+    assert_eq!(minutes.last().unwrap()["count"], 4, "{minutes:?}");
+    let stake_100 = board["per_stake"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["stake_cents"] == 100)
+        .unwrap()
+        .clone();
+    assert_eq!(stake_100["sold"], 3);
+    assert_eq!(stake_100["stakes_cents"], 300);
+    assert_eq!(stake_100["expected_prizes_cents"], 210);
+    assert_eq!(board["totals"]["stakes_cents"], 350);
+    // The prizes won are the plays' own.
+    let won: i64 =
+        sqlx::query_scalar("SELECT CAST(COALESCE(SUM(prize_cents), 0) AS BIGINT) FROM plays")
+            .fetch_one(&app.service.db.pool)
+            .await
+            .unwrap();
+    assert_eq!(board["totals"]["prizes_cents"], won);
+    let sold_blocks: i64 = board["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["sold"].as_i64().unwrap())
+        .sum();
+    assert_eq!(sold_blocks, 4);
+    let left_after: i64 = board["liability"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["stake_cents"] == 100)
+        .map(|l| l["left"].as_i64().unwrap())
+        .sum();
+    let winning_units: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM plays WHERE stake_cents = 100 AND level > 0")
+            .fetch_one(&app.service.db.pool)
+            .await
+            .unwrap();
+    assert_eq!(left_before - left_after, winning_units);
+    assert!(board["writer"]["batches"].as_u64().unwrap() > 0);
+    // Two minutes later the purchases moved one minute back per minute.
+    app.clock.advance_ms(120_000);
+    let (_, board) = viewer.get("/console/api/dashboard").await;
+    let minutes = board["purchases_per_minute"].as_array().unwrap();
+    assert_eq!(
+        minutes
+            .iter()
+            .map(|m| m["count"].as_i64().unwrap())
+            .sum::<i64>(),
+        4
+    );
+    assert_eq!(minutes.last().unwrap()["count"], 0);
+    // The report is the operator's, as `tresor report --format json`.
+    let (status, report) = viewer.get("/console/api/report").await;
+    assert_eq!(status, StatusCode::OK, "{report}");
+    assert_eq!(report["money"]["ledger_sum_cents"], 0);
+});
+
+on_both!(the_players_port_answers_404_for_the_console, |app| {
+    for path in [
+        "/console",
+        "/console/",
+        "/console/api/me",
+        "/console/api/dashboard",
+    ] {
+        let (status, _) = app.get(path).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}");
+    }
+    let (status, _) = app
+        .post_raw(
+            "/console/api/login",
+            &json!({"username": "a", "password": "b"}).to_string(),
+            &[("x-requested-with", "tresor-console")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+});
+
+/// `tresor operator add` with the password on stdin.
+fn add_with_stdin(db: &TestDb, args: &[&str], password: &str) -> std::process::Output {
+    let mut command = tresor_command();
+    command
+        .args(["operator", "add"])
+        .args(args)
+        .arg("--password-stdin")
+        .args(db.db_args())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    db.env(&mut command);
+    let mut child = command.spawn().unwrap();
+    writeln!(child.stdin.take().unwrap(), "{password}").unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn list(db: &TestDb) -> Vec<Value> {
+    let output = db.tresor_ok(&["operator", "list", "--json"]);
+    serde_json::from_slice::<Value>(&output.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+on_both!(
+    the_operator_commands_add_list_change_and_disable_accounts,
+    |db: &TestDb| {
+        let output = add_with_stdin(db, &["--username", "Alice", "--role", "viewer"], PASSWORD);
+        assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+        let accounts = list(db);
+        assert_eq!(accounts.len(), 1);
+        assert_eq!(accounts[0]["username"], "alice");
+        assert_eq!(accounts[0]["role"], "viewer");
+        assert_eq!(accounts[0]["enrolled"], false);
+        assert_eq!(accounts[0]["disabled"], false);
+        // Refused: the same name, a short password, a bad name or role.
+        for (args, password) in [
+            (vec!["--username", "alice", "--role", "auditor"], PASSWORD),
+            (vec!["--username", "bob", "--role", "viewer"], "short"),
+            (vec!["--username", "b o b", "--role", "viewer"], PASSWORD),
+            (vec!["--username", "bob", "--role", "admin"], PASSWORD),
+        ] {
+            let output = add_with_stdin(db, &args, password);
+            assert_eq!(
+                output.status.code(),
+                Some(2),
+                "{args:?}: {}",
+                describe(&output)
+            );
+        }
+        assert_eq!(list(db).len(), 1);
+        db.tresor_ok(&[
+            "operator",
+            "role",
+            "--username",
+            "alice",
+            "--role",
+            "auditor",
+        ]);
+        assert_eq!(list(db)[0]["role"], "auditor");
+        let output = db.tresor(&[
+            "operator",
+            "role",
+            "--username",
+            "nobody",
+            "--role",
+            "auditor",
+        ]);
+        assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+        let table = db.tresor_ok(&["operator", "list"]);
+        assert!(String::from_utf8_lossy(&table.stdout).contains("alice"));
+        db.tresor_ok(&["operator", "reset-totp", "--username", "alice"]);
+        db.tresor_ok(&["operator", "disable", "--username", "alice"]);
+        assert_eq!(list(db)[0]["disabled"], true);
+        // The disabled account's password no longer opens the console.
+        let (service, _clock) = db.service().await;
+        assert!(
+            service
+                .check_staff_password("alice", PASSWORD)
+                .await
+                .is_err()
+        );
+        // Each change is in the trail as the command line's.
+        let actions: Vec<(String, String)> = sqlx::query_as(
+            "SELECT actor, action FROM trail WHERE action LIKE 'staff_%' ORDER BY seq",
+        )
+        .fetch_all(&service.db.pool)
+        .await
+        .unwrap();
+        let operator = |action: &str| ("operator".to_owned(), action.to_owned());
+        assert_eq!(
+            actions,
+            vec![
+                operator("staff_add"),
+                operator("staff_role"),
+                operator("staff_reset_totp"),
+                operator("staff_disable"),
+            ]
+        );
+        db.tresor_ok(&["audit", "verify"]);
+    }
+);
