@@ -13,6 +13,9 @@ let timer = 0;
 let active = false;
 let inFlight = false;
 let lastError = '';
+/** The last answer, drawn again when the window changes width. */
+let lastData = null;
+let resizeTimer = 0;
 
 const compactEuros = new Intl.NumberFormat('en-IE', { style: 'currency', currency: 'EUR', notation: 'compact', maximumFractionDigits: 1 });
 
@@ -176,6 +179,7 @@ async function poll() {
   try {
     const data = await api.dashboard();
     if (!active) return;
+    lastData = data;
     render(data);
     lastError = '';
     $('#dash-state').textContent = 'Live';
@@ -204,6 +208,12 @@ function schedule() {
 
 export const dashboard = {
   setup() {
+    window.addEventListener('resize', () => {
+      clearTimeout(resizeTimer);
+      resizeTimer = setTimeout(() => {
+        if (active && lastData) render(lastData);
+      }, 120);
+    });
     document.addEventListener('visibilitychange', () => {
       if (!active) return;
       schedule();

@@ -181,6 +181,11 @@ async function showPlayer(id) {
   wire(id, player.username ?? `#${id}`);
 }
 
+/** After an action: the player again, and the list (balances, status). */
+async function refresh(id) {
+  await Promise.all([showPlayer(id), search($('#player-q').value.trim())]);
+}
+
 function wire(id, name) {
   $('#statement-more').addEventListener('click', () => loadStatement(id, true).catch(showError));
   $('#credit-form')?.addEventListener('submit', async (event) => {
@@ -199,7 +204,7 @@ function wire(id, name) {
       });
       if (done) {
         notice(`${euros(cents)} credited to ${name}; balance ${euros(done.balance_cents)}.`);
-        await showPlayer(id);
+        await refresh(id);
       }
     } catch (failure) {
       showError(failure);
@@ -218,7 +223,7 @@ function wire(id, name) {
       });
       if (done) {
         notice(`${name} is excluded for ${label}.`);
-        await showPlayer(id);
+        await refresh(id);
       }
     } catch (failure) {
       showError(failure);
@@ -234,7 +239,7 @@ function wire(id, name) {
       });
       if (done) {
         notice(`${name} is verified.`);
-        await showPlayer(id);
+        await refresh(id);
       }
     } catch (failure) {
       showError(failure);
