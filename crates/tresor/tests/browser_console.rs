@@ -156,9 +156,10 @@ impl Browser {
         if let Some(name) = enrol_shot {
             shot(self, name).await;
         }
-        self.type_into("[data-testid=login-code]", &code_now(&secret))
+        // Enter submits the code: the form works from the keyboard.
+        let code = code_now(&secret);
+        self.type_into("[data-testid=login-code]", &format!("{code}\u{E007}"))
             .await;
-        self.click("[data-testid=code-submit]").await;
         self.wait_for("document.body.dataset.role && document.body.dataset.screen !== 'login'")
             .await;
         secret
@@ -491,6 +492,22 @@ async fn an_operator_suspends_a_block_verifies_an_account_and_settles_withdrawal
     };
     assert_eq!(state_of(&public), Some(json!("suspended")), "{public}");
     shot(&browser, "console-emissions").await;
+    // Escape cancels a confirmation: nothing changes, the focus goes back.
+    browser
+        .click(&format!("[data-testid=resume-{block}]"))
+        .await;
+    browser
+        .wait_for("document.querySelector('#confirm').open")
+        .await;
+    browser.press(&["\u{E00C}"]).await;
+    browser
+        .wait_for(&format!(
+            "!document.querySelector('#confirm').open
+             && document.activeElement === document.querySelector('[data-testid=resume-{block}]')"
+        ))
+        .await;
+    let public = get_json(&cookie_client(), &format!("{base}/api/blocks")).await;
+    assert_eq!(state_of(&public), Some(json!("suspended")), "{public}");
     browser
         .click(&format!("[data-testid=resume-{block}]"))
         .await;

@@ -92,8 +92,9 @@ async function load() {
 async function act(button) {
   const id = Number(button.dataset.id);
   const action = button.dataset.action;
+  let done = null;
   if (action === 'close-emission') {
-    const done = await confirmAction({
+    done = await confirmAction({
       title: `Close emission #${id}?`,
       text: 'Its sales stop for good and the secrets of its blocks are published. This cannot be undone.',
       ok: 'Close the emission',
@@ -101,7 +102,7 @@ async function act(button) {
     });
     if (done) notice(`Emission #${id} is closed.`);
   } else if (action === 'suspend') {
-    const done = await confirmAction({
+    done = await confirmAction({
       title: `Suspend block #${id}?`,
       text: 'Players can no longer buy units of this block until it is resumed.',
       ok: 'Suspend',
@@ -109,7 +110,7 @@ async function act(button) {
     });
     if (done) notice(`Block #${id} is suspended.`);
   } else if (action === 'resume') {
-    const done = await confirmAction({
+    done = await confirmAction({
       title: `Resume block #${id}?`,
       text: 'Its units go on sale again.',
       ok: 'Resume',
@@ -118,16 +119,25 @@ async function act(button) {
     if (done) notice(`Block #${id} is on sale again.`);
   } else if (action === 'recheck') {
     const result = await busy(button, () => api.recheckBlock(id));
-    const what = `${count(result.units)} units`;
-    if (result.ok) notice(`Block #${id} re-checked: the secret matches its commitment and the table (${what}).`, 'ok', 'recheck_ok');
+    const plays = result.plays_checked === undefined ? '' : `, ${count(result.plays_checked)} units sold checked`;
+    const what = `${count(result.units)} units${plays}`;
+    if (result.ok) notice(`Block #${id} re-checked: the secret matches its commitment, the table and the units sold (${what}).`, 'ok', 'recheck_ok');
     else
       notice(
-        `Block #${id} FAILED its re-check: commitment ${result.commitment_ok ? 'matches' : 'does not match'}, table ${result.table_ok ? 'matches' : 'does not match'}.`,
+        `Block #${id} FAILED its re-check: commitment ${result.commitment_ok ? 'matches' : 'does not match'}, table ${result.table_ok ? 'matches' : 'does not match'}${result.plays_ok === false ? ', units sold at other levels than the shuffle gives' : ''}.`,
         'error',
         'recheck_failed',
       );
+    return;
   }
+  if (!done) return;
+  // The lists are drawn again: keep the focus on the same control.
+  const testid = button.dataset.testid;
   await load();
+  const again =
+    (testid && document.querySelector(`[data-testid="${testid}"]`)) ||
+    document.querySelector(`[data-testid=block-row][data-block-id="${id}"] button`);
+  if (again && (document.activeElement === document.body || !document.activeElement)) again.focus();
 }
 
 export const emissions = {
