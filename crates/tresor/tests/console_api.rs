@@ -1028,3 +1028,111 @@ on_both!(
         db.tresor_ok(&["audit", "verify"]);
     }
 );
+
+fn failed_logins_free(free: u32) -> tresor::service::Settings {
+    tresor::service::Settings {
+        rate_limits: tresor::protect::RateLimits {
+            failed_logins_free_per_name_and_address: free,
+            ..tresor::protect::RateLimits::unthrottled()
+        },
+        ..TestApp::settings()
+    }
+}
+
+on_both!(
+    failed_console_logins_wait_and_an_idle_session_ends,
+    failed_logins_free(2),
+    |app| {
+        add_staff(&app, "alice", Role::Viewer).await;
+        let console = Console::new(&app);
+        for _ in 0..2 {
+            assert_error(
+                &console.login("alice", "not the password").await,
+                StatusCode::UNAUTHORIZED,
+                "invalid_credentials",
+            );
+        }
+        // Past the free failures the next attempt waits, right password or not.
+        let (status, body) = console.login("alice", PASSWORD).await;
+        assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{body}");
+        assert_eq!(body["error"]["code"], "rate_limited");
+        app.clock.advance_ms(1_000);
+        let (status, body) = console.login("alice", PASSWORD).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let secret = base32_decode(body["secret"].as_str().unwrap());
+        // Wrong codes count as failures too.
+        assert_error(
+            &console.code("000000").await,
+            StatusCode::UNAUTHORIZED,
+            "invalid_code",
+        );
+        assert_error(
+            &console.code("000001").await,
+            StatusCode::UNAUTHORIZED,
+            "invalid_code",
+        );
+        let (status, _) = console.code(&totp_code(&secret, now_s(&app))).await;
+        assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+        app.clock.advance_ms(1_000);
+        let (status, body) = console.code(&totp_code(&secret, now_s(&app))).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(
+            console.get("/console/api/dashboard").await.0,
+            StatusCode::OK
+        );
+        // Unused past the idle limit, the session ends.
+        app.clock
+            .advance_ms(app.service.settings.session_idle_s * 1000 + 1_000);
+        let (status, body) = console.get("/console/api/dashboard").await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+        assert_eq!(body["error"]["reason"], "session_idle");
+    }
+);
+
+on_both!(
+    rotating_the_secrets_key_reseals_the_totp_secrets,
+    |db: &TestDb| {
+        use tresor::service::Clock as _;
+        let (service, clock) = db.service().await;
+        let member = service
+            .add_staff(&StaffName::parse("alice").unwrap(), Role::Auditor, PASSWORD)
+            .await
+            .unwrap();
+        let secret = b"a secret of 20 bytes".to_vec();
+        let code = totp_code(&secret, clock.now_ms() / 1000);
+        service
+            .open_staff_session(&member, &code, Some(secret.clone()))
+            .await
+            .unwrap();
+        drop(service);
+        let folder = tempfile::tempdir().unwrap();
+        let key_file = folder.path().join("new.key");
+        db.tresor_ok(&[
+            "secrets",
+            "rotate",
+            "--new-key-file",
+            key_file.to_str().unwrap(),
+        ]);
+        let new_key = tresor::seal::KeySource::File(key_file).load(false).unwrap();
+        let rotated = tresor::store::Db::connect(&db.url)
+            .await
+            .unwrap()
+            .with_secrets_key(new_key);
+        let service = tresor::service::Service::new(rotated, clock.clone(), Default::default());
+        clock.advance_ms(30_000);
+        let code = totp_code(&secret, clock.now_ms() / 1000);
+        let (_, again) = service
+            .open_staff_session(&member, &code, None)
+            .await
+            .unwrap();
+        assert_eq!(again.username, "alice");
+        // The rotation is in the trail, which holds (the old key opens nothing now).
+        let verdict = tresor::trail::verify(&service.db.pool, |_| {})
+            .await
+            .unwrap();
+        assert!(
+            matches!(verdict, tresor::trail::Verdict::Intact { .. }),
+            "{verdict:?}"
+        );
+    }
+);
