@@ -15,6 +15,7 @@ pub fn admin_app(state: AppState) -> Router {
         .route("/healthz", get(|| async { "ok" }))
         .route("/metrics", get(metrics))
         .merge(super::console::routes(state.clone()))
+        .merge(super::console_web::routes())
         .with_state(state)
 }
 

@@ -7,6 +7,7 @@ mod account;
 mod admin;
 mod api;
 mod console;
+mod console_web;
 mod error;
 pub mod throttle;
 pub mod web;

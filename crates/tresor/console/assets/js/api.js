@@ -1,0 +1,119 @@
+//! The console API client (docs/CONSOLE.md): JSON in and out, the session
+//! cookie (HttpOnly, sent by the browser), the CSRF header on every change,
+//! and refusals turned into `ApiError`s the screens show.
+
+/** A refusal or failure from the server, with its stable `code`. */
+export class ApiError extends Error {
+  constructor(status, code, message, details = {}) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.details = details;
+  }
+}
+
+/** Called with every 401 `unauthorized`: the session ended. */
+let onUnauthorized = () => {};
+export function setUnauthorizedHandler(handler) {
+  onUnauthorized = handler;
+}
+
+async function send(method, path, body) {
+  const init = { method, credentials: 'same-origin', headers: { Accept: 'application/json' } };
+  if (method !== 'GET') {
+    init.headers['X-Requested-With'] = 'tresor-console';
+    init.headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body ?? {});
+  }
+  let response;
+  try {
+    response = await fetch(path, init);
+  } catch (cause) {
+    throw new ApiError(0, 'network', `The server did not answer (${cause}).`);
+  }
+  return response;
+}
+
+async function request(method, path, body) {
+  const response = await send(method, path, body);
+  if (response.status === 204) return null;
+  let data = null;
+  try {
+    data = await response.json();
+  } catch {
+    data = null;
+  }
+  if (!response.ok) {
+    const error = data && data.error ? data.error : {};
+    const failure = new ApiError(
+      response.status,
+      error.code || `http_${response.status}`,
+      error.message || response.statusText || `HTTP ${response.status}`,
+      error,
+    );
+    if (response.status === 401 && failure.code === 'unauthorized') onUnauthorized(failure);
+    throw failure;
+  }
+  return data;
+}
+
+const q = (params) => {
+  const search = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) {
+    if (value !== undefined && value !== null && value !== '') search.set(name, String(value));
+  }
+  const text = search.toString();
+  return text ? `?${text}` : '';
+};
+const id = (value) => encodeURIComponent(value);
+const base = '/console/api';
+
+export const api = {
+  login: (username, password) => request('POST', `${base}/login`, { username, password }),
+  code: (code) => request('POST', `${base}/login/code`, { code }),
+  logout: () => request('POST', `${base}/logout`, {}),
+  me: () => request('GET', `${base}/me`),
+  dashboard: () => request('GET', `${base}/dashboard`),
+  emissions: () => request('GET', `${base}/emissions`),
+  createEmission: (stakeCents, blocks) => request('POST', `${base}/emissions`, { stake_cents: stakeCents, blocks }),
+  closeEmission: (emission) => request('POST', `${base}/emissions/${id(emission)}/close`, {}),
+  blocks: () => request('GET', `${base}/blocks`),
+  suspendBlock: (block) => request('POST', `${base}/blocks/${id(block)}/suspend`, {}),
+  resumeBlock: (block) => request('POST', `${base}/blocks/${id(block)}/resume`, {}),
+  recheckBlock: (block) => request('POST', `${base}/blocks/${id(block)}/recheck`, {}),
+  players: (text, limit = 50) => request('GET', `${base}/players${q({ q: text, limit })}`),
+  player: (player) => request('GET', `${base}/players/${id(player)}`),
+  statement: (player, cursor, limit = 20) =>
+    request('GET', `${base}/players/${id(player)}/statement${q({ cursor, limit })}`),
+  credit: (player, amountCents) => request('POST', `${base}/players/${id(player)}/credit`, { amount_cents: amountCents }),
+  exclude: (player, period) => request('POST', `${base}/players/${id(player)}/exclude`, { period }),
+  verify: (player) => request('POST', `${base}/players/${id(player)}/verify`, {}),
+  accounts: (status = 'provisional') => request('GET', `${base}/accounts${q({ status })}`),
+  withdrawals: (state = 'pending') => request('GET', `${base}/withdrawals${q({ state })}`),
+  approve: (withdrawal) => request('POST', `${base}/withdrawals/${id(withdrawal)}/approve`, {}),
+  reject: (withdrawal, reason) => request('POST', `${base}/withdrawals/${id(withdrawal)}/reject`, { reason }),
+  site: () => request('GET', `${base}/site`),
+  setSales: (opensAt) => request('PUT', `${base}/site/sales`, { opens_at: opensAt }),
+  setAnnouncement: (message) => request('PUT', `${base}/site/announcement`, { message }),
+  trail: () => request('GET', `${base}/trail`),
+  verifyTrail: () => request('POST', `${base}/trail/verify`, {}),
+
+  /** The trail as JSON Lines: the raw text, for the page to save. */
+  async exportTrail() {
+    const response = await send('GET', `${base}/trail/export`);
+    if (!response.ok) {
+      let error = {};
+      try {
+        error = (await response.json()).error ?? {};
+      } catch {
+        error = {};
+      }
+      const failure = new ApiError(response.status, error.code || `http_${response.status}`, error.message || response.statusText);
+      if (response.status === 401) onUnauthorized(failure);
+      throw failure;
+    }
+    const disposition = response.headers.get('Content-Disposition') ?? '';
+    const name = /filename="?([^";]+)"?/.exec(disposition)?.[1] ?? 'tresor-trail.jsonl';
+    return { name, text: await response.text() };
+  },
+};

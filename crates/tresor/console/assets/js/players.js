@@ -1,0 +1,274 @@
+//! Players: search by username, then one player's account, caps,
+//! exclusion and statement (paged), and the operator's actions on them:
+//! credit, exclude, verify — each confirmed first.
+
+import { api } from './api.js';
+import { $, h, euros, count, fill, table, timeNode, notice, showError, confirmAction, parseEuros } from './util.js';
+
+let appRef = null;
+let shown = null;
+let statementCursor = null;
+
+const PERIODS = [
+  ['7d', '7 days'],
+  ['1m', '1 month'],
+  ['3m', '3 months'],
+  ['6m', '6 months'],
+  ['1y', '1 year'],
+];
+
+const MOVEMENTS = {
+  deposit: 'Deposit',
+  operator_credit: 'Operator credit',
+  stake: 'Stake',
+  win: 'Win',
+  withdrawal_requested: 'Withdrawal requested',
+  withdrawal_paid: 'Withdrawal paid',
+  withdrawal_rejected: 'Withdrawal rejected',
+  withdrawal_cancelled: 'Withdrawal cancelled',
+  kept_in_reserve: 'Kept in reserve',
+};
+
+function statusBadge(status, banned) {
+  return h('span', {}, h('span', { class: `state ${status}` }, status ?? '—'), banned ? h('span', { class: 'state banned' }, 'banned') : null);
+}
+
+async function search(text) {
+  const { players } = await api.players(text, 50);
+  fill(
+    $('#player-results'),
+    table(
+      [
+        ['Player', (p) => h('a', { href: `#/players/${p.id}`, 'data-testid': `player-link-${p.id}` }, p.username)],
+        ['Status', (p) => statusBadge(p.status, p.banned)],
+        ['Balance', (p) => euros(p.balance_cents), 'num'],
+        ['Opened', (p) => timeNode(p.opened_at)],
+        ['Excluded until', (p) => timeNode(p.excluded_until)],
+      ],
+      players,
+      { empty: text ? `No player’s username contains “${text}”.` : 'No player yet.', rowAttrs: (p) => ({ 'data-testid': 'player-row', 'data-player-id': p.id }), caption: 'Players found' },
+    ),
+  );
+}
+
+function cap(name, view) {
+  if (!view) return [h('dt', {}, name), h('dd', {}, '—')];
+  const limited = view.limit_cents !== null && view.limit_cents !== undefined;
+  return [
+    h('dt', {}, name),
+    h(
+      'dd',
+      { 'data-testid': `cap-${name.toLowerCase().split(' ')[0]}` },
+      limited ? `${euros(view.used_cents)} used of ${euros(view.limit_cents)}, ${euros(view.left_cents)} left` : `${euros(view.used_cents)} used, no cap`,
+      view.pending ? h('span', { class: 'muted' }, ` (raise to ${euros(view.pending.limit_cents)} from `, timeNode(view.pending.effective_at), ')') : null,
+    ),
+  ];
+}
+
+function movementsTable(movements) {
+  return table(
+    [
+      ['When', (m) => timeNode(m.at)],
+      ['Movement', (m) => MOVEMENTS[m.movement] ?? m.movement],
+      ['Amount', (m) => euros(m.amount_cents), 'num'],
+      ['Change', (m) => (m.delta_cents > 0 ? `+${euros(m.delta_cents)}` : euros(m.delta_cents)), 'num'],
+      ['Balance after', (m) => euros(m.balance_cents), 'num'],
+      ['Reference', (m) => (m.play_id ? `play ${m.play_id}` : m.deposit_id ? `deposit ${m.deposit_id}` : m.withdrawal_id ? `withdrawal ${m.withdrawal_id}` : '')],
+    ],
+    movements,
+    { empty: 'No movement yet.', rowAttrs: (m) => ({ 'data-testid': 'movement-row', 'data-movement': m.movement }), caption: 'Statement' },
+  );
+}
+
+async function loadStatement(id, more) {
+  const page = await api.statement(id, more ? statementCursor : null, 20);
+  statementCursor = page.next_cursor ?? null;
+  const body = $('#statement-body');
+  if (more) {
+    const rows = movementsTable(page.movements).querySelector('tbody');
+    const current = body.querySelector('tbody');
+    if (rows && current) current.append(...rows.children);
+  } else {
+    fill(body, movementsTable(page.movements));
+  }
+  $('#statement-more').hidden = !statementCursor;
+}
+
+function actions(id, detail) {
+  const account = detail.account ?? {};
+  const player = detail.player ?? {};
+  const parts = [];
+  parts.push(
+    h(
+      'form',
+      { class: 'inline-form', id: 'credit-form', 'data-testid': 'credit-form', novalidate: true },
+      h('label', { for: 'credit-amount' }, 'Credit (€)'),
+      h('input', { id: 'credit-amount', inputmode: 'decimal', placeholder: '10.00', required: true, 'data-testid': 'credit-amount' }),
+      h('button', { type: 'submit', 'data-testid': 'credit-submit' }, 'Credit…'),
+    ),
+  );
+  parts.push(
+    h(
+      'form',
+      { class: 'inline-form', id: 'exclude-form', 'data-testid': 'exclude-form', novalidate: true },
+      h('label', { for: 'exclude-period' }, 'Exclude for'),
+      h('select', { id: 'exclude-period', 'data-testid': 'exclude-period' }, PERIODS.map(([value, label]) => h('option', { value }, label))),
+      h('button', { type: 'submit', class: 'danger-quiet', 'data-testid': 'exclude-submit' }, 'Exclude…'),
+    ),
+  );
+  const status = account.status ?? player.status;
+  if (status === 'provisional') {
+    parts.push(h('button', { type: 'button', id: 'verify-player', 'data-testid': 'verify-player' }, 'Mark as verified…'));
+  }
+  return h('div', { class: 'player-actions' }, parts);
+}
+
+async function showPlayer(id) {
+  const detail = await api.player(id);
+  shown = id;
+  const player = detail.player ?? {};
+  const account = detail.account ?? {};
+  const limits = detail.limits ?? {};
+  const identity = account.identity ?? {};
+  const exclusion = detail.exclusion;
+  const excludedUntil = exclusion?.excluded_until ?? (typeof exclusion === 'string' ? exclusion : player.excluded_until);
+  const section = $('#player-detail');
+  section.hidden = false;
+  section.dataset.playerId = String(id);
+  section.dataset.status = account.status ?? player.status ?? '';
+  $('#player-detail-title').textContent = `Player ${player.username ?? `#${id}`}`;
+  fill(
+    $('#player-body'),
+    h(
+      'div',
+      { class: 'grid two' },
+      h(
+        'dl',
+        { class: 'facts' },
+        h('dt', {}, 'Status'),
+        h('dd', { 'data-testid': 'player-status' }, statusBadge(account.status ?? player.status, account.banned ?? player.banned)),
+        h('dt', {}, 'Balance'),
+        h('dd', { 'data-testid': 'player-balance', 'data-cents': account.balance_cents ?? player.balance_cents }, euros(account.balance_cents ?? player.balance_cents)),
+        h('dt', {}, 'Opened'),
+        h('dd', {}, timeNode(account.opened_at ?? player.opened_at)),
+        h('dt', {}, 'Verified'),
+        h('dd', {}, timeNode(account.verified_at)),
+        account.provisional_until ? [h('dt', {}, 'Provisional until'), h('dd', {}, timeNode(account.provisional_until))] : null,
+        h('dt', {}, 'Identity'),
+        h('dd', {}, account.has_identity ? `${identity.first_names ?? ''} ${identity.birth_name ?? ''}, born ${identity.birth_date ?? '?'}` : 'none (demo money)'),
+        h('dt', {}, 'IBAN'),
+        h('dd', {}, account.iban ?? '—'),
+      ),
+      h(
+        'dl',
+        { class: 'facts' },
+        cap('Deposit cap', limits.deposit),
+        cap('Stake cap', limits.stake),
+        h('dt', {}, 'Cap window'),
+        h('dd', {}, limits.window_days ? `${limits.window_days} days` : '—'),
+        h('dt', {}, 'Excluded until'),
+        h('dd', { 'data-testid': 'player-excluded' }, timeNode(excludedUntil)),
+        h('dt', {}, 'Rules accepted'),
+        h('dd', {}, account.rules_version_accepted ? `version ${account.rules_version_accepted} (in force: ${account.rules_version_current ?? '?'})` : '—'),
+      ),
+    ),
+    appRef.can('players') ? actions(id, detail) : null,
+    h('h3', {}, 'Statement'),
+    h('div', { id: 'statement-body', 'data-testid': 'statement' }),
+    h('button', { type: 'button', id: 'statement-more', class: 'quiet', hidden: true }, 'Older movements'),
+  );
+  await loadStatement(id, false);
+  wire(id, player.username ?? `#${id}`);
+}
+
+/** After an action: the player again, and the list (balances, status). */
+async function refresh(id) {
+  await Promise.all([showPlayer(id), search($('#player-q').value.trim())]);
+}
+
+function wire(id, name) {
+  $('#statement-more').addEventListener('click', () => loadStatement(id, true).catch(showError));
+  $('#credit-form')?.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const cents = parseEuros($('#credit-amount').value);
+    if (!cents) {
+      notice('Give an amount in euros, such as 10 or 10.50.', 'error', 'validation');
+      return;
+    }
+    try {
+      const done = await confirmAction({
+        title: `Credit ${euros(cents)} to ${name}?`,
+        text: 'The money goes to the player’s balance at once, recorded as an operator credit in the statement and the trail.',
+        ok: `Credit ${euros(cents)}`,
+        action: () => api.credit(id, cents),
+      });
+      if (done) {
+        notice(`${euros(cents)} credited to ${name}; balance ${euros(done.balance_cents)}.`);
+        await refresh(id);
+      }
+    } catch (failure) {
+      showError(failure);
+    }
+  });
+  $('#exclude-form')?.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const select = $('#exclude-period');
+    const label = select.options[select.selectedIndex].textContent;
+    try {
+      const done = await confirmAction({
+        title: `Exclude ${name} for ${label}?`,
+        text: 'The player can neither stake nor deposit until the exclusion ends, and every session of theirs ends now. It cannot be shortened.',
+        ok: 'Exclude',
+        action: () => api.exclude(id, select.value),
+      });
+      if (done) {
+        notice(`${name} is excluded for ${label}.`);
+        await refresh(id);
+      }
+    } catch (failure) {
+      showError(failure);
+    }
+  });
+  document.getElementById('verify-player')?.addEventListener('click', async () => {
+    try {
+      const done = await confirmAction({
+        title: `Verify ${name}?`,
+        text: 'Confirm that the identity documents and the IBAN were checked. The account may then withdraw.',
+        ok: 'Verify',
+        action: () => api.verify(id),
+      });
+      if (done) {
+        notice(`${name} is verified.`);
+        await refresh(id);
+      }
+    } catch (failure) {
+      showError(failure);
+    }
+  });
+}
+
+export const players = {
+  setup(app) {
+    appRef = app;
+    $('#player-search').addEventListener('submit', (event) => {
+      event.preventDefault();
+      const text = $('#player-q').value.trim();
+      search(text).catch(showError);
+    });
+  },
+  async show(app, id) {
+    try {
+      if (!$('#player-results').childElementCount) await search($('#player-q').value.trim());
+      if (id) await showPlayer(Number(id));
+      else {
+        shown = null;
+        $('#player-detail').hidden = true;
+      }
+    } catch (failure) {
+      showError(failure);
+    }
+  },
+  hide() {
+    shown = null;
+  },
+};

@@ -1,0 +1,88 @@
+//! The site: when sales open, and the announcement shown to players (role
+//! `site` to change them; every role with `dashboard` reads them).
+
+import { api } from './api.js';
+import { $, h, fill, timeNode, notice, showError, confirmAction } from './util.js';
+
+/** An RFC 3339 time as the value of a `datetime-local` input (local time). */
+function toLocalInput(text) {
+  if (!text) return '';
+  const date = new Date(text);
+  if (Number.isNaN(date.getTime())) return '';
+  const pad = (n) => String(n).padStart(2, '0');
+  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}T${pad(date.getHours())}:${pad(date.getMinutes())}`;
+}
+
+function render(data) {
+  const opens = data.sales_open_at;
+  const opensDate = opens ? new Date(opens) : null;
+  fill(
+    $('#site-facts'),
+    h('dt', {}, 'Sales'),
+    h('dd', { 'data-testid': 'site-sales', 'data-opens-at': opens ?? '' }, opens ? [opensDate > new Date() ? 'open at ' : 'open since ', timeNode(opens)] : 'open'),
+    h('dt', {}, 'Announcement'),
+    h('dd', { 'data-testid': 'site-announcement' }, data.announcement ? data.announcement : h('span', { class: 'muted' }, 'none')),
+    h('dt', {}, 'Rules version in force'),
+    h('dd', {}, String(data.rules_version ?? '—')),
+  );
+  $('#sales-at').value = toLocalInput(opens);
+  $('#announce-text').value = data.announcement ?? '';
+}
+
+async function load() {
+  render(await api.site());
+}
+
+async function change(title, text, action, done) {
+  try {
+    const site = await confirmAction({ title, text, ok: 'Apply', action });
+    if (site) {
+      render(site.sales_open_at === undefined ? await api.site() : site);
+      notice(done);
+    }
+  } catch (failure) {
+    showError(failure);
+  }
+}
+
+export const site = {
+  setup() {
+    $('#sales-form').addEventListener('submit', (event) => {
+      event.preventDefault();
+      const value = $('#sales-at').value;
+      if (!value) {
+        notice('Choose a date and time, or press “Open now”.', 'error', 'validation');
+        return;
+      }
+      const at = new Date(value);
+      change(
+        'Change the sales opening time?',
+        `Players can buy from ${at.toLocaleString('en-GB')} (your local time) on; before it, every purchase is refused.`,
+        () => api.setSales(at.toISOString()),
+        'The sales opening time is saved.',
+      );
+    });
+    $('#sales-clear').addEventListener('click', () =>
+      change('Open sales now?', 'Players can buy at once.', () => api.setSales(null), 'Sales are open.'),
+    );
+    $('#announce-form').addEventListener('submit', (event) => {
+      event.preventDefault();
+      const message = $('#announce-text').value.trim();
+      if (!message) {
+        notice('Write a message, or press “Remove”.', 'error', 'validation');
+        return;
+      }
+      change('Publish this announcement?', `Every player sees: “${message}”`, () => api.setAnnouncement(message), 'The announcement is published.');
+    });
+    $('#announce-clear').addEventListener('click', () =>
+      change('Remove the announcement?', 'Players no longer see it.', () => api.setAnnouncement(null), 'The announcement is removed.'),
+    );
+  },
+  async show() {
+    try {
+      await load();
+    } catch (failure) {
+      showError(failure);
+    }
+  },
+};

@@ -1,0 +1,71 @@
+//! The audit trail (role `trail`): its head (sequence number and hash, with
+//! a copy button), the last verification, verifying now, and the export as
+//! JSON Lines saved by the browser.
+
+import { api } from './api.js';
+import { $, count, dateTime, notice, showError, copyText, busy } from './util.js';
+
+function lastLine(last) {
+  if (!last) return 'Never verified from the console or the command line.';
+  const result = last.ok ? 'intact' : 'BROKEN';
+  return `Last verified ${dateTime(last.at)} by ${last.by}: ${count(last.records)} records, ${result}.`;
+}
+
+function render(data) {
+  $('#trail-seq').textContent = count(data.head?.seq ?? 0);
+  $('#trail-seq').dataset.seq = String(data.head?.seq ?? 0);
+  $('#trail-hash').textContent = data.head?.hash ?? '—';
+  const last = $('#trail-last');
+  last.textContent = lastLine(data.last_verification);
+  last.dataset.ok = data.last_verification ? String(data.last_verification.ok) : '';
+}
+
+async function load() {
+  render(await api.trail());
+}
+
+export const trail = {
+  setup() {
+    $('#trail-copy').addEventListener('click', async () => {
+      const hash = $('#trail-hash').textContent;
+      if (await copyText(hash)) notice('The head hash is copied.');
+      else notice('The browser would not copy: select the hash and copy it by hand.', 'error', 'copy');
+    });
+    $('#trail-verify').addEventListener('click', async (event) => {
+      try {
+        const result = await busy(event.currentTarget, () => api.verifyTrail());
+        if (result.ok) notice(`The trail is intact: ${count(result.records)} records verified.`, 'ok', 'trail_ok');
+        else notice(`The trail is BROKEN: verification failed after ${count(result.records)} records.`, 'error', 'trail_broken');
+        await load();
+      } catch (failure) {
+        showError(failure);
+      }
+    });
+    $('#trail-export').addEventListener('click', async (event) => {
+      const result = $('#trail-export-result');
+      try {
+        const { name, text } = await busy(event.currentTarget, () => api.exportTrail());
+        const lines = text.split('\n').filter((line) => line.trim()).length;
+        const url = URL.createObjectURL(new Blob([text], { type: 'application/x-ndjson' }));
+        const link = document.createElement('a');
+        link.href = url;
+        link.download = name;
+        document.body.append(link);
+        link.click();
+        link.remove();
+        setTimeout(() => URL.revokeObjectURL(url), 10000);
+        result.textContent = `Saved ${name}: ${count(lines)} records, ${count(Math.ceil(text.length / 1024))} KiB.`;
+        result.dataset.records = String(lines);
+      } catch (failure) {
+        showError(failure);
+      }
+    });
+  },
+  async show() {
+    try {
+      await load();
+    } catch (failure) {
+      showError(failure);
+    }
+  },
+};

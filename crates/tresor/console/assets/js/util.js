@@ -1,0 +1,236 @@
+//! Small helpers the screens share: DOM building, euros and dates, the
+//! notice line, the confirmation dialog, tables and copying to the clipboard.
+
+/** Creates an element with attributes and children (strings become text). */
+export function h(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === false || value === null || value === undefined) continue;
+    if (name === 'class') node.className = value;
+    else if (name === 'text') node.textContent = value;
+    else if (name.startsWith('on') && typeof value === 'function') node.addEventListener(name.slice(2), value);
+    else node.setAttribute(name, value === true ? '' : String(value));
+  }
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+/** `document.querySelector`, failing loudly when the page lacks the node. */
+export function $(selector, root = document) {
+  const node = root.querySelector(selector);
+  if (!node) throw new Error(`missing ${selector}`);
+  return node;
+}
+
+const EUROS = new Intl.NumberFormat('en-IE', { style: 'currency', currency: 'EUR' });
+const COUNT = new Intl.NumberFormat('en-GB');
+const DATE_TIME = new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'medium' });
+const TIME = new Intl.DateTimeFormat('en-GB', { hour: '2-digit', minute: '2-digit' });
+
+/** Integer cents as euros: `€1,234.50`. */
+export function euros(cents) {
+  if (cents === null || cents === undefined) return '—';
+  return EUROS.format(Number(cents) / 100);
+}
+
+/** A whole number with thousands separators. */
+export function count(value) {
+  if (value === null || value === undefined) return '—';
+  return COUNT.format(value);
+}
+
+/** An RFC 3339 time as a local date and time, or `—`. */
+export function dateTime(text) {
+  if (!text) return '—';
+  const date = new Date(text);
+  return Number.isNaN(date.getTime()) ? String(text) : DATE_TIME.format(date);
+}
+
+/** An RFC 3339 time as a local `HH:MM`. */
+export function clock(text) {
+  const date = new Date(text);
+  return Number.isNaN(date.getTime()) ? '' : TIME.format(date);
+}
+
+/** A `<time>` element showing `text` as a local date. */
+export function timeNode(text) {
+  return text ? h('time', { datetime: text }, dateTime(text)) : '—';
+}
+
+/** Euros typed by an operator (`12.5`, `12,50`) as integer cents, or null. */
+export function parseEuros(text) {
+  const clean = String(text).trim().replace(/\s/g, '').replace(',', '.');
+  if (!/^\d+(\.\d{1,2})?$/.test(clean)) return null;
+  const [whole, fraction = ''] = clean.split('.');
+  return Number(whole) * 100 + Number(fraction.padEnd(2, '0'));
+}
+
+/** A short form of a long hex string, the whole in its title. */
+export function shortHash(hex) {
+  if (!hex) return '—';
+  return h('code', { class: 'hash', title: hex }, hex.length > 20 ? `${hex.slice(0, 10)}…${hex.slice(-8)}` : hex);
+}
+
+/**
+ * A table: `columns` are `[heading, cell(row) → node or text, class?]`;
+ * `rowAttrs(row)` gives each row's attributes. An empty list shows `empty`.
+ */
+export function table(columns, rows, { empty = 'Nothing here.', rowAttrs = () => ({}), caption } = {}) {
+  if (!rows.length) return h('p', { class: 'empty' }, empty);
+  return h(
+    'div',
+    { class: 'table-wrap' },
+    h(
+      'table',
+      {},
+      caption ? h('caption', { class: 'sr-only' }, caption) : null,
+      h('thead', {}, h('tr', {}, columns.map(([heading, , cls]) => h('th', { scope: 'col', class: cls }, heading)))),
+      h(
+        'tbody',
+        {},
+        rows.map((row) => h('tr', rowAttrs(row), columns.map(([, cell, cls]) => h('td', { class: cls }, cell(row))))),
+      ),
+    ),
+  );
+}
+
+/** Replaces the children of `node`. */
+export function fill(node, ...children) {
+  node.replaceChildren(...children.flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false));
+}
+
+/** Says `text` to screen readers. */
+export function say(text) {
+  const live = document.getElementById('live');
+  if (!live) return;
+  live.append(h('p', {}, text));
+  while (live.children.length > 5) live.firstElementChild.remove();
+}
+
+let noticeTimer = 0;
+
+/** Shows a short line under the bar: `kind` is `ok` or `error`. */
+export function notice(text, kind = 'ok', code = '') {
+  const node = $('#notice');
+  node.textContent = text;
+  node.dataset.kind = kind;
+  node.dataset.code = code;
+  node.hidden = false;
+  clearTimeout(noticeTimer);
+  noticeTimer = setTimeout(() => {
+    node.hidden = true;
+  }, kind === 'error' ? 12000 : 6000);
+  say(text);
+}
+
+/** Shows an API error: its message, and its code for the tests. */
+export function showError(error) {
+  if (error && error.status === 401) return;
+  const extra = error?.details?.permission ? ` (needs the “${error.details.permission}” permission)` : '';
+  notice(`${error?.message ?? String(error)}${extra}`, 'error', error?.code ?? 'error');
+}
+
+/**
+ * Asks before a dangerous action. `action` runs when confirmed (with the
+ * reason typed, when `reason` asks for one); its error shows in the dialog,
+ * which stays open. Resolves with the action's result, or null if cancelled.
+ */
+export function confirmAction({ title, text, ok = 'Confirm', reason = false, action }) {
+  const dialog = $('#confirm');
+  const reasonBox = $('#confirm-reason-box');
+  const reasonInput = $('#confirm-reason');
+  const error = $('#confirm-error');
+  const okButton = $('#confirm-ok');
+  $('#confirm-title').textContent = title;
+  $('#confirm-text').textContent = text;
+  okButton.textContent = ok;
+  reasonBox.hidden = !reason;
+  reasonInput.value = '';
+  reasonInput.required = Boolean(reason);
+  error.hidden = true;
+  const opener = document.activeElement;
+  return new Promise((resolve) => {
+    let busy = false;
+    const close = (value) => {
+      form.removeEventListener('submit', submit);
+      cancel.removeEventListener('click', onCancel);
+      dialog.removeEventListener('cancel', onCancel);
+      dialog.close();
+      if (opener && opener.isConnected && typeof opener.focus === 'function') opener.focus();
+      resolve(value);
+    };
+    const form = $('#confirm-form');
+    const cancel = $('#confirm-cancel');
+    const onCancel = (event) => {
+      event.preventDefault();
+      if (!busy) close(null);
+    };
+    const submit = async (event) => {
+      event.preventDefault();
+      if (busy) return;
+      const why = reasonInput.value.trim();
+      if (reason && !why) {
+        error.textContent = 'Give a reason.';
+        error.hidden = false;
+        reasonInput.focus();
+        return;
+      }
+      busy = true;
+      okButton.disabled = true;
+      try {
+        const result = await action(why);
+        close(result ?? true);
+      } catch (failure) {
+        error.textContent = failure?.message ?? String(failure);
+        error.dataset.code = failure?.code ?? '';
+        error.hidden = false;
+      } finally {
+        busy = false;
+        okButton.disabled = false;
+      }
+    };
+    form.addEventListener('submit', submit);
+    cancel.addEventListener('click', onCancel);
+    dialog.addEventListener('cancel', onCancel);
+    dialog.showModal();
+    (reason ? reasonInput : cancel).focus();
+  });
+}
+
+/** Copies `text` to the clipboard; says whether it could. */
+export async function copyText(text) {
+  try {
+    await navigator.clipboard.writeText(text);
+    return true;
+  } catch {
+    // Without the clipboard API (or its permission), select a copy and ask
+    // the browser to copy the selection.
+    const area = h('textarea', { class: 'sr-only', readonly: true });
+    area.value = text;
+    document.body.append(area);
+    area.select();
+    let done = false;
+    try {
+      done = document.execCommand('copy');
+    } catch {
+      done = false;
+    }
+    area.remove();
+    return done;
+  }
+}
+
+/** Disables `button` while `work` runs. */
+export async function busy(button, work) {
+  button.disabled = true;
+  button.setAttribute('aria-busy', 'true');
+  try {
+    return await work();
+  } finally {
+    button.disabled = false;
+    button.removeAttribute('aria-busy');
+  }
+}

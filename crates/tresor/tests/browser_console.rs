@@ -1,0 +1,804 @@
+//! Browser tests of the operator's console: the real `tresor serve` binary,
+//! its operator listener, and a real headless Chromium over WebDriver, the
+//! way an operator uses it. Operators are made with `tresor operator add`;
+//! their second factor is enrolled from the page (the secret read from the
+//! enrolment screen, the code computed as an authenticator app would), and
+//! players buy through the players' API meanwhile.
+//!
+//! Screenshots go to `target/screenshots/console-*.png`; with
+//! `TRESOR_UPDATE_SCREENSHOTS=1` they are also copied to `docs/screenshots/`
+//! (the README's pictures).
+
+mod common;
+
+use common::browser::{Browser, ONE_AT_A_TIME, browser_paths, screenshots_dir};
+use common::{
+    Harness, Server, cookie_client, describe, get_json, post, tresor_command, unthrottled_flags,
+};
+use serde_json::{Value, json};
+use std::io::Write;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::time::{Duration, Instant};
+
+on_both!(
+    an_operator_enrols_logs_in_and_watches_the_dashboard_move_while_players_buy,
+    an_operator_suspends_a_block_verifies_an_account_and_settles_withdrawals,
+    each_role_sees_only_what_it_may_do_and_is_refused_the_rest,
+);
+
+const PASSWORD: &str = "a console password";
+const IBAN: &str = "FR76 3000 6000 0112 3456 7890 189";
+
+/// The real server, with the operator listener this test drives, and this
+/// test's turn (given back last, when all is stopped).
+struct Site {
+    /// The players' site.
+    base: String,
+    /// The operator listener.
+    admin: String,
+    _server: Server,
+    _turn: tokio::sync::MutexGuard<'static, ()>,
+}
+
+/// Waits for this test's turn, then starts the server and a browser; or
+/// says why the test is skipped.
+async fn setup(h: &Harness, width: u32, height: u32) -> Option<(Site, Browser)> {
+    let turn = ONE_AT_A_TIME.lock().await;
+    let (chromium, chromedriver) = browser_paths()?;
+    let server = h.server(&unthrottled_flags()).await;
+    let site = Site {
+        base: server.base.clone(),
+        admin: server.admin_base.clone(),
+        _server: server,
+        _turn: turn,
+    };
+    let browser = Browser::start(&chromium, &chromedriver, width, height).await;
+    Some((site, browser))
+}
+
+/// `tresor operator add` with the password on standard input.
+fn add_operator(h: &Harness, username: &str, role: &str) {
+    let mut command = tresor_command();
+    command
+        .args([
+            "operator",
+            "add",
+            "--username",
+            username,
+            "--role",
+            role,
+            "--password-stdin",
+        ])
+        .args(h.db_args())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    h.env(&mut command);
+    let mut child = command.spawn().expect("run tresor operator add");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(format!("{PASSWORD}\n").as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", describe(&output));
+}
+
+/// The code an authenticator app shows now for `secret` (base32, as the
+/// enrolment screen shows it).
+fn code_now(secret: &str) -> String {
+    const ALPHABET: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+    let (mut buffer, mut bits, mut key) = (0u32, 0u32, Vec::new());
+    for c in secret.trim().chars().filter(|c| *c != ' ') {
+        buffer = (buffer << 5) | ALPHABET.find(c).expect("a base32 digit") as u32;
+        bits += 5;
+        if bits >= 8 {
+            bits -= 8;
+            key.push((buffer >> bits) as u8);
+        }
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    tresor::staff::totp_code(&key, now)
+}
+
+/// A screenshot as `target/screenshots/{name}.png`, and in `docs/screenshots/`
+/// when `TRESOR_UPDATE_SCREENSHOTS=1`.
+async fn shot(browser: &Browser, name: &str) {
+    // Let the last paint (a chart, a dialog) settle.
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    browser.screenshot(name).await;
+    if std::env::var("TRESOR_UPDATE_SCREENSHOTS").as_deref() == Ok("1") {
+        let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/screenshots");
+        std::fs::copy(
+            screenshots_dir().join(format!("{name}.png")),
+            docs.join(format!("{name}.png")),
+        )
+        .unwrap();
+    }
+}
+
+/// The console's vocabulary, over the shared WebDriver client.
+impl Browser {
+    /// Logs `username` in at `admin`'s console, enrolling the second factor
+    /// the first time; returns the secret enrolled. Lands on the dashboard.
+    async fn log_in(&self, admin: &str, username: &str, enrol_shot: Option<&str>) -> String {
+        self.goto(&format!("{admin}/console")).await;
+        self.wait_for("document.body.dataset.screen === 'login'")
+            .await;
+        self.type_into("[data-testid=login-username]", username)
+            .await;
+        self.type_into("[data-testid=login-password]", PASSWORD)
+            .await;
+        self.click("[data-testid=login-submit]").await;
+        self.wait_for("document.body.dataset.loginStep === 'enrol'")
+            .await;
+        let secret = self
+            .execute("return document.querySelector('[data-testid=enrol-secret]').textContent")
+            .await
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(secret.len() >= 16, "a base32 secret: {secret}");
+        // The server's QR code shows, as an image the CSP allows.
+        let qr = self
+            .wait_for(
+                "(() => { const img = document.querySelector('[data-testid=enrol-qr]');
+                   return img.complete && img.naturalWidth > 0 && img.src.slice(0, 26); })()",
+            )
+            .await;
+        assert_eq!(qr, json!("data:image/svg+xml;base64,"));
+        if let Some(name) = enrol_shot {
+            shot(self, name).await;
+        }
+        // Enter submits the code: the form works from the keyboard.
+        let code = code_now(&secret);
+        self.type_into("[data-testid=login-code]", &format!("{code}\u{E007}"))
+            .await;
+        self.wait_for("document.body.dataset.role && document.body.dataset.screen !== 'login'")
+            .await;
+        secret
+    }
+
+    /// Opens a screen with the navigation and waits until it has loaded.
+    async fn open(&self, screen: &str) {
+        self.click(&format!("[data-testid=nav-{screen}]")).await;
+        self.wait_for(&format!("document.body.dataset.loaded === '{screen}'"))
+            .await;
+    }
+
+    /// Confirms the dialog that a dangerous action opened.
+    async fn confirm(&self) {
+        self.wait_for("document.querySelector('#confirm').open")
+            .await;
+        self.click("[data-testid=confirm-ok]").await;
+        self.wait_for("!document.querySelector('#confirm').open")
+            .await;
+    }
+
+    /// Which screens the navigation offers.
+    async fn nav(&self) -> Vec<String> {
+        let value = self
+            .execute(
+                "return [...document.querySelectorAll('#nav a')].filter((a) => !a.hidden).map((a) => a.dataset.route);",
+            )
+            .await;
+        serde_json::from_value(value).unwrap()
+    }
+
+    /// `method path` from inside the page, with its session and the CSRF
+    /// header: the status and the JSON answer.
+    async fn call(&self, method: &str, path: &str) -> (u16, Value) {
+        let answer = self
+            .execute_async(&format!(
+                "const done = arguments[arguments.length - 1];
+                 const init = {{method: '{method}', credentials: 'same-origin', headers: {{}}}};
+                 if ('{method}' !== 'GET') {{
+                   init.headers = {{'Content-Type': 'application/json', 'X-Requested-With': 'tresor-console'}};
+                   init.body = '{{}}';
+                 }}
+                 fetch('{path}', init).then(async (r) => done([r.status, await r.json().catch(() => null)]),
+                                            (e) => done([0, String(e)]));"
+            ))
+            .await;
+        (answer[0].as_u64().unwrap() as u16, answer[1].clone())
+    }
+
+    /// Drains the browser console, allowing only the refusals this test
+    /// asked for (the browser logs every 4xx answer).
+    async fn only_expected_errors(&self, allowed: &[&str]) {
+        for error in self.console_errors().await {
+            assert!(
+                allowed.iter().any(|a| error.contains(a)),
+                "unexpected console error: {error}"
+            );
+        }
+    }
+}
+
+/// A player of the demo site who buys €1 units through the players' API,
+/// `gap` apart, until `stop`; counts what was bought.
+fn buyer(
+    base: String,
+    username: String,
+    gap: Duration,
+    stop: Arc<AtomicBool>,
+    bought: Arc<AtomicI64>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let client = cookie_client();
+        common::register_and_deposit(&client, &base, &username, 100_000).await;
+        let mut n = 0;
+        while !stop.load(Ordering::SeqCst) {
+            n += 1;
+            let key = format!("{username}-{n}");
+            let (status, body) = post(
+                &client,
+                &format!("{base}/api/plays"),
+                &json!({"stake_cents": 100}),
+                Some(&key),
+            )
+            .await
+            .expect("the server answers the purchase");
+            assert_eq!(status, 201, "{body}");
+            bought.fetch_add(1, Ordering::SeqCst);
+            tokio::time::sleep(gap).await;
+        }
+    })
+}
+
+fn data_i64(value: &Value) -> i64 {
+    value.as_str().and_then(|s| s.parse().ok()).unwrap_or(-1)
+}
+
+async fn an_operator_enrols_logs_in_and_watches_the_dashboard_move_while_players_buy(h: &Harness) {
+    let Some((site, browser)) = setup(h, 1366, 1000).await else {
+        return;
+    };
+    add_operator(h, "olivia", "operator");
+    browser
+        .log_in(&site.admin, "olivia", Some("console-login-enrol"))
+        .await;
+    browser
+        .wait_for("document.body.dataset.loaded === 'dashboard' && document.querySelector('[data-testid=ppm-chart] svg')")
+        .await;
+    assert_eq!(
+        browser
+            .execute("return document.querySelector('[data-testid=who-role]').textContent")
+            .await,
+        json!("operator")
+    );
+    let before_total = data_i64(
+        &browser
+            .execute("return document.querySelector('[data-testid=ppm-chart]').dataset.total")
+            .await,
+    );
+    let before_cents = data_i64(
+        &browser
+            .execute("return document.querySelector('[data-testid=sales-total]').dataset.cents")
+            .await,
+    );
+    assert_eq!(
+        browser
+            .execute("return document.querySelector('[data-testid=ppm-chart]').dataset.points")
+            .await,
+        json!("60"),
+        "the last hour, minute by minute"
+    );
+
+    // Players buy in the background; the page polls every 2 s.
+    let stop = Arc::new(AtomicBool::new(false));
+    let bought = Arc::new(AtomicI64::new(0));
+    let buyers: Vec<_> = (0..2)
+        .map(|i| {
+            buyer(
+                site.base.clone(),
+                format!("buyer_{i}"),
+                Duration::from_millis(60),
+                stop.clone(),
+                bought.clone(),
+            )
+        })
+        .collect();
+    let started = Instant::now();
+    let polls_before = data_i64(
+        &browser
+            .execute("return document.body.dataset.dashboardPolls")
+            .await,
+    );
+    browser
+        .wait_for(&format!(
+            "Number(document.querySelector('[data-testid=ppm-chart]').dataset.total) >= {}
+             && Number(document.querySelector('[data-testid=sales-total]').dataset.cents) >= {}",
+            before_total + 10,
+            before_cents + 1000
+        ))
+        .await;
+    // Once more after a poll, to see it keep moving.
+    let mid = data_i64(
+        &browser
+            .execute("return document.querySelector('[data-testid=ppm-chart]').dataset.total")
+            .await,
+    );
+    browser
+        .wait_for(&format!(
+            "Number(document.querySelector('[data-testid=ppm-chart]').dataset.total) > {mid}"
+        ))
+        .await;
+    stop.store(true, Ordering::SeqCst);
+    for b in buyers {
+        b.await.unwrap();
+    }
+    let polls = data_i64(
+        &browser
+            .execute("return document.body.dataset.dashboardPolls")
+            .await,
+    );
+    assert!(
+        polls > polls_before,
+        "the dashboard polled ({polls_before} → {polls})"
+    );
+    eprintln!(
+        "dashboard moved: {} purchases in {:?}, {} polls",
+        bought.load(Ordering::SeqCst),
+        started.elapsed(),
+        polls - polls_before
+    );
+
+    // Once the buyers stop, the page settles on exactly what was bought
+    // (the server answers from memory for up to a second, the page polls
+    // every 2 s), and the sales figure on a euro per unit.
+    let bought = bought.load(Ordering::SeqCst);
+    let server_total = before_total + bought;
+    browser
+        .wait_for(&format!(
+            "Number(document.querySelector('[data-testid=ppm-chart]').dataset.total) === {server_total}
+             && Number(document.querySelector('[data-testid=sales-total]').dataset.cents) === {}",
+            before_cents + 100 * bought
+        ))
+        .await;
+    let (status, dashboard) = browser.call("GET", "/console/api/dashboard").await;
+    assert_eq!(status, 200, "{dashboard}");
+    let counted: i64 = dashboard["purchases_per_minute"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["count"].as_i64().unwrap())
+        .sum();
+    assert_eq!(counted, server_total, "the API counts what the page shows");
+    // The chart's numbers are there for screen readers and in its table.
+    let described = browser
+        .execute("return document.querySelector('[data-testid=ppm-chart] svg desc').textContent")
+        .await;
+    assert!(
+        described
+            .as_str()
+            .unwrap()
+            .contains(&format!("{server_total} purchases")),
+        "{described}"
+    );
+    let rows = browser
+        .execute(
+            "return document.querySelectorAll('[data-testid=ppm-chart] details tbody tr').length",
+        )
+        .await;
+    assert_eq!(rows, json!(60));
+    let sales_rows = browser
+        .execute("return document.querySelectorAll('[data-testid=sales-row] progress').length")
+        .await;
+    assert!(
+        sales_rows.as_u64().unwrap() >= 3,
+        "a progress bar per block: {sales_rows}"
+    );
+    let stakes_bars = browser
+        .execute("return document.querySelectorAll('[data-testid=money-chart] rect.bar').length")
+        .await;
+    assert_eq!(
+        stakes_bars,
+        json!(9),
+        "three bars for each of the three stakes"
+    );
+    shot(&browser, "console-dashboard").await;
+
+    // A tablet's width: nothing runs off the side.
+    browser.set_window(768, 1024).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let overflow = browser
+        .execute("return document.documentElement.scrollWidth > window.innerWidth")
+        .await;
+    assert_eq!(
+        overflow,
+        json!(false),
+        "the dashboard fits a 768 px wide screen"
+    );
+    shot(&browser, "console-dashboard-tablet").await;
+
+    // Logging out ends the session: the API answers 401 and the page asks again.
+    browser.click("[data-testid=logout]").await;
+    browser
+        .wait_for("document.body.dataset.screen === 'login'")
+        .await;
+    let (status, body) = browser.call("GET", "/console/api/me").await;
+    assert_eq!(status, 401, "{body}");
+    assert_eq!(body["error"]["code"], json!("unauthorized"));
+    browser.only_expected_errors(&["/console/api/me"]).await;
+    browser.close().await;
+}
+
+async fn an_operator_suspends_a_block_verifies_an_account_and_settles_withdrawals(h: &Harness) {
+    let Some((site, browser)) = setup(h, 1366, 1000).await else {
+        return;
+    };
+    add_operator(h, "oscar", "operator");
+    let base = &site.base;
+
+    // Two players open accounts for real money: both wait for verification.
+    let ana = cookie_client();
+    let bea = cookie_client();
+    for (client, username, birth_name) in [
+        (&ana, "ana_martin", "Martin"),
+        (&bea, "bea_durand", "Durand"),
+    ] {
+        let body = json!({
+            "username": username, "password": "a long password", "accept_rules": true,
+            "marketing_consent": false, "iban": IBAN,
+            "deposit_limit_cents": 1_000_000, "stake_limit_cents": 1_000_000,
+            "identity": {"birth_name": birth_name, "first_names": "Anne Marie", "birth_date": "1990-05-01",
+                         "birth_place": "Nantes", "address": "1 rue de la Paix, 75002 Paris"},
+        });
+        let (status, answer) = post(client, &format!("{base}/api/account/open"), &body, None)
+            .await
+            .unwrap();
+        assert_eq!(status, 201, "{answer}");
+    }
+
+    browser.log_in(&site.admin, "oscar", None).await;
+    // An operator may not read the trail: hidden, and refused.
+    assert!(!browser.nav().await.contains(&"trail".to_owned()));
+    let (status, body) = browser.call("GET", "/console/api/trail").await;
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(body["error"]["code"], json!("forbidden"));
+    browser.only_expected_errors(&["/console/api/trail"]).await;
+
+    // Emissions and blocks: suspend one block, then resume it.
+    browser.open("emissions").await;
+    let block = browser
+        .wait_for(
+            "document.querySelector('[data-testid=block-row][data-state=open]')?.dataset.blockId",
+        )
+        .await;
+    let block = data_i64(&block);
+    browser
+        .click(&format!("[data-testid=suspend-{block}]"))
+        .await;
+    shot(&browser, "console-confirm").await;
+    browser.confirm().await;
+    browser
+        .wait_for(&format!("document.querySelector('[data-testid=block-row][data-block-id=\"{block}\"]').dataset.state === 'suspended'"))
+        .await;
+    let public = get_json(&cookie_client(), &format!("{base}/api/blocks")).await;
+    let state_of = |blocks: &Value| {
+        blocks["blocks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["id"] == json!(block))
+            .map(|b| b["state"].clone())
+    };
+    assert_eq!(state_of(&public), Some(json!("suspended")), "{public}");
+    shot(&browser, "console-emissions").await;
+    // Escape cancels a confirmation: nothing changes, the focus goes back.
+    browser
+        .click(&format!("[data-testid=resume-{block}]"))
+        .await;
+    browser
+        .wait_for("document.querySelector('#confirm').open")
+        .await;
+    browser.press(&["\u{E00C}"]).await;
+    browser
+        .wait_for(&format!(
+            "!document.querySelector('#confirm').open
+             && document.activeElement === document.querySelector('[data-testid=resume-{block}]')"
+        ))
+        .await;
+    let public = get_json(&cookie_client(), &format!("{base}/api/blocks")).await;
+    assert_eq!(state_of(&public), Some(json!("suspended")), "{public}");
+    browser
+        .click(&format!("[data-testid=resume-{block}]"))
+        .await;
+    browser.confirm().await;
+    browser
+        .wait_for(&format!("document.querySelector('[data-testid=block-row][data-block-id=\"{block}\"]').dataset.state === 'open'"))
+        .await;
+    let public = get_json(&cookie_client(), &format!("{base}/api/blocks")).await;
+    assert_eq!(state_of(&public), Some(json!("open")), "{public}");
+
+    // The verification queue: verify Ana; Bea stays in it.
+    browser.open("queues").await;
+    browser
+        .wait_for("document.querySelectorAll('[data-testid=verify-row]').length === 2")
+        .await;
+    let ana_id = data_i64(
+        &browser
+            .execute("return [...document.querySelectorAll('[data-testid=verify-row]')].find((r) => r.textContent.includes('ana_martin')).dataset.playerId")
+            .await,
+    );
+    browser
+        .click(&format!("[data-testid=verify-{ana_id}]"))
+        .await;
+    browser.confirm().await;
+    browser
+        .wait_for(&format!(
+            "document.querySelectorAll('[data-testid=verify-row]').length === 1
+             && !document.querySelector('[data-testid=verify-row][data-player-id=\"{ana_id}\"]')"
+        ))
+        .await;
+    let account = get_json(&ana, &format!("{base}/api/account")).await;
+    assert_eq!(account["status"], json!("verified"), "{account}");
+
+    // The player's page: credit 30 €.
+    browser.open("players").await;
+    browser.type_into("[data-testid=player-q]", "ana").await;
+    browser.click("[data-testid=player-search-submit]").await;
+    browser
+        .click(&format!("[data-testid=player-link-{ana_id}]"))
+        .await;
+    browser
+        .wait_for(&format!(
+            "document.querySelector('[data-testid=player-detail]').dataset.playerId === '{ana_id}'"
+        ))
+        .await;
+    browser.type_into("[data-testid=credit-amount]", "30").await;
+    browser.click("[data-testid=credit-submit]").await;
+    browser.confirm().await;
+    browser
+        .wait_for("document.querySelector('[data-testid=player-balance]')?.dataset.cents === '3000' && document.querySelector('[data-testid=movement-row][data-movement=operator_credit]')")
+        .await;
+    assert_eq!(
+        get_json(&ana, &format!("{base}/api/me")).await["balance_cents"],
+        json!(3000)
+    );
+    shot(&browser, "console-players").await;
+
+    // Ana asks two withdrawals: one approved, one rejected with a reason.
+    let mut asked = Vec::new();
+    for cents in [1000, 500] {
+        let (status, w) = post(
+            &ana,
+            &format!("{base}/api/account/withdrawals"),
+            &json!({"amount_cents": cents}),
+            None,
+        )
+        .await
+        .unwrap();
+        assert_eq!(status, 201, "{w}");
+        asked.push(w["id"].as_i64().unwrap());
+    }
+    browser.open("queues").await;
+    browser
+        .wait_for("document.querySelectorAll('[data-testid=withdrawal-row]').length === 2")
+        .await;
+    shot(&browser, "console-queues").await;
+    browser
+        .click(&format!("[data-testid=approve-{}]", asked[0]))
+        .await;
+    browser.confirm().await;
+    browser
+        .wait_for("document.querySelectorAll('[data-testid=withdrawal-row]').length === 1")
+        .await;
+    browser
+        .click(&format!("[data-testid=reject-{}]", asked[1]))
+        .await;
+    browser
+        .wait_for("document.querySelector('#confirm').open")
+        .await;
+    // No reason, no rejection: the dialog says so and stays open.
+    browser.click("[data-testid=confirm-ok]").await;
+    browser
+        .wait_for("!document.querySelector('#confirm-error').hidden && document.querySelector('#confirm').open")
+        .await;
+    browser
+        .type_into("[data-testid=confirm-reason]", "The IBAN is closed")
+        .await;
+    browser.click("[data-testid=confirm-ok]").await;
+    browser
+        .wait_for("!document.querySelector('#confirm').open")
+        .await;
+    browser
+        .wait_for("document.querySelectorAll('[data-testid=withdrawal-row]').length === 0")
+        .await;
+    let withdrawals = get_json(&ana, &format!("{base}/api/account/withdrawals")).await;
+    let by_id = |id: i64| {
+        withdrawals["withdrawals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["id"] == json!(id))
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(by_id(asked[0])["state"], json!("paid"), "{withdrawals}");
+    assert_eq!(by_id(asked[1])["state"], json!("rejected"), "{withdrawals}");
+    assert_eq!(by_id(asked[1])["reason"], json!("The IBAN is closed"));
+    assert_eq!(
+        get_json(&ana, &format!("{base}/api/me")).await["balance_cents"],
+        json!(2000)
+    );
+
+    // The site: an announcement to players.
+    browser.open("site").await;
+    browser
+        .type_into(
+            "[data-testid=announce-text]",
+            "Maintenance tonight from 23:00 to 23:15.",
+        )
+        .await;
+    browser.click("[data-testid=announce-save]").await;
+    browser.confirm().await;
+    browser
+        .wait_for("document.querySelector('[data-testid=site-announcement]').textContent === 'Maintenance tonight from 23:00 to 23:15.'")
+        .await;
+    shot(&browser, "console-site").await;
+    browser.close_without_console_errors().await;
+}
+
+async fn each_role_sees_only_what_it_may_do_and_is_refused_the_rest(h: &Harness) {
+    let Some((site, browser)) = setup(h, 1366, 1000).await else {
+        return;
+    };
+    add_operator(h, "victor", "viewer");
+    add_operator(h, "audrey", "auditor");
+    // A closed emission: its block's secret is published, for the auditor
+    // to re-check.
+    let created = h.tresor_ok(&["emission", "create", "--stakes", "50", "--blocks", "1"]);
+    let created = String::from_utf8_lossy(&created.stdout).to_string();
+    let newest: i64 = created
+        .strip_prefix("created emission ")
+        .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("an emission id in: {created}"));
+    h.tresor_ok(&["emission", "close", &newest.to_string()]);
+
+    // No session: 401; the players' site has no console at all.
+    let anonymous = cookie_client();
+    let response = anonymous
+        .get(format!("{}/console/api/me", site.admin))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 401);
+    for path in ["/console", "/console/api/me", "/console/api/dashboard"] {
+        let response = anonymous
+            .get(format!("{}{path}", site.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 404, "{path} on the players' site");
+    }
+    // The page itself: strict CSP, never cached.
+    let page = anonymous
+        .get(format!("{}/console", site.admin))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    let csp = page.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        csp.contains("script-src 'self'") && csp.contains("style-src 'self'"),
+        "{csp}"
+    );
+
+    // The viewer: the dashboard, emissions and the site, read only.
+    browser.log_in(&site.admin, "victor", None).await;
+    assert_eq!(browser.nav().await, ["dashboard", "emissions", "site"]);
+    browser.open("emissions").await;
+    browser
+        .wait_for("document.querySelectorAll('[data-testid=block-row]').length > 0")
+        .await;
+    let hidden = browser
+        .execute(
+            "return [document.querySelector('[data-testid=emission-form]').closest('[data-needs]').hidden,
+                     document.querySelectorAll('[data-action]').length]",
+        )
+        .await;
+    assert_eq!(
+        hidden,
+        json!([true, 0]),
+        "no form and no action button for a viewer"
+    );
+    browser.open("site").await;
+    assert_eq!(
+        browser.execute("return document.querySelector('[data-testid=sales-form]').closest('[data-needs]').hidden").await,
+        json!(true)
+    );
+    for (method, path, permission) in [
+        ("GET", "/console/api/players?q=", "players"),
+        ("POST", "/console/api/blocks/1/suspend", "emissions"),
+        (
+            "GET",
+            "/console/api/withdrawals?state=pending",
+            "withdrawals",
+        ),
+        ("GET", "/console/api/trail", "trail"),
+    ] {
+        let (status, body) = browser.call(method, path).await;
+        assert_eq!(status, 403, "{method} {path}: {body}");
+        assert_eq!(body["error"]["code"], json!("forbidden"), "{body}");
+        assert_eq!(body["error"]["permission"], json!(permission), "{body}");
+    }
+    // A typed URL to a hidden screen lands on one the role has.
+    browser.execute("location.hash = '#/trail'").await;
+    browser
+        .wait_for("document.body.dataset.screen === 'dashboard'")
+        .await;
+    browser
+        .only_expected_errors(&[
+            "/console/api/players",
+            "/console/api/blocks/1/suspend",
+            "/console/api/withdrawals",
+            "/console/api/trail",
+        ])
+        .await;
+    browser.click("[data-testid=logout]").await;
+    browser
+        .wait_for("document.body.dataset.screen === 'login'")
+        .await;
+
+    // The auditor: the trail, and re-checking a published block.
+    browser.log_in(&site.admin, "audrey", None).await;
+    assert_eq!(
+        browser.nav().await,
+        ["dashboard", "emissions", "trail", "site"]
+    );
+    let (status, body) = browser.call("POST", "/console/api/blocks/1/suspend").await;
+    assert_eq!(status, 403, "{body}");
+    browser
+        .only_expected_errors(&["/console/api/blocks/1/suspend"])
+        .await;
+    browser.open("trail").await;
+    browser.click("[data-testid=trail-verify]").await;
+    browser
+        .wait_for("document.querySelector('[data-testid=notice]').dataset.code === 'trail_ok' && document.querySelector('[data-testid=trail-last]').dataset.ok === 'true'")
+        .await;
+    browser.click("[data-testid=trail-copy]").await;
+    browser.click("[data-testid=trail-export]").await;
+    let records = data_i64(
+        &browser
+            .wait_for("document.querySelector('[data-testid=trail-export-result]').dataset.records")
+            .await,
+    );
+    let (status, trail) = browser.call("GET", "/console/api/trail").await;
+    assert_eq!(status, 200, "{trail}");
+    // The trail's records are numbered from 1 without a gap: the export
+    // holds every one up to the head.
+    assert_eq!(
+        json!(records),
+        trail["head"]["seq"],
+        "records exported, and the head: {trail}"
+    );
+    let shown_hash = browser
+        .execute("return document.querySelector('[data-testid=trail-hash]').textContent")
+        .await;
+    assert_eq!(shown_hash, trail["head"]["hash"]);
+    shot(&browser, "console-trail").await;
+
+    browser.open("emissions").await;
+    let published = browser
+        .wait_for("[...document.querySelectorAll('[data-testid=block-row]')].find((r) => r.querySelector('[data-action=recheck]'))?.dataset.blockId")
+        .await;
+    let published = data_i64(&published);
+    browser
+        .click(&format!("[data-testid=recheck-{published}]"))
+        .await;
+    browser
+        .wait_for("document.querySelector('[data-testid=notice]').dataset.code === 'recheck_ok'")
+        .await;
+    browser.close_without_console_errors().await;
+}
