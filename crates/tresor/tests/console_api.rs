@@ -509,6 +509,12 @@ fn endpoints(
             Some(json!({"message": "hello"})),
             "site",
         ),
+        (
+            "POST",
+            p("/console/api/banlist"),
+            Some(json!({"csv": "birth_name,first_names,birth_date\n"})),
+            "site",
+        ),
         ("GET", p("/console/api/trail"), None, "trail"),
         (
             "POST",
@@ -558,8 +564,8 @@ on_both!(
                 refused += 1;
             }
         }
-        // The viewer lacks 20 endpoints, the operator the trail's 4, the auditor 16.
-        assert_eq!(refused, 20 + 4 + 16);
+        // The viewer lacks 21 endpoints, the operator the trail's 4, the auditor 17.
+        assert_eq!(refused, 21 + 4 + 17);
         let output = app.db.tresor_ok(&["audit", "verify"]);
         assert!(output.status.success(), "{}", describe(&output));
     }
@@ -809,6 +815,59 @@ on_both!(
 
         let output = app.db.tresor_ok(&["audit", "verify"]);
         assert!(output.status.success(), "{}", describe(&output));
+    }
+);
+
+on_both!(
+    a_ban_list_of_megabytes_is_imported_from_the_console_and_bans_at_once,
+    |app| {
+        let (alice, _) = logged_in(&app, "alice", Role::Operator).await;
+        let player = real_money_player(&app, &alice, "zoe", 1_000).await;
+        let account = app.service.player_by_username("zoe").await.unwrap();
+        let born = app
+            .service
+            .account(&account)
+            .await
+            .unwrap()
+            .identity
+            .unwrap()
+            .birth_date;
+        // 60,000 names (about 2 MiB, past the 64 KiB of any other request),
+        // one of them the player's.
+        let mut csv = String::from("birth_name,first_names,birth_date\n");
+        for n in 0..60_000 {
+            csv.push_str(&format!("Someone {n},Jean Paul,1970-01-01\n"));
+        }
+        csv.push_str(&format!("NAME OF ZOE,anne-marie,{born}\n"));
+        assert!(csv.len() > 1 << 20);
+        let (status, body) = alice
+            .post("/console/api/banlist", json!({"csv": csv}))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(body["entries"], 60_001);
+        assert_eq!(body["banned"], json!(["zoe"]));
+        let view = app.service.account(&account).await.unwrap();
+        assert!(view.banned, "the player is banned at once");
+        assert!(
+            trail(&app)
+                .await
+                .iter()
+                .any(|(actor, action)| actor == "staff:alice" && action == "ban_list_imported"),
+            "the import is in the trail under the operator's name"
+        );
+
+        // A malformed list is refused whole and changes nothing.
+        let before = state_of(&app).await;
+        let answer = alice
+            .post(
+                "/console/api/banlist",
+                json!({"csv": "birth_name,first_names,birth_date\nX,Y,1970-13-45\n"}),
+            )
+            .await;
+        assert_error(&answer, StatusCode::UNPROCESSABLE_ENTITY, "validation");
+        assert_eq!(state_of(&app).await, before);
+        assert!(app.service.account(&account).await.unwrap().banned);
+        let _ = player;
     }
 );
 

@@ -138,7 +138,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
                 other if other.status() == StatusCode::PAYLOAD_TOO_LARGE => ApiError::new(
                     StatusCode::PAYLOAD_TOO_LARGE,
                     "payload_too_large",
-                    "the request body is larger than 64 KiB",
+                    "the request body is too large (64 KiB at most; a ban list import, 32 MiB)",
                 ),
                 JsonRejection::MissingJsonContentType(_) => ApiError::new(
                     StatusCode::UNSUPPORTED_MEDIA_TYPE,

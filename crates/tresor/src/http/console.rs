@@ -15,7 +15,7 @@ use crate::service::{
 };
 use crate::staff::{self, Permission, TOTP_SECRET_LEN};
 use axum::body::Body as ResponseBody;
-use axum::extract::{FromRequestParts, Path, Request, State};
+use axum::extract::{DefaultBodyLimit, FromRequestParts, Path, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
@@ -228,7 +228,15 @@ pub fn routes(state: AppState) -> Router<AppState> {
             .route("/console/api/trail/export", get(export_trail))
             .route("/console/api/blocks/{id}/recheck", post(recheck)),
     );
-    Router::new()
+    // A national ban list runs to megabytes: its import alone takes up to
+    // BAN_LIST_LIMIT; every other request, 64 KiB.
+    let ban_list = guarded(
+        Some(Permission::Site),
+        Router::new().route("/console/api/banlist", post(import_ban_list)),
+    )
+    .layer(DefaultBodyLimit::max(BAN_LIST_LIMIT))
+    .layer(RequestBodyLimitLayer::new(BAN_LIST_LIMIT));
+    let small = Router::new()
         .route("/console/api/login", post(login))
         .route("/console/api/login/code", post(login_code))
         .route("/console/api/logout", post(logout))
@@ -240,9 +248,12 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .merge(site_routes)
         .merge(trail)
         .route("/console/api/{*rest}", axum::routing::any(not_found))
+        .layer(RequestBodyLimitLayer::new(64 * 1024));
+    Router::new()
+        .merge(ban_list)
+        .merge(small)
         .layer(middleware::from_fn(require_console_csrf))
         .layer(Extension(console))
-        .layer(RequestBodyLimitLayer::new(64 * 1024))
         .layer(middleware::from_fn(super::json_edge_errors))
         .layer(SetResponseHeaderLayer::if_not_present(
             header::CACHE_CONTROL,
@@ -914,6 +925,35 @@ async fn set_announcement(
         .set_announcement_as(member.actor(), body.message)
         .await?;
     ok(state.service.site().await?)
+}
+
+/// The largest ban list the console takes: 32 MiB of JSON.
+const BAN_LIST_LIMIT: usize = 32 * 1024 * 1024;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BanListBody {
+    /// The list as CSV: `birth_name,first_names,birth_date`.
+    csv: String,
+}
+
+/// Replaces the national ban list in force (`tresor banlist import`).
+async fn import_ban_list(
+    State(state): State<AppState>,
+    Extension(member): Extension<StaffMember>,
+    Body(body): Body<BanListBody>,
+) -> Answer {
+    let import = state
+        .service
+        .import_ban_list_as(member.actor(), &body.csv)
+        .await?;
+    ok(json!({
+        "version": import.version,
+        "entries": import.entries,
+        "sha256": import.sha256,
+        "banned": import.banned,
+        "lifted": import.lifted,
+    }))
 }
 
 // -- The trail -----------------------------------------------------------------

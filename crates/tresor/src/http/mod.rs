@@ -125,7 +125,7 @@ pub(super) async fn json_edge_errors(request: Request, next: Next) -> Response {
         StatusCode::PAYLOAD_TOO_LARGE => ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             "payload_too_large",
-            "the request body is larger than 64 KiB",
+            "the request body is too large (64 KiB at most; a ban list import, 32 MiB)",
         )
         .into_response(),
         StatusCode::REQUEST_TIMEOUT => ApiError::new(

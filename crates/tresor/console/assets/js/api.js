@@ -95,6 +95,7 @@ export const api = {
   site: () => request('GET', `${base}/site`),
   setSales: (opensAt) => request('PUT', `${base}/site/sales`, { opens_at: opensAt }),
   setAnnouncement: (message) => request('PUT', `${base}/site/announcement`, { message }),
+  importBanList: (csv) => request('POST', `${base}/banlist`, { csv }),
   trail: () => request('GET', `${base}/trail`),
   verifyTrail: () => request('POST', `${base}/trail/verify`, {}),
 

@@ -1,5 +1,6 @@
-//! The site: when sales open, and the announcement shown to players (role
-//! `site` to change them; every role with `dashboard` reads them).
+//! The site: when sales open, the announcement shown to players and the
+//! national ban list (role `site` to change them; every role with
+//! `dashboard` reads the first two).
 
 import { api } from './api.js';
 import { $, h, fill, timeNode, notice, showError, confirmAction } from './util.js';
@@ -73,6 +74,32 @@ export const site = {
         return;
       }
       change('Publish this announcement?', `Every player sees: “${message}”`, () => api.setAnnouncement(message), 'The announcement is published.');
+    });
+    $('#banlist-form').addEventListener('submit', async (event) => {
+      event.preventDefault();
+      const file = $('#banlist-file').files[0];
+      if (!file) {
+        notice('Choose the CSV file of the ban list.', 'error', 'validation');
+        return;
+      }
+      const csv = await file.text();
+      const lines = csv.split('\n').filter((line) => line.trim()).length - 1;
+      try {
+        const imported = await confirmAction({
+          title: 'Replace the national ban list?',
+          text: `${file.name}: about ${lines.toLocaleString('en-GB')} names. Accounts that match are banned at once; accounts no longer listed are lifted.`,
+          ok: 'Import',
+          action: () => api.importBanList(csv),
+        });
+        if (imported) {
+          const result = $('#banlist-result');
+          result.textContent = `Version ${imported.version}: ${imported.entries.toLocaleString('en-GB')} names; banned now: ${imported.banned.length ? imported.banned.join(', ') : 'none'}; lifted: ${imported.lifted.length ? imported.lifted.join(', ') : 'none'}.`;
+          result.hidden = false;
+          notice('The ban list is imported.');
+        }
+      } catch (failure) {
+        showError(failure);
+      }
     });
     $('#announce-clear').addEventListener('click', () =>
       change('Remove the announcement?', 'Players no longer see it.', () => api.setAnnouncement(null), 'The announcement is removed.'),
