@@ -3,8 +3,8 @@
 //! Chromium over WebDriver, one browser at a time. Opening an account with
 //! an identity, a deposit paid (and one declined) on the sandbox's page, a
 //! game, the operator's verification, a withdrawal, the statement and its
-//! CSV, closing; the form with the keyboard alone on a 360 px phone; the
-//! time-played reminder. Screenshots go to `target/screenshots/account-*`.
+//! CSV, closing; a payment over the deposit cap, to refund; the form with
+//! the keyboard alone on a 360 px phone; the time-played reminder. Screenshots go to `target/screenshots/account-*`.
 //!
 //! Time passes honestly for the reminder: in test mode (`?fast=1`) the page
 //! reads elapsed time from one clock, `util.clock()`, which the test moves
@@ -21,7 +21,7 @@ on_both!(
     an_account_opened_with_the_form_deposits_plays_withdraws_reads_its_statement_and_closes,
     the_opening_form_works_with_the_keyboard_alone_on_a_phone_and_the_account_speaks_english,
     the_reminder_window_comes_when_due_blocks_play_until_acknowledged_and_says_the_time_played,
-    a_payment_declined_on_the_provider_page_shows_failed_and_credits_nothing,
+    a_payment_declined_or_over_the_cap_shows_failed_or_to_refund_and_credits_nothing,
 );
 
 const TAB: &str = "\u{E004}";
@@ -154,13 +154,13 @@ impl Browser {
 
     /// Opens an account through the API from inside the page (for tests about
     /// something else), then reloads as that player.
-    async fn open_quickly(&self, base: &str, username: &str) {
+    async fn open_quickly(&self, base: &str, username: &str, deposit_limit_cents: i64) {
         self.goto(&format!("{base}/?fast=1#/")).await;
         let body = json!({
             "username": username, "password": PASSWORD, "accept_rules": true,
             "identity": {"birth_name": "Durand", "first_names": "Ana", "birth_date": "1990-07-14",
                          "birth_place": "Lyon", "address": "1 rue de la Paix, 75002 Paris"},
-            "iban": IBAN,
+            "iban": IBAN, "deposit_limit_cents": deposit_limit_cents,
         });
         let script = format!(
             "const done = arguments[arguments.length - 1];
@@ -614,7 +614,7 @@ async fn the_reminder_window_comes_when_due_blocks_play_until_acknowledged_and_s
         return;
     };
     let base = &site.base;
-    browser.open_quickly(base, "reminded").await;
+    browser.open_quickly(base, "reminded", 10000).await;
     // Money to play with: a deposit paid on the sandbox's page.
     browser.ask_deposit("10").await;
     browser.click("#pay").await;
@@ -713,12 +713,15 @@ async fn the_reminder_window_comes_when_due_blocks_play_until_acknowledged_and_s
     browser.close_without_console_errors().await;
 }
 
-async fn a_payment_declined_on_the_provider_page_shows_failed_and_credits_nothing(h: &Harness) {
+async fn a_payment_declined_or_over_the_cap_shows_failed_or_to_refund_and_credits_nothing(
+    h: &Harness,
+) {
     let Some((site, browser)) = setup(h, 1280, 900).await else {
         return;
     };
     let base = &site.base;
-    browser.open_quickly(base, "declined").await;
+    // A 20 € weekly cap on deposits, for the second payment below.
+    browser.open_quickly(base, "declined", 2000).await;
     browser.ask_deposit("25").await;
     browser.click("#decline").await;
     assert_eq!(browser.deposit_outcome().await, "failed");
@@ -732,6 +735,18 @@ async fn a_payment_declined_on_the_provider_page_shows_failed_and_credits_nothin
     let text = browser.text("[data-testid=deposit-outcome]").await;
     assert!(text.contains("n'a pas abouti"), "{text}");
     browser.screenshot("account-deposit-failed").await;
+    assert_eq!(browser.balance_cents().await, 0);
+
+    // Paid, but over the deposit cap: to refund, the reason in words, nothing credited.
+    browser.ask_deposit("25").await;
+    browser.click("#pay").await;
+    assert_eq!(browser.deposit_outcome().await, "to_refund");
+    let text = browser.text("[data-testid=deposit-outcome]").await;
+    assert!(
+        text.contains("À rembourser") && text.contains("plafond de dépôts"),
+        "{text}"
+    );
+    browser.screenshot("account-deposit-to-refund").await;
     assert_eq!(browser.balance_cents().await, 0);
     let statement = browser.get_json("/api/account/statement").await;
     assert_eq!(statement["movements"], json!([]));
