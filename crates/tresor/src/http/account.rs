@@ -5,7 +5,7 @@
 
 use super::api::{
     ActingPlayer, Body, CurrentPlayer, PageQuery, Params, logged_in, require_csrf_proof,
-    session_cookie,
+    session_cookie, session_token,
 };
 use super::throttle::{ClientAddress, Throttles};
 use super::{ApiError, AppState};
@@ -114,11 +114,29 @@ async fn open(
     logged_in(&state, &player, StatusCode::CREATED).await
 }
 
+/// The account, and when this request's session opened: the page counts
+/// the time played this session from there (`session_elapsed_s` is by the
+/// server's clock, so the browser's own clock need not agree with it).
 async fn account(
     State(state): State<AppState>,
+    headers: HeaderMap,
     current: CurrentPlayer,
-) -> Result<Json<AccountView>, ApiError> {
-    Ok(Json(state.service.account(&current.player).await?))
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let view = state.service.account(&current.player).await?;
+    let mut body = serde_json::to_value(view).expect("the account view serializes");
+    let started_ms = match session_token(&headers) {
+        Some(token) => state.service.session_started_ms(&token).await?,
+        None => None,
+    };
+    if let (Some(started_ms), Some(object)) = (started_ms, body.as_object_mut()) {
+        let elapsed_s = (state.service.now_ms() - started_ms).max(0) / 1000;
+        object.insert(
+            "session_started_at".to_owned(),
+            json!(crate::service::rfc3339(started_ms)),
+        );
+        object.insert("session_elapsed_s".to_owned(), json!(elapsed_s));
+    }
+    Ok(Json(body))
 }
 
 #[derive(Deserialize)]
@@ -336,7 +354,8 @@ fn escape(text: &str) -> String {
 fn sandbox_html(title: &str, body: &str) -> Response {
     Html(format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width\"><title>{title}</title></head>\
+         <meta name=\"viewport\" content=\"width=device-width\">\
+         <link rel=\"icon\" href=\"data:,\"><title>{title}</title></head>\
          <body><h1>{title}</h1>{body}</body></html>",
         title = escape(title)
     ))
@@ -357,7 +376,8 @@ async fn sandbox_page(
          <form method=\"post\" action=\"/sandbox/pay\">\
          <input type=\"hidden\" name=\"deposit\" value=\"{id}\">\
          <button name=\"outcome\" value=\"succeeded\" id=\"pay\">Pay</button> \
-         <button name=\"outcome\" value=\"failed\" id=\"decline\">Decline</button></form>",
+         <button name=\"outcome\" value=\"failed\" id=\"decline\">Decline</button></form>\
+         <p><a href=\"/#/account/deposit/{id}\" id=\"back\">Back to the site</a></p>",
         amount = escape(&crate::model::euros(deposit.amount_cents)),
         state = escape(&deposit.state),
     );
@@ -415,5 +435,6 @@ async fn sandbox_pay(
     if !answer.status().is_success() {
         return Err(Error::Unavailable("the webhook refused the sandbox's confirmation").into());
     }
-    Ok(Redirect::to(&format!("/sandbox/pay?deposit={id}")).into_response())
+    // Back to the page's account screen, which asks how the deposit ended.
+    Ok(Redirect::to(&format!("/#/account/deposit/{id}")).into_response())
 }

@@ -188,7 +188,7 @@ impl<S: Send + Sync> FromRequestParts<S> for PlayId {
     }
 }
 
-fn session_token(headers: &HeaderMap) -> Option<String> {
+pub(super) fn session_token(headers: &HeaderMap) -> Option<String> {
     headers
         .get_all(header::COOKIE)
         .iter()

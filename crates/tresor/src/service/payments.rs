@@ -12,6 +12,7 @@ use crate::error::Error;
 use crate::model::{PROVIDER_ACCOUNT, Player, TO_REFUND_ACCOUNT};
 use crate::protect::{self, LimitKind};
 use crate::store::accounts::{self as store, DepositRow, Transfer};
+use crate::store::sql;
 use crate::trail::{self, Actor};
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
@@ -129,6 +130,8 @@ pub struct DepositView {
     pub settled_at: Option<String>,
     /// Where to send the player to pay.
     pub pay_url: String,
+    /// Why a deposit is to refund (`deposit_limit`, `amount_mismatch`, …).
+    pub reason: Option<String>,
 }
 
 impl Service {
@@ -155,6 +158,7 @@ impl Service {
             state: row.state,
             created_at: super::rfc3339(row.created_at_ms),
             settled_at: row.settled_at_ms.map(super::rfc3339),
+            reason: None,
         }
     }
 
@@ -210,7 +214,18 @@ impl Service {
             .await?
             .filter(|row| player_id.is_none_or(|p| p == row.player_id))
             .ok_or(Error::NotFound)?;
-        Ok(self.deposit_view(row))
+        let mut view = self.deposit_view(row);
+        if view.state == "to_refund" {
+            view.reason = sql::query_scalar(
+                "SELECT reason FROM payments WHERE deposit_id = $1 AND outcome = 'to_refund' \
+                 ORDER BY received_at_ms LIMIT 1",
+            )
+            .bind(view.id)
+            .fetch_optional(&mut *self.db.conn().await?)
+            .await?
+            .flatten();
+        }
+        Ok(view)
     }
 
     /// The provider's webhook: checks the signature, then applies the

@@ -104,6 +104,16 @@ impl Service {
         })
     }
 
+    /// When the session of `token` opened (ms), for the page's "time played
+    /// this session"; `None` for an unknown token.
+    pub async fn session_started_ms(&self, token: &str) -> Result<Option<i64>, Error> {
+        let token_hash = sha256_hex(token.as_bytes());
+        sql::query_scalar("SELECT created_at_ms FROM sessions WHERE token_hash = $1")
+            .bind(token_hash)
+            .fetch_optional(&mut *self.db.conn().await?)
+            .await
+    }
+
     /// The player of a session that has not ended (expired or not), by a
     /// read only: what decides whether a logout needs the writer at all.
     pub async fn live_session(&self, token: &str) -> Result<Option<i64>, Error> {

@@ -1,18 +1,20 @@
 //! The HTTP API client: JSON in and out, the session cookie, the CSRF header
-//! on every POST, and errors turned into `ApiError` values the screens show.
+//! on every POST and PUT, and errors turned into `ApiError` values the screens show.
 
 /** A refusal or failure from the server, with its stable `code`. */
 export class ApiError extends Error {
-  constructor(status, code, message) {
+  constructor(status, code, message, detail = {}) {
     super(message);
     this.status = status;
     this.code = code;
+    /** The error's other fields (`rules_version`, `state`, ...). */
+    this.detail = detail;
   }
 }
 
 async function request(method, path, body, headers = {}) {
   const init = { method, credentials: 'same-origin', headers: { Accept: 'application/json', ...headers } };
-  if (method === 'POST') {
+  if (method === 'POST' || method === 'PUT') {
     init.headers['X-Requested-With'] = 'tresor';
     init.headers['Content-Type'] = 'application/json';
     init.body = JSON.stringify(body ?? {});
@@ -34,7 +36,7 @@ async function request(method, path, body, headers = {}) {
   }
   if (!response.ok) {
     const error = data && data.error ? data.error : {};
-    throw new ApiError(response.status, error.code || `http_${response.status}`, error.message || response.statusText);
+    throw new ApiError(response.status, error.code || `http_${response.status}`, error.message || response.statusText, error);
   }
   return data;
 }
@@ -62,6 +64,21 @@ export const api = {
   throwOnce: (playId) => request('POST', `/api/plays/${encodeURIComponent(playId)}/throws`, {}),
   play: (playId) => request('GET', `/api/plays/${encodeURIComponent(playId)}`),
   blocks: () => request('GET', '/api/blocks'),
+  openAccount: (body) => request('POST', '/api/account/open', body),
+  account: () => request('GET', '/api/account'),
+  acceptRules: (version) => request('POST', '/api/account/rules', { version }),
+  setReminder: (everyMinutes) => request('PUT', '/api/account/reminder', { every_minutes: everyMinutes }),
+  setIban: (iban) => request('PUT', '/api/account/iban', { iban }),
+  closeAccount: () => request('POST', '/api/account/close', { confirm: true }),
+  askDeposit: (amountCents) => request('POST', '/api/account/deposits', { amount_cents: amountCents }),
+  deposit: (id) => request('GET', `/api/account/deposits/${encodeURIComponent(id)}`),
+  askWithdrawal: (amountCents) => request('POST', '/api/account/withdrawals', { amount_cents: amountCents }),
+  withdrawals: () => request('GET', '/api/account/withdrawals'),
+  cancelWithdrawal: (id) => request('POST', `/api/account/withdrawals/${encodeURIComponent(id)}/cancel`, {}),
+  statement: (cursor, limit = 20) =>
+    request('GET', `/api/account/statement?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`),
+  /** The CSV file's address, for a download link. */
+  statementCsvUrl: '/api/account/statement.csv',
   plays: (cursor, limit = 20) =>
     request('GET', `/api/plays?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`),
 };

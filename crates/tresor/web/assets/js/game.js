@@ -218,6 +218,15 @@ export class Game {
       this.busy = false;
       this.mode = 'idle';
       if (error.code === 'sales_closed' || error.code === 'sold_out') this.app.refreshStatus();
+      if (error.code === 'rules_not_accepted' && this.app.askRules) {
+        // New rules are in force: read and accept them, then the purchase goes on.
+        this.setStatus(() => t('status.rules'));
+        this.update();
+        if (await this.app.askRules(error.detail?.rules_version)) {
+          this.buy();
+          return;
+        }
+      }
       this.showError(error);
       this.update();
       this.els.play.focus();
@@ -226,7 +235,7 @@ export class Game {
 
   /** "Lancer": asks the server for the next throw and plays it out. */
   async throwOnce() {
-    if (this.busy || !this.play || this.mode !== 'playing') return;
+    if (this.busy || !this.play || this.mode !== 'playing' || this.app.playtime?.blocking()) return;
     this.busy = true;
     this.update();
     const before = this.play.scenario.throws.length;
@@ -318,6 +327,7 @@ export class Game {
   reason() {
     const { me, status } = this.app.state;
     if (!me) return { text: t('reason.login'), link: ['#/login', t('nav.login')] };
+    if (this.app.playtime?.blocking()) return { text: t('reason.reminder') };
     if (status && !status.sales_open) {
       return { text: status.opens_at ? t('reason.closed.at', { date: this.app.dateTime(status.opens_at) }) : t('reason.closed') };
     }

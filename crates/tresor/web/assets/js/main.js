@@ -1,7 +1,9 @@
 //! The page's entry point: loads the sale status, the island and the player,
 //! routes between screens with the URL hash (#/, #/history, #/account,
-//! #/rules, #/fairness, #/login, #/register, #/replay/ID), keeps the balance, the site
-//! message and the language in step, and speaks to screen readers.
+//! #/account/deposit/ID (back from the payment provider), #/statement,
+//! #/rules, #/fairness, #/login, #/register, #/replay/ID), keeps the balance,
+//! the account, the time played, the site message and the language in step,
+//! and speaks to screen readers.
 
 import { api } from './api.js';
 import { t, money, dateTime, setLang, currentLang, applyStatic, onLangChange } from './i18n.js';
@@ -10,6 +12,8 @@ import { EMBLEM } from './art.js';
 import { Game } from './game.js';
 import { setupAuth, setupAccount, setupHistory, loadRules } from './screens.js';
 import { setupFairness } from './fairness.js';
+import { setupMoney, setupOpening } from './account.js';
+import { setupPlaytime } from './playtime.js';
 import { $ } from './util.js';
 
 /**
@@ -32,12 +36,24 @@ function sessionHint(on) {
 
 const FALLBACK_ISLAND = { width: 12, height: 9, land: [], start: [5, 4] };
 
-const state = { status: null, island: null, me: null };
+const state = { status: null, island: null, me: null, account: null };
 let meVersion = 0;
 
 const app = {
   state,
   dateTime,
+  game: null,
+  playtime: null,
+
+  /** Keeps the account read from `/api/account` (or an answer with its body). */
+  setAccount(account, options) {
+    state.account = { ...(state.account ?? {}), ...account };
+    playtime?.sync(state.account, options);
+    wallet?.render();
+  },
+
+  /** The rules window before a purchase; resolves true once accepted. */
+  askRules: (version) => wallet.askRules(version),
 
   /** Speaks `text` to screen readers through the live region. */
   say(text) {
@@ -106,6 +122,7 @@ const app = {
 
   loggedIn(me) {
     app.setMe(me);
+    wallet.refresh();
     if (currentRoute().name === 'game') route();
     else location.hash = '#/';
   },
@@ -124,12 +141,14 @@ const app = {
 
   loggedOut() {
     state.me = null;
+    state.account = null;
+    playtime?.stop();
     sessionHint(false);
     meVersion++;
     renderUser();
     if (game.mode !== 'idle') game.showIdle();
     const route = currentRoute().name;
-    if (route === 'account' || route === 'history') location.hash = '#/login';
+    if (NEEDS_USER.includes(route)) location.hash = '#/login';
   },
 };
 
@@ -137,6 +156,9 @@ let game;
 let account;
 let history;
 let fairness;
+let wallet;
+let opening;
+let playtime;
 
 function renderUser() {
   const me = state.me;
@@ -168,19 +190,21 @@ function renderStatus() {
   if (status && status.message) lines.push(status.message);
   node.textContent = lines.join(' ');
   node.hidden = lines.length === 0;
+  opening?.render();
 }
 
 function currentRoute() {
   const hash = location.hash.replace(/^#\/?/, '');
-  const [name, arg] = hash.split('/');
-  return { name: name || 'game', arg };
+  const [name, ...rest] = hash.split('/');
+  return { name: name || 'game', arg: rest[0], rest };
 }
 
-const SCREENS = ['game', 'history', 'account', 'login', 'register', 'rules', 'fairness'];
+const SCREENS = ['game', 'history', 'account', 'statement', 'login', 'register', 'rules', 'fairness'];
+const NEEDS_USER = ['history', 'account', 'statement'];
 
 async function route() {
-  let { name, arg } = currentRoute();
-  if ((name === 'history' || name === 'account') && !state.me) name = 'login';
+  let { name, arg, rest } = currentRoute();
+  if (NEEDS_USER.includes(name) && !state.me) name = 'login';
   if ((name === 'login' || name === 'register') && state.me) name = 'game';
   const screen = name === 'replay' ? 'game' : SCREENS.includes(name) ? name : 'game';
   for (const id of SCREENS) $(`#screen-${id}`).hidden = id !== screen;
@@ -198,7 +222,10 @@ async function route() {
   if (screen === 'game' && name === 'replay' && arg) await game.replay(Number(arg));
   else if (screen === 'game') await game.enter();
   else if (screen === 'history') await history.show();
-  else if (screen === 'account') account.render();
+  else if (screen === 'account') {
+    account.render();
+    await wallet.show(rest);
+  } else if (screen === 'statement') await wallet.showStatement();
   else if (screen === 'rules') await loadRules($('#rules-text'), currentLang());
   else if (screen === 'fairness') await fairness.show();
 }
@@ -212,6 +239,11 @@ async function boot() {
   history = setupHistory(app);
   fairness = setupFairness(app);
   setupAuth(app);
+  wallet = setupMoney(app);
+  opening = setupOpening(app);
+  playtime = setupPlaytime(app);
+  app.game = game;
+  app.playtime = playtime;
 
   $('#lang').addEventListener('click', () => setLang(currentLang() === 'fr' ? 'en' : 'fr'));
   $('#logout').addEventListener('click', async () => {
@@ -232,6 +264,8 @@ async function boot() {
     renderUser();
     renderStatus();
     game.relabel();
+    wallet.relabel();
+    playtime.relabel();
     if (currentRoute().name === 'history' && state.me) history.show();
     if (currentRoute().name === 'fairness') fairness.render();
     const rules = $('#rules-text');
@@ -246,6 +280,7 @@ async function boot() {
   if (!state.me) sessionHint(false);
   renderStatus();
   renderUser();
+  if (state.me) await wallet.refresh();
   await route();
   document.body.dataset.ready = 'true';
   // The status can change while the page stays open (sales opening, a

@@ -2,7 +2,7 @@
 //! deposit), play history, and the rules text in French and English.
 
 import { api } from './api.js';
-import { t, money, dateTime, currentLang } from './i18n.js';
+import { t, money, dateTime, currentLang, setText } from './i18n.js';
 import { $, h } from './util.js';
 
 const DEMO_DEPOSIT_CENTS = 2000;
@@ -189,7 +189,7 @@ export function setupAccount(app) {
     try {
       const me = await api.demoDeposit(DEMO_DEPOSIT_CENTS);
       app.setMe(me);
-      $('#account-notice').textContent = t('account.deposited', { amount: money(DEMO_DEPOSIT_CENTS) });
+      setText($('#account-notice'), 'account.deposited', { amount: money(DEMO_DEPOSIT_CENTS) });
     } catch (e) {
       app.showError(e, $('#account-error'));
     } finally {

@@ -63,3 +63,60 @@ export function sleep(ms) {
 export function nextFrame() {
   return new Promise((resolve) => requestAnimationFrame(() => resolve()));
 }
+
+let clockOffsetMs = 0;
+
+/**
+ * The page's one clock for elapsed time (milliseconds, monotonic): the time
+ * played and the reminders read it and nothing else. In test mode
+ * (`?fast=1`) `window.tresorClock.advance(ms)` moves it forward, so that a
+ * test can make an hour pass without waiting for it; nothing else changes.
+ */
+export function clock() {
+  return performance.now() + clockOffsetMs;
+}
+
+if (fastFlag) {
+  window.tresorClock = {
+    advance(ms) {
+      clockOffsetMs += Math.max(0, Number(ms) || 0);
+      window.dispatchEvent(new Event('tresor-clock'));
+    },
+  };
+}
+
+/** Whole euros or euros and cents typed by a player ("12", "12,50", "12.5") as cents, or `null`. */
+export function parseEuros(text) {
+  const clean = String(text).trim().replace(/\s/g, '').replace('€', '').replace(',', '.');
+  if (!/^\d+(\.\d{1,2})?$/.test(clean)) return null;
+  const [whole, fraction = ''] = clean.split('.');
+  return Number(whole) * 100 + Number(fraction.padEnd(2, '0'));
+}
+
+/**
+ * Opens a modal dialog, moving the focus into it and back where it was when
+ * it closes; resolves on close. `blocking` dialogs ignore Escape: they close
+ * only by their own buttons.
+ */
+export function showDialog(dialog, { blocking = false } = {}) {
+  const before = document.activeElement;
+  return new Promise((resolve) => {
+    const onCancel = (event) => {
+      if (blocking) event.preventDefault();
+    };
+    dialog.addEventListener('cancel', onCancel);
+    dialog.addEventListener(
+      'close',
+      () => {
+        dialog.removeEventListener('cancel', onCancel);
+        if (before && before.isConnected && typeof before.focus === 'function') before.focus();
+        resolve(dialog.returnValue);
+      },
+      { once: true },
+    );
+    if (!dialog.open) {
+      dialog.returnValue = '';
+      dialog.showModal();
+    }
+  });
+}
