@@ -505,16 +505,20 @@ async fn the_history_shows_the_last_play_at_once_and_replays_a_finished_one(h: &
     assert_eq!(browser.found_symbols().await, revealed(&finished));
 
     // Back to the game: the unfinished one is resumed, on a phone-sized screen.
-    browser.set_window(360, 780).await;
+    browser.phone(360, 780).await;
     browser.click("#replay-back").await;
     browser
         .wait_for(&format!("document.querySelector('#screen-game').dataset.playId === '{id}' && document.querySelector('#screen-game').dataset.mode === 'playing'"))
         .await;
     browser.throw_and_wait(1).await;
-    let overflow = browser
-        .execute("return document.documentElement.scrollWidth > window.innerWidth")
+    let widths = browser
+        .execute("return [window.innerWidth, document.documentElement.scrollWidth]")
         .await;
-    assert_eq!(overflow, json!(false), "the page fits a 360 px wide screen");
+    assert_eq!(
+        widths,
+        json!([360, 360]),
+        "the page fits a 360 px wide screen"
+    );
     browser.screenshot("07-phone").await;
     browser.close().await;
 }

@@ -132,19 +132,6 @@ impl Browser {
         self.close().await;
     }
 
-    /// A 360 × 740 phone screen. Headless Chromium keeps its window 500 px
-    /// wide at least, so the page's viewport is set through the DevTools
-    /// protocol, as the browser's own device mode does.
-    async fn phone(&self) {
-        self.post(
-            "/goog/cdp/execute",
-            json!({"cmd": "Emulation.setDeviceMetricsOverride", "params": {
-                "width": 360, "height": 740, "deviceScaleFactor": 1, "mobile": true,
-            }}),
-        )
-        .await;
-    }
-
     /// Whether the page scrolls sideways.
     async fn fits_360(&self) -> bool {
         self.execute("return document.documentElement.scrollWidth <= 360")
@@ -499,7 +486,7 @@ async fn the_opening_form_works_with_the_keyboard_alone_on_a_phone_and_the_accou
         return;
     };
     let base = &site.base;
-    browser.phone().await;
+    browser.phone(360, 740).await;
     browser.goto(&format!("{base}/?fast=1#/register")).await;
     browser.wait_screen("register").await;
     assert_eq!(

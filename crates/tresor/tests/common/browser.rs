@@ -330,6 +330,19 @@ impl Browser {
         std::fs::write(screenshots_dir().join(format!("{name}.png")), png).unwrap();
     }
 
+    /// A phone's screen, `width` × `height` CSS pixels. Headless Chromium
+    /// keeps its window 500 px wide at least, so the page's viewport is set
+    /// through the DevTools protocol, as the browser's own device mode does.
+    pub async fn phone(&self, width: u32, height: u32) {
+        self.post(
+            "/goog/cdp/execute",
+            json!({"cmd": "Emulation.setDeviceMetricsOverride", "params": {
+                "width": width, "height": height, "deviceScaleFactor": 1, "mobile": true,
+            }}),
+        )
+        .await;
+    }
+
     pub async fn set_window(&self, width: u32, height: u32) {
         self.post("/window/rect", json!({"width": width, "height": height}))
             .await;
