@@ -490,6 +490,15 @@ async fn the_history_shows_the_last_play_at_once_and_replays_a_finished_one(h: &
     );
     assert!(row[2].as_str().unwrap().contains(&reference), "{row}");
     browser.screenshot("06-history").await;
+    // At 1280 px, in French (the longer words), the header is one line:
+    // brand, links and the logged-in chips side by side.
+    let rows = browser
+        .execute(
+            "return new Set(['.brand', '.nav', '.top-side'].map((s) =>
+               Math.round(document.querySelector(s).getBoundingClientRect().top / 40))).size",
+        )
+        .await;
+    assert_eq!(rows, json!(1), "the header holds on one line at 1280 px");
 
     // The finished game replays on the map, with the same symbols.
     browser.click("[data-testid=history-replay]").await;
