@@ -295,7 +295,9 @@ pub async fn run_serve(args: ServeArgs, demo_if_created: bool) -> anyhow::Result
         "L'Ile au Trésor is open at http://{address}/{}",
         if demo { "  (demo mode)" } else { "" }
     );
-    println!("operator's metrics at http://{admin_address}/metrics");
+    println!(
+        "operator's console at http://{admin_address}/console (accounts: tresor operator add), metrics at http://{admin_address}/metrics"
+    );
     let metrics = Arc::new(Metrics::new(&service.writer.stats));
     serve(
         listener,
