@@ -172,10 +172,11 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Params<T> {
     }
 }
 
-/// A play's id in the path; anything that is not one is a play not found.
-struct PlayId(i64);
+/// An id in the path (a play's, a withdrawal's, a console's player or
+/// block); anything that is not one is not found.
+pub(super) struct PathId(pub(super) i64);
 
-impl<S: Send + Sync> FromRequestParts<S> for PlayId {
+impl<S: Send + Sync> FromRequestParts<S> for PathId {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
@@ -183,7 +184,7 @@ impl<S: Send + Sync> FromRequestParts<S> for PlayId {
             .await
             .map_err(|_| ApiError::from(Error::NotFound))?;
         text.parse::<i64>()
-            .map(PlayId)
+            .map(PathId)
             .map_err(|_| Error::NotFound.into())
     }
 }
@@ -448,7 +449,7 @@ async fn buy(
 async fn play(
     State(state): State<AppState>,
     current: CurrentPlayer,
-    PlayId(id): PlayId,
+    PathId(id): PathId,
 ) -> Result<Response, ApiError> {
     Ok(Json(state.service.play(&current.player, id).await?).into_response())
 }
@@ -456,7 +457,7 @@ async fn play(
 async fn throw(
     State(state): State<AppState>,
     current: ActingPlayer,
-    PlayId(id): PlayId,
+    PathId(id): PathId,
 ) -> Result<Response, ApiError> {
     let play = state.service.throw(&current.player, id).await?;
     state.metrics.throws.inc();

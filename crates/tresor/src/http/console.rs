@@ -5,7 +5,7 @@
 //! service's operator methods with the actor `staff:NAME`, so it is in the
 //! trail under that name; a refusal of the role is in the trail too.
 
-use super::api::{Body, PageQuery, Params, cross_site};
+use super::api::{Body, PageQuery, Params, PathId, cross_site};
 use super::throttle::{ClientAddress, Throttles};
 use super::{ApiError, AppState};
 use crate::error::Error;
@@ -15,8 +15,7 @@ use crate::service::{
 };
 use crate::staff::{self, Permission, TOTP_SECRET_LEN};
 use axum::body::Body as ResponseBody;
-use axum::extract::{DefaultBodyLimit, FromRequestParts, Path, Request, State};
-use axum::http::request::Parts;
+use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -360,22 +359,6 @@ async fn guard(
     next.run(request).await
 }
 
-/// An id in the path; anything that is not one is not found.
-struct Id(i64);
-
-impl<S: Send + Sync> FromRequestParts<S> for Id {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        let Path(text) = Path::<String>::from_request_parts(parts, state)
-            .await
-            .map_err(|_| ApiError::from(Error::NotFound))?;
-        text.parse::<i64>()
-            .map(Id)
-            .map_err(|_| Error::NotFound.into())
-    }
-}
-
 type Answer = Result<Response, ApiError>;
 
 fn ok(value: Value) -> Answer {
@@ -615,7 +598,7 @@ async fn create_emission(
 async fn close_emission(
     State(state): State<AppState>,
     Extension(member): Extension<StaffMember>,
-    Id(id): Id,
+    PathId(id): PathId,
 ) -> Answer {
     state.service.close_emission_as(member.actor(), id).await?;
     ok(emission_json(&state, id).await?)
@@ -640,7 +623,7 @@ async fn block_answer(state: &AppState, id: i64) -> Answer {
 async fn suspend_block(
     State(state): State<AppState>,
     Extension(member): Extension<StaffMember>,
-    Id(id): Id,
+    PathId(id): PathId,
 ) -> Answer {
     state.service.suspend_block_as(member.actor(), id).await?;
     block_answer(&state, id).await
@@ -649,13 +632,13 @@ async fn suspend_block(
 async fn resume_block(
     State(state): State<AppState>,
     Extension(member): Extension<StaffMember>,
-    Id(id): Id,
+    PathId(id): PathId,
 ) -> Answer {
     state.service.resume_block_as(member.actor(), id).await?;
     block_answer(&state, id).await
 }
 
-async fn recheck(State(state): State<AppState>, Id(id): Id) -> Answer {
+async fn recheck(State(state): State<AppState>, PathId(id): PathId) -> Answer {
     Ok(Json(state.service.recheck_block(id).await?).into_response())
 }
 
@@ -687,7 +670,7 @@ async fn search_players(
     ok(json!({ "players": players }))
 }
 
-async fn player(State(state): State<AppState>, Id(id): Id) -> Answer {
+async fn player(State(state): State<AppState>, PathId(id): PathId) -> Answer {
     let player = state.service.player_by_id(id).await?;
     let account = state.service.account(&player).await?;
     let (limits, excluded_until_ms) = state.service.protection(&player).await?;
@@ -701,7 +684,7 @@ async fn player(State(state): State<AppState>, Id(id): Id) -> Answer {
 
 async fn statement(
     State(state): State<AppState>,
-    Id(id): Id,
+    PathId(id): PathId,
     Params(query): Params<PageQuery>,
 ) -> Answer {
     let (limit, cursor) = query.parse(20, 100)?;
@@ -718,7 +701,7 @@ struct CreditBody {
 async fn credit(
     State(state): State<AppState>,
     Extension(member): Extension<StaffMember>,
-    Id(id): Id,
+    PathId(id): PathId,
     Body(body): Body<CreditBody>,
 ) -> Answer {
     let player = state.service.player_by_id(id).await?;
@@ -738,7 +721,7 @@ struct ExcludeBody {
 async fn exclude(
     State(state): State<AppState>,
     Extension(member): Extension<StaffMember>,
-    Id(id): Id,
+    PathId(id): PathId,
     Body(body): Body<ExcludeBody>,
 ) -> Answer {
     let length = ExclusionLength::parse_period(&body.period)?;
@@ -753,7 +736,7 @@ async fn exclude(
 async fn verify_player(
     State(state): State<AppState>,
     Extension(member): Extension<StaffMember>,
-    Id(id): Id,
+    PathId(id): PathId,
 ) -> Answer {
     let player = state.service.player_by_id(id).await?;
     state
@@ -847,7 +830,7 @@ async fn withdrawals(State(state): State<AppState>, Params(query): Params<StateQ
 async fn approve(
     State(state): State<AppState>,
     Extension(member): Extension<StaffMember>,
-    Id(id): Id,
+    PathId(id): PathId,
 ) -> Answer {
     let view = state
         .service
@@ -865,7 +848,7 @@ struct RejectBody {
 async fn reject(
     State(state): State<AppState>,
     Extension(member): Extension<StaffMember>,
-    Id(id): Id,
+    PathId(id): PathId,
     Body(body): Body<RejectBody>,
 ) -> Answer {
     let reason = body.reason.trim().to_owned();
