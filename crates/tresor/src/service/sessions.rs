@@ -9,6 +9,32 @@ use crate::trail::{self, Actor};
 use serde_json::json;
 
 impl Service {
+    /// Whether a session (a player's or a console's) still holds at
+    /// `now_ms`: not ended, younger than the longest age, not idle too long.
+    /// The reason lets the page say why one must log in again.
+    pub(super) fn session_still_open(
+        &self,
+        ended: bool,
+        created_at_ms: i64,
+        last_seen_at_ms: i64,
+        now_ms: i64,
+    ) -> Result<(), Error> {
+        if ended {
+            return Err(Error::SessionEnded(SessionEnd::Ended));
+        }
+        if now_ms - created_at_ms > self.settings.session_max_s * 1000 {
+            return Err(Error::SessionEnded(SessionEnd::MaxAge {
+                after_s: self.settings.session_max_s,
+            }));
+        }
+        if now_ms - last_seen_at_ms > self.settings.session_idle_s * 1000 {
+            return Err(Error::SessionEnded(SessionEnd::Idle {
+                after_s: self.settings.session_idle_s,
+            }));
+        }
+        Ok(())
+    }
+
     /// Opens a session and returns its token (only its hash is stored).
     pub async fn open_session(&self, player_id: i64) -> Result<String, Error> {
         let token = hex::encode(os_random_32());
@@ -68,20 +94,12 @@ impl Service {
         let created_at_ms: i64 = row.try_get("created_at_ms")?;
         let last_seen_at_ms: i64 = row.try_get("last_seen_at_ms")?;
         let ended_at_ms: Option<i64> = row.try_get("ended_at_ms")?;
-        // The reason lets the page say why the player must log in again.
-        if ended_at_ms.is_some() {
-            return Err(Error::SessionEnded(SessionEnd::Ended));
-        }
-        if now_ms - created_at_ms > self.settings.session_max_s * 1000 {
-            return Err(Error::SessionEnded(SessionEnd::MaxAge {
-                after_s: self.settings.session_max_s,
-            }));
-        }
-        if now_ms - last_seen_at_ms > self.settings.session_idle_s * 1000 {
-            return Err(Error::SessionEnded(SessionEnd::Idle {
-                after_s: self.settings.session_idle_s,
-            }));
-        }
+        self.session_still_open(
+            ended_at_ms.is_some(),
+            created_at_ms,
+            last_seen_at_ms,
+            now_ms,
+        )?;
         // Refreshing the idle timer costs a write; once a minute is enough.
         if now_ms - last_seen_at_ms > 60_000 {
             self.write(move |conn| {

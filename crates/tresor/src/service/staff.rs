@@ -5,7 +5,7 @@
 
 use super::players::{DUMMY_HASH, hash_password, verify_password, with_hashing_permit};
 use super::{Service, os_random_32, rfc3339, sha256_hex};
-use crate::error::{Error, SessionEnd};
+use crate::error::Error;
 use crate::seal::SealError;
 use crate::staff::{self, Permission, Role, StaffName};
 use crate::store::{Conn, sql};
@@ -480,21 +480,9 @@ impl Service {
         let now_ms = self.now_ms();
         let created_at_ms: i64 = row.try_get("created_at_ms")?;
         let last_seen_at_ms: i64 = row.try_get("last_seen_at_ms")?;
-        if row.try_get::<Option<i64>, _>("ended_at_ms")?.is_some()
-            || row.try_get::<Option<i64>, _>("disabled_at_ms")?.is_some()
-        {
-            return Err(Error::SessionEnded(SessionEnd::Ended));
-        }
-        if now_ms - created_at_ms > self.settings.session_max_s * 1000 {
-            return Err(Error::SessionEnded(SessionEnd::MaxAge {
-                after_s: self.settings.session_max_s,
-            }));
-        }
-        if now_ms - last_seen_at_ms > self.settings.session_idle_s * 1000 {
-            return Err(Error::SessionEnded(SessionEnd::Idle {
-                after_s: self.settings.session_idle_s,
-            }));
-        }
+        let ended = row.try_get::<Option<i64>, _>("ended_at_ms")?.is_some()
+            || row.try_get::<Option<i64>, _>("disabled_at_ms")?.is_some();
+        self.session_still_open(ended, created_at_ms, last_seen_at_ms, now_ms)?;
         if now_ms - last_seen_at_ms > 60_000 {
             self.write(move |conn| {
                 let token_hash = token_hash.clone();
