@@ -371,6 +371,20 @@ async fn an_account_opened_with_the_form_deposits_plays_withdraws_reads_its_stat
             .await
             .contains("FR76 •••• 0189")
     );
+    // More than the balance: refused in the page's language, nothing moves.
+    browser.fill("[data-testid=withdraw-amount]", "1000").await;
+    browser.click("[data-testid=withdraw-submit]").await;
+    let refusal = browser
+        .wait_for("document.querySelector('#withdraw-error').textContent")
+        .await;
+    assert!(
+        refusal
+            .as_str()
+            .unwrap()
+            .contains("plus que vos disponibilités"),
+        "the refusal is in French: {refusal}"
+    );
+    assert_eq!(browser.balance_cents().await, after_game);
     browser.fill("[data-testid=withdraw-amount]", "10").await;
     browser.click("[data-testid=withdraw-submit]").await;
     // The amount leaves the balance at once, pending the operator.

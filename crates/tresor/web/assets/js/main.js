@@ -65,9 +65,10 @@ const app = {
   },
 
   /**
-   * Shows an API error's message in `node`: the server's own message for
-   * refusals (`deposit_limit_reached`, `stake_limit_reached`, `excluded`,
-   * `rate_limited`, ...). A 401 means the session has expired: say so and
+   * Shows an API error's message in `node`: in the page's language for the
+   * refusals i18n.js knows (`error.code.*`), the server's own message for
+   * those with figures (`deposit_limit_reached`, `stake_limit_reached`,
+   * `excluded`, `rate_limited`, ...). A 401 means the session has expired: say so and
    * go back to the log-in screen.
    */
   showError(error, node) {
@@ -75,7 +76,12 @@ const app = {
       app.sessionExpired();
       return;
     }
-    const message = error?.code === 'network' ? t('error.network') : error?.message || t('error.generic');
+    // A refusal that says nothing more than its code is told in the page's
+    // language; one with figures (a cap, a date) keeps the server's words.
+    const known = error?.code && t(`error.code.${error.code}`);
+    const message = error?.code === 'network'
+      ? t('error.network')
+      : known && known !== `error.code.${error.code}` ? known : error?.message || t('error.generic');
     node.textContent = message;
     node.dataset.kind = 'error';
     node.dataset.code = error?.code ?? '';
