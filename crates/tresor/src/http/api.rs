@@ -65,41 +65,52 @@ pub fn routes() -> Router<AppState> {
 }
 
 pub(super) async fn require_csrf_proof(request: Request, next: Next) -> Response {
+    match csrf_refusal(&request, CSRF_VALUE) {
+        Some(refusal) => refusal,
+        None => next.run(request).await,
+    }
+}
+
+/// Why a state-changing `request` is refused as cross-site, or `None`: it
+/// must carry `X-Requested-With: {value}` (the game's `tresor`, the
+/// console's `tresor-console`), which a cross-site form cannot set.
+pub(super) fn csrf_refusal(request: &Request, value: &str) -> Option<Response> {
     let safe = matches!(
         *request.method(),
         Method::GET | Method::HEAD | Method::OPTIONS
     );
     if safe {
-        return next.run(request).await;
+        return None;
     }
     let headers = request.headers();
     let proven = headers
         .get(CSRF_HEADER)
-        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(CSRF_VALUE.as_bytes()));
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(value.as_bytes()));
     if !proven {
-        return ApiError::new(
-            StatusCode::FORBIDDEN,
-            "csrf",
-            format!("state-changing requests must carry the header {CSRF_HEADER}: {CSRF_VALUE}"),
-        )
-        .into_response();
+        return Some(
+            ApiError::new(
+                StatusCode::FORBIDDEN,
+                "csrf",
+                format!("state-changing requests must carry the header {CSRF_HEADER}: {value}"),
+            )
+            .into_response(),
+        );
     }
     // A second line of defence: what the browser itself says of where the
     // request comes from (clients that send neither header are not browsers).
-    if let Some(why) = cross_site(headers) {
-        return ApiError::new(
+    cross_site(headers).map(|why| {
+        ApiError::new(
             StatusCode::FORBIDDEN,
             "csrf",
             format!("cross-site requests are refused: {why}"),
         )
-        .into_response();
-    }
-    next.run(request).await
+        .into_response()
+    })
 }
 
 /// Why a request's `Sec-Fetch-Site` or `Origin` says it comes from another
 /// site, if either does.
-pub(super) fn cross_site(headers: &HeaderMap) -> Option<String> {
+fn cross_site(headers: &HeaderMap) -> Option<String> {
     if let Some(site) = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok())
         && !matches!(site, "same-origin" | "none")
     {

@@ -5,7 +5,7 @@
 //! service's operator methods with the actor `staff:NAME`, so it is in the
 //! trail under that name; a refusal of the role is in the trail too.
 
-use super::api::{Body, PageQuery, Params, PathId, cross_site};
+use super::api::{Body, PageQuery, Params, PathId};
 use super::throttle::{ClientAddress, Throttles};
 use super::{ApiError, AppState};
 use crate::error::Error;
@@ -16,7 +16,7 @@ use crate::service::{
 use crate::staff::{self, Permission, TOTP_SECRET_LEN};
 use axum::body::Body as ResponseBody;
 use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
@@ -272,37 +272,10 @@ pub async fn not_found() -> ApiError {
 /// State-changing requests carry `X-Requested-With: tresor-console`, and
 /// the browser must not say they come from another site.
 async fn require_console_csrf(request: Request, next: Next) -> Response {
-    if matches!(
-        *request.method(),
-        Method::GET | Method::HEAD | Method::OPTIONS
-    ) {
-        return next.run(request).await;
+    match super::api::csrf_refusal(&request, CONSOLE_CSRF_VALUE) {
+        Some(refusal) => refusal,
+        None => next.run(request).await,
     }
-    let headers = request.headers();
-    let proven = headers.get(super::api::CSRF_HEADER).is_some_and(|v| {
-        v.as_bytes()
-            .eq_ignore_ascii_case(CONSOLE_CSRF_VALUE.as_bytes())
-    });
-    if !proven {
-        return ApiError::new(
-            StatusCode::FORBIDDEN,
-            "csrf",
-            format!(
-                "state-changing requests must carry the header {}: {CONSOLE_CSRF_VALUE}",
-                super::api::CSRF_HEADER
-            ),
-        )
-        .into_response();
-    }
-    if let Some(why) = cross_site(headers) {
-        return ApiError::new(
-            StatusCode::FORBIDDEN,
-            "csrf",
-            format!("cross-site requests are refused: {why}"),
-        )
-        .into_response();
-    }
-    next.run(request).await
 }
 
 fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
