@@ -1,12 +1,15 @@
 //! The player account's rules, as pure functions and checked newtypes: the
 //! identity given at opening (and the age it proves), the IBAN (country
-//! format and mod-97), the names as the ban list compares them, the ban
-//! list's CSV, the reminder setting, and the gate a stake must pass
+//! format and mod-97), the names as the ban list and the one account per
+//! person compare them (`names.rs`), the ban list's CSV, the reminder setting, and the gate a stake must pass
 //! (closed, banned, provisional past its period, rules not accepted). Time
 //! comes in as an argument; nothing here reads a clock or a database.
 
 use crate::error::Error;
 use serde::Serialize;
+
+mod names;
+pub use names::{check_name, name_key, name_part_key, person_key};
 
 /// How old a player must be.
 pub const ADULT_AGE: i32 = 18;
@@ -65,8 +68,8 @@ impl Identity {
             }
         };
         Ok(Identity {
-            birth_name: field("birth_name", birth_name, 100)?,
-            first_names: field("first_names", first_names, 200)?,
+            birth_name: check_name("birth_name", birth_name, 100)?,
+            first_names: check_name("first_names", first_names, 200)?,
             birth_date: birth_date.to_owned(),
             birth_place: field("birth_place", birth_place, 200)?,
             address: field("address", address, 500)?,
@@ -77,6 +80,12 @@ impl Identity {
     /// The birth name and first names as the ban list compares them.
     pub fn name_key(&self) -> String {
         name_key(&self.birth_name, &self.first_names)
+    }
+
+    /// The person this identity is: its name key and birth date. One
+    /// account per person (`docs/ACCOUNT.md`).
+    pub fn person_key(&self) -> String {
+        person_key(&self.name_key(), &self.birth_date)
     }
 
     /// Refuses a player under [`ADULT_AGE`] on the day `now_ms` falls on (UTC).
@@ -104,49 +113,20 @@ fn birth_date_of(text: &str) -> Result<time::Date, Error> {
         .ok_or_else(|| Error::Validation("birth_date: a date as YYYY-MM-DD".to_owned()))
 }
 
-/// Folds a name for comparison: lower case, French accents dropped, every
-/// run of spaces, hyphens and apostrophes one space.
-pub fn fold_name(text: &str) -> String {
-    let mut folded = String::with_capacity(text.len());
-    for c in text.chars().flat_map(char::to_lowercase) {
-        let plain = match c {
-            'à' | 'â' | 'ä' | 'á' | 'ã' | 'å' => "a",
-            'ç' => "c",
-            'é' | 'è' | 'ê' | 'ë' => "e",
-            'î' | 'ï' | 'í' | 'ì' => "i",
-            'ô' | 'ö' | 'ó' | 'ò' | 'õ' | 'ø' => "o",
-            'ù' | 'û' | 'ü' | 'ú' => "u",
-            'ÿ' | 'ý' => "y",
-            'ñ' => "n",
-            'æ' => "ae",
-            'œ' => "oe",
-            'ß' => "ss",
-            c if c.is_alphanumeric() => {
-                folded.push(c);
-                continue;
-            }
-            _ => " ",
-        };
-        folded.push_str(plain);
-    }
-    folded.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// The key the ban list and the identities are matched on (with the birth date).
-pub fn name_key(birth_name: &str, first_names: &str) -> String {
-    format!("{}|{}", fold_name(birth_name), fold_name(first_names))
-}
-
-/// One line of the ban list: a name key and a birth date.
+/// One line of the ban list: a name key and a birth date, and the names
+/// as the list gives them (kept to key them again if the normalisation
+/// changes).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct BanEntry {
     pub name_key: String,
     pub birth_date: String,
+    pub birth_name: String,
+    pub first_names: String,
 }
 
 /// Parses the ban list's CSV: a header `birth_name,first_names,birth_date`,
-/// then one person a line (fields may be double-quoted). Duplicates are
-/// folded together.
+/// then one person a line (fields may be double-quoted). Entries of one
+/// key and birth date are folded together.
 pub fn parse_ban_csv(text: &str) -> Result<Vec<BanEntry>, Error> {
     let mut lines = text
         .lines()
@@ -178,10 +158,12 @@ pub fn parse_ban_csv(text: &str) -> Result<Vec<BanEntry>, Error> {
         entries.push(BanEntry {
             name_key: name_key(birth_name, first_names),
             birth_date: birth_date.to_owned(),
+            birth_name: birth_name.trim().to_owned(),
+            first_names: first_names.trim().to_owned(),
         });
     }
     entries.sort();
-    entries.dedup();
+    entries.dedup_by(|a, b| a.name_key == b.name_key && a.birth_date == b.birth_date);
     Ok(entries)
 }
 
@@ -358,6 +340,8 @@ impl Status {
 pub struct StakeGate {
     pub closed: bool,
     pub banned: bool,
+    /// A person's second account (opened before one account per person).
+    pub duplicate: bool,
     /// A provisional account with an identity stakes until then.
     pub provisional_until_ms: Option<i64>,
     /// The rules version the player accepted, and the one in force.
@@ -373,6 +357,9 @@ impl StakeGate {
         }
         if self.banned {
             return Err(Error::Banned);
+        }
+        if self.duplicate {
+            return Err(Error::DuplicateAccount);
         }
         if let Some(until_ms) = self.provisional_until_ms.filter(|&t| t <= now_ms) {
             return Err(Error::VerificationRequired { since_ms: until_ms });
@@ -400,14 +387,6 @@ mod tests {
     }
 
     #[test]
-    fn names_fold_case_accents_and_punctuation() {
-        assert_eq!(
-            name_key("  Lefèvre-Dupont ", "Hélène  Marie"),
-            name_key("LEFEVRE DUPONT", "helene marie")
-        );
-    }
-
-    #[test]
     fn a_player_is_of_age_from_their_eighteenth_birthday() {
         let identity = |born: &str| Identity::parse("A", "B", born, "C", "D", None).unwrap();
         // 2026-01-01T00:00:00Z
@@ -425,7 +404,8 @@ mod tests {
             "birth_name,first_names,birth_date\n\"Martin, dit Bob\",Paul,1970-05-01\n",
         )
         .unwrap();
-        assert_eq!(list[0].name_key, "martin dit bob|paul");
+        assert_eq!(list[0].name_key, name_key("Martin dit Bob", "Paul"));
+        assert_eq!(list[0].birth_name, "Martin, dit Bob");
         assert!(parse_ban_csv("name,date\n").is_err());
     }
 }

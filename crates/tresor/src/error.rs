@@ -139,6 +139,32 @@ pub enum Error {
     RulesNotAccepted { version: i64 },
     #[error("this account is closed")]
     AccountClosed,
+    /// One account per person: the identity is that of an existing account.
+    #[error(
+        "this person already has an account here (one account per person): log in to it, or ask the operator"
+    )]
+    PersonHasAccount,
+    /// An account opened before one account per person was held, whose
+    /// person had an account already: money in and stakes go to the first.
+    #[error(
+        "this person has another account, opened first (one account per person): this one may withdraw or close, but takes no money in and no stake"
+    )]
+    DuplicateAccount,
+    /// The IBAN the operator reviewed is no longer the account's.
+    #[error("the IBAN changed since it was reviewed: it is now {current}, given at {}; review it again", rfc3339(*.set_at_ms))]
+    IbanChanged { current: String, set_at_ms: i64 },
+    /// Four eyes on money out: the approver of a withdrawal is neither who
+    /// credited the account nor who verified it.
+    #[error(
+        "{actor} {what} this account: another operator approves its withdrawals (an installation with a single operator says so with --single-operator, TRESOR_SINGLE_OPERATOR)"
+    )]
+    FourEyes { actor: String, what: &'static str },
+    /// A credit past an operator's limit (per credit, or per 24 hours).
+    #[error("{message}")]
+    CreditLimit {
+        message: String,
+        setting: &'static str,
+    },
     #[error("the webhook's signature does not match")]
     InvalidSignature,
     #[error("the webhook's timestamp is outside the 5-minute window")]

@@ -1,4 +1,5 @@
-//! Prometheus metrics: purchases, throws, wins paid, failed logins, request
+//! Prometheus metrics: purchases, throws, wins paid, failed logins (and the
+//! console's wrong codes), request
 //! latency, the writer's queue and batches, readiness and whether sales are
 //! open, rendered by `GET /metrics` on the operator listener only (wins paid
 //! would tell a watcher when a top prize was found). `docs/ops/README.md`
@@ -67,6 +68,9 @@ pub struct Metrics {
     /// must wait after failures, or the address tried too often
     /// (`outcome="rate_limited"`).
     pub failed_logins_rate_limited: Counter,
+    /// Wrong TOTP codes given at the console's login (a guessing run once
+    /// a password is known).
+    pub console_code_failures: Counter,
     /// 1 when `/readyz` answered ready at its last reading (by a load
     /// balancer or by a scrape, see [`Metrics::refresh`]), else 0.
     pub ready: Gauge,
@@ -98,6 +102,7 @@ impl Metrics {
                 outcome: "rate_limited",
             })
             .clone();
+        let console_code_failures = Counter::default();
         let ready = Gauge::default();
         let sales_open = Gauge::default();
         registry.register("purchases", "Units bought", purchases.clone());
@@ -111,6 +116,11 @@ impl Metrics {
             "failed_logins",
             "Players' logins refused, by outcome: invalid_credentials, rate_limited",
             failed_logins,
+        );
+        registry.register(
+            "console_code_failures",
+            "Wrong TOTP codes given at the console's login",
+            console_code_failures.clone(),
         );
         registry.register(
             "ready",
@@ -169,6 +179,7 @@ impl Metrics {
             wins_paid_cents,
             failed_logins_invalid,
             failed_logins_rate_limited,
+            console_code_failures,
             ready,
             sales_open,
             requests,

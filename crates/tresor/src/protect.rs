@@ -16,7 +16,10 @@ use crate::trail::{self, Actor};
 use serde::Serialize;
 use serde_json::json;
 
+mod exclusion;
 mod logins;
+pub use exclusion::ExclusionLength;
+pub(crate) use exclusion::exclude;
 pub use logins::FailedLogins;
 
 /// The caps are rolling: a movement counts for seven days.
@@ -184,69 +187,6 @@ impl LimitChange {
                 .transpose()?,
         })
     }
-}
-
-/// How long an exclusion lasts: the player's periods, or the operator's days.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExclusionLength {
-    Days(i64),
-    Months(i32),
-}
-
-impl ExclusionLength {
-    /// A player's period: `7d`, `1m`, `3m`, `6m` or `1y`.
-    pub fn parse_period(text: &str) -> Result<Self, Error> {
-        match text {
-            "7d" => Ok(ExclusionLength::Days(7)),
-            "1m" => Ok(ExclusionLength::Months(1)),
-            "3m" => Ok(ExclusionLength::Months(3)),
-            "6m" => Ok(ExclusionLength::Months(6)),
-            "1y" => Ok(ExclusionLength::Months(12)),
-            _ => Err(Error::Validation(
-                "period: one of 7d, 1m, 3m, 6m, 1y".to_owned(),
-            )),
-        }
-    }
-
-    /// An operator's number of days.
-    pub fn days(days: i64) -> Result<Self, Error> {
-        if (1..=MAX_EXCLUSION_DAYS).contains(&days) {
-            Ok(ExclusionLength::Days(days))
-        } else {
-            Err(Error::Validation(format!(
-                "days: between 1 and {MAX_EXCLUSION_DAYS}"
-            )))
-        }
-    }
-
-    /// When an exclusion starting at `from_ms` ends. Months are calendar
-    /// months (UTC), the 31st becoming the last day of a shorter month.
-    pub fn end_ms(self, from_ms: i64) -> i64 {
-        match self {
-            ExclusionLength::Days(days) => from_ms + days * 24 * 3600 * 1000,
-            ExclusionLength::Months(months) => add_months(from_ms, months),
-        }
-    }
-
-    /// The length as the trail records it.
-    pub fn label(self) -> String {
-        match self {
-            ExclusionLength::Days(days) => format!("{days}d"),
-            ExclusionLength::Months(12) => "1y".to_owned(),
-            ExclusionLength::Months(months) => format!("{months}m"),
-        }
-    }
-}
-
-fn add_months(from_ms: i64, months: i32) -> i64 {
-    let start = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(from_ms) * 1_000_000)
-        .expect("a time within the calendar");
-    let index = start.year() * 12 + i32::from(u8::from(start.month())) - 1 + months;
-    let (year, month) = (index.div_euclid(12), (index.rem_euclid(12) + 1) as u8);
-    let month = time::Month::try_from(month).expect("a month from 1 to 12");
-    let day = start.day().min(month.length(year));
-    let date = time::Date::from_calendar_date(year, month, day).expect("a valid date");
-    (start.replace_date(date).unix_timestamp_nanos() / 1_000_000) as i64
 }
 
 // ---------------------------------------------------------------------------
@@ -549,7 +489,7 @@ pub(crate) async fn stake_allowances(
 ) -> Result<std::collections::HashMap<i64, StakeAllowance>, Error> {
     let table = sql::json_rows(sqlite, 1, &[("id", sql::ColumnType::Int)]);
     let rows = sql::query(&format!(
-        "SELECT d.id, p.stake_limit_cents, p.stake_pending_cents, p.stake_pending_at_ms,          p.excluded_until_ms,          (SELECT CAST(COALESCE(SUM(m.amount_cents), 0) AS BIGINT) FROM movement_hours m           WHERE m.player_id = d.id AND m.kind = 'stake' AND m.hour_ms > $2) AS used_cents,          (SELECT MIN(m.hour_ms) FROM movement_hours m           WHERE m.player_id = d.id AND m.kind = 'stake' AND m.hour_ms > $2) AS oldest_hour_ms,          a.status, a.provisional_until_ms, a.banned_at_ms, a.rules_version,          (SELECT value FROM settings WHERE key = 'rules_version') AS rules_current          FROM {table} AS d LEFT JOIN protections p ON p.player_id = d.id          LEFT JOIN player_accounts a ON a.player_id = d.id"
+        "SELECT d.id, p.stake_limit_cents, p.stake_pending_cents, p.stake_pending_at_ms,          p.excluded_until_ms,          (SELECT CAST(COALESCE(SUM(m.amount_cents), 0) AS BIGINT) FROM movement_hours m           WHERE m.player_id = d.id AND m.kind = 'stake' AND m.hour_ms > $2) AS used_cents,          (SELECT MIN(m.hour_ms) FROM movement_hours m           WHERE m.player_id = d.id AND m.kind = 'stake' AND m.hour_ms > $2) AS oldest_hour_ms,          a.status, a.provisional_until_ms, a.banned_at_ms, a.rules_version,          (SELECT value FROM settings WHERE key = 'rules_version') AS rules_current,          (SELECT i.duplicate_of FROM identities i WHERE i.player_id = d.id) AS duplicate_of          FROM {table} AS d LEFT JOIN protections p ON p.player_id = d.id          LEFT JOIN player_accounts a ON a.player_id = d.id"
     ))
     .bind(serde_json::to_string(&players.iter().map(|id| [*id]).collect::<Vec<_>>()).expect("ids"))
     .bind(now_ms - WINDOW_MS - HOUR_MS)
@@ -567,6 +507,7 @@ pub(crate) async fn stake_allowances(
             gate: crate::account::StakeGate {
                 closed: row.try_get::<Option<String>, _>("status")?.as_deref() == Some("closed"),
                 banned: row.try_get::<Option<i64>, _>("banned_at_ms")?.is_some(),
+                duplicate: row.try_get::<Option<i64>, _>("duplicate_of")?.is_some(),
                 provisional_until_ms: row.try_get("provisional_until_ms")?,
                 rules_accepted: row.try_get::<Option<i64>, _>("rules_version")?.unwrap_or(1),
                 rules_current: row
@@ -698,64 +639,9 @@ pub(crate) async fn change_limits(
     limits_view(conn, &stored, player.id, now_ms).await
 }
 
-/// Excludes a player until `until_ms`: every session of the player ends, and
-/// play, deposits and login are refused until then. An exclusion can be
-/// lengthened, never shortened. Runs inside a writer job.
-pub(crate) async fn exclude(
-    conn: &mut Conn,
-    player: &Player,
-    by: &Actor,
-    length: ExclusionLength,
-    now_ms: i64,
-) -> Result<i64, Error> {
-    let until_ms = length.end_ms(now_ms);
-    let mut stored = load(conn, player.id).await?;
-    if let Some(current) = stored.excluded_until_ms.filter(|&t| t > until_ms) {
-        return Err(Error::ExclusionShorter {
-            until_ms: current,
-            asked_until_ms: until_ms,
-        });
-    }
-    stored.excluded_until_ms = Some(until_ms);
-    save(conn, player.id, &stored, now_ms).await?;
-    let ended = sql::query(
-        "UPDATE sessions SET ended_at_ms = $1 WHERE player_id = $2 AND ended_at_ms IS NULL",
-    )
-    .bind(now_ms)
-    .bind(player.id)
-    .execute(&mut *conn)
-    .await?;
-    trail::append(
-        conn,
-        now_ms,
-        by,
-        "exclude",
-        json!({"player_id": player.id, "period": length.label()}),
-        json!({"excluded_until": rfc3339(until_ms), "sessions_ended": ended}),
-    )
-    .await?;
-    Ok(until_ms)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const DAY_MS: i64 = 24 * 3600 * 1000;
-
-    #[test]
-    fn a_month_is_a_calendar_month_and_the_31st_becomes_the_last_day() {
-        let jan_31 = time::macros::datetime!(2026-01-31 10:00 UTC).unix_timestamp() * 1000;
-        assert_eq!(
-            rfc3339(ExclusionLength::Months(1).end_ms(jan_31)),
-            "2026-02-28T10:00:00.000Z"
-        );
-        assert_eq!(
-            rfc3339(ExclusionLength::Months(12).end_ms(jan_31)),
-            "2027-01-31T10:00:00.000Z"
-        );
-        assert_eq!(ExclusionLength::Days(7).end_ms(0), 7 * DAY_MS);
-    }
 
     #[test]
     fn a_lowered_cap_applies_at_once_and_a_raised_one_after_48_hours() {
@@ -770,21 +656,5 @@ mod tests {
         assert_eq!(raised.settled(RAISE_DELAY_MS).limit_cents, 20_000);
         // A new change replaces the pending raise.
         assert_eq!(raised.changed(LimitCents(4_000), 1).pending, None);
-    }
-
-    #[test]
-    fn periods_parse_and_others_are_refused() {
-        for (text, label) in [
-            ("7d", "7d"),
-            ("1m", "1m"),
-            ("3m", "3m"),
-            ("6m", "6m"),
-            ("1y", "1y"),
-        ] {
-            assert_eq!(ExclusionLength::parse_period(text).unwrap().label(), label);
-        }
-        assert!(ExclusionLength::parse_period("2d").is_err());
-        assert!(ExclusionLength::days(0).is_err());
-        assert_eq!(euros(12_345), "123.45 €");
     }
 }

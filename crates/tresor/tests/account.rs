@@ -57,10 +57,16 @@ async fn open_ok(app: &TestApp, username: &str) {
     assert_eq!(status, StatusCode::CREATED, "{body}");
 }
 
-/// The operator verifies the account (identity and IBAN checked).
+/// An operator of the console (not the command line, which approves the
+/// withdrawals here: four eyes) verifies the account, identity and IBAN
+/// checked.
 async fn verify(app: &TestApp, username: &str) {
     let player = app.service.player_by_username(username).await.unwrap();
-    app.service.verify_account(&player).await.unwrap();
+    let reviewed = tresor::account::Iban::parse(IBAN).unwrap();
+    app.service
+        .verify_account_as(tresor::trail::Actor::staff("vera"), &player, &reviewed)
+        .await
+        .unwrap();
 }
 
 /// Sends the provider's webhook with `body`, signed at the app's time
@@ -527,7 +533,7 @@ on_both!(
         assert_eq!(app.get("/api/account").await.1["can_stake"], false);
         // The operator verifies (with the command line): staking and withdrawing open.
         app.db
-            .tresor_ok(&["account", "verify", "--username", "ana"]);
+            .tresor_ok(&["account", "verify", "--username", "ana", "--iban", IBAN]);
         let listed = app
             .db
             .tresor_ok(&["account", "list", "--status", "verified", "--json"]);
@@ -541,7 +547,22 @@ on_both!(
         let listed = app.db.tresor_ok(&["withdrawal", "list"]);
         assert!(String::from_utf8_lossy(&listed.stdout).contains("ana"));
         let id = withdrawal["id"].to_string();
-        app.db.tresor_ok(&["withdrawal", "approve", "--id", &id]);
+        // Four eyes: the command line (one operator) verified the account,
+        // so it approves only where the installation says it has one operator.
+        let refused = app.db.tresor(&["withdrawal", "approve", "--id", &id]);
+        assert_eq!(
+            refused.status.code(),
+            Some(1),
+            "{}",
+            common::describe(&refused)
+        );
+        assert!(
+            String::from_utf8_lossy(&refused.stderr).contains("--single-operator"),
+            "{}",
+            common::describe(&refused)
+        );
+        app.db
+            .tresor_ok(&["withdrawal", "approve", "--id", &id, "--single-operator"]);
         let again = app
             .db
             .tresor(&["withdrawal", "reject", "--id", &id, "--reason", "late"]);
@@ -582,7 +603,11 @@ on_both!(
         verify(&app, "ana").await;
         deposit(&app, 3000).await;
         let player = app.service.player_by_username("ana").await.unwrap();
-        app.service.credit(&player, 400).await.unwrap();
+        // Credited at the console, approved at the command line: four eyes.
+        app.service
+            .credit_as(tresor::trail::Actor::staff("cleo"), &player, 400)
+            .await
+            .unwrap();
         let (_, play) = app.buy(200).await;
         app.finish(play["id"].as_i64().unwrap()).await;
         let ask = |cents: i64| app.post("/api/account/withdrawals", json!({"amount_cents": cents}));

@@ -435,6 +435,7 @@ async fn an_operator_suspends_a_block_verifies_an_account_and_settles_withdrawal
         return;
     };
     add_operator(h, "oscar", "operator");
+    add_operator(h, "paula", "operator");
     let base = &site.base;
 
     // Two players open accounts for real money: both wait for verification.
@@ -528,6 +529,14 @@ async fn an_operator_suspends_a_block_verifies_an_account_and_settles_withdrawal
             .execute("return [...document.querySelectorAll('[data-testid=verify-row]')].find((r) => r.textContent.includes('ana_martin')).dataset.playerId")
             .await,
     );
+    // The button carries the IBAN the queue shows, and the verification
+    // names it.
+    let shown_iban = browser
+        .execute(&format!(
+            "return document.querySelector('[data-testid=verify-{ana_id}]').dataset.iban"
+        ))
+        .await;
+    assert_eq!(shown_iban, json!(IBAN.replace(' ', "")));
     browser
         .click(&format!("[data-testid=verify-{ana_id}]"))
         .await;
@@ -584,6 +593,32 @@ async fn an_operator_suspends_a_block_verifies_an_account_and_settles_withdrawal
         .wait_for("document.querySelectorAll('[data-testid=withdrawal-row]').length === 2")
         .await;
     shot(&browser, "console-queues").await;
+    // Four eyes: Oscar verified and credited Ana; the dialog says another
+    // operator approves, and stays open.
+    browser
+        .click(&format!("[data-testid=approve-{}]", asked[0]))
+        .await;
+    browser
+        .wait_for("document.querySelector('#confirm').open")
+        .await;
+    browser.click("[data-testid=confirm-ok]").await;
+    browser
+        .wait_for("!document.querySelector('#confirm-error').hidden && document.querySelector('#confirm-error').dataset.code === 'four_eyes'")
+        .await;
+    browser.press(&["\u{E00C}"]).await;
+    browser
+        .wait_for("!document.querySelector('#confirm').open")
+        .await;
+    browser.only_expected_errors(&["/approve"]).await;
+    // Paula, who had no hand in Ana's account, approves.
+    browser.call("POST", "/console/api/logout").await;
+    browser.log_in(&site.admin, "paula", None).await;
+    // The page asked who was logged in before Paula did: a 401, expected.
+    browser.only_expected_errors(&["/console/api/me"]).await;
+    browser.open("queues").await;
+    browser
+        .wait_for("document.querySelectorAll('[data-testid=withdrawal-row]').length === 2")
+        .await;
     browser
         .click(&format!("[data-testid=approve-{}]", asked[0]))
         .await;

@@ -378,6 +378,7 @@ fn the_alert_rules_have_the_issues_alerts_each_with_a_severity_a_summary_and_a_d
         "WriterQueueGrowing",
         "PurchaseP99High",
         "FailedLoginBurst",
+        "ConsoleCodeGuessing",
         "NotReady",
         "WriterRestarting",
         "CommitsResolved",
@@ -516,6 +517,7 @@ async fn every_metric_the_alerts_and_the_dashboard_name_is_exported_and_document
     for name in [
         "tresor_purchases_total",
         "tresor_failed_logins_total",
+        "tresor_console_code_failures_total",
         "tresor_ready",
         "tresor_sales_open",
         "tresor_writer_queue_depth",

@@ -5,9 +5,9 @@
 
 use super::Usage;
 use super::operator::{DbArgs, open_service};
-use crate::account::Status;
+use crate::account::{Iban, Status};
 use crate::error::Error;
-use crate::service::{Payments, Service, Settings, Settlement, rfc3339};
+use crate::service::{FourEyes, Payments, Service, Settings, Settlement, rfc3339};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
@@ -71,6 +71,63 @@ impl PaymentArgs {
     }
 }
 
+/// Four eyes on money (`tresor serve`, `player credit`, `withdrawal
+/// approve`): give the same values to the server and to the commands (the
+/// environment variables do). The command line counts as one operator,
+/// `operator`, whoever types it.
+#[derive(Debug, Clone, Args)]
+pub struct FourEyesArgs {
+    /// The installation has a single operator: the approver of a withdrawal
+    /// may be the one who credited or verified the account (off by default:
+    /// another operator approves).
+    #[arg(long, env = "TRESOR_SINGLE_OPERATOR")]
+    pub single_operator: bool,
+    /// The largest single credit an operator makes, in cents.
+    #[arg(long, env = "TRESOR_CREDIT_MAX_CENTS", default_value_t = FourEyes::default().credit_max_cents)]
+    pub credit_max_cents: i64,
+    /// What one operator may credit in 24 hours, all players together, in cents.
+    #[arg(long, env = "TRESOR_CREDIT_MAX_PER_DAY_CENTS", default_value_t = FourEyes::default().credit_max_per_day_cents)]
+    pub credit_max_per_day_cents: i64,
+}
+
+impl Default for FourEyesArgs {
+    fn default() -> Self {
+        let four_eyes = FourEyes::default();
+        FourEyesArgs {
+            single_operator: four_eyes.single_operator,
+            credit_max_cents: four_eyes.credit_max_cents,
+            credit_max_per_day_cents: four_eyes.credit_max_per_day_cents,
+        }
+    }
+}
+
+impl FourEyesArgs {
+    /// The settings these flags give, refusing a limit below one cent.
+    pub fn apply(&self, settings: Settings) -> anyhow::Result<Settings> {
+        for (flag, value) in [
+            ("--credit-max-cents", self.credit_max_cents),
+            ("--credit-max-per-day-cents", self.credit_max_per_day_cents),
+        ] {
+            if value < 1 {
+                return Err(Usage(format!("{flag}: at least 1 cent")).into());
+            }
+        }
+        Ok(Settings {
+            four_eyes: FourEyes {
+                single_operator: self.single_operator,
+                credit_max_cents: self.credit_max_cents,
+                credit_max_per_day_cents: self.credit_max_per_day_cents,
+            },
+            ..settings
+        })
+    }
+
+    /// The service on `db` with these settings.
+    pub async fn service(&self, db: &DbArgs) -> anyhow::Result<Service> {
+        open_service(db, self.apply(Settings::default())?).await
+    }
+}
+
 /// `tresor account`.
 #[derive(Debug, Subcommand)]
 pub enum AccountCommand {
@@ -86,11 +143,14 @@ pub enum AccountCommand {
         db: DbArgs,
     },
     /// Mark an account verified: identity documents checked, and the IBAN on
-    /// file is in the player's name.
+    /// file (`account list` shows it) is in the player's name.
     Verify {
         /// The player's username.
         #[arg(long)]
         username: String,
+        /// The IBAN reviewed: refused if the account's is no longer this one.
+        #[arg(long)]
+        iban: String,
         #[command(flatten)]
         db: DbArgs,
     },
@@ -111,10 +171,14 @@ pub enum WithdrawalCommand {
         db: DbArgs,
     },
     /// Mark a pending withdrawal paid (the transfer to the IBAN was made).
+    /// Four eyes: refused if the command line (`operator`) credited or
+    /// verified the account, unless --single-operator.
     Approve {
         /// The withdrawal's id.
         #[arg(long)]
         id: i64,
+        #[command(flatten)]
+        four_eyes: FourEyesArgs,
         #[command(flatten)]
         db: DbArgs,
     },
@@ -170,6 +234,7 @@ fn refusal(error: Error) -> anyhow::Error {
     match error {
         Error::Validation(message) => Usage(message).into(),
         Error::NotFound => Usage("not found".to_owned()).into(),
+        Error::IbanChanged { .. } => Usage(error.to_string()).into(),
         Error::Database(_) | Error::Sqlite(_) | Error::Unavailable(_) => error.into(),
         other => anyhow::anyhow!("refused: {other}"),
     }
@@ -199,30 +264,44 @@ pub async fn run_account(command: AccountCommand) -> anyhow::Result<()> {
                 println!("{}", serde_json::to_string_pretty(&accounts)?);
             } else {
                 println!(
-                    "{:>6}  {:<20} {:<12} {:<8} {:<6} {:<20} iban",
-                    "id", "username", "status", "identity", "banned", "opened"
+                    "{:>6}  {:<20} {:<12} {:<8} {:<6} {:<20} {:<20} iban",
+                    "id", "username", "status", "identity", "banned", "opened", "iban given"
                 );
                 for a in &accounts {
                     println!(
-                        "{:>6}  {:<20} {:<12} {:<8} {:<6} {:<20} {}",
+                        "{:>6}  {:<20} {:<12} {:<8} {:<6} {:<20} {:<20} {}{}{}",
                         a.player_id,
                         a.username,
                         a.status,
                         if a.has_identity { "yes" } else { "no" },
                         if a.banned { "yes" } else { "no" },
                         &rfc3339(a.opened_at_ms)[..19],
-                        a.iban.as_deref().unwrap_or("-")
+                        a.iban_set_at_ms
+                            .map_or("-".to_owned(), |t| rfc3339(t)[..19].to_owned()),
+                        a.iban.as_deref().unwrap_or("-"),
+                        if a.iban_changes > 0 {
+                            format!("  (changed {} time(s))", a.iban_changes)
+                        } else {
+                            String::new()
+                        },
+                        a.duplicate_of.map_or(String::new(), |first| format!(
+                            "  (second account of player {first})"
+                        )),
                     );
                 }
             }
         }
-        AccountCommand::Verify { username, db } => {
+        AccountCommand::Verify { username, iban, db } => {
+            let reviewed = Iban::parse(&iban).map_err(|e| Usage(format!("--{e}")))?;
             let service = service(&db).await?;
             let player = service
                 .player_by_username(&username)
                 .await
                 .map_err(|_| Usage(format!("no player named {username}")))?;
-            service.verify_account(&player).await.map_err(refusal)?;
+            service
+                .verify_account(&player, &reviewed)
+                .await
+                .map_err(refusal)?;
             println!(
                 "{} is verified: withdrawals are open, and staking has no deadline",
                 player.username
@@ -245,7 +324,14 @@ pub async fn run_withdrawal(command: WithdrawalCommand) -> anyhow::Result<()> {
                     .into());
                 }
             };
-            let rows = service(&db).await?.list_withdrawals(state).await?;
+            // Every one, page after page: pending ones oldest first.
+            let service = service(&db).await?;
+            let (mut rows, mut cursor) = service.list_withdrawals(state, None, 500).await?;
+            while let Some(after) = cursor {
+                let (page, next) = service.list_withdrawals(state, Some(after), 500).await?;
+                rows.extend(page);
+                cursor = next;
+            }
             if json {
                 println!("{}", serde_json::to_string_pretty(&rows)?);
             } else {
@@ -267,8 +353,9 @@ pub async fn run_withdrawal(command: WithdrawalCommand) -> anyhow::Result<()> {
                 }
             }
         }
-        WithdrawalCommand::Approve { id, db } => {
-            let w = service(&db)
+        WithdrawalCommand::Approve { id, four_eyes, db } => {
+            let w = four_eyes
+                .service(&db)
                 .await?
                 .decide_withdrawal(id, Settlement::Paid, None)
                 .await

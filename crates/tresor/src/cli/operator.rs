@@ -140,6 +140,9 @@ pub struct ServeArgs {
     /// The payment provider and provisional accounts.
     #[command(flatten)]
     pub payments: super::accounts::PaymentArgs,
+    /// Four eyes on money: a single operator, credit limits.
+    #[command(flatten)]
+    pub four_eyes: super::accounts::FourEyesArgs,
 }
 
 /// `tresor serve`'s throttles (see [`RateLimits`] for what each counts).
@@ -261,10 +264,27 @@ pub async fn run_serve(args: ServeArgs, demo_if_created: bool) -> anyhow::Result
         ..Settings::default()
     };
     let settings = args.payments.apply(settings)?;
+    let settings = args.four_eyes.apply(settings)?;
     let service = open_service(&args.db, settings).await?;
     let filled = service.backfill_username_skeletons().await?;
     if filled > 0 {
         tracing::info!(filled, "filled the skeletons of older usernames");
+    }
+    let rekeyed = service.rematch_identities().await?;
+    if rekeyed.identities + rekeyed.ban_entries > 0 {
+        tracing::info!(
+            identities = rekeyed.identities,
+            ban_entries = rekeyed.ban_entries,
+            second_accounts = rekeyed.duplicates.len(),
+            "matched the identities against the ban list again"
+        );
+    }
+    for (account, first) in &rekeyed.duplicates {
+        tracing::warn!(
+            player = account,
+            first,
+            "a second account of one person: it takes no money in and no stake"
+        );
     }
     let created = service.db.created;
     if created && (args.demo || demo_if_created) {
@@ -354,6 +374,10 @@ pub enum PlayerCommand {
         /// The amount in cents.
         #[arg(long)]
         cents: i64,
+        /// The per-operator credit limits (the command line is one
+        /// operator, `operator`).
+        #[command(flatten)]
+        four_eyes: super::accounts::FourEyesArgs,
         #[command(flatten)]
         db: DbArgs,
     },
@@ -464,9 +488,10 @@ pub async fn run_player(command: PlayerCommand) -> anyhow::Result<()> {
         PlayerCommand::Credit {
             username,
             cents,
+            four_eyes,
             db,
         } => {
-            let service = open_service(&db, Settings::default()).await?;
+            let service = four_eyes.service(&db).await?;
             let player = service
                 .player_by_username(&username)
                 .await
@@ -518,6 +543,8 @@ fn refusal(error: Error) -> anyhow::Error {
         // would pass) is a plain message, not a failure of the machinery.
         other @ (Error::ExclusionShorter { .. }
         | Error::LimitReached { .. }
+        | Error::CreditLimit { .. }
+        | Error::DuplicateAccount
         | Error::Excluded { .. }) => {
             anyhow::anyhow!("refused: {other}")
         }

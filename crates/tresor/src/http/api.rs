@@ -485,8 +485,8 @@ async fn throw(
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct PageQuery {
-    limit: Option<String>,
-    cursor: Option<String>,
+    pub(super) limit: Option<String>,
+    pub(super) cursor: Option<String>,
 }
 
 impl PageQuery {

@@ -1,19 +1,17 @@
 //! The operator's console API, `/console/api/…` on the operator listener
-//! (`docs/CONSOLE.md`): staff log in with a password and a TOTP code, get a
+//! (`docs/CONSOLE.md`; the login is `console_login.rs`, the players and the
+//! money `console_money.rs`): staff log in with a password and a TOTP code, get a
 //! session of their own (cookie `tresor_console`, path `/console`), and each
 //! endpoint needs one permission of their role. Every action goes through the
 //! service's operator methods with the actor `staff:NAME`, so it is in the
 //! trail under that name; a refusal of the role is in the trail too.
 
-use super::api::{Body, PageQuery, Params, PathId};
-use super::throttle::{ClientAddress, Throttles};
+use super::api::{Body, PathId};
+use super::throttle::Throttles;
 use super::{ApiError, AppState};
 use crate::error::Error;
-use crate::protect::ExclusionLength;
-use crate::service::{
-    BlockView, Dashboard, Settlement, StaffMember, os_random_32, parse_rfc3339, rfc3339,
-};
-use crate::staff::{self, Permission, TOTP_SECRET_LEN};
+use crate::service::{BlockView, Dashboard, StaffMember, parse_rfc3339, rfc3339};
+use crate::staff::Permission;
 use axum::body::Body as ResponseBody;
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -23,7 +21,6 @@ use axum::routing::{get, post, put};
 use axum::{Extension, Json, Router};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::set_header::SetResponseHeaderLayer;
@@ -31,27 +28,22 @@ use tresor_game::Stake;
 
 /// The console session's cookie.
 pub const CONSOLE_COOKIE: &str = "tresor_console";
-/// The cookie between the password and the code (5 minutes).
-pub const PENDING_COOKIE: &str = "tresor_console_pending";
 /// The CSRF header's value on the console (the players' is `tresor`).
 pub const CONSOLE_CSRF_VALUE: &str = "tresor-console";
-const PENDING_MS: i64 = 5 * 60 * 1000;
-/// At most this many logins waiting for their code; the oldest go first.
-const MAX_PENDING: usize = 10_000;
 
-/// A password given right, waiting for its code.
-#[derive(Debug, Clone)]
-struct Pending {
-    member: StaffMember,
-    /// The secret shown for enrolment, kept only if its code comes.
-    enrolling: Option<Vec<u8>>,
-    expires_at_ms: i64,
-}
+use super::console_login::{PendingLogins, login, login_code, logout};
+use super::console_money::{
+    accounts, approve, credit, exclude, player, reject, search_players, statement, verify_player,
+    withdrawals,
+};
 
 /// What the console's routes share beside the [`AppState`].
 pub struct Console {
-    throttles: Throttles,
-    pending: Mutex<HashMap<String, Pending>>,
+    /// The password step's throttles (per name typed and address).
+    pub(super) throttles: Throttles,
+    /// Logins between their password and their code, and the code
+    /// failures per console account.
+    pub(super) logins: PendingLogins,
     dashboard: Dashboard,
     /// The writer's batch times alone, to read their buckets.
     batch_registry: prometheus_client::registry::Registry,
@@ -75,7 +67,7 @@ impl Console {
         );
         Console {
             throttles: Throttles::new(&state.service.settings.rate_limits),
-            pending: Mutex::default(),
+            logins: PendingLogins::default(),
             dashboard: Dashboard::default(),
             batch_registry,
             previous_buckets: Mutex::default(),
@@ -144,27 +136,6 @@ impl Console {
         });
         *previous = buckets;
         figures
-    }
-
-    fn remember_pending(&self, token: &str, pending: Pending, now_ms: i64) {
-        let mut map = self.pending.lock().expect("pending lock");
-        map.retain(|_, p| p.expires_at_ms > now_ms);
-        if map.len() >= MAX_PENDING {
-            let mut times: Vec<i64> = map.values().map(|p| p.expires_at_ms).collect();
-            let (_, median, _) = times.select_nth_unstable(map.len() / 2);
-            let median = *median;
-            map.retain(|_, p| p.expires_at_ms > median);
-        }
-        map.insert(token.to_owned(), pending);
-    }
-
-    fn pending(&self, token: &str, now_ms: i64) -> Option<Pending> {
-        let map = self.pending.lock().expect("pending lock");
-        map.get(token).filter(|p| p.expires_at_ms > now_ms).cloned()
-    }
-
-    fn forget_pending(&self, token: &str) {
-        self.pending.lock().expect("pending lock").remove(token);
     }
 }
 
@@ -278,7 +249,7 @@ async fn require_console_csrf(request: Request, next: Next) -> Response {
     }
 }
 
-fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+pub(super) fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
     headers
         .get_all(header::COOKIE)
         .iter()
@@ -290,7 +261,7 @@ fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
         })
 }
 
-fn set_cookie(state: &AppState, name: &str, value: &str, max_age_s: i64) -> HeaderValue {
+pub(super) fn set_cookie(state: &AppState, name: &str, value: &str, max_age_s: i64) -> HeaderValue {
     let secure = if state.secure_cookies { "; Secure" } else { "" };
     HeaderValue::from_str(&format!(
         "{name}={value}; Path=/console; HttpOnly; SameSite=Strict; Max-Age={max_age_s}{secure}"
@@ -332,151 +303,10 @@ async fn guard(
     next.run(request).await
 }
 
-type Answer = Result<Response, ApiError>;
+pub(super) type Answer = Result<Response, ApiError>;
 
-fn ok(value: Value) -> Answer {
+pub(super) fn ok(value: Value) -> Answer {
     Ok(Json(value).into_response())
-}
-
-// -- Login ---------------------------------------------------------------------
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct LoginBody {
-    username: String,
-    password: String,
-}
-
-/// The name a login is throttled by (whether or not it is an account).
-fn throttle_key(username: &str) -> String {
-    username
-        .trim()
-        .to_ascii_lowercase()
-        .chars()
-        .take(64)
-        .collect()
-}
-
-async fn login(
-    State(state): State<AppState>,
-    Extension(console): Extension<Arc<Console>>,
-    address: ClientAddress,
-    Body(body): Body<LoginBody>,
-) -> Answer {
-    console.throttles.login(&address)?;
-    let key = throttle_key(&body.username);
-    let now_ms = state.service.now_ms();
-    console.throttles.login_attempt(&key, &address, now_ms)?;
-    let checked = state
-        .service
-        .check_staff_password(&body.username, &body.password)
-        .await?;
-    console.throttles.login_succeeded(&key, &address);
-    let token = hex::encode(os_random_32());
-    let (answer, enrolling) = if checked.enrolled {
-        (json!({"step": "code"}), None)
-    } else {
-        let secret = os_random_32()[..TOTP_SECRET_LEN].to_vec();
-        let uri = staff::otpauth_uri(&checked.member.username, &secret);
-        (
-            json!({
-                "step": "enrol",
-                "secret": staff::base32(&secret),
-                "qr_svg": staff::qr_svg(&uri),
-                "otpauth_uri": uri,
-            }),
-            Some(secret),
-        )
-    };
-    console.remember_pending(
-        &token,
-        Pending {
-            member: checked.member,
-            enrolling,
-            expires_at_ms: now_ms + PENDING_MS,
-        },
-        now_ms,
-    );
-    Ok((
-        [(
-            header::SET_COOKIE,
-            set_cookie(&state, PENDING_COOKIE, &token, PENDING_MS / 1000),
-        )],
-        Json(answer),
-    )
-        .into_response())
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CodeBody {
-    code: String,
-}
-
-async fn login_code(
-    State(state): State<AppState>,
-    Extension(console): Extension<Arc<Console>>,
-    address: ClientAddress,
-    headers: HeaderMap,
-    Body(body): Body<CodeBody>,
-) -> Answer {
-    let now_ms = state.service.now_ms();
-    let token = cookie(&headers, PENDING_COOKIE).ok_or_else(|| {
-        ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "give your username and password first (or again: 5 minutes have passed)",
-        )
-    })?;
-    let pending = console.pending(&token, now_ms).ok_or_else(|| {
-        ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "give your username and password first (or again: 5 minutes have passed)",
-        )
-    })?;
-    let key = throttle_key(&pending.member.username);
-    console.throttles.login_attempt(&key, &address, now_ms)?;
-    let (session, member) = state
-        .service
-        .open_staff_session(&pending.member, &body.code, pending.enrolling.clone())
-        .await?;
-    console.throttles.login_succeeded(&key, &address);
-    console.forget_pending(&token);
-    // A login always opens a new session; the one this browser had ends.
-    if let Some(old) = cookie(&headers, CONSOLE_COOKIE) {
-        state.service.close_staff_session(&old).await?;
-    }
-    let mut response = Json(json!({"step": "done", "operator": member.view()})).into_response();
-    let cookies = response.headers_mut();
-    cookies.append(
-        header::SET_COOKIE,
-        set_cookie(
-            &state,
-            CONSOLE_COOKIE,
-            &session,
-            state.service.settings.session_max_s,
-        ),
-    );
-    cookies.append(
-        header::SET_COOKIE,
-        set_cookie(&state, PENDING_COOKIE, "", 0),
-    );
-    Ok(response)
-}
-
-async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Answer {
-    if let Some(token) = cookie(&headers, CONSOLE_COOKIE) {
-        state.service.close_staff_session(&token).await?;
-    }
-    Ok((
-        StatusCode::NO_CONTENT,
-        [(
-            header::SET_COOKIE,
-            set_cookie(&state, CONSOLE_COOKIE, "", 0),
-        )],
-    )
-        .into_response())
 }
 
 async fn me(Extension(member): Extension<StaffMember>) -> Answer {
@@ -613,226 +443,6 @@ async fn resume_block(
 
 async fn recheck(State(state): State<AppState>, PathId(id): PathId) -> Answer {
     Ok(Json(state.service.recheck_block(id).await?).into_response())
-}
-
-// -- Players -------------------------------------------------------------------
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SearchQuery {
-    q: Option<String>,
-    limit: Option<String>,
-}
-
-async fn search_players(
-    State(state): State<AppState>,
-    Params(query): Params<SearchQuery>,
-) -> Answer {
-    let limit = match query.limit.as_deref() {
-        None => 50,
-        Some(text) => text
-            .parse::<i64>()
-            .ok()
-            .filter(|n| (1..=500).contains(n))
-            .ok_or_else(|| Error::Validation("limit: a number from 1 to 500".to_owned()))?,
-    };
-    let players = state
-        .service
-        .search_players(query.q.as_deref().unwrap_or(""), limit)
-        .await?;
-    ok(json!({ "players": players }))
-}
-
-async fn player(State(state): State<AppState>, PathId(id): PathId) -> Answer {
-    let player = state.service.player_by_id(id).await?;
-    let account = state.service.account(&player).await?;
-    let (limits, excluded_until_ms) = state.service.protection(&player).await?;
-    ok(json!({
-        "player": {"id": player.id, "username": player.username},
-        "account": account,
-        "limits": limits,
-        "exclusion": {"excluded_until": excluded_until_ms.map(rfc3339)},
-    }))
-}
-
-async fn statement(
-    State(state): State<AppState>,
-    PathId(id): PathId,
-    Params(query): Params<PageQuery>,
-) -> Answer {
-    let (limit, cursor) = query.parse(20, 100)?;
-    let player = state.service.player_by_id(id).await?;
-    Ok(Json(state.service.statement(&player, limit, cursor).await?).into_response())
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CreditBody {
-    amount_cents: i64,
-}
-
-async fn credit(
-    State(state): State<AppState>,
-    Extension(member): Extension<StaffMember>,
-    PathId(id): PathId,
-    Body(body): Body<CreditBody>,
-) -> Answer {
-    let player = state.service.player_by_id(id).await?;
-    let balance_cents = state
-        .service
-        .credit_as(member.actor(), &player, body.amount_cents)
-        .await?;
-    ok(json!({ "balance_cents": balance_cents }))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ExcludeBody {
-    period: String,
-}
-
-async fn exclude(
-    State(state): State<AppState>,
-    Extension(member): Extension<StaffMember>,
-    PathId(id): PathId,
-    Body(body): Body<ExcludeBody>,
-) -> Answer {
-    let length = ExclusionLength::parse_period(&body.period)?;
-    let player = state.service.player_by_id(id).await?;
-    let until_ms = state
-        .service
-        .exclude(&player, member.actor(), length)
-        .await?;
-    ok(json!({"excluded_until": rfc3339(until_ms), "period": body.period}))
-}
-
-async fn verify_player(
-    State(state): State<AppState>,
-    Extension(member): Extension<StaffMember>,
-    PathId(id): PathId,
-) -> Answer {
-    let player = state.service.player_by_id(id).await?;
-    state
-        .service
-        .verify_account_as(member.actor(), &player)
-        .await?;
-    Ok(Json(state.service.account(&player).await?).into_response())
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct StatusQuery {
-    status: Option<String>,
-}
-
-async fn accounts(State(state): State<AppState>, Params(query): Params<StatusQuery>) -> Answer {
-    use crate::account::Status;
-    let status = match query.status.as_deref() {
-        None | Some("") => None,
-        Some(text @ ("provisional" | "verified" | "closed")) => Some(Status::parse(text)),
-        Some(_) => {
-            return Err(
-                Error::Validation("status: provisional, verified or closed".to_owned()).into(),
-            );
-        }
-    };
-    let accounts: Vec<Value> = state
-        .service
-        .list_accounts(status)
-        .await?
-        .into_iter()
-        .map(|a| {
-            json!({
-                "player_id": a.player_id,
-                "username": a.username,
-                "status": a.status,
-                "has_identity": a.has_identity,
-                "iban": a.iban,
-                "banned": a.banned,
-                "opened_at": rfc3339(a.opened_at_ms),
-                "provisional_until": a.provisional_until_ms.map(rfc3339),
-            })
-        })
-        .collect();
-    ok(json!({ "accounts": accounts }))
-}
-
-// -- Withdrawals ---------------------------------------------------------------
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct StateQuery {
-    state: Option<String>,
-}
-
-async fn withdrawals(State(state): State<AppState>, Params(query): Params<StateQuery>) -> Answer {
-    let wanted = match query.state.as_deref() {
-        None | Some("") => None,
-        Some(text @ ("pending" | "paid" | "rejected" | "cancelled")) => Some(text),
-        Some(_) => {
-            return Err(Error::Validation(
-                "state: pending, paid, rejected or cancelled".to_owned(),
-            )
-            .into());
-        }
-    };
-    let rows: Vec<Value> = state
-        .service
-        .list_withdrawals(wanted)
-        .await?
-        .into_iter()
-        .map(|w| {
-            json!({
-                "id": w.id,
-                "player_id": w.player_id,
-                "username": w.username,
-                "amount_cents": w.amount_cents,
-                // The operator pays it: the whole IBAN.
-                "iban": w.iban,
-                "state": w.state,
-                "reason": w.reason,
-                "closing": w.closing,
-                "requested_at": rfc3339(w.requested_at_ms),
-                "settled_at": w.settled_at_ms.map(rfc3339),
-            })
-        })
-        .collect();
-    ok(json!({ "withdrawals": rows }))
-}
-
-async fn approve(
-    State(state): State<AppState>,
-    Extension(member): Extension<StaffMember>,
-    PathId(id): PathId,
-) -> Answer {
-    let view = state
-        .service
-        .decide_withdrawal_as(member.actor(), id, Settlement::Paid, None)
-        .await?;
-    Ok(Json(view).into_response())
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RejectBody {
-    reason: String,
-}
-
-async fn reject(
-    State(state): State<AppState>,
-    Extension(member): Extension<StaffMember>,
-    PathId(id): PathId,
-    Body(body): Body<RejectBody>,
-) -> Answer {
-    let reason = body.reason.trim().to_owned();
-    if reason.is_empty() || reason.chars().count() > 500 {
-        return Err(Error::Validation("reason: 1 to 500 characters".to_owned()).into());
-    }
-    let view = state
-        .service
-        .decide_withdrawal_as(member.actor(), id, Settlement::Rejected, Some(reason))
-        .await?;
-    Ok(Json(view).into_response())
 }
 
 // -- The site ------------------------------------------------------------------

@@ -73,6 +73,11 @@ impl From<Error> for ApiError {
             Error::NotVerified => (StatusCode::FORBIDDEN, "not_verified"),
             Error::RulesNotAccepted { .. } => (StatusCode::CONFLICT, "rules_not_accepted"),
             Error::AccountClosed => (StatusCode::FORBIDDEN, "account_closed"),
+            Error::PersonHasAccount => (StatusCode::CONFLICT, "person_has_account"),
+            Error::DuplicateAccount => (StatusCode::FORBIDDEN, "duplicate_account"),
+            Error::IbanChanged { .. } => (StatusCode::CONFLICT, "iban_changed"),
+            Error::FourEyes { .. } => (StatusCode::FORBIDDEN, "four_eyes"),
+            Error::CreditLimit { .. } => (StatusCode::FORBIDDEN, "credit_limit_reached"),
             Error::InvalidSignature => (StatusCode::UNAUTHORIZED, "invalid_signature"),
             Error::StaleSignature => (StatusCode::UNAUTHORIZED, "stale_signature"),
             Error::WithdrawalNotPending { .. } => (StatusCode::CONFLICT, "withdrawal_not_pending"),
@@ -143,6 +148,13 @@ impl From<Error> for ApiError {
             }
             Error::Forbidden { permission } => {
                 detail.insert("permission".to_owned(), json!(permission));
+            }
+            Error::IbanChanged { current, set_at_ms } => {
+                detail.insert("iban".to_owned(), json!(current));
+                detail.insert("iban_set_at".to_owned(), json!(rfc3339(*set_at_ms)));
+            }
+            Error::CreditLimit { setting, .. } => {
+                detail.insert("setting".to_owned(), json!(setting));
             }
             Error::RateLimited { retry_after_s: s } => retry_after_s = Some(*s),
             // Space comes back when an operator frees it: not in a second.

@@ -7,6 +7,8 @@ mod account;
 mod admin;
 mod api;
 mod console;
+mod console_login;
+mod console_money;
 mod console_web;
 mod error;
 pub mod throttle;

@@ -23,6 +23,8 @@ const MAX_KEYS: usize = 100_000;
 enum Key {
     Pair(String, IpAddr),
     Address(IpAddr),
+    /// A name whatever the address (the console's codes, per account).
+    Name(String),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -99,6 +101,46 @@ impl FailedLogins {
             failures.last_ms = now_ms;
         }
         Ok(())
+    }
+
+    /// Refuses an attempt for `name` alone, whatever the address, that
+    /// comes too soon (`RateLimited`); otherwise counts it as a failure until
+    /// [`FailedLogins::succeeded_alone`]. The console counts TOTP codes so,
+    /// per account: an attacker holding the password waits however many
+    /// addresses they use, and giving the password again clears nothing.
+    pub fn attempt_alone(&self, name: &str, now_ms: i64) -> Result<(), Error> {
+        let mut seen = self.seen.lock().expect("failed logins lock");
+        let key = Key::Name(name.to_owned());
+        if let Some(failures) = seen.get(&key)
+            && now_ms - failures.last_ms < FORGET_AFTER_MS
+        {
+            let wait_until = not_before(*failures, self.free_per_pair);
+            if wait_until > now_ms {
+                let wait_ms = (wait_until - now_ms) as u64;
+                return Err(Error::RateLimited {
+                    retry_after_s: wait_ms.div_ceil(1000),
+                });
+            }
+        }
+        if seen.len() >= MAX_KEYS {
+            shrink(&mut seen, now_ms);
+        }
+        let failures = seen.entry(key).or_insert(Failures {
+            count: 0,
+            last_ms: now_ms,
+        });
+        if now_ms - failures.last_ms >= FORGET_AFTER_MS {
+            failures.count = 0;
+        }
+        failures.count = failures.count.saturating_add(1);
+        failures.last_ms = now_ms;
+        Ok(())
+    }
+
+    /// The attempt for `name` alone succeeded: its count starts afresh.
+    pub fn succeeded_alone(&self, name: &str) {
+        let mut seen = self.seen.lock().expect("failed logins lock");
+        seen.remove(&Key::Name(name.to_owned()));
     }
 
     /// The attempt was the right password: the pair starts afresh, and the
@@ -207,6 +249,20 @@ mod tests {
         logins.attempt("ana", OWNER, 0).unwrap();
         logins.succeeded("ana", OWNER);
         assert_eq!(retry(logins.attempt("ana", OWNER, 0)), None);
+    }
+
+    #[test]
+    fn a_name_alone_waits_whatever_the_address_until_it_succeeds() {
+        let codes = FailedLogins::new(2, u32::MAX);
+        assert_eq!(retry(codes.attempt_alone("staff:1", 0)), None);
+        assert_eq!(retry(codes.attempt_alone("staff:1", 0)), None);
+        assert_eq!(retry(codes.attempt_alone("staff:1", 0)), Some(1));
+        // A password given right (another key) clears nothing here.
+        codes.succeeded("staff:1", OWNER);
+        assert_eq!(retry(codes.attempt_alone("staff:1", 0)), Some(1));
+        assert_eq!(retry(codes.attempt_alone("staff:2", 0)), None);
+        codes.succeeded_alone("staff:1");
+        assert_eq!(retry(codes.attempt_alone("staff:1", 0)), None);
     }
 
     #[test]

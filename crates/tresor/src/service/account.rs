@@ -9,6 +9,7 @@ use crate::error::Error;
 use crate::model::{PENDING_WITHDRAWALS_ACCOUNT, Player, RESERVES_ACCOUNT};
 use crate::store::Conn;
 use crate::store::accounts::{self as store, AccountListing, NewAccount, ReserveRow, Transfer};
+use crate::store::persons;
 use crate::trail::{self, Actor};
 use serde::Serialize;
 use serde_json::json;
@@ -22,9 +23,9 @@ pub struct Opening {
 }
 
 /// Writes the account row of a player just registered, inside the
-/// registration's job: with an opening, refuses a minor or a person on the
-/// ban list (the whole registration rolls back) and starts the provisional
-/// period.
+/// registration's job: with an opening, refuses a minor, a person on the
+/// ban list or a person who has an account already (the whole registration
+/// rolls back) and starts the provisional period.
 pub(super) async fn on_register(
     conn: &mut Conn,
     player: &Player,
@@ -44,8 +45,16 @@ pub(super) async fn on_register(
         {
             return Err(Error::Banned);
         }
+        // One account per person, closed or not; the unique index on
+        // `identities.person_key` holds it if this check ever let two by.
+        if persons::account_of_person(conn, &opening.identity.person_key())
+            .await?
+            .is_some()
+        {
+            return Err(Error::PersonHasAccount);
+        }
     }
-    store::insert_account(
+    let inserted = store::insert_account(
         conn,
         &NewAccount {
             player_id: player.id,
@@ -57,7 +66,11 @@ pub(super) async fn on_register(
             now_ms,
         },
     )
-    .await?;
+    .await;
+    match inserted {
+        Err(error) if persons::is_second_account(&error) => return Err(Error::PersonHasAccount),
+        other => other?,
+    }
     if let Some(opening) = opening {
         // The trail keeps that an identity was given, not the identity.
         trail::append(
@@ -137,7 +150,10 @@ impl Service {
         let rules_current = store::rules_version(&mut conn).await?;
         let balance_cents = store::balance(&mut conn, player.account_id).await?;
         let now_ms = self.now_ms();
-        let open = row.status != Status::Closed && row.banned_at_ms.is_none();
+        // A person's second account takes no money in and no stake.
+        let open = row.status != Status::Closed
+            && row.banned_at_ms.is_none()
+            && row.duplicate_of.is_none();
         Ok(AccountView {
             status: row.status,
             has_identity: row.has_identity,
@@ -159,6 +175,12 @@ impl Service {
             reminder_every_minutes: row.reminder_minutes,
             balance_cents,
         })
+    }
+
+    /// The account's row as stored: what the operator reviews (the whole
+    /// IBAN, when it was given), who verified it, a person's second account.
+    pub async fn account_row(&self, player: &Player) -> Result<store::AccountRow, Error> {
+        store::account(&mut *self.db.conn().await?, player.id).await
     }
 
     /// The player accepts the rules of `version`, which must be the one in force.
@@ -233,7 +255,7 @@ impl Service {
                     }
                     Status::Provisional => {}
                 }
-                store::set_iban(conn, player.id, iban.as_str()).await?;
+                store::set_iban(conn, player.id, iban.as_str(), now_ms).await?;
                 trail::append(
                     conn,
                     now_ms,
@@ -336,19 +358,30 @@ impl Service {
         store::list_accounts(&mut conn, status.map(Status::as_str)).await
     }
 
-    /// The operator has checked the identity documents and that the IBAN on
-    /// file is in the player's name: the account is verified.
-    pub async fn verify_account(&self, player: &Player) -> Result<(), Error> {
-        self.verify_account_as(Actor::Operator, player).await
+    /// The operator has checked the identity documents and that `reviewed`,
+    /// the IBAN they read on file, is in the player's name: the account is
+    /// verified. Refused (`IbanChanged`) when the IBAN on file is no longer
+    /// the one reviewed.
+    pub async fn verify_account(&self, player: &Player, reviewed: &Iban) -> Result<(), Error> {
+        self.verify_account_as(Actor::Operator, player, reviewed)
+            .await
     }
 
-    /// [`Service::verify_account`], recorded in the trail as `actor`'s.
-    pub async fn verify_account_as(&self, actor: Actor, player: &Player) -> Result<(), Error> {
+    /// [`Service::verify_account`], recorded in the trail as `actor`'s (who
+    /// then may not approve the account's withdrawals).
+    pub async fn verify_account_as(
+        &self,
+        actor: Actor,
+        player: &Player,
+        reviewed: &Iban,
+    ) -> Result<(), Error> {
         let now_ms = self.now_ms();
         let player = player.clone();
+        let reviewed = reviewed.clone();
         self.write(move |conn| {
             let player = player.clone();
             let actor = actor.clone();
+            let reviewed = reviewed.clone();
             Box::pin(async move {
                 let row = store::account(conn, player.id).await?;
                 match row.status {
@@ -370,14 +403,25 @@ impl Service {
                         "this account has no IBAN yet: the player gives it first".to_owned(),
                     ));
                 };
-                store::mark_verified(conn, player.id, now_ms).await?;
+                let changed = || Error::IbanChanged {
+                    current: Iban::masked(&iban),
+                    set_at_ms: row.iban_set_at_ms.unwrap_or(row.opened_at_ms),
+                };
+                if iban != reviewed.as_str() {
+                    return Err(changed());
+                }
+                // The update checks the IBAN again: nothing can slip between.
+                if !store::mark_verified(conn, player.id, &iban, &actor.label(), now_ms).await? {
+                    return Err(changed());
+                }
                 trail::append(
                     conn,
                     now_ms,
                     &actor,
                     "account_verified",
-                    json!({"player_id": player.id, "iban": Iban::masked(&iban)}),
-                    json!({"status": "verified"}),
+                    json!({"player_id": player.id, "username": player.username,
+                           "iban": Iban::masked(&iban), "iban_reviewed": true}),
+                    json!({"status": "verified", "verified_by": actor.label()}),
                 )
                 .await?;
                 Ok(())
@@ -426,6 +470,9 @@ impl Service {
             let sha256 = sha256.clone();
             let actor = actor.clone();
             Box::pin(async move {
+                // Identities from before person keys are keyed first, so that
+                // the new list is matched against every one as it is now.
+                persons::rekey(conn, now_ms).await?;
                 let version = store::replace_ban_list(conn, &entries, &sha256, now_ms).await?;
                 let (banned, lifted) = store::apply_ban_list(conn, now_ms).await?;
                 let names = |players: &[Player]| {
@@ -453,6 +500,42 @@ impl Service {
                     banned: names(&banned),
                     lifted: names(&lifted),
                 })
+            })
+        })
+        .await
+    }
+
+    /// Keys the identities and ban entries written before the names were
+    /// normalised as they are now (`account::names`), marks a person's
+    /// second account, and matches every identity against the ban list in
+    /// force again, banning at once those it now names; in one writer job,
+    /// in the trail when it changed anything. Run by `tresor serve` at start,
+    /// as `backfill_username_skeletons` is.
+    pub async fn rematch_identities(&self) -> Result<persons::Rekeyed, Error> {
+        let now_ms = self.now_ms();
+        self.write(move |conn| {
+            Box::pin(async move {
+                let rekeyed = persons::rekey(conn, now_ms).await?;
+                if rekeyed == persons::Rekeyed::default() {
+                    return Ok(rekeyed);
+                }
+                let (banned, lifted) = store::apply_ban_list(conn, now_ms).await?;
+                trail::append(
+                    conn,
+                    now_ms,
+                    &Actor::System,
+                    "identities_rematched",
+                    json!({"identities": rekeyed.identities, "ban_entries": rekeyed.ban_entries}),
+                    json!({
+                        "banned_player_ids": banned.iter().map(|p| p.id).collect::<Vec<_>>(),
+                        "lifted_player_ids": lifted.iter().map(|p| p.id).collect::<Vec<_>>(),
+                        "second_accounts": rekeyed.duplicates.iter()
+                            .map(|(account, first)| json!({"player_id": account, "first_player_id": first}))
+                            .collect::<Vec<_>>(),
+                    }),
+                )
+                .await?;
+                Ok(rekeyed)
             })
         })
         .await

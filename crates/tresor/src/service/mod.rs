@@ -73,6 +73,36 @@ pub struct Settings {
     pub provisional_days: i64,
     /// The payment provider: its name, its page, the webhook's secret.
     pub payments: Payments,
+    /// Four eyes on money: who may approve a withdrawal, and how much one
+    /// operator may credit.
+    pub four_eyes: FourEyes,
+}
+
+/// Four eyes on money out (`docs/CONSOLE.md`): the approver of a
+/// withdrawal is neither an operator who credited the account nor the one
+/// who verified it, unless the installation has a single operator; and
+/// each operator's credits are capped, per credit and per 24 hours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FourEyes {
+    /// The installation has one operator (`--single-operator`): the
+    /// approver may be who credited or verified (still in the trail).
+    pub single_operator: bool,
+    /// The largest single credit (`--credit-max-cents`).
+    pub credit_max_cents: i64,
+    /// What one operator may credit in 24 hours, to all players together
+    /// (`--credit-max-per-day-cents`).
+    pub credit_max_per_day_cents: i64,
+}
+
+impl Default for FourEyes {
+    fn default() -> Self {
+        FourEyes {
+            single_operator: false,
+            // 10,000 € at once, 50,000 € a day.
+            credit_max_cents: 1_000_000,
+            credit_max_per_day_cents: 5_000_000,
+        }
+    }
 }
 
 impl Default for Settings {
@@ -87,6 +117,7 @@ impl Default for Settings {
             writer_faults: crate::writer::Faults::default(),
             provisional_days: crate::account::DEFAULT_PROVISIONAL_DAYS,
             payments: Payments::default(),
+            four_eyes: FourEyes::default(),
         }
     }
 }

@@ -4,7 +4,7 @@ use super::{Service, rfc3339};
 use crate::error::Error;
 use crate::model::{DEPOSITS_ACCOUNT, Player};
 use crate::protect::{self, LimitKind, LimitsView};
-use crate::store::{Conn, sql};
+use crate::store::{Conn, oversight, sql};
 use crate::trail::{self, Actor};
 use serde::Serialize;
 use serde_json::json;
@@ -83,6 +83,38 @@ pub(super) async fn transfer(
     Ok((debit_balance_cents, credit_balance_cents))
 }
 
+/// For an operator's credit: refuses one that would take the operator past
+/// their credits per 24 hours; returns what they credited in the last 24
+/// hours before it (0 for a player's own deposit).
+async fn oversight_check(
+    conn: &mut Conn,
+    actor: &Actor,
+    credit: bool,
+    amount_cents: i64,
+    limits: super::FourEyes,
+    now_ms: i64,
+) -> Result<i64, Error> {
+    if !credit {
+        return Ok(0);
+    }
+    let label = actor.label();
+    let day_ms = 24 * 3600 * 1000;
+    let credited = oversight::credited_since(conn, &label, now_ms - day_ms).await?;
+    if credited + amount_cents > limits.credit_max_per_day_cents {
+        return Err(Error::CreditLimit {
+            message: format!(
+                "{label} credited {} in the last 24 hours: {} more would pass the limit of {} \
+                 per operator and 24 hours (--credit-max-per-day-cents, TRESOR_CREDIT_MAX_PER_DAY_CENTS)",
+                crate::model::euros(credited),
+                crate::model::euros(amount_cents),
+                crate::model::euros(limits.credit_max_per_day_cents)
+            ),
+            setting: "credit_max_per_day_cents",
+        });
+    }
+    Ok(credited)
+}
+
 async fn account_balance(conn: &mut Conn, account_id: i64) -> Result<i64, Error> {
     sql::query_scalar("SELECT balance_cents FROM accounts WHERE id = $1")
         .bind(account_id)
@@ -131,13 +163,28 @@ impl Service {
         self.credit_as(Actor::Operator, player, amount_cents).await
     }
 
-    /// [`Service::credit`], recorded in the trail as `actor`'s.
+    /// [`Service::credit`], recorded in the trail as `actor`'s. Each
+    /// operator's credits are capped per credit and per 24 hours
+    /// ([`super::FourEyes`]), and recorded by whom: who credited an account
+    /// does not approve its withdrawals.
     pub async fn credit_as(
         &self,
         actor: Actor,
         player: &Player,
         amount_cents: i64,
     ) -> Result<i64, Error> {
+        let limits = self.settings.four_eyes;
+        if amount_cents > limits.credit_max_cents {
+            return Err(Error::CreditLimit {
+                message: format!(
+                    "a credit of {} is above the largest single credit, {} \
+                     (--credit-max-cents, TRESOR_CREDIT_MAX_CENTS)",
+                    crate::model::euros(amount_cents),
+                    crate::model::euros(limits.credit_max_cents)
+                ),
+                setting: "credit_max_cents",
+            });
+        }
         self.deposit_as(actor, "credit", "credit", player, amount_cents)
             .await
     }
@@ -159,11 +206,16 @@ impl Service {
         let player_id = player.id;
         let now_ms = self.now_ms();
         let player = player.clone();
+        let four_eyes = self.settings.four_eyes;
         self.write(move |conn| {
             let actor = actor.clone();
             let player = player.clone();
             Box::pin(async move {
                 crate::store::accounts::refuse_money_in(conn, player_id).await?;
+                let credit = action == "credit";
+                let label = actor.label();
+                let credited_today =
+                    oversight_check(conn, &actor, credit, amount_cents, four_eyes, now_ms).await?;
                 // The operator's credit is how money comes in outside demo
                 // mode, so it counts against the player's cap like a deposit.
                 protect::check_movement(conn, LimitKind::Deposit, &player, amount_cents, now_ms)
@@ -179,15 +231,22 @@ impl Service {
                 )
                 .await?;
                 let balance_cents = account_balance(conn, account_id).await?;
-                trail::append(
-                    conn,
-                    now_ms,
-                    &actor,
-                    action,
-                    json!({"player_id": player_id, "amount_cents": amount_cents}),
-                    json!({"balance_cents": balance_cents}),
-                )
-                .await?;
+                let (request, result) = if credit {
+                    oversight::record_credit(conn, player_id, &label, amount_cents, now_ms).await?;
+                    // Both names: who credited (the actor) and whom.
+                    (
+                        json!({"player_id": player_id, "username": player.username,
+                               "amount_cents": amount_cents, "by": label}),
+                        json!({"balance_cents": balance_cents,
+                               "credited_by_operator_24h_cents": credited_today + amount_cents}),
+                    )
+                } else {
+                    (
+                        json!({"player_id": player_id, "amount_cents": amount_cents}),
+                        json!({"balance_cents": balance_cents}),
+                    )
+                };
+                trail::append(conn, now_ms, &actor, action, request, result).await?;
                 Ok(balance_cents)
             })
         })

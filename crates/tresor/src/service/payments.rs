@@ -304,6 +304,7 @@ impl Service {
                     match store::refuse_money_in(conn, player.id).await {
                         Err(Error::AccountClosed) => Some("account_closed".to_owned()),
                         Err(Error::Banned) => Some("banned".to_owned()),
+                        Err(Error::DuplicateAccount) => Some("duplicate_account".to_owned()),
                         Err(other) => return Err(other),
                         // Counted against the 7-day cap in this job, or refused.
                         Ok(()) => match protect::check_movement(

@@ -4,13 +4,16 @@
 //! player), or the player cancels it while it is pending. Each step is one
 //! writer job with its transfer and its trail record; a withdrawal settles
 //! once (the job checks it is pending, and a unique index on the transfers
-//! holds it whatever the code does).
+//! holds it whatever the code does). Four eyes: the approver is neither an
+//! operator who credited the account nor the one who verified it, unless
+//! the installation has a single operator (`super::FourEyes`).
 
 use super::Service;
 use crate::account::{Iban, Status};
 use crate::error::Error;
 use crate::model::{PAID_OUT_ACCOUNT, PENDING_WITHDRAWALS_ACCOUNT, Player};
 use crate::store::accounts::{self as store, Transfer, WithdrawalRow};
+use crate::store::oversight;
 use crate::trail::{self, Actor};
 use serde::Serialize;
 use serde_json::json;
@@ -135,13 +138,20 @@ impl Service {
 
     /// The player's withdrawals, newest first.
     pub async fn withdrawals_of(&self, player: &Player) -> Result<Vec<WithdrawalView>, Error> {
-        let rows = store::withdrawals(&mut *self.db.conn().await?, Some(player.id), None).await?;
+        let rows = store::withdrawals_of_player(&mut *self.db.conn().await?, player.id).await?;
         Ok(rows.into_iter().map(WithdrawalView::from).collect())
     }
 
-    /// Every withdrawal in `state` (all when `None`), for the operator.
-    pub async fn list_withdrawals(&self, state: Option<&str>) -> Result<Vec<WithdrawalRow>, Error> {
-        store::withdrawals(&mut *self.db.conn().await?, None, state).await
+    /// A page of the withdrawals in `state` (all when `None`) for the
+    /// operator, after `cursor`: pending ones oldest first, the others
+    /// newest first; and the next page's cursor.
+    pub async fn list_withdrawals(
+        &self,
+        state: Option<&str>,
+        cursor: Option<i64>,
+        limit: i64,
+    ) -> Result<(Vec<WithdrawalRow>, Option<i64>), Error> {
+        store::withdrawal_queue(&mut *self.db.conn().await?, state, cursor, limit).await
     }
 
     /// The player cancels their pending withdrawal.
@@ -187,6 +197,7 @@ impl Service {
         reason: Option<String>,
     ) -> Result<WithdrawalView, Error> {
         let now_ms = self.now_ms();
+        let single_operator = self.settings.four_eyes.single_operator;
         let row = self
             .write(move |conn| {
                 let actor = actor.clone();
@@ -196,6 +207,32 @@ impl Service {
                         .await?
                         .filter(|w| owner.is_none_or(|p| p == w.player_id))
                         .ok_or(Error::NotFound)?;
+                    // Who else had a hand on this account's money: named in
+                    // the approval's record, and never its approver.
+                    let (verified_by, credited_by) = if settlement == Settlement::Paid {
+                        let verified_by = store::account(conn, withdrawal.player_id)
+                            .await?
+                            .verified_by;
+                        let credited_by = oversight::creditors(conn, withdrawal.player_id).await?;
+                        let label = actor.label();
+                        if !single_operator && withdrawal.state == "pending" {
+                            if credited_by.contains(&label) {
+                                return Err(Error::FourEyes {
+                                    actor: label,
+                                    what: "credited",
+                                });
+                            }
+                            if verified_by.as_deref() == Some(label.as_str()) {
+                                return Err(Error::FourEyes {
+                                    actor: label,
+                                    what: "verified",
+                                });
+                            }
+                        }
+                        (verified_by, credited_by)
+                    } else {
+                        (None, Vec::new())
+                    };
                     if !store::settle_withdrawal(
                         conn,
                         id,
@@ -238,13 +275,22 @@ impl Service {
                             .await?;
                         reserved = true;
                     }
+                    let mut result =
+                        json!({"amount_cents": withdrawal.amount_cents, "reserved": reserved});
+                    if settlement == Settlement::Paid {
+                        result["approved_by"] = json!(actor.label());
+                        result["verified_by"] = json!(verified_by);
+                        result["credited_by"] = json!(credited_by);
+                        result["single_operator"] = json!(single_operator);
+                    }
                     trail::append(
                         conn,
                         now_ms,
                         &actor,
                         &format!("withdrawal_{}", settlement.state()),
-                        json!({"withdrawal_id": id, "player_id": player.id, "reason": reason}),
-                        json!({"amount_cents": withdrawal.amount_cents, "reserved": reserved}),
+                        json!({"withdrawal_id": id, "player_id": player.id,
+                               "username": player.username, "reason": reason}),
+                        result,
                     )
                     .await?;
                     store::withdrawal(conn, id).await?.ok_or(Error::NotFound)

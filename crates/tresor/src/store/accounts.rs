@@ -8,6 +8,11 @@ use crate::account::{BanEntry, Identity, Status};
 use crate::error::Error;
 use crate::model::Player;
 
+pub use super::withdrawals::{
+    WithdrawalRow, insert_withdrawal, settle_withdrawal, withdrawal, withdrawal_queue,
+    withdrawals_of_player,
+};
+
 /// One row of `player_accounts`, with whether an identity was given.
 #[derive(Debug, Clone)]
 pub struct AccountRow {
@@ -22,6 +27,15 @@ pub struct AccountRow {
     pub opened_at_ms: i64,
     pub verified_at_ms: Option<i64>,
     pub closed_at_ms: Option<i64>,
+    /// When the IBAN was last given, and how many times it changed since
+    /// the first.
+    pub iban_set_at_ms: Option<i64>,
+    pub iban_changes: i64,
+    /// Who verified the account (an actor label).
+    pub verified_by: Option<String>,
+    /// An account opened before one account per person was held: the
+    /// person's first account.
+    pub duplicate_of: Option<i64>,
 }
 
 /// The new account's row, written by the registration's job.
@@ -39,7 +53,8 @@ pub struct NewAccount<'a> {
 pub async fn insert_account(conn: &mut Conn, new: &NewAccount<'_>) -> Result<(), Error> {
     sql::query(
         "INSERT INTO player_accounts (player_id, status, provisional_until_ms, rules_version, \
-         marketing_consent, iban, opened_at_ms) VALUES ($1, 'provisional', $2, $3, $4, $5, $6)",
+         marketing_consent, iban, opened_at_ms, iban_set_at_ms) \
+         VALUES ($1, 'provisional', $2, $3, $4, $5, $6, $7)",
     )
     .bind(new.player_id)
     .bind(new.provisional_until_ms)
@@ -47,12 +62,13 @@ pub async fn insert_account(conn: &mut Conn, new: &NewAccount<'_>) -> Result<(),
     .bind(i64::from(new.marketing_consent))
     .bind(new.iban)
     .bind(new.now_ms)
+    .bind(new.iban.map(|_| new.now_ms))
     .execute(conn)
     .await?;
     if let Some(identity) = new.identity {
         sql::query(
             "INSERT INTO identities (player_id, birth_name, first_names, birth_date, birth_place, \
-             address, email, name_key) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+             address, email, name_key, person_key) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
         )
         .bind(new.player_id)
         .bind(&identity.birth_name)
@@ -62,6 +78,7 @@ pub async fn insert_account(conn: &mut Conn, new: &NewAccount<'_>) -> Result<(),
         .bind(&identity.address)
         .bind(identity.email.as_deref())
         .bind(identity.name_key())
+        .bind(identity.person_key())
         .execute(conn)
         .await?;
     }
@@ -74,7 +91,9 @@ pub async fn account(conn: &mut Conn, player_id: i64) -> Result<AccountRow, Erro
     let row = sql::query(
         "SELECT a.status, a.provisional_until_ms, a.rules_version, a.marketing_consent, \
          a.reminder_minutes, a.iban, a.banned_at_ms, a.opened_at_ms, a.verified_at_ms, a.closed_at_ms, \
-         (SELECT COUNT(*) FROM identities i WHERE i.player_id = a.player_id) AS identities \
+         a.iban_set_at_ms, a.iban_changes, a.verified_by, \
+         (SELECT COUNT(*) FROM identities i WHERE i.player_id = a.player_id) AS identities, \
+         (SELECT i.duplicate_of FROM identities i WHERE i.player_id = a.player_id) AS duplicate_of \
          FROM player_accounts a WHERE a.player_id = $1",
     )
     .bind(player_id)
@@ -93,6 +112,10 @@ pub async fn account(conn: &mut Conn, player_id: i64) -> Result<AccountRow, Erro
             opened_at_ms: 0,
             verified_at_ms: None,
             closed_at_ms: None,
+            iban_set_at_ms: None,
+            iban_changes: 0,
+            verified_by: None,
+            duplicate_of: None,
         });
     };
     Ok(AccountRow {
@@ -107,6 +130,10 @@ pub async fn account(conn: &mut Conn, player_id: i64) -> Result<AccountRow, Erro
         opened_at_ms: row.try_get("opened_at_ms")?,
         verified_at_ms: row.try_get("verified_at_ms")?,
         closed_at_ms: row.try_get("closed_at_ms")?,
+        iban_set_at_ms: row.try_get("iban_set_at_ms")?,
+        iban_changes: row.try_get("iban_changes")?,
+        verified_by: row.try_get("verified_by")?,
+        duplicate_of: row.try_get("duplicate_of")?,
     })
 }
 
@@ -132,7 +159,8 @@ pub async fn identity(conn: &mut Conn, player_id: i64) -> Result<Option<Identity
     .transpose()
 }
 
-/// Refuses money coming into a closed or banned account.
+/// Refuses money coming into a closed or banned account, or into the
+/// second account of a person (opened before one account per person held).
 pub async fn refuse_money_in(conn: &mut Conn, player_id: i64) -> Result<(), Error> {
     let account = account(conn, player_id).await?;
     if account.status == Status::Closed {
@@ -140,6 +168,9 @@ pub async fn refuse_money_in(conn: &mut Conn, player_id: i64) -> Result<(), Erro
     }
     if account.banned_at_ms.is_some() {
         return Err(Error::Banned);
+    }
+    if account.duplicate_of.is_some() {
+        return Err(Error::DuplicateAccount);
     }
     Ok(())
 }
@@ -157,12 +188,24 @@ pub async fn set_reminder(
     Ok(())
 }
 
-pub async fn set_iban(conn: &mut Conn, player_id: i64, iban: &str) -> Result<(), Error> {
-    sql::query("UPDATE player_accounts SET iban = $1 WHERE player_id = $2")
-        .bind(iban)
-        .bind(player_id)
-        .execute(conn)
-        .await?;
+/// Gives the account an IBAN; a change of one already given is counted
+/// (the verification queue shows it).
+pub async fn set_iban(
+    conn: &mut Conn,
+    player_id: i64,
+    iban: &str,
+    now_ms: i64,
+) -> Result<(), Error> {
+    sql::query(
+        "UPDATE player_accounts SET iban = $1, iban_set_at_ms = $2, \
+         iban_changes = iban_changes + CASE WHEN iban IS NULL OR iban = $1 THEN 0 ELSE 1 END \
+         WHERE player_id = $3",
+    )
+    .bind(iban)
+    .bind(now_ms)
+    .bind(player_id)
+    .execute(conn)
+    .await?;
     Ok(())
 }
 
@@ -175,16 +218,26 @@ pub async fn accept_rules(conn: &mut Conn, player_id: i64, version: i64) -> Resu
     Ok(())
 }
 
-pub async fn mark_verified(conn: &mut Conn, player_id: i64, now_ms: i64) -> Result<(), Error> {
-    sql::query(
-        "UPDATE player_accounts SET status = 'verified', verified_at_ms = $1, \
-         provisional_until_ms = NULL WHERE player_id = $2",
+/// Marks the account verified by `by` (an actor label), if its IBAN is
+/// still `iban`; false when it is not (changed since it was read).
+pub async fn mark_verified(
+    conn: &mut Conn,
+    player_id: i64,
+    iban: &str,
+    by: &str,
+    now_ms: i64,
+) -> Result<bool, Error> {
+    let changed = sql::query(
+        "UPDATE player_accounts SET status = 'verified', verified_at_ms = $1, verified_by = $2, \
+         provisional_until_ms = NULL WHERE player_id = $3 AND iban = $4",
     )
     .bind(now_ms)
+    .bind(by)
     .bind(player_id)
+    .bind(iban)
     .execute(conn)
     .await?;
-    Ok(())
+    Ok(changed == 1)
 }
 
 pub async fn mark_closed(conn: &mut Conn, player_id: i64, now_ms: i64) -> Result<(), Error> {
@@ -238,6 +291,13 @@ pub struct AccountListing {
     pub banned: bool,
     pub opened_at_ms: i64,
     pub provisional_until_ms: Option<i64>,
+    /// When the IBAN was last given, and how many times it changed: the
+    /// queue shows a change, and the verification names the IBAN reviewed.
+    pub iban_set_at_ms: Option<i64>,
+    pub iban_changes: i64,
+    /// The person's first account, for an account opened before one
+    /// account per person held.
+    pub duplicate_of: Option<i64>,
 }
 
 pub async fn list_accounts(
@@ -246,7 +306,9 @@ pub async fn list_accounts(
 ) -> Result<Vec<AccountListing>, Error> {
     let rows = sql::query(
         "SELECT a.player_id, p.username, a.status, a.iban, a.banned_at_ms, a.opened_at_ms, \
-         a.provisional_until_ms, (SELECT COUNT(*) FROM identities i WHERE i.player_id = a.player_id) AS identities \
+         a.provisional_until_ms, a.iban_set_at_ms, a.iban_changes, \
+         (SELECT COUNT(*) FROM identities i WHERE i.player_id = a.player_id) AS identities, \
+         (SELECT i.duplicate_of FROM identities i WHERE i.player_id = a.player_id) AS duplicate_of \
          FROM player_accounts a JOIN players p ON p.id = a.player_id \
          WHERE $1 = '' OR a.status = $1 ORDER BY a.player_id",
     )
@@ -264,6 +326,9 @@ pub async fn list_accounts(
                 banned: row.try_get::<Option<i64>, _>("banned_at_ms")?.is_some(),
                 opened_at_ms: row.try_get("opened_at_ms")?,
                 provisional_until_ms: row.try_get("provisional_until_ms")?,
+                iban_set_at_ms: row.try_get("iban_set_at_ms")?,
+                iban_changes: row.try_get("iban_changes")?,
+                duplicate_of: row.try_get("duplicate_of")?,
             })
         })
         .collect()
@@ -304,14 +369,25 @@ pub async fn replace_ban_list(
             &[
                 ("name_key", ColumnType::Text),
                 ("birth_date", ColumnType::Text),
+                ("birth_name", ColumnType::Text),
+                ("first_names", ColumnType::Text),
             ],
         );
-        let rows: Vec<[&str; 2]> = chunk
+        let rows: Vec<[&str; 4]> = chunk
             .iter()
-            .map(|e| [e.name_key.as_str(), e.birth_date.as_str()])
+            .map(|e| {
+                [
+                    e.name_key.as_str(),
+                    e.birth_date.as_str(),
+                    e.birth_name.as_str(),
+                    e.first_names.as_str(),
+                ]
+            })
             .collect();
+        // key_version 2: keyed by `account::name_key` as it is now.
         sql::query(&format!(
-            "INSERT INTO ban_entries (name_key, birth_date) SELECT name_key, birth_date FROM {table} AS d"
+            "INSERT INTO ban_entries (name_key, birth_date, birth_name, first_names, key_version) \
+             SELECT name_key, birth_date, birth_name, first_names, 2 FROM {table} AS d"
         ))
         .bind(serde_json::to_string(&rows).expect("rows as JSON"))
         .execute(conn)
@@ -576,107 +652,6 @@ pub async fn insert_payment(
     .execute(conn)
     .await?;
     Ok(())
-}
-
-// ---------------------------------------------------------------------------
-// Withdrawals.
-
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct WithdrawalRow {
-    pub id: i64,
-    pub player_id: i64,
-    pub username: String,
-    pub amount_cents: i64,
-    pub iban: String,
-    pub state: String,
-    pub reason: Option<String>,
-    pub closing: bool,
-    pub requested_at_ms: i64,
-    pub settled_at_ms: Option<i64>,
-}
-
-pub async fn insert_withdrawal(
-    conn: &mut Conn,
-    player_id: i64,
-    amount_cents: i64,
-    iban: &str,
-    closing: bool,
-    now_ms: i64,
-) -> Result<i64, Error> {
-    sql::query_scalar(
-        "INSERT INTO withdrawals (player_id, amount_cents, iban, state, closing, requested_at_ms) \
-         VALUES ($1, $2, $3, 'pending', $4, $5) RETURNING id",
-    )
-    .bind(player_id)
-    .bind(amount_cents)
-    .bind(iban)
-    .bind(i64::from(closing))
-    .bind(now_ms)
-    .fetch_one(conn)
-    .await
-}
-
-const WITHDRAWAL_COLUMNS: &str = "w.id, w.player_id, p.username, w.amount_cents, w.iban, w.state, \
-     w.reason, w.closing, w.requested_at_ms, w.settled_at_ms FROM withdrawals w JOIN players p ON p.id = w.player_id";
-
-fn withdrawal_of(row: &sql::Row) -> Result<WithdrawalRow, Error> {
-    Ok(WithdrawalRow {
-        id: row.try_get("id")?,
-        player_id: row.try_get("player_id")?,
-        username: row.try_get("username")?,
-        amount_cents: row.try_get("amount_cents")?,
-        iban: row.try_get("iban")?,
-        state: row.try_get("state")?,
-        reason: row.try_get("reason")?,
-        closing: row.try_get::<i64, _>("closing")? == 1,
-        requested_at_ms: row.try_get("requested_at_ms")?,
-        settled_at_ms: row.try_get("settled_at_ms")?,
-    })
-}
-
-pub async fn withdrawal(conn: &mut Conn, id: i64) -> Result<Option<WithdrawalRow>, Error> {
-    let row = sql::query(&format!("SELECT {WITHDRAWAL_COLUMNS} WHERE w.id = $1"))
-        .bind(id)
-        .fetch_optional(conn)
-        .await?;
-    row.as_ref().map(withdrawal_of).transpose()
-}
-
-/// Withdrawals, newest first: of one player, or of every player in `state`.
-pub async fn withdrawals(
-    conn: &mut Conn,
-    player_id: Option<i64>,
-    state: Option<&str>,
-) -> Result<Vec<WithdrawalRow>, Error> {
-    let rows = sql::query(&format!(
-        "SELECT {WITHDRAWAL_COLUMNS} WHERE ($1 = 0 OR w.player_id = $1) AND ($2 = '' OR w.state = $2) \
-         ORDER BY w.id DESC LIMIT 1000"
-    ))
-    .bind(player_id.unwrap_or(0))
-    .bind(state.unwrap_or(""))
-    .fetch_all(conn)
-    .await?;
-    rows.iter().map(withdrawal_of).collect()
-}
-
-/// Moves a pending withdrawal to `state`; false when it was no longer pending.
-pub async fn settle_withdrawal(
-    conn: &mut Conn,
-    id: i64,
-    state: &str,
-    reason: Option<&str>,
-    now_ms: i64,
-) -> Result<bool, Error> {
-    let changed = sql::query(
-        "UPDATE withdrawals SET state = $1, reason = $2, settled_at_ms = $3 WHERE id = $4 AND state = 'pending'",
-    )
-    .bind(state)
-    .bind(reason)
-    .bind(now_ms)
-    .bind(id)
-    .execute(conn)
-    .await?;
-    Ok(changed == 1)
 }
 
 // ---------------------------------------------------------------------------

@@ -5,9 +5,12 @@
 pub mod accounts;
 pub mod batch;
 pub mod lock;
+pub mod oversight;
+pub mod persons;
 pub mod plays;
 pub mod primary;
 pub mod sql;
+pub mod withdrawals;
 
 pub use sql::Conn;
 

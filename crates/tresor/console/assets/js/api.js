@@ -87,9 +87,11 @@ export const api = {
     request('GET', `${base}/players/${id(player)}/statement${q({ cursor, limit })}`),
   credit: (player, amountCents) => request('POST', `${base}/players/${id(player)}/credit`, { amount_cents: amountCents }),
   exclude: (player, period) => request('POST', `${base}/players/${id(player)}/exclude`, { period }),
-  verify: (player) => request('POST', `${base}/players/${id(player)}/verify`, {}),
+  // The IBAN the operator reviewed: refused (409 iban_changed) if it changed since.
+  verify: (player, iban) => request('POST', `${base}/players/${id(player)}/verify`, { iban }),
   accounts: (status = 'provisional') => request('GET', `${base}/accounts${q({ status })}`),
-  withdrawals: (state = 'pending') => request('GET', `${base}/withdrawals${q({ state })}`),
+  withdrawals: (state = 'pending', cursor, limit = 100) =>
+    request('GET', `${base}/withdrawals${q({ state, cursor, limit })}`),
   approve: (withdrawal) => request('POST', `${base}/withdrawals/${id(withdrawal)}/approve`, {}),
   reject: (withdrawal, reason) => request('POST', `${base}/withdrawals/${id(withdrawal)}/reject`, { reason }),
   site: () => request('GET', `${base}/site`),

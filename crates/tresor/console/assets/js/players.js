@@ -157,7 +157,13 @@ async function showPlayer(id) {
         h('dt', {}, 'Identity'),
         h('dd', {}, account.has_identity ? `${identity.first_names ?? ''} ${identity.birth_name ?? ''}, born ${identity.birth_date ?? '?'}` : 'none (demo money)'),
         h('dt', {}, 'IBAN'),
-        h('dd', {}, account.iban ?? '—'),
+        h('dd', { 'data-testid': 'player-iban' }, detail.review?.iban ?? account.iban ?? '—'),
+        detail.review?.iban_set_at
+          ? [
+              h('dt', {}, 'IBAN given'),
+              h('dd', {}, timeNode(detail.review.iban_set_at), detail.review.iban_changes > 0 ? ` (changed ×${detail.review.iban_changes})` : ''),
+            ]
+          : null,
       ),
       h(
         'dl',
@@ -178,7 +184,7 @@ async function showPlayer(id) {
     h('button', { type: 'button', id: 'statement-more', class: 'quiet', hidden: true }, 'Older movements'),
   );
   await loadStatement(id, false);
-  wire(id, player.username ?? `#${id}`);
+  wire(id, player.username ?? `#${id}`, detail.review?.iban ?? '');
 }
 
 /** After an action: the player again, and the list (balances, status). */
@@ -186,7 +192,7 @@ async function refresh(id) {
   await Promise.all([showPlayer(id), search($('#player-q').value.trim())]);
 }
 
-function wire(id, name) {
+function wire(id, name, iban) {
   $('#statement-more').addEventListener('click', () => loadStatement(id, true).catch(showError));
   $('#credit-form')?.addEventListener('submit', async (event) => {
     event.preventDefault();
@@ -233,9 +239,9 @@ function wire(id, name) {
     try {
       const done = await confirmAction({
         title: `Verify ${name}?`,
-        text: 'Confirm that the identity documents and the IBAN were checked. The account may then withdraw.',
+        text: `Confirm that the identity documents were checked and that the IBAN ${iban} is in the player's name. The account may then withdraw. If the IBAN changed since this page was read, the verification is refused.`,
         ok: 'Verify',
-        action: () => api.verify(id),
+        action: () => api.verify(id, iban),
       });
       if (done) {
         notice(`${name} is verified.`);

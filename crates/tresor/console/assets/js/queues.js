@@ -1,6 +1,8 @@
 //! The queues: provisional accounts waiting for their identity check
-//! (role `players`: verify), and pending withdrawals (role `withdrawals`:
-//! approve, or reject with a reason the player sees). Each asks first.
+//! (role `players`: verify, naming the IBAN reviewed; an IBAN changed since
+//! the opening is marked), and pending withdrawals, oldest first, a page at
+//! a time (role `withdrawals`: approve, or reject with a reason the player
+//! sees). Each asks first.
 
 import { api } from './api.js';
 import { $, h, euros, fill, table, timeNode, notice, showError, confirmAction } from './util.js';
@@ -27,11 +29,21 @@ async function loadAccounts() {
         ['Provisional until', (a) => timeNode(when(a, 'provisional_until'))],
         ['Identity', (a) => (a.has_identity ? 'given' : 'none')],
         ['IBAN', (a) => a.iban ?? '—'],
+        [
+          'IBAN given',
+          (a) =>
+            h(
+              'span',
+              { 'data-testid': 'iban-given' },
+              timeNode(when(a, 'iban_set_at')),
+              a.iban_changes > 0 ? h('span', { class: 'state pending', 'data-testid': 'iban-changed' }, ` changed ×${a.iban_changes}`) : null,
+            ),
+        ],
         ['', (a) => (a.banned ? h('span', { class: 'state banned' }, 'banned') : '')],
         [
           '',
           (a) =>
-            h('button', { type: 'button', class: 'small', 'data-action': 'verify', 'data-id': playerOf(a), 'data-name': a.username, 'data-testid': `verify-${playerOf(a)}` }, 'Verify…'),
+            h('button', { type: 'button', class: 'small', 'data-action': 'verify', 'data-id': playerOf(a), 'data-name': a.username, 'data-iban': a.iban ?? '', 'data-testid': `verify-${playerOf(a)}` }, 'Verify…'),
           'actions',
         ],
       ],
@@ -41,8 +53,15 @@ async function loadAccounts() {
   );
 }
 
-async function loadWithdrawals() {
-  const { withdrawals } = await api.withdrawals('pending');
+/** The pending withdrawals shown, oldest first, and the next page's cursor. */
+let shownWithdrawals = [];
+let nextWithdrawals = null;
+
+async function loadWithdrawals(more = false) {
+  const page = await api.withdrawals('pending', more ? nextWithdrawals : undefined);
+  shownWithdrawals = more ? shownWithdrawals.concat(page.withdrawals) : page.withdrawals;
+  nextWithdrawals = page.next_cursor ?? null;
+  const withdrawals = shownWithdrawals;
   fill(
     $('#withdrawal-queue'),
     table(
@@ -68,6 +87,9 @@ async function loadWithdrawals() {
       withdrawals,
       { empty: 'No withdrawal waits.', rowAttrs: (w) => ({ 'data-testid': 'withdrawal-row', 'data-withdrawal-id': w.id }), caption: 'Pending withdrawals' },
     ),
+    nextWithdrawals
+      ? h('button', { type: 'button', class: 'quiet', 'data-action': 'more-withdrawals', 'data-testid': 'withdrawals-more' }, 'Later withdrawals')
+      : null,
   );
 }
 
@@ -83,12 +105,17 @@ async function act(button) {
   const name = button.dataset.name;
   const amount = euros(Number(button.dataset.amount));
   let done = null;
+  if (button.dataset.action === 'more-withdrawals') {
+    await loadWithdrawals(true);
+    return;
+  }
   if (button.dataset.action === 'verify') {
+    const iban = button.dataset.iban;
     done = await confirmAction({
       title: `Verify ${name}?`,
-      text: 'Confirm that the identity documents and the IBAN were checked. The account may then withdraw.',
+      text: `Confirm that the identity documents were checked and that the IBAN ${iban} is in the player's name. The account may then withdraw. If the IBAN changed since this list was read, the verification is refused.`,
       ok: 'Verify',
-      action: () => api.verify(id),
+      action: () => api.verify(id, iban),
     });
     if (done) notice(`${name} is verified.`);
   } else if (button.dataset.action === 'approve') {
