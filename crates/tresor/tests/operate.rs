@@ -315,7 +315,7 @@ async fn a_sold_out_block_reports_exactly_its_table(db: &TestDb) {
     sell_block_in_bulk(&service, block_id, 20).await;
     // The last units go through the service, which marks the block sold out.
     let last = player(&service, "last").await;
-    service.credit(&last, 10_000_000).await.expect("credit");
+    service.credit(&last, 1_000_000).await.expect("credit");
     for i in 0..20 {
         let bought = service
             .buy(&last, purchase(50, &format!("last{i}")))
