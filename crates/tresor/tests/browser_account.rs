@@ -360,7 +360,14 @@ async fn an_account_opened_with_the_form_deposits_plays_withdraws_reads_its_stat
     );
 
     // The operator checks the identity: withdrawals open.
-    h.tresor_ok(&["account", "verify", "--username", "ana_durand"]);
+    h.tresor_ok(&[
+        "account",
+        "verify",
+        "--username",
+        "ana_durand",
+        "--iban",
+        IBAN,
+    ]);
     browser.click("[data-testid=nav-account]").await;
     browser
         .wait_for("document.querySelector('[data-testid=account-status]').dataset.status === 'verified' && !document.querySelector('#withdraw-form').hidden")
