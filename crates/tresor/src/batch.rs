@@ -129,7 +129,7 @@ pub async fn run(
 /// Everything the batch reads before deciding.
 #[derive(Debug, Default)]
 struct State {
-    sales_open_at_ms: Option<i64>,
+    sales: store::SalesGate,
     /// Earlier purchases by (player, idempotency key): play id and request hash.
     earlier: HashMap<(i64, String), (i64, String)>,
     plays: HashMap<i64, PlayState>,
@@ -172,7 +172,7 @@ async fn prefetch(
     buyers.sort_unstable();
     buyers.dedup();
     if !buys.is_empty() {
-        state.sales_open_at_ms = store::sales_open_at_ms(conn).await?;
+        state.sales = store::sales_gate(conn).await?;
         let keys: Vec<(i64, &str)> = buys
             .iter()
             .map(|b| (b.player.id, b.idempotency_key.as_str()))
@@ -367,7 +367,10 @@ impl Book<'_> {
                 fresh: None,
             });
         }
-        let opens_at_ms = self.state.sales_open_at_ms;
+        if self.state.sales.held_after_restore {
+            return Err(Error::SalesHeldAfterRestore.into());
+        }
+        let opens_at_ms = self.state.sales.opens_at_ms;
         if opens_at_ms.is_some_and(|t| t > buy.now_ms) {
             return Err(Error::SalesClosed { opens_at_ms }.into());
         }

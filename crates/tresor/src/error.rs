@@ -90,6 +90,12 @@ pub enum Error {
     },
     #[error("sales are closed")]
     SalesClosed { opens_at_ms: Option<i64> },
+    /// The database was restored from a backup behind what was published,
+    /// and the operator has not yet reopened sales (`crate::backup`).
+    #[error(
+        "sales are closed: the service was restored from a backup and the operator has not reopened them yet"
+    )]
+    SalesHeldAfterRestore,
     #[error("no unit of this stake is on sale: every block is sold out, suspended or closed")]
     SoldOut,
     #[error("this game is finished: it has no throw left")]

@@ -2,6 +2,7 @@
 //! commands, around the pure rules of `tresor_game`.
 
 pub mod account;
+pub mod backup;
 pub mod batch;
 pub mod blocks;
 pub mod cli;

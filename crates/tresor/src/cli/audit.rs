@@ -19,6 +19,23 @@ pub enum AuditCommand {
         #[command(flatten)]
         db: DbArgs,
     },
+    /// Print the trail's checkpoint (installation, records, head hash) as
+    /// JSON, or write it to a file: keep it outside the database (a monitor,
+    /// another machine) to compare a restored database with.
+    Checkpoint {
+        /// Write it to this file (replaced atomically) instead of stdout.
+        #[arg(long)]
+        out: Option<std::path::PathBuf>,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// The checks a restore runs, on this database: the trail's chain, the
+    /// ledger summing to zero (each balance the sum of its transfers), the
+    /// units sold of each block against its plays (exit 1 if one fails).
+    Consistency {
+        #[command(flatten)]
+        db: DbArgs,
+    },
     /// Write the trail as JSON lines to stdout, oldest first.
     Export {
         /// Only records at or after this time (RFC 3339).
@@ -97,6 +114,38 @@ pub async fn run_audit(command: AuditCommand) -> anyhow::Result<()> {
                 ))
                 .into()),
             }
+        }
+        AuditCommand::Checkpoint { out, db } => {
+            let db = db.open().await?;
+            let now = crate::clock::Clock::now_ms(&crate::clock::SystemClock);
+            let checkpoint =
+                crate::backup::checkpoint::current(&db.pool, Some(crate::service::rfc3339(now)))
+                    .await?;
+            match out {
+                None => println!("{}", checkpoint.to_json()),
+                Some(path) => {
+                    let partial = path.with_extension("partial");
+                    std::fs::write(&partial, checkpoint.to_json())
+                        .with_context(|| format!("cannot write {}", partial.display()))?;
+                    std::fs::rename(&partial, &path)
+                        .with_context(|| format!("cannot write {}", path.display()))?;
+                }
+            }
+            Ok(())
+        }
+        AuditCommand::Consistency { db } => {
+            let db = db.open().await?;
+            let total = trail::count(&db.pool).await?;
+            let bar = progress_bar(total.max(0) as u64, "verifying");
+            let checked = crate::backup::consistency::check(&db.pool, |done| bar.inc(done)).await;
+            bar.finish_and_clear();
+            let c = checked.map_err(|e| CheckFailed(format!("{e:#}")))?;
+            println!(
+                "consistent: the trail verifies ({} records, head {}), the ledger sums to zero \
+                 ({} accounts, {} transfers), units sold match the plays ({} blocks, {} plays)",
+                c.trail_records, c.trail_head, c.accounts, c.transfers, c.blocks, c.plays
+            );
+            Ok(())
         }
         AuditCommand::Export { from, to, db } => {
             let from_ms = parse_time("from", from.as_deref())?;

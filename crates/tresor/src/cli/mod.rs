@@ -5,6 +5,7 @@
 
 pub mod accounts;
 pub mod audit;
+pub mod backup;
 pub mod bench;
 pub mod game;
 pub mod operator;
@@ -83,6 +84,11 @@ pub enum Command {
     /// The operator's console accounts: add, list, role, disable, reset-totp.
     #[command(subcommand)]
     Operator(staff::StaffCommand),
+    /// Back the SQLite database up, online, into a new folder (compressed,
+    /// with a manifest).
+    Backup(backup::BackupArgs),
+    /// Restore a backup into a new data folder, checked and verified.
+    Restore(backup::RestoreArgs),
 }
 
 /// `tresor block`: the game crate's commands (generate, verify) beside the
@@ -154,6 +160,8 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Bench(args)) => run_async(bench::run_bench(args)),
         Some(Command::Secrets(command)) => run_async(operator::run_secrets(command)),
         Some(Command::Operator(command)) => run_async(staff::run_staff(command)),
+        Some(Command::Backup(args)) => run_async(backup::run_backup(args)),
+        Some(Command::Restore(args)) => run_async(backup::run_restore(args)),
     }
 }
 

@@ -143,6 +143,18 @@ pub struct ServeArgs {
     /// Four eyes on money: a single operator, credit limits.
     #[command(flatten)]
     pub four_eyes: super::accounts::FourEyesArgs,
+    /// Backups on a schedule (SQLite).
+    #[command(flatten)]
+    pub backups: super::backup::ScheduleArgs,
+    /// The continuous copy of the WAL (SQLite, Litestream).
+    #[command(flatten)]
+    pub replicate: super::backup::ReplicateArgs,
+    /// The trail checkpoint last published or kept outside the database
+    /// (`tresor audit checkpoint --out FILE`): a database behind it (restored
+    /// from an older copy) starts with sales closed until `tresor sales open
+    /// --after-restore`.
+    #[arg(long, env = "TRESOR_PUBLISHED_CHECKPOINT")]
+    pub published_checkpoint: Option<PathBuf>,
 }
 
 /// `tresor serve`'s throttles (see [`RateLimits`] for what each counts).
@@ -227,6 +239,36 @@ pub async fn open_service(db: &DbArgs, settings: Settings) -> anyhow::Result<Ser
     Ok(service)
 }
 
+/// Closes sales (recorded in the trail) when the database's trail is behind
+/// the checkpoint `published`; refuses to start on a checkpoint of another
+/// installation (a wrong file, or a wrong database).
+async fn hold_if_behind(
+    service: &Service,
+    published: &crate::backup::checkpoint::Checkpoint,
+) -> anyhow::Result<()> {
+    use crate::backup::checkpoint::{Standing, standing};
+    let standing = standing(&service.db.pool, published).await?;
+    if let Standing::OtherInstallation { ours } = &standing {
+        return Err(Usage(format!(
+            "--published-checkpoint is of installation {}, this database of {ours}",
+            published.installation
+        ))
+        .into());
+    }
+    if let Some(reason) = standing.hold_reason(published)
+        && service
+            .hold_sales_after_restore(
+                reason.clone(),
+                standing.detail(published),
+                Some(published.key()),
+            )
+            .await?
+    {
+        tracing::warn!(%reason, "the database is behind the published checkpoint");
+    }
+    Ok(())
+}
+
 /// Runs the server. `demo_if_created` (plain `tresor` on the default
 /// folder) creates a new database in demo mode even without `--demo`, so
 /// that the README's first command gives a playable game.
@@ -236,6 +278,14 @@ pub async fn run_serve(args: ServeArgs, demo_if_created: bool) -> anyhow::Result
         None => Some(lock_data_dir(&args.db.data)?),
         Some(_) => None,
     };
+    let backups = args.backups.check(&args.db)?;
+    let replica = args.replicate.check(&args.db)?;
+    let published = args
+        .published_checkpoint
+        .as_deref()
+        .map(crate::backup::checkpoint::Checkpoint::read)
+        .transpose()
+        .map_err(|e| Usage(format!("--published-checkpoint: {e:#}")))?;
     let admin = tokio::net::TcpListener::bind(&args.admin_listen)
         .await
         .with_context(|| format!("cannot listen on {} (--admin-listen)", args.admin_listen))?;
@@ -301,10 +351,23 @@ pub async fn run_serve(args: ServeArgs, demo_if_created: bool) -> anyhow::Result
         )
         .into());
     }
+    if let Some(published) = &published {
+        hold_if_behind(&service, published).await?;
+    }
+    if let Some(reason) = service.restore_hold().await? {
+        tracing::warn!(%reason, "sales are closed after a restore");
+        println!("sales are closed after a restore: {reason}");
+    }
     service
         .warm_block_cache()
         .await
         .context("loading the blocks on sale")?;
+    if let Some((database, dir)) = backups {
+        args.backups.spawn(database, dir);
+    }
+    if let Some((database, dir)) = replica {
+        args.replicate.spawn(database, dir);
+    }
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
@@ -595,6 +658,16 @@ pub enum SalesCommand {
         #[command(flatten)]
         db: DbArgs,
     },
+    /// Reopen sales held closed after a restore (recorded in the trail):
+    /// the operator has checked the restored service and takes on making
+    /// good the purchases acknowledged after the backup.
+    Open {
+        /// Say that this lifts the hold of a restore (the only hold there is).
+        #[arg(long, required = true)]
+        after_restore: bool,
+        #[command(flatten)]
+        db: DbArgs,
+    },
     /// Show whether sales are open, when they open and the site message.
     Status {
         #[command(flatten)]
@@ -621,6 +694,17 @@ pub async fn run_sales(command: SalesCommand) -> anyhow::Result<()> {
             match opens_at_ms {
                 Some(t) => println!("sales open at {}", rfc3339(t)),
                 None => println!("the sales opening time is cleared: sales are open"),
+            }
+        }
+        SalesCommand::Open { after_restore, db } => {
+            debug_assert!(after_restore);
+            let service = open_service(&db, Settings::default()).await?;
+            match service.open_sales_after_restore(Actor::Operator).await {
+                Ok(reason) => println!("sales are open again (they were closed: {reason})"),
+                Err(Error::NotFound) => {
+                    return Err(Usage("sales are not closed after a restore".to_owned()).into());
+                }
+                Err(error) => return Err(refusal(error)),
             }
         }
         SalesCommand::Status { db } => {

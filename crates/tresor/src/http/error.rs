@@ -45,6 +45,7 @@ impl From<Error> for ApiError {
             Error::UnknownStake(_) => (StatusCode::UNPROCESSABLE_ENTITY, "unknown_stake"),
             Error::InsufficientFunds { .. } => (StatusCode::PAYMENT_REQUIRED, "insufficient_funds"),
             Error::SalesClosed { .. } => (StatusCode::FORBIDDEN, "sales_closed"),
+            Error::SalesHeldAfterRestore => (StatusCode::FORBIDDEN, "sales_closed_after_restore"),
             Error::SoldOut => (StatusCode::CONFLICT, "sold_out"),
             Error::PlayFinished => (StatusCode::CONFLICT, "play_finished"),
             Error::IdempotencyConflict => (StatusCode::CONFLICT, "idempotency_conflict"),

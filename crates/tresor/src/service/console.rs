@@ -278,9 +278,11 @@ impl Service {
         let status = self.status().await?;
         let rules_version =
             crate::store::accounts::rules_version(&mut *self.db.conn().await?).await?;
+        let restore_hold = self.restore_hold().await?;
         Ok(json!({
             "sales_open_at": status.opens_at,
             "announcement": status.message,
+            "restore_hold": restore_hold,
             "rules_version": rules_version,
         }))
     }

@@ -22,6 +22,7 @@ mod players;
 mod plays;
 mod protection;
 mod purchase;
+mod restore;
 mod secrets;
 mod sessions;
 mod staff;

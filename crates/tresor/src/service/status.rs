@@ -21,6 +21,9 @@ pub struct Status {
     pub message: Option<String>,
     pub demo: bool,
     pub stakes: Vec<i64>,
+    /// Sales are held closed since a restore behind what was published,
+    /// until the operator reopens them (`tresor sales open --after-restore`).
+    pub closed_after_restore: bool,
 }
 
 pub(super) async fn setting(conn: &mut Conn, key: &str) -> Result<Option<String>, Error> {
@@ -120,6 +123,7 @@ impl Service {
             .and_then(|v| v.parse().ok());
         let message = setting(&mut conn, "announcement").await?;
         let demo = setting(&mut conn, "demo").await?.as_deref() == Some("1");
+        let closed_after_restore = setting(&mut conn, "restore_hold").await?.is_some();
         let stakes: Vec<i64> = sql::query_scalar(
             "SELECT DISTINCT b.stake_cents FROM blocks b JOIN emissions e ON e.id = b.emission_id \
              WHERE b.state = 'open' AND e.state = 'open' ORDER BY b.stake_cents",
@@ -128,11 +132,14 @@ impl Service {
         .await?;
         let now_ms = self.now_ms();
         Ok(Status {
-            sales_open: opens_at_ms.is_none_or(|t| t <= now_ms) && !stakes.is_empty(),
+            sales_open: opens_at_ms.is_none_or(|t| t <= now_ms)
+                && !stakes.is_empty()
+                && !closed_after_restore,
             opens_at: opens_at_ms.map(rfc3339),
             message,
             demo,
             stakes,
+            closed_after_restore,
         })
     }
 

@@ -132,12 +132,29 @@ fn json_table<'r, T, U: Serialize + 'r>(rows: &'r [T], columns: impl Fn(&'r T) -
     serde_json::to_string(&tuples).expect("rows serialise")
 }
 
-pub async fn sales_open_at_ms(conn: &mut Conn) -> Result<Option<i64>, Error> {
-    let value: Option<String> =
-        sql::query_scalar("SELECT value FROM settings WHERE key = 'sales_open_at_ms'")
-            .fetch_optional(conn)
-            .await?;
-    Ok(value.and_then(|v| v.parse().ok()))
+/// What may close sales before any purchase is decided: the opening time
+/// (Article 1) and the hold a restore behind what was published puts on
+/// them (`crate::backup`), read in one statement.
+#[derive(Debug, Default, Clone)]
+pub struct SalesGate {
+    pub opens_at_ms: Option<i64>,
+    pub held_after_restore: bool,
+}
+
+pub async fn sales_gate(conn: &mut Conn) -> Result<SalesGate, Error> {
+    let rows: Vec<(String, String)> = sql::query_as(
+        "SELECT key, value FROM settings WHERE key IN ('sales_open_at_ms', 'restore_hold')",
+    )
+    .fetch_all(conn)
+    .await?;
+    let mut gate = SalesGate::default();
+    for (key, value) in rows {
+        match key.as_str() {
+            "sales_open_at_ms" => gate.opens_at_ms = value.parse().ok(),
+            _ => gate.held_after_restore = true,
+        }
+    }
+    Ok(gate)
 }
 
 /// Earlier purchases under these (player, idempotency key) pairs:

@@ -74,11 +74,20 @@ fn is_root() -> bool {
 impl Cluster {
     /// A primary alone.
     pub fn primary() -> Option<Cluster> {
+        Cluster::primary_with("")
+    }
+
+    /// A primary alone, with `conf` added to its `postgresql.conf` before
+    /// its first start (WAL archiving, say: `{root}` in it is replaced by
+    /// [`Cluster::root`]).
+    pub fn primary_with(conf: &str) -> Option<Cluster> {
         let bin = binaries()?;
         let root = tempfile::Builder::new()
             .prefix("tresor-pg-")
             .tempdir()
             .expect("a temporary folder");
+        // Where WAL archiving, when a test asks for it, copies segments.
+        std::fs::create_dir(root.path().join("archive")).expect("the archive folder");
         if is_root() {
             let status = Command::new("chown")
                 .args(["-R", "postgres:", &root.path().display().to_string()])
@@ -118,6 +127,10 @@ impl Cluster {
                  full_page_writes = off\nshared_buffers = 32MB\nmax_connections = 60\n",
                 cluster.primary.port
             ),
+        );
+        append(
+            &cluster.primary.data.join("postgresql.conf"),
+            &conf.replace("{root}", &socket_dir),
         );
         cluster.start(false);
         Some(cluster)
@@ -190,6 +203,69 @@ impl Cluster {
         };
         command.current_dir(self.root.path()).stdin(Stdio::null());
         command
+    }
+
+    /// The temporary folder every file of the cluster is in (owned by the
+    /// `postgres` user when the tests run as root).
+    pub fn root(&self) -> &Path {
+        self.root.path()
+    }
+
+    /// Runs one of PostgreSQL's programs (`pg_basebackup`, `pg_ctl`…) as
+    /// the cluster's user, and checks that it succeeded.
+    pub fn run(&self, program: &str, args: &[&str]) {
+        self.run_ok(program, args);
+    }
+
+    /// Stops the server of the data folder `data` at once, whatever its
+    /// state (for a server the test started itself, in a `Drop`).
+    pub fn stop_quietly(&self, data: &Path) {
+        let _ = self
+            .command("pg_ctl")
+            .args([
+                "-D",
+                &data.display().to_string(),
+                "-m",
+                "immediate",
+                "-w",
+                "-t",
+                "10",
+                "stop",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+
+    /// Gives `path` (made by the test) to the cluster's user.
+    pub fn give(&self, path: &Path) {
+        if is_root() {
+            let status = Command::new("chown")
+                .args(["-R", "postgres:", &path.display().to_string()])
+                .status()
+                .expect("chown");
+            assert!(status.success(), "give {} to postgres", path.display());
+        }
+    }
+
+    /// `psql -At -c sql` on the server at `port` (one the test started).
+    pub fn psql_at(&self, port: u16, sql: &str) -> String {
+        let output = self
+            .command("psql")
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &port.to_string(),
+                "-U",
+                "postgres",
+                "-At",
+                "-c",
+                sql,
+            ])
+            .output()
+            .expect("run psql");
+        String::from_utf8_lossy(&output.stdout).trim().to_owned()
     }
 
     fn run_ok(&self, program: &str, args: &[&str]) {

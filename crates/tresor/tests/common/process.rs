@@ -86,6 +86,17 @@ impl Server {
         Server::start_with(&db.db_args(), Some(db), port, extra).await
     }
 
+    /// Starts `tresor serve --demo` with `db`'s key on the database of
+    /// `db_args` (a restored folder, say) like [`Server::start`].
+    pub async fn start_with_args(
+        db_args: &[String],
+        db: &TestDb,
+        port: u16,
+        extra: &[String],
+    ) -> Server {
+        Server::start_with(db_args, Some(db), port, extra).await
+    }
+
     /// Starts `tresor serve --demo` on the PostgreSQL `url` (a multi-host
     /// one, say) like [`Server::start`].
     pub async fn start_on_url(url: &str, port: u16, extra: &[String]) -> Server {

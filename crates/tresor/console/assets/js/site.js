@@ -20,7 +20,10 @@ function render(data) {
   fill(
     $('#site-facts'),
     h('dt', {}, 'Sales'),
-    h('dd', { 'data-testid': 'site-sales', 'data-opens-at': opens ?? '' }, opens ? [opensDate > new Date() ? 'open at ' : 'open since ', timeNode(opens)] : 'open'),
+    h('dd', { 'data-testid': 'site-sales', 'data-opens-at': opens ?? '' },
+      data.restore_hold
+        ? ['closed after a restore: ', data.restore_hold]
+        : opens ? [opensDate > new Date() ? 'open at ' : 'open since ', timeNode(opens)] : 'open'),
     h('dt', {}, 'Announcement'),
     h('dd', { 'data-testid': 'site-announcement' }, data.announcement ? data.announcement : h('span', { class: 'muted' }, 'none')),
     h('dt', {}, 'Rules version in force'),

@@ -217,7 +217,7 @@ export class Game {
       if (this.els.howto.open) this.els.howto.close();
       this.busy = false;
       this.mode = 'idle';
-      if (error.code === 'sales_closed' || error.code === 'sold_out') this.app.refreshStatus();
+      if (error.code === 'sales_closed' || error.code === 'sales_closed_after_restore' || error.code === 'sold_out') this.app.refreshStatus();
       if (error.code === 'rules_not_accepted' && this.app.askRules) {
         // New rules are in force: read and accept them, then the purchase goes on.
         this.setStatus(() => t('status.rules'));

