@@ -231,3 +231,41 @@ async fn stalled_connections_are_closed_after_the_timeouts(db: &TestDb) {
 }
 
 on_both!(stalled_connections_are_closed_after_the_timeouts);
+
+async fn sigterm_still_ends_the_server_gracefully_with_connections_open(db: &TestDb) {
+    let mut server = start(db, 20_000, &[]).await;
+    // A connection kept alive after a request, and one mid-headers.
+    let address = server.base.trim_start_matches("http://").to_owned();
+    let mut idle = TcpStream::connect(&address).await.unwrap();
+    idle.write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = [0u8; 12];
+    idle.read_exact(&mut answer).await.unwrap();
+    assert_eq!(&answer, b"HTTP/1.1 200");
+    let _slow = slow_connections(&server.base, 10).await;
+    let killed = Command::new("kill")
+        .args(["-TERM", &server.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    // The idle connection is closed at once, the server exits 0 (the
+    // mid-headers ones end with their timeout at the latest: 10 s).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut rest = Vec::new();
+    let closed = tokio::time::timeout_at(deadline.into(), idle.read_to_end(&mut rest)).await;
+    assert!(closed.is_ok(), "the idle connection was closed");
+    let status = loop {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server did not exit after SIGTERM"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(status.code(), Some(0), "{status:?}");
+}
+
+on_both!(sigterm_still_ends_the_server_gracefully_with_connections_open);
