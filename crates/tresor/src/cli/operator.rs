@@ -157,8 +157,8 @@ pub struct EdgeArgs {
     /// requests); then the connection is closed.
     #[arg(long, env = "TRESOR_HEADER_READ_TIMEOUT_S", default_value_t = EdgeSettings::default().header_read_timeout.as_secs())]
     pub header_read_timeout_s: u64,
-    /// Seconds with no byte read or written after which a connection is
-    /// closed (keep it above the 30 s a request may take).
+    /// Seconds with no byte read or written, and no request being
+    /// answered, after which a connection is closed.
     #[arg(long, env = "TRESOR_IDLE_TIMEOUT_S", default_value_t = EdgeSettings::default().idle_timeout.as_secs())]
     pub idle_timeout_s: u64,
     /// Connections the players' listener holds in all (over it, a new one

@@ -1,7 +1,8 @@
 //! Connections, one by one (hyper's HTTP/1 through hyper-util, where
 //! `axum::serve` held any connection for ever): a connection that does not
 //! finish its request's headers in time is closed (`header_read_timeout`),
-//! and so is one where no byte has moved either way for a while (`idle`);
+//! and so is one where no byte has moved either way for a while and no
+//! request is being answered (`idle`);
 //! each listener admits so many connections in all and so many per client
 //! address, and closes the ones over either cap at once, before reading a
 //! byte. The operator's listener has caps of its own, so that players (or
@@ -16,7 +17,7 @@ use std::collections::HashMap;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -41,7 +42,8 @@ pub struct EdgeSettings {
     /// From when the server waits for a request (a new connection, or a
     /// kept-alive one between requests) to the end of its headers.
     pub header_read_timeout: Duration,
-    /// No byte read or written for this long: the connection is closed.
+    /// No byte read or written for this long, and no request being
+    /// answered: the connection is closed.
     pub idle_timeout: Duration,
     pub players: ConnectionCaps,
     pub operator: ConnectionCaps,
@@ -188,16 +190,30 @@ async fn serve_connection(
         started,
         activity: activity.clone(),
     });
+    // Requests being answered: a long one (a trail verification) moves no
+    // byte while it works, and is not idle for that.
+    let busy = Arc::new(AtomicUsize::new(0));
+    let counted = busy.clone();
     // The peer address feeds the per-address throttles and the console's
     // login throttles, as `into_make_service_with_connect_info` gave it.
     let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
         request.extensions_mut().insert(ConnectInfo(peer));
-        router.clone().oneshot(request)
+        let answering = Answering::new(&counted);
+        let router = router.clone();
+        async move {
+            let answer = router.oneshot(request).await;
+            drop(answering);
+            answer
+        }
     });
     let connection = builder.serve_connection(io, service);
     tokio::pin!(connection);
     let idle = async {
         loop {
+            if busy.load(Ordering::Relaxed) > 0 {
+                tokio::time::sleep(idle_timeout).await;
+                continue;
+            }
             let last = started + Duration::from_millis(activity.load(Ordering::Relaxed));
             let deadline = last + idle_timeout;
             if Instant::now() >= deadline {
@@ -218,6 +234,22 @@ async fn serve_connection(
                 stopping = true;
             }
         }
+    }
+}
+
+/// One request being answered on a connection, counted while it lives.
+struct Answering(Arc<AtomicUsize>);
+
+impl Answering {
+    fn new(busy: &Arc<AtomicUsize>) -> Answering {
+        busy.fetch_add(1, Ordering::Relaxed);
+        Answering(busy.clone())
+    }
+}
+
+impl Drop for Answering {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
