@@ -355,7 +355,7 @@ pub async fn count(pool: &AnyPool) -> Result<i64, Error> {
 
 /// The next page of records after `after_seq`, all of them or only those with
 /// `from_ms <= at_ms < to_ms`.
-async fn page(
+pub async fn page(
     pool: &AnyPool,
     after_seq: i64,
     window: Option<(i64, i64)>,

@@ -1593,3 +1593,41 @@ on_both!(
         assert_eq!(listed[0]["id"], all[0]);
     }
 );
+
+on_both!(
+    every_console_answer_carries_the_sites_security_headers,
+    |app| {
+        let (console, _) = logged_in(&app, "aude", Role::Auditor).await;
+        let anonymous = reqwest::Client::new();
+        for (client, path) in [
+            (&console.client, "/console/api/trail"),
+            (&console.client, "/console/api/trail/export"),
+            (&console.client, "/console/api/no/such/endpoint"),
+            (&anonymous, "/console/api/trail"),
+            (&anonymous, "/console"),
+            (&anonymous, "/healthz"),
+            (&anonymous, "/metrics"),
+        ] {
+            let response = client
+                .get(format!("{}{path}", app.admin_address))
+                .send()
+                .await
+                .unwrap();
+            let headers = response.headers();
+            let header = |name: &str| {
+                headers
+                    .get(name)
+                    .map(|v| v.to_str().unwrap().to_owned())
+                    .unwrap_or_default()
+            };
+            assert_eq!(header("x-content-type-options"), "nosniff", "{path}");
+            assert_eq!(header("x-frame-options"), "DENY", "{path}");
+            assert!(
+                header("content-security-policy").contains("frame-ancestors 'none'"),
+                "{path}: {:?}",
+                header("content-security-policy")
+            );
+            assert_eq!(header("referrer-policy"), "same-origin", "{path}");
+        }
+    }
+);

@@ -11,6 +11,11 @@ use serde_json::Value;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
+/// A webhook secret of 32 bytes and a provider's page, as a real-money
+/// server needs them.
+const SECRET: &str = "8f3c2a71d94be6050a1f7c3e9d2b84f6a0c5e1d7b3f9284c6e0a5d1b7c3f9e2a";
+const PAY_URL: &str = "https://pay.example/checkout?ref={deposit_id}";
+
 /// A `tresor` process killed when dropped.
 struct Running(Child);
 
@@ -54,6 +59,9 @@ fn plain_tresor_by_environment(db: &TestDb, port: u16, admin_port: u16) -> Runni
         .env("TRESOR_LISTEN", format!("127.0.0.1:{port}"))
         .env("TRESOR_ADMIN_LISTEN", format!("127.0.0.1:{admin_port}"))
         .env("TRESOR_SESSION_IDLE_S", "120")
+        // Real money needs the provider's page and a secret shared with it.
+        .env("TRESOR_PAYMENT_WEBHOOK_SECRET", SECRET)
+        .env("TRESOR_PAYMENT_PAY_URL", PAY_URL)
         .stdout(Stdio::null());
     Running(command.spawn().expect("start tresor"))
 }
@@ -108,7 +116,116 @@ async fn serve_demo_creates_a_new_database_in_demo_mode(db: &TestDb) {
     assert_eq!(shown["stakes"], serde_json::json!([50, 100, 200]));
 }
 
+/// Runs `tresor serve` on `db`'s database with `args` and `env`, its
+/// players' listener on `host` at a free port, and checks that it exits 2
+/// naming `named`, with nothing listening: a server that starts fails the test.
+fn refused_on(db: &TestDb, host: &str, args: &[&str], env: &[(&str, &str)], named: &str) {
+    let port = free_port();
+    let mut command = common::tresor_command();
+    command
+        .args(["serve", "--listen", &format!("{host}:{port}")])
+        .args(["--admin-listen", "127.0.0.1:0"])
+        .args(args)
+        .args(db.db_args())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    db.env(&mut command);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let mut child = command.spawn().expect("start tresor serve");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        let listening = std::net::TcpStream::connect(("127.0.0.1", port)).is_ok();
+        if listening || Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!("tresor serve {args:?} {env:?} started: {}", describe(&out));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(2),
+        "{args:?} {env:?}: {}",
+        describe(&out)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(named),
+        "{args:?} {env:?} names {named}: {stderr}"
+    );
+}
+
+fn refused_at_start(db: &TestDb, args: &[&str], env: &[(&str, &str)], named: &str) {
+    refused_on(db, "127.0.0.1", args, env, named);
+}
+
+async fn every_unsafe_setting_is_refused_at_start_naming_it(db: &TestDb) {
+    let secret = ["--payment-webhook-secret", SECRET];
+    let pay_url = ["--payment-pay-url", PAY_URL];
+    let real = [&secret[..], &pay_url[..]].concat();
+    let with = |extra: &[&'static str]| [&real[..], extra].concat();
+    // The webhook's secret: empty (by flag or by an unset variable), short, missing.
+    for args in [
+        [&pay_url[..], &["--payment-webhook-secret", ""]].concat(),
+        [&pay_url[..], &["--payment-webhook-secret", "00"]].concat(),
+        [&pay_url[..], &["--payment-webhook-secret", &SECRET[..62]]].concat(),
+        pay_url.to_vec(),
+    ] {
+        refused_at_start(db, &args, &[], "--payment-webhook-secret");
+    }
+    refused_at_start(
+        db,
+        &pay_url,
+        &[("TRESOR_PAYMENT_WEBHOOK_SECRET", "")],
+        "TRESOR_PAYMENT_WEBHOOK_SECRET",
+    );
+    // The sandbox's page outside demo mode.
+    refused_at_start(db, &secret, &[], "--payment-pay-url");
+    // Session cookies in clear off loopback.
+    refused_on(db, "0.0.0.0", &real, &[], "--secure-cookies");
+    // The operator's listener off loopback (tested below with its own message).
+    // Settings no operator means: zero timeouts, caps or session lengths.
+    for (flag, named) in [
+        ("--session-idle-s", "--session-idle-s"),
+        ("--auto-settle-after-s", "--auto-settle-after-s"),
+        ("--header-read-timeout-s", "--header-read-timeout-s"),
+        ("--idle-timeout-s", "--idle-timeout-s"),
+        ("--max-connections", "--max-connections"),
+        (
+            "--max-connections-per-address",
+            "--max-connections-per-address",
+        ),
+        ("--admin-max-connections", "--admin-max-connections"),
+        (
+            "--admin-max-connections-per-address",
+            "--admin-max-connections-per-address",
+        ),
+    ] {
+        refused_at_start(db, &with(&[flag, "0"]), &[], named);
+    }
+    // A short secret is refused in demo mode too; the database is untouched.
+    refused_at_start(
+        db,
+        &["--demo", "--payment-webhook-secret", "00"],
+        &[],
+        "--payment-webhook-secret",
+    );
+    let (service, _) = db.service().await;
+    assert!(!service.is_demo().await.unwrap());
+    // With all of them right, it serves.
+    let (port, admin_port) = (free_port(), free_port());
+    let _server = plain_tresor_by_environment(db, port, admin_port);
+    wait_for(&format!("http://127.0.0.1:{port}/healthz")).await;
+}
+
 on_both!(
+    every_unsafe_setting_is_refused_at_start_naming_it,
     plain_tresor_serves_with_the_settings_of_tresor_serve,
     demo_mode_is_never_switched_on_for_an_existing_database_created_without_it,
     serve_demo_creates_a_new_database_in_demo_mode,

@@ -55,7 +55,25 @@ impl PaymentArgs {
             .as_deref()
             .map(hex::decode)
             .transpose()
-            .map_err(|_| Usage("--payment-webhook-secret: hexadecimal digits".to_owned()))?;
+            .map_err(|_| {
+                Usage(
+                    "--payment-webhook-secret (TRESOR_PAYMENT_WEBHOOK_SECRET): hexadecimal digits"
+                        .to_owned(),
+                )
+            })?;
+        // An empty key signs for anyone: HMAC takes it without complaint.
+        if let Some(secret) = &webhook_secret
+            && secret.len() < MIN_WEBHOOK_SECRET_BYTES
+        {
+            return Err(Usage(format!(
+                "--payment-webhook-secret (TRESOR_PAYMENT_WEBHOOK_SECRET): {} bytes, where at \
+                 least {MIN_WEBHOOK_SECRET_BYTES} are needed ({} hex digits): a short or empty \
+                 secret lets anyone sign a deposit's confirmation",
+                secret.len(),
+                2 * MIN_WEBHOOK_SECRET_BYTES
+            ))
+            .into());
+        }
         if self.provisional_days < 1 {
             return Err(Usage("--provisional-days: at least 1".to_owned()).into());
         }
@@ -68,6 +86,33 @@ impl PaymentArgs {
             },
             ..settings
         })
+    }
+}
+
+/// The shortest webhook secret `tresor serve` takes (the HMAC's own size).
+pub const MIN_WEBHOOK_SECRET_BYTES: usize = 32;
+
+impl PaymentArgs {
+    /// Refuses, outside demo mode, what would take real money with the
+    /// demo's provider: no webhook secret (a random one nobody else can sign
+    /// with, so no deposit ever completes) or the sandbox's pay URL (which
+    /// answers 404 there).
+    pub fn refuse_outside_demo(&self) -> Result<(), Usage> {
+        if self.payment_webhook_secret.is_none() {
+            return Err(Usage(
+                "--payment-webhook-secret (TRESOR_PAYMENT_WEBHOOK_SECRET) is required outside \
+                 demo mode: the secret shared with the payment provider, at least 32 bytes in hex"
+                    .to_owned(),
+            ));
+        }
+        if self.payment_pay_url.starts_with("/sandbox/") {
+            return Err(Usage(format!(
+                "--payment-pay-url (TRESOR_PAYMENT_PAY_URL) is the demo's sandbox ({}) outside \
+                 demo mode: give the payment provider's page",
+                self.payment_pay_url
+            )));
+        }
+        Ok(())
     }
 }
 

@@ -909,6 +909,9 @@ pub fn unthrottled(exe: &std::path::Path) -> Vec<String> {
         "--actions-per-minute-per-address",
         "--failed-logins-free-per-name-and-address",
         "--failed-logins-free-per-address",
+        // Every simulated player's connection comes from 127.0.0.1 too.
+        "--max-connections-per-address",
+        "--max-connections",
     ]
     .into_iter()
     .filter(|flag| help.contains(flag))

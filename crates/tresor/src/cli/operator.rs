@@ -5,7 +5,7 @@
 //! every change it makes is recorded in the game trail as the operator's.
 
 use crate::error::Error;
-use crate::http::{AppState, serve};
+use crate::http::{AppState, ConnectionCaps, EdgeSettings, serve};
 use crate::metrics::Metrics;
 use crate::protect::{ExclusionLength, RateLimits};
 use crate::seal::{KeySource, SecretsKey};
@@ -17,6 +17,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 use tresor_game::Stake;
 
 use super::Usage;
@@ -155,6 +156,87 @@ pub struct ServeArgs {
     /// --after-restore`.
     #[arg(long, env = "TRESOR_PUBLISHED_CHECKPOINT")]
     pub published_checkpoint: Option<PathBuf>,
+    /// Connection timeouts and caps of both listeners.
+    #[command(flatten)]
+    pub edge: EdgeArgs,
+}
+
+/// `tresor serve`'s connection limits (see [`EdgeSettings`]).
+#[derive(Debug, Clone, Args)]
+pub struct EdgeArgs {
+    /// Seconds a client has to send a request's headers, from when the
+    /// server waits for them (a new connection, or a kept-alive one between
+    /// requests); then the connection is closed.
+    #[arg(long, env = "TRESOR_HEADER_READ_TIMEOUT_S", default_value_t = EdgeSettings::default().header_read_timeout.as_secs())]
+    pub header_read_timeout_s: u64,
+    /// Seconds with no byte read or written, and no request being
+    /// answered, after which a connection is closed.
+    #[arg(long, env = "TRESOR_IDLE_TIMEOUT_S", default_value_t = EdgeSettings::default().idle_timeout.as_secs())]
+    pub idle_timeout_s: u64,
+    /// Connections the players' listener holds in all (over it, a new one
+    /// is closed at once); keep it under the open files limit (ulimit -n).
+    #[arg(long, env = "TRESOR_MAX_CONNECTIONS", default_value_t = EdgeSettings::default().players.total)]
+    pub max_connections: usize,
+    /// Connections the players' listener holds from one client address
+    /// (behind a reverse proxy: the proxy's, so raise it to --max-connections).
+    #[arg(long, env = "TRESOR_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = EdgeSettings::default().players.per_address)]
+    pub max_connections_per_address: usize,
+    /// Connections the operator's listener holds in all: its own, so that
+    /// the players' never reach it.
+    #[arg(long, env = "TRESOR_ADMIN_MAX_CONNECTIONS", default_value_t = EdgeSettings::default().operator.total)]
+    pub admin_max_connections: usize,
+    /// Connections the operator's listener holds from one client address.
+    #[arg(long, env = "TRESOR_ADMIN_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = EdgeSettings::default().operator.per_address)]
+    pub admin_max_connections_per_address: usize,
+}
+
+impl EdgeArgs {
+    /// The settings these flags give, refusing a zero (no timeout, or no
+    /// connection at all, is no setting an operator means).
+    pub fn to_settings(&self) -> Result<EdgeSettings, Usage> {
+        for (flag, value) in [
+            (
+                "--header-read-timeout-s (TRESOR_HEADER_READ_TIMEOUT_S)",
+                self.header_read_timeout_s,
+            ),
+            (
+                "--idle-timeout-s (TRESOR_IDLE_TIMEOUT_S)",
+                self.idle_timeout_s,
+            ),
+            (
+                "--max-connections (TRESOR_MAX_CONNECTIONS)",
+                self.max_connections as u64,
+            ),
+            (
+                "--max-connections-per-address (TRESOR_MAX_CONNECTIONS_PER_ADDRESS)",
+                self.max_connections_per_address as u64,
+            ),
+            (
+                "--admin-max-connections (TRESOR_ADMIN_MAX_CONNECTIONS)",
+                self.admin_max_connections as u64,
+            ),
+            (
+                "--admin-max-connections-per-address (TRESOR_ADMIN_MAX_CONNECTIONS_PER_ADDRESS)",
+                self.admin_max_connections_per_address as u64,
+            ),
+        ] {
+            if value < 1 {
+                return Err(Usage(format!("{flag}: at least 1")));
+            }
+        }
+        Ok(EdgeSettings {
+            header_read_timeout: Duration::from_secs(self.header_read_timeout_s),
+            idle_timeout: Duration::from_secs(self.idle_timeout_s),
+            players: ConnectionCaps {
+                total: self.max_connections,
+                per_address: self.max_connections_per_address,
+            },
+            operator: ConnectionCaps {
+                total: self.admin_max_connections,
+                per_address: self.admin_max_connections_per_address,
+            },
+        })
+    }
 }
 
 /// `tresor serve`'s throttles (see [`RateLimits`] for what each counts).
@@ -273,6 +355,23 @@ async fn hold_if_behind(
 /// folder) creates a new database in demo mode even without `--demo`, so
 /// that the README's first command gives a playable game.
 pub async fn run_serve(args: ServeArgs, demo_if_created: bool) -> anyhow::Result<()> {
+    // A session that ends at once or a play settled before it is played
+    // are no settings an operator means.
+    for (flag, value) in [
+        (
+            "--session-idle-s (TRESOR_SESSION_IDLE_S)",
+            args.session_idle_s,
+        ),
+        (
+            "--auto-settle-after-s (TRESOR_AUTO_SETTLE_AFTER_S)",
+            args.auto_settle_after_s,
+        ),
+    ] {
+        if value < 1 {
+            return Err(Usage(format!("{flag}: at least 1 second")).into());
+        }
+    }
+    let edge = args.edge.to_settings()?;
     // One server per SQLite folder: taken before the database is touched.
     let _lock = match &args.db.database_url {
         None => Some(lock_data_dir(&args.db.data)?),
@@ -351,12 +450,31 @@ pub async fn run_serve(args: ServeArgs, demo_if_created: bool) -> anyhow::Result
         )
         .into());
     }
+    let demo = service.is_demo().await?;
+    if !demo {
+        args.payments.refuse_outside_demo()?;
+    }
     if let Some(published) = &published {
         hold_if_behind(&service, published).await?;
     }
     if let Some(reason) = service.restore_hold().await? {
         tracing::warn!(%reason, "sales are closed after a restore");
         println!("sales are closed after a restore: {reason}");
+    }
+    let listener = tokio::net::TcpListener::bind(&args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let address = listener.local_addr()?;
+    if !address.ip().is_loopback() && !args.secure_cookies {
+        if !demo {
+            return Err(Usage(format!(
+                "--listen {address} is not a loopback address and --secure-cookies \
+                 (TRESOR_SECURE_COOKIES) is off: the players' session cookies would travel \
+                 in clear; serve the site over https and pass --secure-cookies"
+            ))
+            .into());
+        }
+        tracing::warn!(%address, "demo mode off loopback without --secure-cookies");
     }
     service
         .warm_block_cache()
@@ -368,11 +486,6 @@ pub async fn run_serve(args: ServeArgs, demo_if_created: bool) -> anyhow::Result
     if let Some((database, dir)) = replica {
         args.replicate.spawn(database, dir);
     }
-    let listener = tokio::net::TcpListener::bind(&args.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}", args.listen))?;
-    let address = listener.local_addr()?;
-    let demo = service.is_demo().await?;
     tracing::info!(%address, database = ?service.db.backend, demo, "serving");
     println!(
         "L'Ile au Trésor is open at http://{address}/{}",
@@ -390,6 +503,7 @@ pub async fn run_serve(args: ServeArgs, demo_if_created: bool) -> anyhow::Result
             metrics,
             secure_cookies: args.secure_cookies,
         },
+        edge,
     )
     .await
 }

@@ -1,18 +1,19 @@
 //! The player account's API under `/api/account` (docs/ACCOUNT.md lists
 //! every endpoint), the payment provider's webhook, and the demo's sandbox
-//! provider (`/sandbox/pay`), which plays the provider's part and calls the
-//! webhook for real, over HTTP, so the whole deposit loop runs on one machine.
+//! provider (`/sandbox/pay`), which plays the provider's part for the
+//! player's own deposits and confirms them in-process through the service
+//! the webhook calls, so the whole deposit loop runs on one machine.
 
 use super::api::{
-    ActingPlayer, Body, CurrentPlayer, PageQuery, Params, logged_in, require_csrf_proof,
-    session_cookie, session_token,
+    ActingPlayer, Body, CurrentPlayer, PageQuery, Params, cross_site, logged_in,
+    require_csrf_proof, session_cookie, session_token,
 };
 use super::throttle::{ClientAddress, Throttles};
 use super::{ApiError, AppState};
 use crate::account::{Iban, Identity, ReminderMinutes};
 use crate::error::Error;
 use crate::protect::Limits;
-use crate::service::{AccountView, Opening, Registration, sign_webhook};
+use crate::service::{AccountView, Opening, Registration};
 use axum::body::Bytes;
 use axum::extract::{Form, Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -20,8 +21,10 @@ use axum::middleware;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post, put};
 use axum::{Extension, Json, Router};
+use hmac::{Hmac, Mac};
 use serde::Deserialize;
 use serde_json::json;
+use sha2::Sha256;
 use std::sync::Arc;
 use tower_http::set_header::SetResponseHeaderLayer;
 
@@ -362,79 +365,107 @@ fn sandbox_html(title: &str, body: &str) -> Response {
     .into_response()
 }
 
+/// The sandbox's payment page, for the logged-in player's own deposit
+/// (another's is not found, its amount not shown): the form carries the
+/// proof [`sandbox_proof`] that a cross-site form cannot know.
 async fn sandbox_page(
     State(state): State<AppState>,
+    headers: HeaderMap,
+    current: CurrentPlayer,
     Query(query): Query<SandboxQuery>,
 ) -> Result<Response, ApiError> {
     if !state.service.is_demo().await? {
         return Err(Error::DemoOnly.into());
     }
     let id = id_of(query.deposit.as_deref().unwrap_or(""))?;
-    let deposit = state.service.deposit_of(None, id).await?;
+    let deposit = state
+        .service
+        .deposit_of(Some(current.player.id), id)
+        .await?;
+    let token = session_token(&headers).ok_or(Error::Unauthorized)?;
     let form = format!(
         "<p>Sandbox payment provider (demo): deposit n° {id} of {amount}, {state}.</p>\
          <form method=\"post\" action=\"/sandbox/pay\">\
          <input type=\"hidden\" name=\"deposit\" value=\"{id}\">\
+         <input type=\"hidden\" name=\"proof\" value=\"{proof}\">\
          <button name=\"outcome\" value=\"succeeded\" id=\"pay\">Pay</button> \
          <button name=\"outcome\" value=\"failed\" id=\"decline\">Decline</button></form>\
          <p><a href=\"/#/account/deposit/{id}\" id=\"back\">Back to the site</a></p>",
         amount = escape(&crate::model::euros(deposit.amount_cents)),
         state = escape(&deposit.state),
+        proof = hex::encode(sandbox_proof(&token, id)),
     );
-    Ok(sandbox_html("Sandbox provider", &form))
+    let mut page = sandbox_html("Sandbox provider", &form);
+    page.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(page)
+}
+
+/// The sandbox form's CSRF proof: an HMAC of the deposit's id under the
+/// player's session token, which only a page of this site, read with the
+/// session's cookie, can show (a form cannot carry the API's header).
+fn sandbox_proof(session_token: &str, deposit_id: i64) -> Vec<u8> {
+    sandbox_mac(session_token, deposit_id)
+        .finalize()
+        .into_bytes()
+        .to_vec()
+}
+
+fn sandbox_mac(session_token: &str, deposit_id: i64) -> Hmac<Sha256> {
+    let mut mac =
+        Hmac::<Sha256>::new_from_slice(session_token.as_bytes()).expect("HMAC takes any key");
+    mac.update(format!("sandbox-pay:{deposit_id}").as_bytes());
+    mac
 }
 
 #[derive(Deserialize)]
 struct SandboxForm {
     deposit: String,
     outcome: String,
+    #[serde(default)]
+    proof: String,
 }
 
-/// Plays the provider: signs a confirmation with the shared secret and
-/// sends it to this server's own webhook, as a provider would.
+/// Plays the provider: pays or declines the player's own deposit, in
+/// process ([`crate::service::Service::sandbox_confirm`]), after the
+/// session, the form's proof and the browser's word on where the request
+/// comes from.
 async fn sandbox_pay(
     State(state): State<AppState>,
     headers: HeaderMap,
+    current: CurrentPlayer,
     Form(form): Form<SandboxForm>,
 ) -> Result<Response, ApiError> {
     if !state.service.is_demo().await? {
         return Err(Error::DemoOnly.into());
     }
-    let id = id_of(&form.deposit)?;
-    let deposit = state.service.deposit_of(None, id).await?;
-    let status = if form.outcome == "failed" {
-        "failed"
-    } else {
-        "succeeded"
-    };
-    let body = json!({
-        "deposit_id": id,
-        "transaction_id": format!("sandbox-{}", hex::encode(&crate::service::os_random_32()[..12])),
-        "amount_cents": deposit.amount_cents,
-        "status": status,
-    })
-    .to_string();
-    let timestamp_s = state.service.now_ms() / 1000;
-    let signature = sign_webhook(state.service.webhook_secret(), timestamp_s, body.as_bytes());
-    let host = headers
-        .get(header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .ok_or_else(|| Error::Validation("no Host header".to_owned()))?;
-    let answer = reqwest::Client::new()
-        .post(format!("http://{host}/api/payments/webhook"))
-        .header(header::CONTENT_TYPE, "application/json")
-        .header(
-            crate::service::payments_headers::TIMESTAMP,
-            timestamp_s.to_string(),
-        )
-        .header(crate::service::payments_headers::SIGNATURE, signature)
-        .body(body)
-        .send()
-        .await
-        .map_err(|_| Error::Unavailable("the sandbox could not reach the webhook"))?;
-    if !answer.status().is_success() {
-        return Err(Error::Unavailable("the webhook refused the sandbox's confirmation").into());
+    if let Some(why) = cross_site(&headers) {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "csrf",
+            format!("cross-site requests are refused: {why}"),
+        ));
     }
+    let id = id_of(&form.deposit)?;
+    // Another player's deposit is not found, whatever the form carries.
+    state
+        .service
+        .deposit_of(Some(current.player.id), id)
+        .await?;
+    let token = session_token(&headers).ok_or(Error::Unauthorized)?;
+    let proven = hex::decode(form.proof.trim())
+        .is_ok_and(|proof| sandbox_mac(&token, id).verify_slice(&proof).is_ok());
+    if !proven {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "csrf",
+            "the sandbox's form must carry the proof its page gives",
+        ));
+    }
+    state
+        .service
+        .sandbox_confirm(&current.player, id, form.outcome != "failed")
+        .await?;
     // Back to the page's account screen, which asks how the deposit ended.
     Ok(Redirect::to(&format!("/#/account/deposit/{id}")).into_response())
 }

@@ -110,7 +110,7 @@ pub(super) fn csrf_refusal(request: &Request, value: &str) -> Option<Response> {
 
 /// Why a request's `Sec-Fetch-Site` or `Origin` says it comes from another
 /// site, if either does.
-fn cross_site(headers: &HeaderMap) -> Option<String> {
+pub(super) fn cross_site(headers: &HeaderMap) -> Option<String> {
     if let Some(site) = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok())
         && !matches!(site, "same-origin" | "none")
     {

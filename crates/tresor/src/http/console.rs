@@ -536,37 +536,31 @@ async fn verify_trail(
 }
 
 /// The whole trail as JSON Lines (`tresor audit export`), streamed a page
-/// at a time.
+/// at a time as the client takes it: the next page is read only when the
+/// last is sent (one page in memory, whatever the trail's length), and none
+/// once the client has gone (the body is dropped with its connection).
 async fn export_trail(State(state): State<AppState>) -> Answer {
-    let (sender, receiver) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
     let pool = state.service.db.pool.clone();
-    tokio::spawn(async move {
-        let mut chunk = Vec::new();
-        let exported = crate::trail::export(&pool, None, |record| {
-            let mut line = serde_json::to_value(record).expect("a record is JSON");
-            line["at"] = Value::String(rfc3339(record.at_ms));
-            chunk.extend_from_slice(line.to_string().as_bytes());
-            chunk.push(b'\n');
-            if chunk.len() >= 64 * 1024 {
-                let _ = sender.send(std::mem::take(&mut chunk));
+    let stream = futures_util::stream::unfold(Some((pool, 0)), |next| async move {
+        let (pool, after_seq) = next?;
+        match crate::trail::page(&pool, after_seq, None).await {
+            Ok(records) => {
+                let last = records.last()?.seq;
+                let mut chunk = Vec::new();
+                for record in &records {
+                    let mut line = serde_json::to_value(record).expect("a record is JSON");
+                    line["at"] = Value::String(rfc3339(record.at_ms));
+                    chunk.extend_from_slice(line.to_string().as_bytes());
+                    chunk.push(b'\n');
+                }
+                Some((Ok(chunk), Some((pool, last))))
             }
-            Ok(())
-        })
-        .await;
-        match exported {
-            Ok(_) if !chunk.is_empty() => {
-                let _ = sender.send(chunk);
+            Err(error) => {
+                // The download ends short (the body fails); the log says why.
+                tracing::error!(%error, "exporting the trail");
+                Some((Err(std::io::Error::other(error.to_string())), None))
             }
-            Ok(_) => {}
-            // The download ends short; the log says why.
-            Err(error) => tracing::error!(%error, "exporting the trail"),
         }
-    });
-    let stream = futures_util::stream::unfold(receiver, |mut receiver| async move {
-        receiver
-            .recv()
-            .await
-            .map(|chunk| (Ok::<_, std::convert::Infallible>(chunk), receiver))
     });
     Ok((
         [

@@ -10,11 +10,13 @@ mod console;
 mod console_login;
 mod console_money;
 mod console_web;
+pub mod edge;
 mod error;
 pub mod throttle;
 pub mod web;
 
 pub use admin::admin_app;
+pub use edge::{ConnectionCaps, EdgeSettings};
 pub use error::ApiError;
 pub use throttle::Throttles;
 
@@ -173,12 +175,14 @@ async fn observe(State(state): State<AppState>, request: Request, next: Next) ->
     response
 }
 
-/// Serves the site on `listener` and the operator's routes on `admin` until
-/// Ctrl-C or SIGTERM, and settles abandoned plays in the background.
+/// Serves the site on `listener` and the operator's routes on `admin`, each
+/// with the connection limits of `edge` ([`edge`] says which), until Ctrl-C
+/// or SIGTERM, and settles abandoned plays in the background.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     admin: tokio::net::TcpListener,
     state: AppState,
+    edge: EdgeSettings,
 ) -> anyhow::Result<()> {
     let settler = tokio::spawn(settle_abandoned_forever(state.service.clone()));
     let throttles = Arc::new(Throttles::new(&state.service.settings.rate_limits));
@@ -188,32 +192,27 @@ pub async fn serve(
     ));
     let admin_router = admin_app(state.clone());
     let router = app_with(state, throttles);
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let mut admin_stopped = stopped.clone();
-    let admin_server = tokio::spawn(async move {
-        // The peer address feeds the console's login throttles.
-        axum::serve(
-            admin,
-            admin_router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
-        )
-        .with_graceful_shutdown(async move {
-            let _ = admin_stopped.wait_for(|stop| *stop).await;
-        })
-        .await
+    let (stop_players, players_stopped) = tokio::sync::watch::channel(false);
+    let (stop_admin, admin_stopped) = tokio::sync::watch::channel(false);
+    let admin_server = tokio::spawn(edge::serve_listener(
+        admin,
+        admin_router,
+        edge,
+        edge.operator,
+        admin_stopped,
+    ));
+    let signal = tokio::spawn(async move {
+        shutdown_signal().await;
+        let _ = stop_players.send(true);
     });
-    // The peer address feeds the per-address throttles.
-    let served = axum::serve(
-        listener,
-        router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown_signal())
-    .await;
-    let _ = stop.send(true);
-    drop(stopped);
+    edge::serve_listener(listener, router, edge, edge.players, players_stopped).await;
+    // The operator's listener answers until the players' requests are done.
+    let _ = stop_admin.send(true);
     let _ = admin_server.await;
+    signal.abort();
     settler.abort();
     forgetter.abort();
-    Ok(served?)
+    Ok(())
 }
 
 async fn settle_abandoned_forever(service: Service) {

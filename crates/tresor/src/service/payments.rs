@@ -236,10 +236,45 @@ impl Service {
         signature: &str,
         body: &[u8],
     ) -> Result<Confirmed, Error> {
-        let now_ms = self.now_ms();
-        verify(self.webhook_secret(), timestamp, signature, body, now_ms)?;
+        verify(
+            self.webhook_secret(),
+            timestamp,
+            signature,
+            body,
+            self.now_ms(),
+        )?;
         let confirmation: Confirmation = serde_json::from_slice(body)
             .map_err(|error| Error::Validation(format!("the webhook's body: {error}")))?;
+        self.apply_confirmation(confirmation).await
+    }
+
+    /// The demo's sandbox provider pays (`succeeded: true`) or declines the
+    /// deposit `deposit_id` of `player` (another player's is not found), as
+    /// the provider's webhook would, in-process: no request leaves the
+    /// server, so no Host header or redirect can send it elsewhere.
+    pub async fn sandbox_confirm(
+        &self,
+        player: &Player,
+        deposit_id: i64,
+        succeeded: bool,
+    ) -> Result<Confirmed, Error> {
+        if !self.is_demo().await? {
+            return Err(Error::DemoOnly);
+        }
+        let deposit = self.deposit_of(Some(player.id), deposit_id).await?;
+        self.apply_confirmation(Confirmation {
+            deposit_id,
+            transaction_id: format!("sandbox-{}", hex::encode(&super::os_random_32()[..12])),
+            amount_cents: deposit.amount_cents,
+            status: if succeeded { "succeeded" } else { "failed" }.to_owned(),
+        })
+        .await
+    }
+
+    /// Applies a confirmation whose origin is proven (the webhook's
+    /// signature, or the sandbox in-process) once per transaction id.
+    async fn apply_confirmation(&self, confirmation: Confirmation) -> Result<Confirmed, Error> {
+        let now_ms = self.now_ms();
         if confirmation.amount_cents <= 0
             || confirmation.transaction_id.is_empty()
             || confirmation.transaction_id.len() > 200
@@ -269,6 +304,15 @@ impl Service {
                     });
                 }
                 let deposit = store::deposit(conn, c.deposit_id).await?.ok_or(Error::NotFound)?;
+                // A provider confirms only the deposits it was asked for: one
+                // asked through another (before a change of provider) is not
+                // its to settle, and nothing is recorded or credited.
+                if deposit.provider != provider {
+                    return Err(Error::Validation(format!(
+                        "deposit {} was asked through the provider {}, not {provider}",
+                        deposit.id, deposit.provider
+                    )));
+                }
                 if c.status == "failed" {
                     if deposit.state != "pending" {
                         return Ok(Confirmed {

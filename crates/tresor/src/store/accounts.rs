@@ -735,15 +735,27 @@ pub async fn statement(
     before: Option<i64>,
     limit: i64,
 ) -> Result<Vec<StatementRow>, Error> {
+    // The balance after each movement is the account's balance now less
+    // what moved after it: the movements newer than the page (none on the
+    // first page) and those of the page above it, all read in one statement,
+    // so one snapshot. Only the page is summed row by row, never the whole
+    // history from the account's first movement.
     let rows = sql::query(
-        "SELECT * FROM (SELECT t.id, t.kind, t.amount_cents, t.created_at_ms, t.play_id, t.deposit_id, \
-           t.withdrawal_id, CASE WHEN t.credit_account_id = $1 THEN t.amount_cents \
-             WHEN t.debit_account_id = $1 THEN -t.amount_cents ELSE 0 END AS delta_cents, \
-           CAST(SUM(CASE WHEN t.credit_account_id = $1 THEN t.amount_cents \
-             WHEN t.debit_account_id = $1 THEN -t.amount_cents ELSE 0 END) OVER (ORDER BY t.id) AS BIGINT) AS balance_cents \
-         FROM transfers t WHERE t.credit_account_id = $1 OR t.debit_account_id = $1 \
-           OR (t.kind = 'withdrawal_paid' AND t.withdrawal_id IN (SELECT id FROM withdrawals WHERE player_id = $2))) s \
-         WHERE $3 = 0 OR s.id < $3 ORDER BY s.id DESC LIMIT $4",
+        "WITH page AS (SELECT t.id, t.kind, t.amount_cents, t.created_at_ms, t.play_id, \
+           t.deposit_id, t.withdrawal_id, CASE WHEN t.credit_account_id = $1 THEN t.amount_cents \
+             WHEN t.debit_account_id = $1 THEN -t.amount_cents ELSE 0 END AS delta_cents \
+         FROM transfers t WHERE (t.credit_account_id = $1 OR t.debit_account_id = $1 \
+           OR (t.kind = 'withdrawal_paid' AND t.withdrawal_id IN (SELECT id FROM withdrawals WHERE player_id = $2))) \
+           AND ($3 = 0 OR t.id < $3) ORDER BY t.id DESC LIMIT $4), \
+         newer AS (SELECT COALESCE(SUM(CASE WHEN t.credit_account_id = $1 THEN t.amount_cents \
+             ELSE -t.amount_cents END), 0) AS cents \
+         FROM transfers t WHERE $3 <> 0 AND t.id >= $3 \
+           AND (t.credit_account_id = $1 OR t.debit_account_id = $1)) \
+         SELECT page.*, CAST((SELECT balance_cents FROM accounts WHERE id = $1) \
+           - (SELECT cents FROM newer) \
+           - COALESCE(SUM(page.delta_cents) OVER (ORDER BY page.id DESC \
+               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS BIGINT) AS balance_cents \
+         FROM page ORDER BY page.id DESC",
     )
     .bind(player.account_id)
     .bind(player.id)
