@@ -170,10 +170,45 @@ async fn report_figures_equal_the_ledger_summed_independently(db: &TestDb) {
     .await;
     assert_eq!(balances, 0, "all balances sum to zero");
 
-    // The other formats say the same.
+    // The other formats say the same: each CSV line's figures are the
+    // JSON's, for its block, its stake or the emission.
     let output = db.tresor_ok(&["report", "--format", "csv"]);
     let csv = String::from_utf8_lossy(&output.stdout);
     assert_eq!(csv.lines().count(), 1 + 3 * 2 + 1, "{csv}");
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().expect("a header").split(',').collect();
+    let mut compared = 0;
+    for line in lines {
+        let row: std::collections::HashMap<&str, &str> =
+            header.iter().copied().zip(line.split(',')).collect();
+        assert_eq!(row.len(), header.len(), "{line}");
+        let emission = &report["emissions"][0];
+        let figures = match row["scope"] {
+            "block" => blocks
+                .iter()
+                .find(|b| b["id"].to_string() == row["block"])
+                .map(|b| &b["figures"])
+                .expect("a block of the JSON"),
+            "stake" => common::items(&emission["stakes"], "stakes")
+                .iter()
+                .find(|s| s["stake_cents"].to_string() == row["stake_cents"])
+                .map(|s| &s["figures"])
+                .expect("a stake of the JSON"),
+            "emission" => &emission["figures"],
+            other => panic!("scope {other}"),
+        };
+        for field in [
+            "units_sold",
+            "stakes_taken_cents",
+            "wins_won_cents",
+            "wins_credited_cents",
+            "wins_pending_cents",
+        ] {
+            assert_eq!(row[field], figures[field].to_string(), "{field} in {line}");
+        }
+        compared += 1;
+    }
+    assert_eq!(compared, 3 * 2 + 1);
     db.tresor_ok(&["report"]);
     let output = db.tresor(&["report", "--emission", "99"]);
     assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
