@@ -186,12 +186,12 @@ async fn report_figures_equal_the_ledger_summed_independently(db: &TestDb) {
         let figures = match row["scope"] {
             "block" => blocks
                 .iter()
-                .find(|b| b["id"].to_string() == row["block"])
+                .find(|b| row["block"].parse::<i64>().ok() == b["id"].as_i64())
                 .map(|b| &b["figures"])
                 .expect("a block of the JSON"),
             "stake" => common::items(&emission["stakes"], "stakes")
                 .iter()
-                .find(|s| s["stake_cents"].to_string() == row["stake_cents"])
+                .find(|s| row["stake_cents"].parse::<i64>().ok() == s["stake_cents"].as_i64())
                 .map(|s| &s["figures"])
                 .expect("a stake of the JSON"),
             "emission" => &emission["figures"],
