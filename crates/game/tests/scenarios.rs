@@ -35,6 +35,10 @@ fn check(scenario: &Scenario, stake: Stake, level: Level) -> Result<(), String> 
     if chests.contains(&scenario.start) {
         return Err("a chest stands under the totem".into());
     }
+    // A game is four throws, and its view once played shows all four.
+    if scenario.throws.len() != 4 || scenario.view(4).throws.len() != 4 {
+        return Err("a game is not four throws".into());
+    }
     let mut at = scenario.start;
     let mut open = [false; 9];
     let mut revealed = Vec::new();

@@ -371,18 +371,48 @@ async fn a_stake_never_on_sale_is_closed_and_one_without_units_left_sold_out(db:
     assert_ledger_balances(&service.db).await;
 }
 
-/// What a COMMIT whose outcome is unknown must leave: each request applied
-/// exactly once and answered as such.
-async fn assert_applied_once(service: &Service, ana: &Player, bought: &[Result<Bought, Error>]) {
-    for result in bought {
-        result.as_ref().expect("a purchase is answered as bought");
+/// What a COMMIT whose outcome is unknown must leave: each buyer's request
+/// applied exactly once and answered as such: one play each, the one it was
+/// answered, and each buyer's exact balance (`ana` credited 25 € too).
+async fn assert_applied_once(
+    service: &Service,
+    buyers: &[Player],
+    bought: &[Result<Bought, Error>],
+) {
+    assert_eq!(bought.len(), buyers.len(), "one answer per buyer");
+    assert_eq!(buyers.len(), 5, "ana and four others");
+    let pool = &service.db.pool;
+    for (n, (buyer, result)) in buyers.iter().zip(bought).enumerate() {
+        let answered = result
+            .as_ref()
+            .unwrap_or_else(|e| {
+                panic!("{}'s purchase is answered as bought: {e:?}", buyer.username)
+            })
+            .play_id;
+        let plays: Vec<i64> = sqlx::query_scalar("SELECT id FROM plays WHERE player_id = $1")
+            .bind(buyer.id)
+            .fetch_all(pool)
+            .await
+            .expect("plays");
+        assert_eq!(
+            plays,
+            vec![answered],
+            "{}: one purchase, one play, the one answered",
+            buyer.username
+        );
+        let credited = if n == 0 { 2_500 } else { 0 };
+        assert_eq!(
+            service
+                .balance_cents(buyer.account_id)
+                .await
+                .expect("balance"),
+            10_000 + credited - 50,
+            "{}: debited once",
+            buyer.username
+        );
     }
-    let plays: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM plays WHERE player_id = $1")
-        .bind(ana.id)
-        .fetch_one(&service.db.pool)
-        .await
-        .expect("plays");
-    assert_eq!(plays, 1, "one purchase, one play");
+    let plays: i64 = scalar(pool, "SELECT COUNT(*) FROM plays").await;
+    assert_eq!(plays, 5, "five purchases, five plays");
     assert_ledger_balances(&service.db).await;
     assert_trail_verifies(&service.db).await;
 }
@@ -445,7 +475,7 @@ impl CreditAndPurchases {
 async fn batch_through_a_cut(
     h: &Harness,
     cut: Cut,
-) -> (Service, Player, Vec<Result<Bought, Error>>, Proxy) {
+) -> (Service, Vec<Player>, Vec<Result<Bought, Error>>, Proxy) {
     let (proxy, url) = h.proxy().await;
     let database = Db::connect(&url)
         .await
@@ -461,40 +491,42 @@ async fn batch_through_a_cut(
     let ana = players(&service, "ana", 1).await.remove(0);
     let others = players(&service, "other", 4).await;
 
+    let mut buyers = vec![ana.clone()];
+    buyers.extend(others.iter().cloned());
     let gate = hold_writer(&service).await;
     let queue = CreditAndPurchases::queue(&service, &ana, others, 0).await;
     proxy.arm(cut);
     gate.release().await;
     let bought = queue.answers(&service, &ana).await;
     assert_eq!(proxy.cuts(), 1, "the COMMIT was cut");
-    (service, ana, bought, proxy)
+    (service, buyers, bought, proxy)
 }
 
 on_postgres!(
     a_commit_whose_answer_is_lost_is_resolved_and_applied_once,
     |h: &Harness| {
-        let (service, ana, bought, _proxy) = batch_through_a_cut(h, Cut::AfterCommit).await;
+        let (service, buyers, bought, _proxy) = batch_through_a_cut(h, Cut::AfterCommit).await;
         assert_eq!(service.writer.stats.commits_resolved.get(), 1);
         assert_eq!(
             service.writer.stats.batch_retries.get(),
             0,
             "nothing ran again"
         );
-        assert_applied_once(&service, &ana, &bought).await;
+        assert_applied_once(&service, &buyers, &bought).await;
     }
 );
 
 on_postgres!(
     a_commit_that_never_arrived_is_resolved_and_run_again_once,
     |h: &Harness| {
-        let (service, ana, bought, _proxy) = batch_through_a_cut(h, Cut::BeforeCommit).await;
+        let (service, buyers, bought, _proxy) = batch_through_a_cut(h, Cut::BeforeCommit).await;
         assert_eq!(service.writer.stats.commits_resolved.get(), 0);
         assert_eq!(
             service.writer.stats.batch_retries.get(),
             1,
             "run again, request by request"
         );
-        assert_applied_once(&service, &ana, &bought).await;
+        assert_applied_once(&service, &buyers, &bought).await;
     }
 );
 
@@ -507,6 +539,8 @@ on_sqlite!(
         let (service, _clock) = setup(db).await;
         let ana = players(&service, "ana", 1).await.remove(0);
         let others = players(&service, "other", 4).await;
+        let mut buyers = vec![ana.clone()];
+        buyers.extend(others.iter().cloned());
         let gate = hold_writer(&service).await;
         let poison = {
             let service = service.clone();
@@ -544,6 +578,6 @@ on_sqlite!(
         )
         .await;
         assert_eq!(orphans, 0);
-        assert_applied_once(&service, &ana, &bought).await;
+        assert_applied_once(&service, &buyers, &bought).await;
     }
 );

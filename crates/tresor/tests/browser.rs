@@ -92,6 +92,28 @@ impl Browser {
         self.wait_mode("playing").await;
     }
 
+    /// What the server says of the player's money and plays, through the
+    /// API with the page's session: the balance and the ids of its plays.
+    async fn server_state(&self) -> (Value, Vec<Value>) {
+        let answer = self
+            .execute_async(
+                "const done = arguments[arguments.length - 1];
+                 Promise.all(['/api/me', '/api/plays?limit=100'].map((path) =>
+                   fetch(path, {credentials: 'same-origin'}).then((r) => r.json())))
+                 .then(done, (e) => done(String(e)));",
+            )
+            .await;
+        let (me, plays) = (&answer[0], &answer[1]);
+        assert!(me["balance_cents"].is_i64(), "the balance: {answer}");
+        let ids = plays["plays"]
+            .as_array()
+            .unwrap_or_else(|| panic!("the plays: {answer}"))
+            .iter()
+            .map(|play| play["id"].clone())
+            .collect();
+        (me["balance_cents"].clone(), ids)
+    }
+
     async fn balance_cents(&self) -> i64 {
         let value = self
             .wait_for("document.querySelector('[data-testid=balance]').dataset.cents")
@@ -628,6 +650,7 @@ async fn a_stake_cap_chosen_at_registration_refuses_the_purchase_that_would_pass
         .dismiss_win(play["outcome"]["prize_cents"].as_i64().unwrap(), None)
         .await;
     let balance = browser.balance_cents().await;
+    let before = browser.server_state().await;
 
     // The second would pass it: refused, with the server's message, nothing debited.
     browser.click("label:has(> [data-testid=stake-100])").await;
@@ -648,6 +671,11 @@ async fn a_stake_cap_chosen_at_registration_refuses_the_purchase_that_would_pass
         browser.balance_cents().await,
         balance,
         "nothing was debited"
+    );
+    assert_eq!(
+        browser.server_state().await,
+        before,
+        "nothing debited, no play bought, by the server's account"
     );
     browser.close().await;
 }

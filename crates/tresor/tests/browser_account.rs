@@ -201,6 +201,56 @@ impl Browser {
         .await
     }
 
+    /// What the server says of the player's money and plays: the balance and
+    /// the ids of its plays (not what the page shows).
+    async fn server_state(&self) -> (Value, Vec<Value>) {
+        let me = self.get_json("/api/me").await;
+        let plays = self.get_json("/api/plays?limit=100").await;
+        let ids = plays["plays"]
+            .as_array()
+            .unwrap_or_else(|| panic!("the plays: {plays}"))
+            .iter()
+            .map(|play| play["id"].clone())
+            .collect();
+        assert!(me["balance_cents"].is_i64(), "the balance: {me}");
+        (me["balance_cents"].clone(), ids)
+    }
+
+    /// The time played this session by the server's clock, in seconds.
+    async fn session_elapsed_s(&self) -> i64 {
+        let account = self.get_json("/api/account").await;
+        account["session_elapsed_s"]
+            .as_i64()
+            .unwrap_or_else(|| panic!("session_elapsed_s: {account}"))
+    }
+
+    /// Moves the page's clock on by `advanced_s` in all (this time
+    /// included) and waits for the reminder window; checks that it says
+    /// the minutes played: the server's time since the session opened plus
+    /// the page's advance, read before and after (both ends allowed, as the
+    /// window may come in between a minute's turn).
+    async fn reminded_after(&self, step_s: i64, advanced_s: i64) {
+        let before = self.session_elapsed_s().await;
+        self.execute(&format!("window.tresorClock.advance({step_s} * 1000)"))
+            .await;
+        self.wait_for("document.querySelector('#dlg-reminder').open")
+            .await;
+        let text = self.text("[data-testid=reminder-text]").await;
+        let played = self.text("[data-testid=played]").await;
+        let after = self.session_elapsed_s().await;
+        let minutes = (before + advanced_s) / 60..=(after + 1 + advanced_s) / 60;
+        assert!(
+            minutes.clone().any(|m| text.contains(&format!("{m} min"))),
+            "the window says the time played ({minutes:?} min): {text}"
+        );
+        assert!(
+            minutes
+                .clone()
+                .any(|m| played.contains(&format!("{m} min"))),
+            "the header says the time played ({minutes:?} min): {played}"
+        );
+    }
+
     /// Plays one whole game at 1 € from the game screen (the how-to window
     /// first, then four throws); returns the play as the API tells it.
     async fn play_a_game(&self) -> Value {
@@ -652,18 +702,7 @@ async fn the_reminder_window_comes_when_due_blocks_play_until_acknowledged_and_s
     );
 
     // Five minutes of play pass on the page's clock.
-    browser
-        .execute("window.tresorClock.advance(5 * 60 * 1000)")
-        .await;
-    browser
-        .wait_for("document.querySelector('#dlg-reminder').open")
-        .await;
-    let text = browser.text("[data-testid=reminder-text]").await;
-    assert!(
-        text.contains("5 min"),
-        "the window says the time played: {text}"
-    );
-    assert!(browser.text("[data-testid=played]").await.contains("5 min"));
+    browser.reminded_after(5 * 60, 5 * 60).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     browser.screenshot("account-reminder").await;
     // Escape does not dismiss it, and play waits.
@@ -682,6 +721,7 @@ async fn the_reminder_window_comes_when_due_blocks_play_until_acknowledged_and_s
         json!(true)
     );
     let balance = browser.balance_cents().await;
+    let before = browser.server_state().await;
     browser
         .execute("document.querySelector('[data-testid=play]').click()")
         .await;
@@ -694,6 +734,11 @@ async fn the_reminder_window_comes_when_due_blocks_play_until_acknowledged_and_s
         "no purchase while the reminder waits"
     );
     assert_eq!(browser.balance_cents().await, balance);
+    assert_eq!(
+        browser.server_state().await,
+        before,
+        "nothing debited, no play bought, by the server's account"
+    );
 
     // Acknowledged: play goes on, and the window does not come back before the next 5 minutes.
     browser.click("[data-testid=reminder-ok]").await;
@@ -709,14 +754,7 @@ async fn the_reminder_window_comes_when_due_blocks_play_until_acknowledged_and_s
     );
     let play = browser.play_a_game().await;
     assert_eq!(play["state"], json!("finished"));
-    browser
-        .execute("window.tresorClock.advance(5 * 60 * 1000)")
-        .await;
-    browser
-        .wait_for("document.querySelector('#dlg-reminder').open")
-        .await;
-    let text = browser.text("[data-testid=reminder-text]").await;
-    assert!(text.contains("10 min"), "{text}");
+    browser.reminded_after(5 * 60, 10 * 60).await;
     browser.click("[data-testid=reminder-ok]").await;
     browser.close_without_console_errors().await;
 }
@@ -744,6 +782,11 @@ async fn a_payment_declined_or_over_the_cap_shows_failed_or_to_refund_and_credit
     assert!(text.contains("n'a pas abouti"), "{text}");
     browser.screenshot("account-deposit-failed").await;
     assert_eq!(browser.balance_cents().await, 0);
+    assert_eq!(
+        browser.server_state().await,
+        (json!(0), vec![]),
+        "nothing credited, by the server's account"
+    );
 
     // Paid, but over the deposit cap: to refund, the reason in words, nothing credited.
     browser.ask_deposit("25").await;
@@ -756,6 +799,7 @@ async fn a_payment_declined_or_over_the_cap_shows_failed_or_to_refund_and_credit
     );
     browser.screenshot("account-deposit-to-refund").await;
     assert_eq!(browser.balance_cents().await, 0);
+    assert_eq!(browser.server_state().await, (json!(0), vec![]));
     let statement = browser.get_json("/api/account/statement").await;
     assert_eq!(statement["movements"], json!([]));
     assert_eq!(statement["balance_cents"], json!(0));

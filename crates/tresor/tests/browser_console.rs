@@ -388,6 +388,21 @@ async fn an_operator_enrols_logs_in_and_watches_the_dashboard_move_while_players
         )
         .await;
     assert_eq!(rows, json!(60));
+    // Its table reads the purchases, minute by minute: they add up to the
+    // total the server counted.
+    let cells = browser
+        .execute(
+            "return [...document.querySelectorAll('[data-testid=ppm-chart] details tbody tr')]
+               .map((row) => row.cells[1].textContent)",
+        )
+        .await;
+    let in_table: i64 = cells
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|cell| digits(cell.as_str().unwrap()))
+        .sum();
+    assert_eq!(in_table, server_total, "the chart's table: {cells}");
     let sales_rows = browser
         .execute("return document.querySelectorAll('[data-testid=sales-row] progress').length")
         .await;
@@ -403,6 +418,32 @@ async fn an_operator_enrols_logs_in_and_watches_the_dashboard_move_while_players
         json!(9),
         "three bars for each of the three stakes"
     );
+    // Each bar reads the server's figure for its stake.
+    let titles = browser
+        .execute(
+            "return [...document.querySelectorAll('[data-testid=money-chart] rect.bar title')]
+               .map((t) => t.textContent)",
+        )
+        .await;
+    let (status, dashboard) = browser.call("GET", "/console/api/dashboard").await;
+    assert_eq!(status, 200, "{dashboard}");
+    let per_stake = common::items(&dashboard["per_stake"], "stakes");
+    let mut expected = Vec::new();
+    for stake in per_stake {
+        for field in ["stakes_cents", "prizes_cents", "expected_prizes_cents"] {
+            expected.push(stake[field].as_i64().unwrap());
+        }
+    }
+    let shown: Vec<i64> = titles
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|title| {
+            let title = title.as_str().unwrap();
+            digits(title.rsplit_once(": ").expect("name: value").1)
+        })
+        .collect();
+    assert_eq!(shown, expected, "the bars' values: {titles}");
     shot(&browser, "console-dashboard").await;
 
     // A tablet's width: nothing runs off the side.
@@ -802,7 +843,29 @@ async fn each_role_sees_only_what_it_may_do_and_is_refused_the_rest(h: &Harness)
     browser
         .wait_for("document.querySelector('[data-testid=notice]').dataset.code === 'trail_ok' && document.querySelector('[data-testid=trail-last]').dataset.ok === 'true'")
         .await;
+    // The copy button puts the head's hash on the clipboard (or says it
+    // could not).
     browser.click("[data-testid=trail-copy]").await;
+    let copied = browser
+        .wait_for(
+            "document.querySelector('[data-testid=notice]').textContent.includes('copied')
+             || document.querySelector('[data-testid=notice]').dataset.code === 'copy'",
+        )
+        .await;
+    assert_eq!(copied, json!(true));
+    let notice = browser
+        .execute("return document.querySelector('[data-testid=notice]').textContent")
+        .await;
+    assert!(
+        notice.as_str().unwrap().contains("head hash is copied"),
+        "the hash was copied: {notice}"
+    );
+    let clipboard = browser
+        .execute_async(
+            "const done = arguments[arguments.length - 1];
+             navigator.clipboard.readText().then(done, (e) => done('unreadable: ' + e));",
+        )
+        .await;
     browser.click("[data-testid=trail-export]").await;
     let records = data_i64(
         &browser
@@ -822,6 +885,13 @@ async fn each_role_sees_only_what_it_may_do_and_is_refused_the_rest(h: &Harness)
         .execute("return document.querySelector('[data-testid=trail-hash]').textContent")
         .await;
     assert_eq!(shown_hash, trail["head"]["hash"]);
+    if !clipboard
+        .as_str()
+        .unwrap_or_default()
+        .starts_with("unreadable")
+    {
+        assert_eq!(clipboard, shown_hash, "the clipboard holds the head's hash");
+    }
     shot(&browser, "console-trail").await;
 
     browser.open("emissions").await;
@@ -836,4 +906,12 @@ async fn each_role_sees_only_what_it_may_do_and_is_refused_the_rest(h: &Harness)
         .wait_for("document.querySelector('[data-testid=notice]').dataset.code === 'recheck_ok'")
         .await;
     browser.close_without_console_errors().await;
+}
+
+/// The number a figure shows, its digits only ("€1,234.50" is 123450).
+fn digits(text: &str) -> i64 {
+    let digits: String = text.chars().filter(char::is_ascii_digit).collect();
+    digits
+        .parse()
+        .unwrap_or_else(|_| panic!("a number: {text:?}"))
 }

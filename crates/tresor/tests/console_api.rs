@@ -1084,7 +1084,29 @@ on_both!(
         assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
         let table = db.tresor_ok(&["operator", "list"]);
         assert!(String::from_utf8_lossy(&table.stdout).contains("alice"));
+        // Enrolled first, so that the reset has a secret to take away.
+        {
+            use tresor::service::Clock as _;
+            let (service, clock) = db.service().await;
+            let checked = service
+                .check_staff_password("alice", PASSWORD)
+                .await
+                .unwrap();
+            assert!(!checked.enrolled);
+            let secret = b"a secret of 20 bytes".to_vec();
+            let code = totp_code(&secret, clock.now_ms() / 1000);
+            service
+                .open_staff_session(&checked.member, &code, Some(secret))
+                .await
+                .unwrap();
+        }
+        assert_eq!(list(db)[0]["enrolled"], true);
         db.tresor_ok(&["operator", "reset-totp", "--username", "alice"]);
+        assert_eq!(
+            list(db)[0]["enrolled"],
+            false,
+            "the reset takes the secret away: the next login enrols again"
+        );
         db.tresor_ok(&["operator", "disable", "--username", "alice"]);
         assert_eq!(list(db)[0]["disabled"], true);
         // The disabled account's password no longer opens the console.

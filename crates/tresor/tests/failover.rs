@@ -251,6 +251,15 @@ async fn check(
     );
 }
 
+/// Polls `condition` until it holds, for at most 30 s.
+fn poll(what: &str, condition: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !condition() {
+        assert!(Instant::now() < deadline, "never: {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// `tresor audit verify` on the PostgreSQL `url`.
 fn audit_verify(url: &str) -> std::process::Output {
     common::tresor(&["audit", "verify", "--database-url", url])
@@ -277,6 +286,7 @@ async fn the_primary_killed_under_load_and_its_synchronous_standby_promoted_lose
         cluster.promote();
     });
     let promoted = fault.elapsed();
+    assert!(!cluster.answers(false), "the old primary is down");
     let resumed = load.wait_resumed(&[0, 1], fault).await;
     tokio::time::sleep(STEADY).await;
     let tallies = load.stop().await;
@@ -314,13 +324,27 @@ async fn a_commit_whose_answer_the_killed_primary_never_sent_is_found_on_the_pro
             1,
             "one WAL receiver"
         );
-        std::thread::sleep(Duration::from_millis(500));
+        poll("a COMMIT waiting for the standby", || {
+            cluster.psql(
+                false,
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep'",
+            ) != "0"
+        });
         assert!(cluster.signal(false, "postgres: postgres postgres", "STOP") > 0);
+        // Nothing writes now: the standby is to have all the primary wrote.
+        let written = cluster.psql(false, "SELECT pg_current_wal_flush_lsn()");
+        assert!(!written.is_empty(), "the primary's WAL position");
         cluster.signal(true, "postgres: walreceiver", "CONT");
-        std::thread::sleep(Duration::from_millis(500));
+        poll("the standby has the primary's WAL", || {
+            cluster.psql(
+                true,
+                &format!("SELECT pg_last_wal_receive_lsn() >= '{written}'::pg_lsn"),
+            ) == "t"
+        });
         cluster.kill(false);
         cluster.promote();
     });
+    assert!(!cluster.answers(false), "the old primary is down");
     let resumed = load.wait_resumed(&[0, 1], fault).await;
     tokio::time::sleep(STEADY).await;
     let tallies = load.stop().await;

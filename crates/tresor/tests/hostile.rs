@@ -14,6 +14,7 @@ use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde_json::{Map, Value, json};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use tower::ServiceExt;
 use tresor::service::{ManualClock, Service, Settings};
@@ -187,6 +188,9 @@ struct Case {
     content_type: Option<&'static str>,
     headers: Vec<(&'static str, String)>,
     body: Option<Vec<u8>>,
+    /// Which real play `{play}` in the path names: the player's latest
+    /// (`true`) or any of its plays, by index.
+    play: Option<(bool, prop::sample::Index)>,
 }
 
 fn percent_encode(text: &str) -> String {
@@ -405,7 +409,7 @@ fn mutate(
     Value::Object(body).to_string().into_bytes()
 }
 
-fn arb_case(logged_in: bool) -> impl Strategy<Value = Case> {
+fn arb_hostile_case(logged_in: bool) -> impl Strategy<Value = Case> {
     let any_method = prop::sample::select(vec![
         "GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS",
     ]);
@@ -498,9 +502,94 @@ fn arb_case(logged_in: bool) -> impl Strategy<Value = Case> {
                     content_type,
                     headers,
                     body,
+                    play: None,
                 }
             },
         )
+}
+
+/// A well-formed request of the logged-in player (its cookie, the CSRF
+/// header, JSON, a real play id): what reaches the business logic, to be
+/// sold, refused for want of money, for a finished play, for a cap or for an
+/// idempotency key used with another stake.
+fn arb_business_case() -> impl Strategy<Value = Case> {
+    // Mostly 2 €: 3 € buy one, and the next is refused unless it won.
+    let stake =
+        prop_oneof![6 => prop::sample::select(vec![50i64, 100, 200, 200, 200]), 1 => Just(300i64)];
+    // Mostly fresh keys; a few reused, with the same stake (a replay) or
+    // another (a conflict).
+    let key = prop_oneof![3 => "[a-z0-9]{16}", 1 => prop::sample::select(vec!["k0", "k1", "k2"]).prop_map(str::to_owned)];
+    let buy = (stake, key).prop_map(|(stake, key)| {
+        (
+            "POST",
+            "/api/plays".to_owned(),
+            Some(json!({"stake_cents": stake})),
+            Some(key),
+        )
+    });
+    let throw = Just((
+        "POST",
+        "/api/plays/{play}/throws".to_owned(),
+        Some(json!({})),
+        None,
+    ));
+    let look = prop::sample::select(vec![
+        "/api/plays/{play}",
+        "/api/plays?limit=5",
+        "/api/me",
+        "/api/limits",
+        "/api/account",
+    ])
+    .prop_map(|path| ("GET", path.to_owned(), None, None));
+    let deposit = prop::sample::select(vec![100i64, 300]).prop_map(|cents| {
+        (
+            "POST",
+            "/api/demo/deposit".to_owned(),
+            Some(json!({"amount_cents": cents})),
+            None,
+        )
+    });
+    let limits = (
+        // Mostly caps above the 3 € each player has, so that money runs
+        // out too; now and then one low enough to be reached.
+        prop::sample::select(vec![300i64, 100_000, 100_000]),
+        prop::sample::select(vec![800i64, 100_000, 100_000]),
+    )
+        .prop_map(|(deposit, stake)| {
+            (
+                "PUT",
+                "/api/limits".to_owned(),
+                Some(json!({"deposit_limit_cents": deposit, "stake_limit_cents": stake})),
+                None,
+            )
+        });
+    (
+        prop_oneof![7 => buy, 5 => throw, 2 => look, 1 => deposit, 1 => limits],
+        prop::bool::weighted(0.6),
+        any::<prop::sample::Index>(),
+    )
+        .prop_map(|((method, path, body, key), latest, index)| Case {
+            method,
+            path,
+            csrf: true,
+            cookie: Cookie::Live,
+            content_type: Some("application/json"),
+            headers: key
+                .map(|k| vec![("idempotency-key", k)])
+                .unwrap_or_default(),
+            body: body.map(|b: Value| b.to_string().into_bytes()),
+            play: Some((latest, index)),
+        })
+}
+
+/// Logged in, mostly well-formed requests (three in four) among the
+/// hostile ones; logged out, only hostile ones.
+fn arb_case(logged_in: bool) -> BoxedStrategy<Case> {
+    if logged_in {
+        prop_oneof![1 => arb_hostile_case(true), 3 => arb_business_case()].boxed()
+    } else {
+        arb_hostile_case(false).boxed()
+    }
 }
 
 /// The router under attack, its database, and the live cookie.
@@ -511,7 +600,46 @@ struct Target {
     live: Mutex<(String, u32)>,
     /// Answers seen, by status and error code (printed, to see what the
     /// generated cases reach).
-    seen: Mutex<std::collections::BTreeMap<(u16, String), u32>>,
+    seen: Mutex<BTreeMap<(u16, String), u32>>,
+    /// Answers seen, by [`Kind`]: the minimum of each is asserted.
+    kinds: Mutex<BTreeMap<Kind, u32>>,
+    /// Each purchase acknowledged (201): its play, by player number and
+    /// idempotency key, and the plays of each player in order.
+    bought: Mutex<Bought>,
+}
+
+/// The purchases the generated requests made, as they were answered.
+#[derive(Debug, Default)]
+struct Bought {
+    by_key: BTreeMap<(u32, String), i64>,
+    plays: BTreeMap<u32, Vec<i64>>,
+}
+
+/// What an answer says, for the tally: a success, a business refusal (each
+/// of its own kind) or a refusal at the door, before any handler's logic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    Success,
+    InsufficientFunds,
+    FinishedPlay,
+    Cap,
+    IdempotencyConflict,
+    Door,
+    Other,
+}
+
+impl Kind {
+    fn of(status: StatusCode, code: &str) -> Kind {
+        match (status.as_u16(), code) {
+            (200..=299, _) => Kind::Success,
+            (402, "insufficient_funds") => Kind::InsufficientFunds,
+            (409, "play_finished") => Kind::FinishedPlay,
+            (403, "stake_limit_reached" | "deposit_limit_reached") => Kind::Cap,
+            (409, "idempotency_conflict") => Kind::IdempotencyConflict,
+            (401, "unauthorized") | (403, "csrf") | (404, _) | (405, _) => Kind::Door,
+            _ => Kind::Other,
+        }
+    }
 }
 
 impl Target {
@@ -538,6 +666,8 @@ impl Target {
             service,
             live: Mutex::new((String::new(), 0)),
             seen: Mutex::default(),
+            kinds: Mutex::default(),
+            bought: Mutex::default(),
         }
     }
 
@@ -550,7 +680,8 @@ impl Target {
         (status, headers, bytes.to_vec())
     }
 
-    /// Registers a fresh player with 10 € and keeps its cookie.
+    /// Registers a fresh player with 3 € (soon spent: purchases are then
+    /// refused for want of money) and keeps its cookie.
     async fn log_in_someone(&self) {
         let n = self.live.lock().unwrap().1 + 1;
         let body = json!({"username": format!("player{n}"), "password": PASSWORD,
@@ -576,7 +707,7 @@ impl Target {
         let (status, _, _) = self
             .send(post(
                 "/api/demo/deposit",
-                json!({"amount_cents": 1000}),
+                json!({"amount_cents": 300}),
                 Some(&cookie),
             ))
             .await;
@@ -607,8 +738,25 @@ impl Target {
             .unwrap()
     }
 
+    /// The case's path, `{play}` replaced by one of the live player's plays
+    /// (its latest, or any), or by 1 while it has none.
+    fn path(&self, case: &Case) -> String {
+        let Some((latest, index)) = &case.play else {
+            return case.path.clone();
+        };
+        let player = self.live.lock().unwrap().1;
+        let bought = self.bought.lock().unwrap();
+        let id = match bought.plays.get(&player) {
+            Some(plays) if *latest => *plays.last().unwrap(),
+            Some(plays) => *index.get(plays),
+            None => 1,
+        };
+        case.path.replace("{play}", &id.to_string())
+    }
+
     fn request(&self, case: &Case) -> Option<Request<Body>> {
-        let mut request = Request::builder().method(case.method).uri(&case.path);
+        let path = self.path(case);
+        let mut request = Request::builder().method(case.method).uri(&path);
         if case.csrf {
             request = request.header("x-requested-with", "tresor");
         }
@@ -670,10 +818,24 @@ impl Target {
             .unwrap()
             .entry((status.as_u16(), code.clone()))
             .or_default() += 1;
-        if status.is_success() {
-            // Accepted: whatever it wrote is its own, and the trail grows
-            // only forward.
+        *self
+            .kinds
+            .lock()
+            .unwrap()
+            .entry(Kind::of(status, &code))
+            .or_default() += 1;
+        let purchase = case.method == "POST" && case.path.split('?').next() == Some("/api/plays");
+        if status == StatusCode::CREATED && purchase {
+            self.acknowledged(case, &body, before, after);
+        } else if status.is_success() && matches!(case.method, "GET" | "HEAD") {
+            assert_eq!(after, before, "a read wrote to the trail: {case:?}");
+        } else if status.is_success() {
+            // Accepted (a logout without a session writes nothing): what it
+            // wrote, money moved included, keeps the ledger balanced.
             assert!(after.0 >= before.0, "{case:?}");
+            if after != before {
+                common::assert_ledger_balances(&self.service.db).await;
+            }
         } else if code == "invalid_credentials" {
             assert_eq!(
                 after.0,
@@ -687,6 +849,62 @@ impl Target {
                 "a refusal ({status} {code}) left a record: {case:?}"
             );
         }
+    }
+
+    /// A purchase answered 201: a new play, recorded on the trail, under a
+    /// new key; or, under a key already used with the same stake, the same
+    /// play again.
+    fn acknowledged(&self, case: &Case, body: &[u8], before: (i64, String), after: (i64, String)) {
+        let play: Value = serde_json::from_slice(body).expect("a play as JSON");
+        let id = play["id"]
+            .as_i64()
+            .unwrap_or_else(|| panic!("a play id: {play}"));
+        let key = case
+            .headers
+            .iter()
+            .find(|(name, _)| *name == "idempotency-key")
+            .map(|(_, key)| key.clone())
+            .expect("a purchase answered 201 had a key");
+        assert!(after.0 > before.0, "a purchase is on the trail: {case:?}");
+        let player = self.live.lock().unwrap().1;
+        let mut bought = self.bought.lock().unwrap();
+        match bought.by_key.get(&(player, key.clone())) {
+            Some(&earlier) => assert_eq!(earlier, id, "a replay shows the same play: {case:?}"),
+            None => {
+                assert!(
+                    !bought.by_key.values().any(|&other| other == id),
+                    "play {id} acknowledged under two keys: {case:?}"
+                );
+                bought.by_key.insert((player, key), id);
+                bought.plays.entry(player).or_default().push(id);
+            }
+        }
+    }
+
+    /// The plays stored are exactly the purchases acknowledged, each the
+    /// player's it was sold to.
+    async fn plays_are_the_acknowledged_ones(&self) -> usize {
+        let stored: BTreeMap<i64, String> = sqlx::query_as::<_, (i64, String)>(
+            "SELECT p.id, pl.username FROM plays p JOIN players pl ON pl.id = p.player_id",
+        )
+        .fetch_all(&self.service.db.pool)
+        .await
+        .unwrap()
+        .into_iter()
+        .collect();
+        let bought = self.bought.lock().unwrap();
+        let acknowledged: BTreeMap<i64, String> = bought
+            .by_key
+            .iter()
+            .map(|((player, _), id)| (*id, format!("player{player}")))
+            .collect();
+        assert_eq!(
+            stored, acknowledged,
+            "every acknowledged purchase is stored once, for its player, and nothing else"
+        );
+        let ids: BTreeSet<i64> = bought.plays.values().flatten().copied().collect();
+        assert_eq!(ids.len(), acknowledged.len());
+        acknowledged.len()
     }
 
     async fn ledger_and_trail_hold(&self) -> i64 {
@@ -753,16 +971,36 @@ async fn generated_requests_never_fail_the_server_nor_change_anything_when_refus
         )
         .await;
     assert_eq!(status, StatusCode::CREATED);
-    attack(&target, false, 300, 7);
+    attack(&target, false, 200, 7);
     target.log_in_someone().await;
-    attack(&target, true, 300, 11);
+    attack(&target, true, 400, 11);
     let records = target.ledger_and_trail_hold().await;
+    let plays = target.plays_are_the_acknowledged_ones().await;
+    let kinds = target.kinds.lock().unwrap().clone();
     eprintln!(
-        "{:?}: 600 generated requests in {:.1} s, {records} trail records; answers: {:?}",
+        "{:?}: 600 generated requests in {:.1} s, {records} trail records, {plays} plays; \
+         kinds: {kinds:?}; answers: {:?}",
         db.backend,
         started.elapsed().as_secs_f64(),
         target.seen.lock().unwrap()
     );
+    // The cases reach the business logic, not only the door: each kind of
+    // answer at least this often (the seeds are fixed).
+    for (kind, least) in [
+        (Kind::Success, 150),
+        (Kind::InsufficientFunds, 5),
+        (Kind::FinishedPlay, 10),
+        (Kind::Cap, 3),
+        (Kind::IdempotencyConflict, 3),
+        (Kind::Door, 50),
+    ] {
+        let seen = kinds.get(&kind).copied().unwrap_or(0);
+        assert!(
+            seen >= least,
+            "{kind:?}: {seen} answers, fewer than {least}: {kinds:?}"
+        );
+    }
+    assert!(plays >= 25, "only {plays} purchases sold");
 }
 
 on_both!(generated_requests_never_fail_the_server_nor_change_anything_when_refused);
@@ -774,7 +1012,7 @@ fn the_generated_cases_reach_every_endpoint() {
         TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]),
     );
     let strategy = arb_case(true);
-    let mut paths = std::collections::BTreeSet::new();
+    let mut paths = BTreeSet::new();
     for _ in 0..5000 {
         let case = strategy.new_tree(&mut runner).unwrap().current();
         let path = case.path.split('?').next().unwrap().to_owned();

@@ -38,11 +38,20 @@ async fn post_ok(
         .unwrap_or_else(|| panic!("{url} answers with JSON"))
 }
 
-/// What one player saw: each acknowledged play with its unit, and whether it
-/// finished it.
+/// One acknowledged play: its id, its unit (block, index), which server
+/// sold it, and whether the player finished it.
+#[derive(Debug, Clone, Copy)]
+struct Sold {
+    id: i64,
+    unit: (i64, i64),
+    server: usize,
+    finished: bool,
+}
+
+/// What one player saw: each acknowledged play.
 #[derive(Debug, Default)]
 struct Seen {
-    plays: Vec<(i64, (i64, i64), bool)>,
+    plays: Vec<Sold>,
 }
 
 on_postgres!(two_servers_on_one_postgres_sell_each_unit_once_and_keep_every_account_right);
@@ -71,11 +80,8 @@ async fn two_servers_on_one_postgres_sell_each_unit_once_and_keep_every_account_
             let mut n = 0usize;
             while Instant::now() < deadline {
                 n += 1;
-                let server = if traveller {
-                    &bases[n % 2]
-                } else {
-                    &bases[p % 2]
-                };
+                let seller = if traveller { n % 2 } else { p % 2 };
+                let server = &bases[seller];
                 let key = format!("p{p}-n{n}");
                 let (status, play) = post_ok(
                     &client,
@@ -114,7 +120,12 @@ async fn two_servers_on_one_postgres_sell_each_unit_once_and_keep_every_account_
                         assert_eq!(status, 200, "throw on {server}: {body}");
                     }
                 }
-                seen.plays.push((id, unit, finish));
+                seen.plays.push(Sold {
+                    id,
+                    unit,
+                    server: seller,
+                    finished: finish,
+                });
             }
             seen
         }));
@@ -149,7 +160,7 @@ async fn two_servers_on_one_postgres_sell_each_unit_once_and_keep_every_account_
                 None => break,
             }
         }
-        let ids: BTreeSet<i64> = seen.plays.iter().map(|(id, _, _)| *id).collect();
+        let ids: BTreeSet<i64> = seen.plays.iter().map(|sold| sold.id).collect();
         assert_eq!(
             listed, ids,
             "player{p}'s history holds exactly the plays it was sold"
@@ -166,7 +177,7 @@ async fn two_servers_on_one_postgres_sell_each_unit_once_and_keep_every_account_
     // No unit sold twice, and each block's counter matches its plays.
     let units: Vec<(i64, i64)> = seen
         .iter()
-        .flat_map(|s| s.plays.iter().map(|(_, unit, _)| *unit))
+        .flat_map(|s| s.plays.iter().map(|sold| sold.unit))
         .collect();
     let distinct: BTreeSet<(i64, i64)> = units.iter().copied().collect();
     assert_eq!(
@@ -193,18 +204,44 @@ async fn two_servers_on_one_postgres_sell_each_unit_once_and_keep_every_account_
         plays as usize, acknowledged,
         "one play per acknowledged purchase"
     );
-    // Blocks are the shards: each server sold from its own block.
-    let by_block: HashMap<i64, i64> =
-        sqlx::query_as::<_, (i64, i64)>("SELECT block_id, COUNT(*) FROM plays GROUP BY block_id")
+    // Blocks are the shards: each server sold from its own block, the
+    // `--block-offset`-th open block of the stake by id (no block sells
+    // out: a block has 450,000 units).
+    let blocks: Vec<i64> =
+        sqlx::query_scalar("SELECT id FROM blocks WHERE stake_cents = 50 ORDER BY id")
             .fetch_all(pool)
             .await
-            .unwrap()
-            .into_iter()
-            .collect();
+            .unwrap();
+    assert!(blocks.len() >= 2, "a block for each server: {blocks:?}");
+    let mut by_server = [0usize; 2];
+    for sold in seen.iter().flat_map(|s| &s.plays) {
+        assert_eq!(
+            sold.unit.0, blocks[sold.server],
+            "play {} sold by server {} from its own block",
+            sold.id, sold.server
+        );
+        by_server[sold.server] += 1;
+    }
     assert!(
-        by_block.len() >= 2,
-        "the two servers sold from different blocks: {by_block:?}"
+        by_server.iter().all(|&n| n > 0),
+        "both servers sold: {by_server:?}"
     );
+    let stored: Vec<(i64, i64)> = sqlx::query_as("SELECT id, block_id FROM plays")
+        .fetch_all(pool)
+        .await
+        .unwrap();
+    let sold_from: HashMap<i64, i64> = seen
+        .iter()
+        .flat_map(|s| &s.plays)
+        .map(|sold| (sold.id, sold.unit.0))
+        .collect();
+    for (id, block) in &stored {
+        assert_eq!(
+            sold_from.get(id),
+            Some(block),
+            "play {id} stored in the block its purchase named"
+        );
+    }
 
     // Every win credited once: one prize transfer per finished winning play,
     // of its prize, and none for a play still in progress.
@@ -217,15 +254,27 @@ async fn two_servers_on_one_postgres_sell_each_unit_once_and_keep_every_account_
         wrong, 0,
         "every win is credited exactly once, and only wins"
     );
-    let finished_by_players: usize = seen
+    // Every game played to the end is finished, named by its play id.
+    let finished: BTreeSet<i64> =
+        sqlx::query_scalar("SELECT id FROM plays WHERE state = 'finished'")
+            .fetch_all(pool)
+            .await
+            .unwrap()
+            .into_iter()
+            .collect();
+    let played_out: Vec<i64> = seen
         .iter()
-        .map(|s| s.plays.iter().filter(|(_, _, f)| *f).count())
-        .sum();
-    let finished: i64 = scalar(pool, "SELECT COUNT(*) FROM plays WHERE state = 'finished'").await;
-    assert!(
-        finished as usize >= finished_by_players,
-        "every game played to the end is finished"
-    );
+        .flat_map(|s| &s.plays)
+        .filter(|sold| sold.finished)
+        .map(|sold| sold.id)
+        .collect();
+    assert!(!played_out.is_empty(), "games were played to the end");
+    for id in played_out {
+        assert!(
+            finished.contains(&id),
+            "play {id}, played to the end, is finished"
+        );
+    }
     store.pool.close().await;
 
     // The game trail written by both servers is one unbroken chain.

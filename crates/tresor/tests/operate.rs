@@ -35,9 +35,9 @@ fn report_json(db: &TestDb, extra: &[&str]) -> Value {
 
 fn blocks_of(report: &Value) -> Vec<Value> {
     let mut blocks = Vec::new();
-    for emission in report["emissions"].as_array().expect("emissions") {
-        for stake in emission["stakes"].as_array().expect("stakes") {
-            for block in stake["blocks"].as_array().expect("blocks") {
+    for emission in common::items(&report["emissions"], "emissions") {
+        for stake in common::items(&emission["stakes"], "stakes") {
+            for block in common::items(&stake["blocks"], "blocks") {
                 blocks.push(block.clone());
             }
         }
@@ -139,7 +139,7 @@ async fn report_figures_equal_the_ledger_summed_independently(db: &TestDb) {
         assert_eq!(f["wins_won_cents"], json!(s.won), "block {id}");
         assert_eq!(f["wins_credited_cents"], json!(s.credited), "block {id}");
         assert_eq!(f["wins_pending_cents"], json!(s.pending), "block {id}");
-        for level in f["levels"].as_array().expect("levels") {
+        for level in common::items(&f["levels"], "levels") {
             let n = level["level"].as_u64().expect("a level") as u8;
             let sold = s.per_level.get(&n).copied().unwrap_or(0);
             assert_eq!(level["units_sold"], json!(sold), "block {id} level {n}");
@@ -170,10 +170,45 @@ async fn report_figures_equal_the_ledger_summed_independently(db: &TestDb) {
     .await;
     assert_eq!(balances, 0, "all balances sum to zero");
 
-    // The other formats say the same.
+    // The other formats say the same: each CSV line's figures are the
+    // JSON's, for its block, its stake or the emission.
     let output = db.tresor_ok(&["report", "--format", "csv"]);
     let csv = String::from_utf8_lossy(&output.stdout);
     assert_eq!(csv.lines().count(), 1 + 3 * 2 + 1, "{csv}");
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().expect("a header").split(',').collect();
+    let mut compared = 0;
+    for line in lines {
+        let row: std::collections::HashMap<&str, &str> =
+            header.iter().copied().zip(line.split(',')).collect();
+        assert_eq!(row.len(), header.len(), "{line}");
+        let emission = &report["emissions"][0];
+        let figures = match row["scope"] {
+            "block" => blocks
+                .iter()
+                .find(|b| row["block"].parse::<i64>().ok() == b["id"].as_i64())
+                .map(|b| &b["figures"])
+                .expect("a block of the JSON"),
+            "stake" => common::items(&emission["stakes"], "stakes")
+                .iter()
+                .find(|s| row["stake_cents"].parse::<i64>().ok() == s["stake_cents"].as_i64())
+                .map(|s| &s["figures"])
+                .expect("a stake of the JSON"),
+            "emission" => &emission["figures"],
+            other => panic!("scope {other}"),
+        };
+        for field in [
+            "units_sold",
+            "stakes_taken_cents",
+            "wins_won_cents",
+            "wins_credited_cents",
+            "wins_pending_cents",
+        ] {
+            assert_eq!(row[field], figures[field].to_string(), "{field} in {line}");
+        }
+        compared += 1;
+    }
+    assert_eq!(compared, 3 * 2 + 1);
     db.tresor_ok(&["report"]);
     let output = db.tresor(&["report", "--emission", "99"]);
     assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
@@ -354,7 +389,9 @@ async fn a_sold_out_block_reports_exactly_its_table(db: &TestDb) {
             + f["wins_pending_cents"].as_i64().expect("pending"),
         stake.block_prizes_cents()
     );
-    for (level, spec) in f["levels"].as_array().expect("levels").iter().zip(&LEVELS) {
+    let levels = common::items(&f["levels"], "levels");
+    assert_eq!(levels.len(), LEVELS.len(), "every level of the table");
+    for (level, spec) in levels.iter().zip(&LEVELS) {
         assert_eq!(level["units_sold"], json!(spec.units_per_block));
         assert_eq!(level["units_left"], json!(0));
         assert_eq!(
@@ -410,7 +447,7 @@ async fn a_suspended_block_is_not_sold_and_sales_go_on_from_another_block(db: &T
 
     // Suspended blocks keep their secrets.
     let listed = api.get("/api/blocks").await;
-    for block in listed.body["blocks"].as_array().expect("blocks") {
+    for block in common::items(&listed.body["blocks"], "blocks") {
         assert_eq!(block["state"], "suspended");
         assert_eq!(block["secret"], Value::Null);
     }
@@ -571,7 +608,7 @@ async fn the_public_block_list_never_shows_the_secret_of_a_block_on_sale(db: &Te
                 .contains(&hex::encode_upper(secret).to_lowercase())
         );
     }
-    for block in answer.body["blocks"].as_array().expect("blocks") {
+    for block in common::items(&answer.body["blocks"], "blocks") {
         assert_eq!(block["secret"], Value::Null, "{block}");
     }
     // Nor does the trail or its export hold any secret.
@@ -589,7 +626,7 @@ async fn the_public_block_list_never_shows_the_secret_of_a_block_on_sale(db: &Te
     // commitment.
     db.tresor_ok(&["emission", "close", &emission.to_string()]);
     let answer = api.get("/api/blocks").await;
-    for block in answer.body["blocks"].as_array().expect("blocks") {
+    for block in common::items(&answer.body["blocks"], "blocks") {
         let secret = block["secret"].as_str().expect("published");
         assert_eq!(
             tresor::service::sha256_hex(&hex::decode(secret).expect("hex")),

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 on_sqlite!(
     the_metrics_count_purchases_and_failed_logins_and_show_sales_readiness_and_the_queue,
@@ -574,7 +574,11 @@ fn promtool(args: &[&str], dir: &Path) {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    assert!(started.elapsed() < Duration::from_secs(60));
+    // Measured, not asserted: a loaded machine may be slow.
+    eprintln!(
+        "promtool {args:?}: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
 }
 
 /// `alerts.yml` without its annotations: `promtool test rules` compares

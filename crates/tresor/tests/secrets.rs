@@ -101,7 +101,10 @@ async fn no_block_secret_is_stored_in_clear(db: &TestDb) {
         .unwrap();
     assert!(clear.iter().all(Vec::is_empty), "the clear column is empty");
     // Published, each secret still matches its commitment.
-    for ((id, secret), shown) in block_secrets(&store).await.iter().zip(&secrets) {
+    let published = block_secrets(&store).await;
+    assert!(!secrets.is_empty(), "blocks to compare");
+    assert_eq!(published.len(), secrets.len(), "every block's secret");
+    for ((id, secret), shown) in published.iter().zip(&secrets) {
         assert_eq!(secret.as_bytes(), shown.as_bytes(), "block {id}");
     }
 }
@@ -141,6 +144,12 @@ async fn the_clear_secrets_of_an_older_database_are_sealed_at_its_first_start(db
     }
     let store = db.connect().await;
     let sealed = block_secrets(&store).await;
+    assert!(!secrets.is_empty(), "blocks to compare");
+    assert_eq!(
+        sealed.iter().map(|(id, _)| id).collect::<Vec<_>>(),
+        secrets.iter().map(|(id, _)| id).collect::<Vec<_>>(),
+        "the same blocks"
+    );
     for ((id, before), (_, after)) in secrets.iter().zip(&sealed) {
         assert_eq!(
             before.as_bytes(),
@@ -262,6 +271,12 @@ async fn a_rotation_reseals_every_secret_under_the_new_key_and_keeps_every_outco
         .unwrap()
         .with_secrets_key(SecretsKey::parse_hex(&new_key).unwrap());
     let after = block_secrets(&store).await;
+    assert!(!before.is_empty(), "blocks to compare");
+    assert_eq!(
+        after.iter().map(|(id, _)| id).collect::<Vec<_>>(),
+        before.iter().map(|(id, _)| id).collect::<Vec<_>>(),
+        "the same blocks"
+    );
     for ((id, a), (_, b)) in before.iter().zip(&after) {
         assert_eq!(a.as_bytes(), b.as_bytes(), "block {id} keeps its secret");
     }

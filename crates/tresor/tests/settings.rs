@@ -6,8 +6,9 @@
 
 mod common;
 
-use common::{Server, TestDb, describe, free_port};
+use common::{Server, TestDb, cookie_client, describe, free_port, now_ms, post};
 use serde_json::Value;
+use serde_json::json;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
@@ -74,6 +75,51 @@ async fn plain_tresor_serves_with_the_settings_of_tresor_serve(db: &TestDb) {
     wait_for(&format!("http://127.0.0.1:{admin_port}/metrics")).await;
     // A database that is not the default one is not created in demo mode.
     assert_eq!(status(&base).await["demo"], false);
+
+    // TRESOR_SESSION_IDLE_S=120: a session unused for 110 s still holds
+    // (so does one under the default 30 minutes), one unused for 121 s has
+    // ended (under the default it would hold). The session is aged in the
+    // database rather than by waiting.
+    let player = cookie_client();
+    // Not a demo database: an account is opened with an identity.
+    let opening = json!({
+        "username": "ana", "password": "a long password", "accept_rules": true,
+        "iban": "FR7630006000011234567890189",
+        "identity": {"birth_name": "Martin", "first_names": "Ana", "birth_date": "1990-02-03",
+                     "birth_place": "Lyon", "address": "2 rue du Port, Lyon"},
+    });
+    let (code, body) = post(&player, &format!("{base}/api/account/open"), &opening, None)
+        .await
+        .expect("the server answers the registration");
+    assert_eq!(code, 201, "{body}");
+    let store = db.connect().await;
+    let age = |seconds: i64| {
+        let pool = store.pool.clone();
+        async move {
+            let aged = sqlx::query("UPDATE sessions SET last_seen_at_ms = $1")
+                .bind(now_ms() - seconds * 1000)
+                .execute(&pool)
+                .await
+                .expect("age the session");
+            assert_eq!(aged.rows_affected(), 1, "one session");
+        }
+    };
+    age(110).await;
+    let me = player.get(format!("{base}/api/me")).send().await.unwrap();
+    assert_eq!(me.status(), 200, "a session unused for 110 s still holds");
+    age(121).await;
+    let me = player.get(format!("{base}/api/me")).send().await.unwrap();
+    assert_eq!(me.status(), 401, "a session unused for 121 s has ended");
+    let error: Value = me.json().await.unwrap();
+    assert_eq!(error["error"]["reason"], "session_idle", "{error}");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("after 2 minutes without activity"),
+        "{error}"
+    );
+    store.pool.close().await;
 }
 
 async fn demo_mode_is_never_switched_on_for_an_existing_database_created_without_it(db: &TestDb) {
@@ -329,4 +375,18 @@ async fn an_operator_listener_off_loopback_is_refused_unless_allowed() {
     ]);
     assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a loopback address"));
+
+    // Allowed: it serves the metrics on every address, 127.0.0.1 included.
+    let (port, admin_port) = (free_port(), free_port());
+    let mut command = common::tresor_command();
+    command
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["--admin-listen", &format!("0.0.0.0:{admin_port}")])
+        .arg("--admin-allow-remote")
+        .args(db.db_args())
+        .stdout(Stdio::null());
+    db.env(&mut command);
+    let _server = Running(command.spawn().expect("start tresor"));
+    wait_for(&format!("http://127.0.0.1:{admin_port}/metrics")).await;
+    wait_for(&format!("http://127.0.0.1:{port}/healthz")).await;
 }

@@ -5,7 +5,7 @@
 //! the webhook calls, so the whole deposit loop runs on one machine.
 
 use super::api::{
-    ActingPlayer, Body, CurrentPlayer, PageQuery, Params, cross_site, logged_in,
+    ActingPlayer, Body, CurrentPlayer, PageQuery, Params, PathId, cross_site, logged_in,
     require_csrf_proof, session_cookie, session_token,
 };
 use super::throttle::{ClientAddress, Throttles};
@@ -15,7 +15,7 @@ use crate::error::Error;
 use crate::protect::Limits;
 use crate::service::{AccountView, Opening, Registration};
 use axum::body::Bytes;
-use axum::extract::{Form, Path, Query, State};
+use axum::extract::{Form, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware;
 use axum::response::{Html, IntoResponse, Redirect, Response};
@@ -243,11 +243,13 @@ fn id_of(text: &str) -> Result<i64, ApiError> {
 async fn deposit(
     State(state): State<AppState>,
     current: CurrentPlayer,
-    Path(id): Path<String>,
+    PathId(id): PathId,
 ) -> Result<Response, ApiError> {
+    // PathId: a segment that is not UTF-8 or not a number is a JSON 404,
+    // like any other API error (axum's own rejection is plain text).
     let deposit = state
         .service
-        .deposit_of(Some(current.player.id), id_of(&id)?)
+        .deposit_of(Some(current.player.id), id)
         .await?;
     Ok(Json(deposit).into_response())
 }
@@ -297,12 +299,9 @@ async fn withdrawals(
 async fn cancel_withdrawal(
     State(state): State<AppState>,
     current: ActingPlayer,
-    Path(id): Path<String>,
+    PathId(id): PathId,
 ) -> Result<Response, ApiError> {
-    let withdrawal = state
-        .service
-        .cancel_withdrawal(&current.player, id_of(&id)?)
-        .await?;
+    let withdrawal = state.service.cancel_withdrawal(&current.player, id).await?;
     Ok(Json(withdrawal).into_response())
 }
 

@@ -10,7 +10,7 @@ use tresor_game::{Content, Symbol, evaluate};
 
 fn revealed(play: &Value) -> Vec<Symbol> {
     let mut symbols = Vec::new();
-    for throw in play["scenario"]["throws"].as_array().unwrap() {
+    for throw in crate::common::items(&play["scenario"]["throws"], "throws") {
         for opened in throw["opened"].as_array().unwrap() {
             let content: Content = serde_json::from_value(opened["content"].clone()).unwrap();
             symbols.extend(content.symbol());
@@ -184,7 +184,7 @@ on_both!(
     |app| {
         app.player("ana", 500).await;
         let (_, blocks) = app.get("/api/blocks").await;
-        for block in blocks["blocks"].as_array().unwrap() {
+        for block in crate::common::items(&blocks["blocks"], "blocks") {
             assert_eq!(block["secret"], Value::Null, "no secret while on sale");
             assert_eq!(block["state"], "open");
         }
@@ -195,7 +195,7 @@ on_both!(
         assert_eq!(status, StatusCode::CONFLICT);
         assert_eq!(error["error"]["code"], "sold_out");
         let (_, blocks) = app.get("/api/blocks").await;
-        for block in blocks["blocks"].as_array().unwrap() {
+        for block in crate::common::items(&blocks["blocks"], "blocks") {
             assert_eq!(block["state"], "closed");
             let secret =
                 tresor_game::BlockSecret::parse_hex(block["secret"].as_str().unwrap()).unwrap();

@@ -315,18 +315,41 @@ impl Cluster {
     }
 
     /// SIGKILLs the server and every process of it, as a machine's crash
-    /// would stop it, and waits until its port is free.
+    /// would stop it, and waits until they are gone and its port refuses
+    /// connections. Panics if there is no such server to kill: a kill that
+    /// did nothing would let a failover test pass on the old primary.
     pub fn kill(&self, standby: bool) {
-        let Some(postmaster) = self.postmaster(standby) else {
-            return;
-        };
-        // A stale postmaster.pid (after a kill) may name a process that is
-        // no longer this server's: only its own postmaster is killed.
+        let instance = self.instance(standby);
+        let postmaster = self.postmaster(standby).unwrap_or_else(|| {
+            panic!(
+                "no postmaster.pid to read in {}: the server to kill is not running",
+                instance.data.display()
+            )
+        });
+        assert!(
+            self.is_own_postmaster(standby, postmaster),
+            "process {postmaster} named by {}/postmaster.pid is not that server's postmaster",
+            instance.data.display()
+        );
+        self.kill_postmaster(postmaster);
+        assert!(
+            !self.answers(standby),
+            "the killed server on port {} still accepts connections",
+            instance.port
+        );
+    }
+
+    /// Whether `pid` is the postmaster of the primary (or the standby): a
+    /// stale postmaster.pid (after a kill) may name a process that is no
+    /// longer this server's.
+    fn is_own_postmaster(&self, standby: bool, pid: u32) -> bool {
         let data = self.instance(standby).data.display().to_string();
-        let cmdline = std::fs::read(format!("/proc/{postmaster}/cmdline")).unwrap_or_default();
-        if !String::from_utf8_lossy(&cmdline).contains(&data) {
-            return;
-        }
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        String::from_utf8_lossy(&cmdline).contains(&data)
+    }
+
+    /// SIGKILLs `postmaster` and its children and waits until they are gone.
+    fn kill_postmaster(&self, postmaster: u32) {
         let mut pids = children(postmaster);
         pids.push(postmaster);
         for pid in &pids {
@@ -338,10 +361,20 @@ impl Cluster {
         while pids
             .iter()
             .any(|pid| Path::new(&format!("/proc/{pid}")).exists())
-            && Instant::now() < deadline
         {
+            assert!(
+                Instant::now() < deadline,
+                "the killed server's processes {pids:?} did not go within 10 s"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Whether the primary (or the standby) accepts a TCP connection on its
+    /// port.
+    pub fn answers(&self, standby: bool) -> bool {
+        let address = std::net::SocketAddr::from(([127, 0, 0, 1], self.instance(standby).port));
+        std::net::TcpStream::connect_timeout(&address, Duration::from_secs(2)).is_ok()
     }
 
     /// Sends `signal` (`STOP`, `CONT`) to the processes of the primary (or
@@ -450,7 +483,20 @@ impl Drop for Cluster {
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .status();
-            self.kill(standby);
+            // Whatever is left, quietly: a test may have killed it already,
+            // and a panic in a drop would hide the test's own failure.
+            if let Some(postmaster) = self.postmaster(standby)
+                && self.is_own_postmaster(standby, postmaster)
+            {
+                let mut pids = children(postmaster);
+                pids.push(postmaster);
+                for pid in &pids {
+                    let _ = Command::new("kill")
+                        .args(["-KILL", &pid.to_string()])
+                        .stderr(Stdio::null())
+                        .status();
+                }
+            }
         }
         // The temporary folder goes with `root`.
     }

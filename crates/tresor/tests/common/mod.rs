@@ -68,6 +68,16 @@ pub fn now_ms() -> i64 {
         .as_millis() as i64
 }
 
+/// The items of a JSON array that must hold some: a loop over them then
+/// checks something (an empty or missing array panics, naming `what`).
+pub fn items<'a>(value: &'a serde_json::Value, what: &str) -> &'a [serde_json::Value] {
+    let items = value
+        .as_array()
+        .unwrap_or_else(|| panic!("{what}: not an array: {value}"));
+    assert!(!items.is_empty(), "{what}: none");
+    items
+}
+
 /// One test's world: its database, and what starts on it.
 #[derive(Debug)]
 pub struct Harness {
