@@ -384,6 +384,9 @@ async fn an_operator_listener_off_loopback_is_refused_unless_allowed() {
         .args(["--admin-listen", &format!("0.0.0.0:{admin_port}")])
         .arg("--admin-allow-remote")
         .args(db.db_args())
+        // Real money needs the provider's page and a secret shared with it.
+        .env("TRESOR_PAYMENT_WEBHOOK_SECRET", SECRET)
+        .env("TRESOR_PAYMENT_PAY_URL", PAY_URL)
         .stdout(Stdio::null());
     db.env(&mut command);
     let _server = Running(command.spawn().expect("start tresor"));
