@@ -178,11 +178,22 @@ impl Plug {
         }
     }
 
-    pub fn unplug(&self) {
+    /// Cuts every connection and refuses new ones; returns once each cut
+    /// connection is closed, so that what is asked next meets the cut.
+    pub async fn unplug(&self) {
+        let pumps = self.cut();
+        for pump in pumps {
+            let _ = pump.await;
+        }
+    }
+
+    fn cut(&self) -> Vec<JoinHandle<()>> {
         self.up.store(false, Ordering::SeqCst);
-        for pump in self.pumps.lock().unwrap().drain(..) {
+        let pumps: Vec<_> = self.pumps.lock().unwrap().drain(..).collect();
+        for pump in &pumps {
             pump.abort();
         }
+        pumps
     }
 
     pub fn plug(&self) {
@@ -192,7 +203,7 @@ impl Plug {
 
 impl Drop for Plug {
     fn drop(&mut self) {
-        self.unplug();
+        self.cut();
         self.accept.abort();
     }
 }
