@@ -495,7 +495,11 @@ async fn batch_through_a_cut(
     buyers.extend(others.iter().cloned());
     let gate = hold_writer(&service).await;
     let queue = CreditAndPurchases::queue(&service, &ana, others, 0).await;
-    proxy.arm(cut);
+    // The holding job's own batch commits first (a job that succeeds is a
+    // write): it is let through, and the purchases' batch is the one cut.
+    // Cutting the first COMMIT would cut the holding job's batch, leaving the
+    // purchases' batch to commit normally and the claims below untested.
+    proxy.arm_after(cut, 1);
     gate.release().await;
     let bought = queue.answers(&service, &ana).await;
     assert_eq!(proxy.cuts(), 1, "the COMMIT was cut");

@@ -47,7 +47,9 @@ async fn readyz(base: &str) -> (u16, Value) {
 }
 
 /// Polls `/readyz` every 20 ms until it answers `status`; how long that
-/// took. Fails after `limit`.
+/// took. Fails after `limit`: a generous bound on a condition awaited, not a
+/// claim about speed (a loaded 2-core machine may be slow; a server that
+/// never gets there fails all the same).
 async fn readyz_becomes(base: &str, status: u16, limit: Duration) -> Duration {
     let started = Instant::now();
     loop {
@@ -189,10 +191,23 @@ async fn a_writer_that_panics_mid_load_fails_its_callers_fast_and_restarts(db: &
             attempt.body
         );
     }
+    // Failed fast: each failure is the writer's own refusal (answered at
+    // once while it restarts, or at once for the batch that panicked), never
+    // a caller left waiting until the server's 30 s time limit (408 timeout)
+    // or the client's (no answer, caught above).
+    for attempt in &failed {
+        let message = attempt.body["error"]["message"].as_str().unwrap_or("");
+        assert!(
+            message.contains("the writer is restarting")
+                || message.contains("the writer failed during this request"),
+            "{}",
+            attempt.body
+        );
+    }
     let slowest = attempts.iter().map(|a| a.took).max().unwrap();
     assert!(
-        slowest < Duration::from_secs(5),
-        "no caller is left hanging (slowest answer: {slowest:?})"
+        slowest < Duration::from_secs(20),
+        "no caller is left hanging (slowest answer: {slowest:?}; the server's limit is 30 s)"
     );
     let first_failure = failed
         .iter()
@@ -208,14 +223,19 @@ async fn a_writer_that_panics_mid_load_fails_its_callers_fast_and_restarts(db: &
         .find(|(_, status)| *status == 503)
         .map(|(at, _)| *at)
         .expect("/readyz failed while the writer was down");
+    // /readyz went unready while purchases were still failing: the outage
+    // lasts over 3 s (its last pause alone 1.6 s, polled every 25 ms), so a
+    // readiness that follows the writer is seen unready well before the last
+    // failure, however loaded the machine.
     assert!(
-        first_unready < first_failure + Duration::from_secs(1),
-        "/readyz failed within 1 s of the first failed purchase ({first_unready:?} against {first_failure:?})"
+        first_unready < last_failure,
+        "/readyz failed while the writer was down ({first_unready:?}, purchases failed from \
+         {first_failure:?} to {last_failure:?})"
     );
     // The writer is back: the same process serves again (each player buys
     // again below, retrying its failed keys). Under load the six restarts may
     // outlast the load itself, so a player's last attempt may have failed.
-    readyz_becomes(&base, 200, Duration::from_secs(5)).await;
+    readyz_becomes(&base, 200, Duration::from_secs(30)).await;
     let metrics = reqwest::get(format!("{}/metrics", server.admin_base))
         .await
         .unwrap()
@@ -324,10 +344,15 @@ async fn a_writer_that_cannot_open_its_sqlite_file_is_not_ready_and_recovers_by_
     let clock = Arc::new(ManualClock::new(common::now_ms()));
     let service = Service::new(store, clock, settings());
     let base = serve(&service).await;
-    let became_unready = readyz_becomes(&base, 503, Duration::from_secs(1)).await;
+    let became_unready = readyz_becomes(&base, 503, Duration::from_secs(30)).await;
     let (status, body) = readyz(&base).await;
     assert_eq!(status, 503, "{body}");
-    // A write is refused at once, not left waiting.
+    // A write is refused at once, not left waiting: refused for the outage
+    // (its first read, or the writer, finds no database), answered while the
+    // file is still missing (so not after waiting for it), well before the
+    // 30 s at which a waiting request would end (the pool's wait for a
+    // connection, the server's time limit answering 408 timeout). The bound
+    // is generous: a loaded machine answers in far less.
     let client = cookie_client();
     let asked = Instant::now();
     let (status, body) = post(
@@ -345,9 +370,10 @@ async fn a_writer_that_cannot_open_its_sqlite_file_is_not_ready_and_recovers_by_
         "{body}"
     );
     assert!(
-        refused_in < Duration::from_secs(1),
+        refused_in < Duration::from_secs(10),
         "refused in {refused_in:?}"
     );
+    assert_eq!(readyz(&base).await.0, 503, "the writer is still down");
     // /healthz still says the process lives.
     assert!(
         reqwest::get(format!("{base}/healthz"))
@@ -361,7 +387,7 @@ async fn a_writer_that_cannot_open_its_sqlite_file_is_not_ready_and_recovers_by_
     std::fs::remove_dir(&file).unwrap();
     std::fs::rename(&aside, &file).unwrap();
     let back = Instant::now();
-    let recovered_in = readyz_becomes(&base, 200, Duration::from_secs(5)).await;
+    let recovered_in = readyz_becomes(&base, 200, Duration::from_secs(30)).await;
     service.set_demo().await.unwrap();
     service
         .create_emission("Back", &Stake::ALL, 1)
@@ -412,13 +438,28 @@ async fn a_postgresql_cut_off_makes_readyz_fail_within_a_second_and_it_recovers_
     let base = serve(&service).await;
     let client = cookie_client();
     register_and_deposit(&client, &base, "player", 10_000).await;
-    readyz_becomes(&base, 200, Duration::from_secs(1)).await;
+    readyz_becomes(&base, 200, Duration::from_secs(30)).await;
 
-    plug.unplug();
-    let became_unready = readyz_becomes(&base, 503, Duration::from_secs(1)).await;
+    // Every connection is cut (closed by the time `unplug` returns): the
+    // very next poll answers 503, as a load balancer polling every second
+    // would see at its next poll. Each poll is bounded by the server's own
+    // probe limit (`READY_WITHIN`, 500 ms), so no clock is read here: a
+    // readiness that answered from a stale state, or waited on the pool's
+    // 30 s connect, would fail this first poll.
+    let cut = Instant::now();
+    plug.unplug().await;
+    let (status, body) = readyz(&base).await;
+    let became_unready = cut.elapsed();
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (503, Some("not_ready")),
+        "the first poll after the cut: {body}"
+    );
     assert!(
-        became_unready < Duration::from_secs(1),
-        "/readyz failed in {became_unready:?}"
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("the database")),
+        "it is the database that does not answer: {body}"
     );
     // /healthz still says the process lives.
     assert!(
@@ -428,11 +469,18 @@ async fn a_postgresql_cut_off_makes_readyz_fail_within_a_second_and_it_recovers_
             .status()
             .is_success()
     );
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(readyz(&base).await.0, 503, "still unready while cut off");
+    // And every poll after it, while cut off (the pool's attempts to
+    // reconnect fail too).
+    for poll in 0..5 {
+        let (status, body) = readyz(&base).await;
+        assert_eq!(
+            status, 503,
+            "still unready while cut off (poll {poll}): {body}"
+        );
+    }
 
     plug.plug();
-    let recovered_in = readyz_becomes(&base, 200, Duration::from_secs(10)).await;
+    let recovered_in = readyz_becomes(&base, 200, Duration::from_secs(30)).await;
     let (status, play) = post(
         &client,
         &format!("{base}/api/plays"),
@@ -534,20 +582,19 @@ async fn a_full_sqlite_disk_answers_storage_full_loses_nothing_and_serves_again_
         "a full disk is not a reason to stop sending players"
     );
 
-    // Space comes back, without a restart.
+    // Space comes back, without a restart: the writer reads the limit before
+    // each batch, so the very next purchase buys.
     page_limit.store(0, Ordering::SeqCst);
     let freed = Instant::now();
-    let mut n = 0;
-    let serving_in = loop {
-        let (status, body) = players[0].buy_with_key(50, &format!("after-{n}")).await;
-        n += 1;
-        if status == 201 {
-            acknowledged.insert(format!("after-{}", n - 1), body["id"].as_i64().unwrap());
-            break freed.elapsed();
-        }
-        assert_eq!(body["error"]["code"], "storage_full", "{body}");
-        assert!(freed.elapsed() < Duration::from_secs(5), "serving again");
-    };
+    let (status, body) = players[0].buy_with_key(50, "after").await;
+    assert_eq!(status, 201, "the first purchase once space is back: {body}");
+    acknowledged.insert("after".to_owned(), body["id"].as_i64().unwrap());
+    let serving_in = freed.elapsed();
+    assert_eq!(
+        app.service.writer.stats.restarts.get(),
+        0,
+        "the writer served on without a restart"
+    );
     // The keys the disk refused buy now, each once.
     for (key, status, _) in &answers {
         if *status == 503 {

@@ -985,14 +985,17 @@ async fn generated_requests_never_fail_the_server_nor_change_anything_when_refus
         target.seen.lock().unwrap()
     );
     // The cases reach the business logic, not only the door: each kind of
-    // answer at least this often (the seeds are fixed).
+    // answer at least this often. The seeds are fixed but the answers depend
+    // on timing (which purchases land first), so each minimum is at most half
+    // the fewest any run has seen (in brackets), and above 0: the kind must
+    // be reached.
     for (kind, least) in [
-        (Kind::Success, 150),
-        (Kind::InsufficientFunds, 5),
-        (Kind::FinishedPlay, 10),
-        (Kind::Cap, 3),
-        (Kind::IdempotencyConflict, 3),
-        (Kind::Door, 50),
+        (Kind::Success, 90),            // [187]
+        (Kind::InsufficientFunds, 2),   // [6]
+        (Kind::FinishedPlay, 10),       // [45]
+        (Kind::Cap, 3),                 // [42]
+        (Kind::IdempotencyConflict, 2), // [5]
+        (Kind::Door, 50),               // [229]
     ] {
         let seen = kinds.get(&kind).copied().unwrap_or(0);
         assert!(
@@ -1000,7 +1003,7 @@ async fn generated_requests_never_fail_the_server_nor_change_anything_when_refus
             "{kind:?}: {seen} answers, fewer than {least}: {kinds:?}"
         );
     }
-    assert!(plays >= 25, "only {plays} purchases sold");
+    assert!(plays >= 12, "only {plays} purchases sold"); // [28]
 }
 
 on_both!(generated_requests_never_fail_the_server_nor_change_anything_when_refused);

@@ -209,9 +209,185 @@ async fn report_figures_equal_the_ledger_summed_independently(db: &TestDb) {
         compared += 1;
     }
     assert_eq!(compared, 3 * 2 + 1);
-    db.tresor_ok(&["report"]);
+
+    // And the plain text: each row's figures are its block's, stake's or
+    // the emission's in the JSON, each level's line its level's, and the
+    // money lines the JSON's money.
+    let output = db.tresor_ok(&["report"]);
+    let text = String::from_utf8_lossy(&output.stdout);
+    let emission = &report["emissions"][0];
+    let stakes = common::items(&emission["stakes"], "stakes");
+    let (mut rows, mut levels, mut money) = (0, 0, 0);
+    let mut level_stake = None;
+    for line in text.lines() {
+        let chars: Vec<char> = line.chars().collect();
+        let label: String = chars.iter().take(18).collect::<String>().trim().to_owned();
+        let mut words = label.split(' ');
+        let figures = match (words.next(), words.next()) {
+            (Some("block"), Some(id)) => blocks
+                .iter()
+                .find(|b| id.parse::<i64>().ok() == b["id"].as_i64())
+                .map(|b| &b["figures"])
+                .expect("a block of the JSON"),
+            (Some("stake"), Some(cents)) => stakes
+                .iter()
+                .find(|s| cents.parse::<i64>().ok() == s["stake_cents"].as_i64())
+                .map(|s| &s["figures"])
+                .expect("a stake of the JSON"),
+            (Some("emission"), None) => &emission["figures"],
+            (Some("prizes"), _) => {
+                // "  prizes left at stake 50 c (level: …)": the level lines follow.
+                let cents: i64 = label_after(line, "at stake ").parse().expect("a stake");
+                level_stake = Some(
+                    stakes
+                        .iter()
+                        .find(|s| s["stake_cents"].as_i64() == Some(cents))
+                        .expect("a stake of the JSON"),
+                );
+                continue;
+            }
+            (Some("level"), Some(n)) => {
+                // "    level 3:   left /   table ×   prize =   liability"
+                let n: u64 = n.trim_end_matches(':').parse().expect("a level");
+                let stake = level_stake.expect("level lines follow their stake");
+                let level = common::items(&stake["figures"]["levels"], "levels")
+                    .iter()
+                    .find(|l| l["level"].as_u64() == Some(n))
+                    .expect("a level of the JSON");
+                let rest = line.split_once(':').expect("a level line").1;
+                let (left, rest) = rest.split_once('/').expect("left / table");
+                let (table, rest) = rest.split_once('×').expect("table × prize");
+                let (prize, liability) = rest.split_once('=').expect("prize = liability");
+                assert_eq!(left.trim(), level["units_left"].to_string(), "{line}");
+                assert_eq!(table.trim(), level["units_in_table"].to_string(), "{line}");
+                assert_eq!(
+                    Some(cents_of(prize)),
+                    level["prize_cents"].as_i64(),
+                    "{line}"
+                );
+                assert_eq!(
+                    Some(cents_of(liability)),
+                    level["prizes_left_cents"].as_i64(),
+                    "{line}"
+                );
+                levels += 1;
+                continue;
+            }
+            _ => {
+                if let Some((name, field)) =
+                    MONEY_LINES.iter().find(|(name, _)| label_is(line, name))
+                {
+                    let amount = &line[line.find(name).unwrap() + name.len()..];
+                    assert_eq!(
+                        Some(cents_of(amount)),
+                        report["money"][field].as_i64(),
+                        "{line}"
+                    );
+                    money += 1;
+                }
+                continue;
+            }
+        };
+        // The columns, fixed widths after the 18 of the label: state, sold,
+        // left, stakes, wins won, credited, pending, prizes left, payout
+        // (euros are grouped with spaces, so widths, not words).
+        let mut at = 18;
+        let mut column = |width: usize| {
+            let cell: String = chars[at + 1..(at + 1 + width).min(chars.len())]
+                .iter()
+                .collect();
+            at += 1 + width;
+            cell.trim().to_owned()
+        };
+        let _state = column(9);
+        assert_eq!(
+            column(8),
+            figures["units_sold"].to_string(),
+            "sold in {line}"
+        );
+        assert_eq!(
+            column(8),
+            figures["units_left"].to_string(),
+            "left in {line}"
+        );
+        for field in [
+            "stakes_taken_cents",
+            "wins_won_cents",
+            "wins_credited_cents",
+            "wins_pending_cents",
+            "prizes_left_cents",
+        ] {
+            let width = if field == "wins_pending_cents" {
+                12
+            } else {
+                15
+            };
+            assert_eq!(
+                Some(cents_of(&column(width))),
+                figures[field].as_i64(),
+                "{field} in {line}"
+            );
+        }
+        let payout = column(7);
+        match figures["payout_percent"].as_str() {
+            Some(percent) => assert_eq!(payout, format!("{percent}%"), "{line}"),
+            None => assert_eq!(payout, "-", "{line}"),
+        }
+        rows += 1;
+    }
+    assert_eq!(
+        rows,
+        3 * 2 + 1,
+        "every block, stake and the emission:\n{text}"
+    );
+    let level_count: usize = stakes
+        .iter()
+        .map(|s| common::items(&s["figures"]["levels"], "levels").len())
+        .sum();
+    assert!(level_count > 0);
+    assert_eq!(levels, level_count, "every level of every stake:\n{text}");
+    assert_eq!(money, MONEY_LINES.len(), "every money line:\n{text}");
     let output = db.tresor(&["report", "--emission", "99"]);
     assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+}
+
+/// The money lines of the plain-text report and the JSON fields they show.
+const MONEY_LINES: [(&str, &str); 8] = [
+    ("deposits through the provider", "provider_deposits_cents"),
+    ("demo deposits and operator credits", "other_deposits_cents"),
+    ("received, to refund", "to_refund_cents"),
+    ("withdrawals pending", "withdrawals_pending_cents"),
+    ("withdrawals paid", "withdrawals_paid_cents"),
+    ("kept in reserve", "reserves_cents"),
+    ("players' balances", "player_balances_cents"),
+    ("ledger sum (always 0)", "ledger_sum_cents"),
+];
+
+/// Whether `line` is the text report's line labelled `name`.
+fn label_is(line: &str, name: &str) -> bool {
+    line.trim_start().starts_with(name)
+}
+
+/// The word after `prefix` in `line`.
+fn label_after<'a>(line: &'a str, prefix: &str) -> &'a str {
+    let rest = &line[line.find(prefix).expect("the prefix") + prefix.len()..];
+    rest.split(' ').next().unwrap_or("")
+}
+
+/// Cents from the text report's euros ("-1 234.56"): grouping spaces and
+/// the point dropped.
+fn cents_of(euros: &str) -> i64 {
+    let euros = euros.trim();
+    assert!(
+        euros.len() > 3 && euros.as_bytes()[euros.len() - 3] == b'.',
+        "euros with two decimals: {euros:?}"
+    );
+    euros
+        .chars()
+        .filter(|c| *c != ' ' && *c != '.')
+        .collect::<String>()
+        .parse()
+        .unwrap_or_else(|_| panic!("euros: {euros:?}"))
 }
 
 /// Sells every unit of `block_id` but the last `keep`, writing the plays and

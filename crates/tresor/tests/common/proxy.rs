@@ -26,6 +26,8 @@ pub enum Cut {
 pub struct Proxy {
     pub port: u16,
     armed: Arc<AtomicU8>,
+    /// COMMITs to let through, once armed, before the one cut.
+    skip: Arc<AtomicUsize>,
     cuts: Arc<AtomicUsize>,
     accept: tokio::task::JoinHandle<()>,
 }
@@ -44,19 +46,27 @@ impl Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("a port");
         let port = listener.local_addr().expect("an address").port();
         let armed = Arc::new(AtomicU8::new(0));
+        let skip = Arc::new(AtomicUsize::new(0));
         let cuts = Arc::new(AtomicUsize::new(0));
-        let (armed_in, cuts_in) = (armed.clone(), cuts.clone());
+        let (armed_in, skip_in, cuts_in) = (armed.clone(), skip.clone(), cuts.clone());
         let accept = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 let Ok(server) = TcpStream::connect(&upstream).await else {
                     continue;
                 };
-                tokio::spawn(pump(client, server, armed_in.clone(), cuts_in.clone()));
+                tokio::spawn(pump(
+                    client,
+                    server,
+                    armed_in.clone(),
+                    skip_in.clone(),
+                    cuts_in.clone(),
+                ));
             }
         });
         Proxy {
             port,
             armed,
+            skip,
             cuts,
             accept,
         }
@@ -64,6 +74,13 @@ impl Proxy {
 
     /// Cuts the next COMMIT that passes, once.
     pub fn arm(&self, cut: Cut) {
+        self.arm_after(cut, 0);
+    }
+
+    /// Lets `skip` COMMITs pass, then cuts the next one, once: for a COMMIT
+    /// queued behind others (a batch behind the one holding the writer).
+    pub fn arm_after(&self, cut: Cut, skip: usize) {
+        self.skip.store(skip, Ordering::SeqCst);
         self.armed.store(cut as u8, Ordering::SeqCst);
     }
 
@@ -73,7 +90,13 @@ impl Proxy {
     }
 }
 
-async fn pump(client: TcpStream, server: TcpStream, armed: Arc<AtomicU8>, cuts: Arc<AtomicUsize>) {
+async fn pump(
+    client: TcpStream,
+    server: TcpStream,
+    armed: Arc<AtomicU8>,
+    skip: Arc<AtomicUsize>,
+    cuts: Arc<AtomicUsize>,
+) {
     let _ = client.set_nodelay(true);
     let _ = server.set_nodelay(true);
     let (mut client_read, mut client_write) = client.into_split();
@@ -113,6 +136,9 @@ async fn pump(client: TcpStream, server: TcpStream, armed: Arc<AtomicU8>, cuts: 
         let cut = armed.load(Ordering::SeqCst);
         if cut != 0
             && chunk.windows(COMMIT.len()).any(|w| w == COMMIT)
+            && skip
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |s| s.checked_sub(1))
+                .is_err()
             && armed
                 .compare_exchange(cut, 0, Ordering::SeqCst, Ordering::SeqCst)
                 .is_ok()
@@ -178,11 +204,22 @@ impl Plug {
         }
     }
 
-    pub fn unplug(&self) {
+    /// Cuts every connection and refuses new ones; returns once each cut
+    /// connection is closed, so that what is asked next meets the cut.
+    pub async fn unplug(&self) {
+        let pumps = self.cut();
+        for pump in pumps {
+            let _ = pump.await;
+        }
+    }
+
+    fn cut(&self) -> Vec<JoinHandle<()>> {
         self.up.store(false, Ordering::SeqCst);
-        for pump in self.pumps.lock().unwrap().drain(..) {
+        let pumps: Vec<_> = self.pumps.lock().unwrap().drain(..).collect();
+        for pump in &pumps {
             pump.abort();
         }
+        pumps
     }
 
     pub fn plug(&self) {
@@ -192,7 +229,7 @@ impl Plug {
 
 impl Drop for Plug {
     fn drop(&mut self) {
-        self.unplug();
+        self.cut();
         self.accept.abort();
     }
 }
