@@ -1653,3 +1653,88 @@ on_both!(
         }
     }
 );
+
+/// Rows of the trail PostgreSQL has read, by index or by scan, as its
+/// statistics tell once the backends that read them have flushed theirs
+/// (within a second of their going idle): polled until they stop moving.
+async fn trail_rows_read_settled(pool: &sqlx::AnyPool) -> i64 {
+    let read = || async {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT CAST(COALESCE(seq_tup_read, 0) + COALESCE(idx_tup_fetch, 0) AS BIGINT) \
+             FROM pg_stat_user_tables WHERE relname = 'trail'",
+        )
+        .fetch_one(pool)
+        .await
+        .unwrap()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut last = read().await;
+    let mut still_since = std::time::Instant::now();
+    loop {
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        let now = read().await;
+        if now != last {
+            (last, still_since) = (now, std::time::Instant::now());
+        } else if still_since.elapsed() >= std::time::Duration::from_secs(3) {
+            return now;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the trail's statistics never settled"
+        );
+    }
+}
+
+on_postgres!(
+    the_trail_export_reads_as_the_client_takes_it_and_stops_when_it_leaves,
+    |app| {
+        // A trail of 200,000 records (~60 MB of JSON lines): far more than
+        // the sockets between the server and a client can hold. The rows
+        // are made in SQL (their hashes are not a chain: the export does
+        // not verify, it copies).
+        const ADDED: i64 = 200_000;
+        let pool = &app.service.db.pool;
+        let (aude, _) = logged_in(&app, "aude", Role::Auditor).await;
+        sqlx::query(
+            "INSERT INTO trail (seq, at_ms, actor, action, request, result, prev_hash, hash) \
+             SELECT s, 0, 'test', 'filler', '{}', '{\"pad\":\"' || repeat('x', 200) || '\"}', '', '' \
+             FROM generate_series((SELECT MAX(seq) FROM trail) + 1, \
+                                  (SELECT MAX(seq) FROM trail) + $1) AS s",
+        )
+        .bind(ADDED)
+        .execute(pool)
+        .await
+        .unwrap();
+        // Appends after them (the console's own records) follow on.
+        sqlx::query("UPDATE trail_head SET seq = (SELECT MAX(seq) FROM trail)")
+            .execute(pool)
+            .await
+            .unwrap();
+        let before = trail_rows_read_settled(pool).await;
+
+        // The client takes the first bytes, then reads no more.
+        let mut response = aude
+            .client
+            .get(format!("{}/console/api/trail/export", aude.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        let first = response.chunk().await.unwrap().expect("a first chunk");
+        assert!(first.starts_with(b"{"), "a JSON line first");
+        let stalled = trail_rows_read_settled(pool).await - before;
+        assert!(
+            stalled > 0 && stalled < ADDED / 2,
+            "{stalled} records read for a client that took one chunk of {ADDED}: \
+             the export must read as the client takes it"
+        );
+
+        // The client leaves: nothing more is read.
+        drop(response);
+        let left = trail_rows_read_settled(pool).await - before;
+        assert!(
+            left < ADDED / 2,
+            "{left} records read after the client left, of {ADDED}"
+        );
+    }
+);
