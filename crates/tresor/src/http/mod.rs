@@ -58,7 +58,7 @@ fn app_with(state: AppState, throttles: Arc<Throttles>) -> Router {
             HeaderValue::from_static("max-age=31536000; includeSubDomains"),
         )
     });
-    Router::new()
+    let router = Router::new()
         .route("/readyz", get(readyz))
         // The console lives on the operator listener only.
         .route("/console", axum::routing::any(not_on_this_site))
@@ -74,7 +74,15 @@ fn app_with(state: AppState, throttles: Arc<Throttles>) -> Router {
             Duration::from_secs(30),
         ))
         .layer(middleware::from_fn(json_edge_errors))
-        .layer(tower::util::option_layer(hsts))
+        .layer(tower::util::option_layer(hsts));
+    with_security_headers(router).with_state(state)
+}
+
+/// The headers every answer of both listeners carries: the site's content
+/// security policy (unless a route set its own), no type sniffing, no
+/// framing, the referrer kept to the site.
+fn with_security_headers<S: Clone + Send + Sync + 'static>(router: Router<S>) -> Router<S> {
+    router
         .layer(SetResponseHeaderLayer::if_not_present(
             header::CONTENT_SECURITY_POLICY,
             HeaderValue::from_static(web::CONTENT_SECURITY_POLICY),
@@ -91,7 +99,6 @@ fn app_with(state: AppState, throttles: Arc<Throttles>) -> Router {
             header::REFERRER_POLICY,
             HeaderValue::from_static("same-origin"),
         ))
-        .with_state(state)
 }
 
 /// `GET /readyz`: 200 `{"status":"ready"}` when the writer and the
