@@ -3,11 +3,10 @@
 //! has the restore drill).
 
 use super::Usage;
-use super::operator::DbArgs;
+use super::operator::{DbArgs, KeyArgs};
 use crate::backup::checkpoint::Checkpoint;
 use crate::backup::restore::{self, Refused};
 use crate::backup::{self, Made};
-use crate::seal::KeySource;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
@@ -46,16 +45,9 @@ pub struct RestoreArgs {
     /// manifest and `tresor audit checkpoint` show it).
     #[arg(long)]
     pub installation: Option<String>,
-    /// The file holding the key of the backup's block secrets.
-    #[arg(
-        long,
-        env = "TRESOR_SECRETS_KEY_FILE",
-        default_value = "tresor-secrets.key"
-    )]
-    pub secrets_key_file: PathBuf,
-    /// The key itself, 64 hex digits (by the environment).
-    #[arg(long, env = "TRESOR_SECRETS_KEY", hide_env_values = true)]
-    pub secrets_key: Option<String>,
+    /// The key of the backup's block secrets.
+    #[command(flatten)]
+    pub key: KeyArgs,
 }
 
 fn bytes_bar(what: &str) -> ProgressBar {
@@ -148,10 +140,7 @@ pub async fn run_restore(args: RestoreArgs) -> anyhow::Result<()> {
     let request = restore::Request {
         from: args.from,
         data: args.data,
-        key: match args.secrets_key {
-            Some(hex) => KeySource::Hex(hex),
-            None => KeySource::File(args.secrets_key_file),
-        },
+        key: args.key.source(),
         published,
         installation: args.installation,
     };

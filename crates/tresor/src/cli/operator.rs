@@ -31,6 +31,15 @@ pub struct DbArgs {
     /// A PostgreSQL URL (postgres://user@host/db) to use instead of SQLite.
     #[arg(long, env = "TRESOR_DATABASE_URL")]
     pub database_url: Option<String>,
+    /// The key of the block secrets.
+    #[command(flatten)]
+    pub key: KeyArgs,
+}
+
+/// Where the key that seals block secrets comes from (every command that
+/// opens a database, and `tresor restore`).
+#[derive(Debug, Clone, Args)]
+pub struct KeyArgs {
     /// The file holding the key that seals block secrets (64 hex digits).
     /// Created, readable by its owner only, when a database with no sealed
     /// secret yet is opened; kept outside the data folder so that a copy of
@@ -47,6 +56,16 @@ pub struct DbArgs {
     pub secrets_key: Option<String>,
 }
 
+impl KeyArgs {
+    /// The key given by the environment, else the file.
+    pub fn source(&self) -> KeySource {
+        match &self.secrets_key {
+            Some(hex) => KeySource::Hex(hex.clone()),
+            None => KeySource::File(self.secrets_key_file.clone()),
+        }
+    }
+}
+
 impl DbArgs {
     pub fn url(&self) -> String {
         match &self.database_url {
@@ -57,10 +76,7 @@ impl DbArgs {
 
     /// Where the key of the block secrets comes from.
     pub fn key_source(&self) -> KeySource {
-        match &self.secrets_key {
-            Some(hex) => KeySource::Hex(hex.clone()),
-            None => KeySource::File(self.secrets_key_file.clone()),
-        }
+        self.key.source()
     }
 
     /// The plain default: the SQLite folder `data`, as `cargo run` gives.
