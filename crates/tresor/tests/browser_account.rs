@@ -619,7 +619,9 @@ async fn the_opening_form_works_with_the_keyboard_alone_on_a_phone_and_the_accou
     assert!(browser.fits_360().await, "the account screen fits 360 px");
     browser.screenshot("account-phone-account").await;
 
-    // Every visible word of the account screen in English.
+    // Every visible word of the account screen in English (on a phone the
+    // language switch is in the menu).
+    browser.click("[data-testid=menu]").await;
     browser.click("[data-testid=lang]").await;
     browser
         .wait_for("document.documentElement.lang === 'en' && document.querySelector('#account-title').textContent === 'My account'")

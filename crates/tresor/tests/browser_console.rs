@@ -11,6 +11,7 @@
 
 mod common;
 
+use common::axe::axe_source;
 use common::browser::{Browser, ONE_AT_A_TIME, browser_paths, screenshots_dir};
 use common::{
     Harness, Server, cookie_client, describe, get_json, post, tresor_command, unthrottled_flags,
@@ -27,6 +28,9 @@ on_both!(
     an_operator_suspends_a_block_verifies_an_account_and_settles_withdrawals,
     each_role_sees_only_what_it_may_do_and_is_refused_the_rest,
 );
+
+// What only the page decides (its markup and colours) needs one database.
+on_sqlite!(every_console_screen_passes_axe_core);
 
 const PASSWORD: &str = "a console password";
 const IBAN: &str = "FR76 3000 6000 0112 3456 7890 189";
@@ -128,6 +132,17 @@ impl Browser {
     /// Logs `username` in at `admin`'s console, enrolling the second factor
     /// the first time; returns the secret enrolled. Lands on the dashboard.
     async fn log_in(&self, admin: &str, username: &str, enrol_shot: Option<&str>) -> String {
+        let secret = self.up_to_enrolment(admin, username).await;
+        if let Some(name) = enrol_shot {
+            shot(self, name).await;
+        }
+        self.enter_code(&secret).await;
+        secret
+    }
+
+    /// Opens the console's login, gives `username`'s password and waits
+    /// for the enrolment screen; returns the secret it shows.
+    async fn up_to_enrolment(&self, admin: &str, username: &str) -> String {
         self.goto(&format!("{admin}/console")).await;
         self.wait_for("document.body.dataset.screen === 'login'")
             .await;
@@ -153,16 +168,17 @@ impl Browser {
             )
             .await;
         assert_eq!(qr, json!("data:image/svg+xml;base64,"));
-        if let Some(name) = enrol_shot {
-            shot(self, name).await;
-        }
-        // Enter submits the code: the form works from the keyboard.
-        let code = code_now(&secret);
+        secret
+    }
+
+    /// Types the code an authenticator shows for `secret`, submitted with
+    /// Enter (the form works from the keyboard); lands past the login.
+    async fn enter_code(&self, secret: &str) {
+        let code = code_now(secret);
         self.type_into("[data-testid=login-code]", &format!("{code}\u{E007}"))
             .await;
         self.wait_for("document.body.dataset.role && document.body.dataset.screen !== 'login'")
             .await;
-        secret
     }
 
     /// Opens a screen with the navigation and waits until it has loaded.
@@ -914,4 +930,140 @@ fn digits(text: &str) -> i64 {
     digits
         .parse()
         .unwrap_or_else(|_| panic!("a number: {text:?}"))
+}
+
+/// axe-core (WCAG 2.1 A and AA) on every screen of the console, its login
+/// and enrolment, a confirmation and a player's page: no serious or critical
+/// finding. All findings are listed before failing.
+async fn every_console_screen_passes_axe_core(h: &Harness) {
+    let Some(axe) = axe_source() else {
+        return;
+    };
+    let Some((site, browser)) = setup(h, 1280, 900).await else {
+        return;
+    };
+    add_operator(h, "olga", "operator");
+    add_operator(h, "aude", "auditor");
+    let base = &site.base;
+    // A player waiting for verification, so the queue has a row.
+    let ana = cookie_client();
+    let body = json!({
+        "username": "ana_martin", "password": "a long password", "accept_rules": true,
+        "marketing_consent": false, "iban": IBAN,
+        "deposit_limit_cents": 1_000_000, "stake_limit_cents": 1_000_000,
+        "identity": {"birth_name": "Martin", "first_names": "Anne Marie", "birth_date": "1990-05-01",
+                     "birth_place": "Nantes", "address": "1 rue de la Paix, 75002 Paris"},
+    });
+    let (status, answer) = post(&ana, &format!("{base}/api/account/open"), &body, None)
+        .await
+        .unwrap();
+    assert_eq!(status, 201, "{answer}");
+
+    let mut findings = Vec::new();
+    // axe-core's findings, and any box that scrolls sideways (a table 1 px
+    // wider than its card showed a scroll bar at 1280 px).
+    let mut check = async |name: &str| {
+        findings.extend(
+            browser
+                .axe_findings(&axe)
+                .await
+                .into_iter()
+                .map(|f| format!("{name}: {f}")),
+        );
+        let wide = browser
+            .execute(
+                "return [...document.querySelectorAll('body *')].filter((e) => {
+                   const s = getComputedStyle(e);
+                   return e.offsetParent !== null && ['auto', 'scroll'].includes(s.overflowX)
+                     && e.scrollWidth > e.clientWidth;
+                 }).map((e) => `${e.tagName.toLowerCase()}#${e.id}.${e.className} ${e.scrollWidth}>${e.clientWidth}`)
+                 .concat(document.documentElement.scrollWidth > innerWidth ? ['the page itself'] : [])",
+            )
+            .await;
+        for item in wide.as_array().unwrap() {
+            findings.push(format!(
+                "{name}: scrolls sideways at {}: {item}",
+                browser.execute("return innerWidth").await
+            ));
+        }
+    };
+    browser.goto(&format!("{}/console", site.admin)).await;
+    browser
+        .wait_for("document.body.dataset.screen === 'login'")
+        .await;
+    check("login").await;
+    let secret = browser.up_to_enrolment(&site.admin, "olga").await;
+    check("enrolment").await;
+    browser.enter_code(&secret).await;
+    for screen in ["dashboard", "emissions", "players", "queues", "site"] {
+        browser.open(screen).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        check(screen).await;
+    }
+    // The queue shows the IBAN in groups of four, as it is checked by eye.
+    browser.open("queues").await;
+    let queue = browser
+        .execute("return document.querySelector('main').innerText")
+        .await;
+    assert!(
+        queue
+            .as_str()
+            .unwrap()
+            .contains("FR76 3000 6000 0112 3456 7890 189"),
+        "{queue}"
+    );
+    // A tablet's width: every screen still fits its boxes.
+    browser.set_window(768, 1000).await;
+    for screen in ["dashboard", "emissions", "players", "queues", "site"] {
+        browser.open(screen).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        check(screen).await;
+        if screen == "queues" {
+            shot(&browser, "console-queues-768").await;
+        }
+    }
+    browser.set_window(1280, 900).await;
+    browser.open("emissions").await;
+    let block = browser
+        .wait_for(
+            "document.querySelector('[data-testid=block-row][data-state=open]')?.dataset.blockId",
+        )
+        .await;
+    browser
+        .click(&format!("[data-testid=suspend-{}]", data_i64(&block)))
+        .await;
+    browser
+        .wait_for("document.querySelector('#confirm').open")
+        .await;
+    check("confirmation").await;
+    browser.press(&["\u{E00C}"]).await;
+    browser
+        .wait_for("!document.querySelector('#confirm').open")
+        .await;
+    browser.open("players").await;
+    browser.type_into("[data-testid=player-q]", "ana").await;
+    browser.click("[data-testid=player-search-submit]").await;
+    browser.click("[data-testid^=player-link-]").await;
+    browser
+        .wait_for("document.querySelector('[data-testid=player-detail]')?.dataset.playerId")
+        .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    check("a player").await;
+    browser.click("[data-testid=logout]").await;
+    browser
+        .wait_for("document.body.dataset.screen === 'login'")
+        .await;
+    let secret = browser.up_to_enrolment(&site.admin, "aude").await;
+    browser.enter_code(&secret).await;
+    browser.open("trail").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    check("trail").await;
+    assert!(
+        findings.is_empty(),
+        "{} serious or critical accessibility findings:\n  {}",
+        findings.len(),
+        findings.join("\n  ")
+    );
+    browser.only_expected_errors(&[]).await;
+    browser.close().await;
 }

@@ -37,6 +37,7 @@
 
 pub mod api;
 pub mod app;
+pub mod axe;
 pub mod browser;
 pub mod client;
 pub mod cluster;

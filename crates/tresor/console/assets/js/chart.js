@@ -197,6 +197,6 @@ export function barChart({ groups, series, title, describe, format = String, sho
     { class: 'figure' },
     legend,
     svg,
-    disclosure(['', ...series.map((entry) => entry.name)], groups.map((g) => [g.label, ...g.bars.map((b) => format(b.value))])),
+    disclosure(['Period', ...series.map((entry) => entry.name)], groups.map((g) => [g.label, ...g.bars.map((b) => format(b.value))])),
   );
 }

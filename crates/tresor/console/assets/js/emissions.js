@@ -75,7 +75,7 @@ function blockRows(blocks) {
       ],
       ['Commitment', (b) => shortHash(b.commitment)],
       ['Secret', (b) => (b.secret ? shortHash(b.secret) : h('span', { class: 'muted' }, 'not published'))],
-      ['', blockActions, 'actions'],
+      ['Actions', blockActions, 'actions'],
     ],
     blocks,
     { empty: 'No block.', rowAttrs: (b) => ({ 'data-testid': 'block-row', 'data-block-id': b.id, 'data-state': b.state }), caption: 'Blocks' },

@@ -3,7 +3,7 @@
 //! credit, exclude, verify — each confirmed first.
 
 import { api } from './api.js';
-import { $, h, euros, count, fill, table, timeNode, notice, showError, confirmAction, parseEuros } from './util.js';
+import { $, h, euros, count, fill, groupIban, table, timeNode, notice, showError, confirmAction, parseEuros } from './util.js';
 
 let appRef = null;
 let shown = null;
@@ -157,7 +157,7 @@ async function showPlayer(id) {
         h('dt', {}, 'Identity'),
         h('dd', {}, account.has_identity ? `${identity.first_names ?? ''} ${identity.birth_name ?? ''}, born ${identity.birth_date ?? '?'}` : 'none (demo money)'),
         h('dt', {}, 'IBAN'),
-        h('dd', { 'data-testid': 'player-iban' }, detail.review?.iban ?? account.iban ?? '—'),
+        h('dd', { 'data-testid': 'player-iban' }, groupIban(detail.review?.iban ?? account.iban) ?? '—'),
         detail.review?.iban_set_at
           ? [
               h('dt', {}, 'IBAN given'),

@@ -5,7 +5,7 @@
 //! sees). Each asks first.
 
 import { api } from './api.js';
-import { $, h, euros, fill, table, timeNode, notice, showError, confirmAction } from './util.js';
+import { $, h, euros, fill, groupIban, table, timeNode, notice, showError, confirmAction } from './util.js';
 
 let appRef = null;
 
@@ -28,7 +28,7 @@ async function loadAccounts() {
         ['Opened', (a) => timeNode(when(a, 'opened_at'))],
         ['Provisional until', (a) => timeNode(when(a, 'provisional_until'))],
         ['Identity', (a) => (a.has_identity ? 'given' : 'none')],
-        ['IBAN', (a) => a.iban ?? '—'],
+        ['IBAN', (a) => groupIban(a.iban) ?? '—'],
         [
           'IBAN given',
           (a) =>
@@ -39,7 +39,7 @@ async function loadAccounts() {
               a.iban_changes > 0 ? h('span', { class: 'state pending', 'data-testid': 'iban-changed' }, ` changed ×${a.iban_changes}`) : null,
             ),
         ],
-        ['', (a) => (a.banned ? h('span', { class: 'state banned' }, 'banned') : '')],
+        ['Ban list', (a) => (a.banned ? h('span', { class: 'state banned' }, 'banned') : '')],
         [
           '',
           (a) =>
@@ -69,9 +69,9 @@ async function loadWithdrawals(more = false) {
         ['#', (w) => w.id, 'num'],
         ['Player', (w) => (w.username ? h('a', { href: `#/players/${w.player_id}` }, w.username) : '—')],
         ['Amount', (w) => euros(w.amount_cents), 'num'],
-        ['To IBAN', (w) => w.iban ?? '—'],
+        ['To IBAN', (w) => groupIban(w.iban) ?? '—'],
         ['Asked', (w) => timeNode(when(w, 'requested_at'))],
-        ['', (w) => (w.closing ? h('span', { class: 'state closed' }, 'account closing') : '')],
+        ['Account', (w) => (w.closing ? h('span', { class: 'state closed' }, 'account closing') : '')],
         [
           '',
           (w) =>
@@ -113,7 +113,7 @@ async function act(button) {
     const iban = button.dataset.iban;
     done = await confirmAction({
       title: `Verify ${name}?`,
-      text: `Confirm that the identity documents were checked and that the IBAN ${iban} is in the player's name. The account may then withdraw. If the IBAN changed since this list was read, the verification is refused.`,
+      text: `Confirm that the identity documents were checked and that the IBAN ${groupIban(iban)} is in the player's name. The account may then withdraw. If the IBAN changed since this list was read, the verification is refused.`,
       ok: 'Verify',
       action: () => api.verify(id, iban),
     });

@@ -82,19 +82,24 @@ export function table(columns, rows, { empty = 'Nothing here.', rowAttrs = () =>
   if (!rows.length) return h('p', { class: 'empty' }, empty);
   return h(
     'div',
-    { class: 'table-wrap' },
+    { class: 'table-wrap stack' },
     h(
       'table',
-      {},
+      { role: 'table' },
       caption ? h('caption', { class: 'sr-only' }, caption) : null,
-      h('thead', {}, h('tr', {}, columns.map(([heading, , cls]) => h('th', { scope: 'col', class: cls }, heading)))),
+      h('thead', {}, h('tr', { role: 'row' }, columns.map(([heading, , cls]) => h('th', { scope: 'col', role: 'columnheader', class: cls }, heading)))),
       h(
         'tbody',
         {},
-        rows.map((row) => h('tr', rowAttrs(row), columns.map(([, cell, cls]) => h('td', { class: cls }, cell(row))))),
+        rows.map((row) => h('tr', { role: 'row', ...rowAttrs(row) }, columns.map(([heading, cell, cls]) => h('td', { role: 'cell', class: cls, 'data-label': heading }, cell(row))))),
       ),
     ),
   );
+}
+
+/** An IBAN as it is read aloud and checked by eye: groups of four. */
+export function groupIban(iban) {
+  return iban ? iban.replace(/\s+/g, '').replace(/(.{4})(?=.)/g, '$1 ') : iban;
 }
 
 /** Replaces the children of `node`. */

@@ -279,7 +279,25 @@ async function boot() {
     const rules = $('#rules-text');
     if (!$('#screen-rules').hidden) loadRules(rules, currentLang());
   });
-  window.addEventListener('hashchange', route);
+  // On a phone the navigation, the language and logging out wait behind a
+  // menu button (a one-line header, the island below at full width).
+  const top = $('header.top');
+  const menu = $('#menu-toggle');
+  const setMenu = (open) => {
+    top.classList.toggle('menu-open', open);
+    menu.setAttribute('aria-expanded', String(open));
+  };
+  menu.addEventListener('click', () => setMenu(!top.classList.contains('menu-open')));
+  top.addEventListener('keydown', (event) => {
+    if (event.key === 'Escape' && top.classList.contains('menu-open')) {
+      setMenu(false);
+      menu.focus();
+    }
+  });
+  window.addEventListener('hashchange', () => {
+    setMenu(false);
+    route();
+  });
 
   const [status, island, me] = await Promise.allSettled([api.status(), api.island(), sessionHint() ? api.me() : Promise.reject(new Error('logged out'))]);
   state.status = status.status === 'fulfilled' ? status.value : null;

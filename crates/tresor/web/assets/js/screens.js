@@ -276,15 +276,17 @@ export async function loadRules(container, lang) {
     rulesCache.set(lang, await response.text());
   }
   if (container.dataset.lang !== lang) return;
-  container.replaceChildren(...renderRules(rulesCache.get(lang)));
+  container.replaceChildren(...renderRules(rulesCache.get(lang), container.dataset.heading));
 }
 
 /**
  * Turns the rules' plain text into HTML: "Article N" lines and the title
  * after them become headings, paragraphs stay paragraphs, and the
  * pipe-separated tables (one table per paragraph) become real tables.
+ * Articles are `heading`s: `h2` under the rules screen's `h1`, `h3` (the
+ * default) in a window titled by an `h2`.
  */
-export function renderRules(text) {
+export function renderRules(text, heading = 'h3') {
   const lines = text.replace(/\r\n/g, '\n').split('\n');
   const nodes = [];
   for (let i = 0; i < lines.length; i++) {
@@ -292,7 +294,7 @@ export function renderRules(text) {
     if (!line.trim()) continue;
     if (/^Article \d+/.test(line)) {
       const title = lines[i + 1] && lines[i + 1].trim() ? lines[++i] : '';
-      nodes.push(h('h3', {}, line.trim(), title ? h('span', { class: 'article-title' }, ` — ${title.trim()}`) : null));
+      nodes.push(h(heading, {}, line.trim(), title ? h('span', { class: 'article-title' }, ` — ${title.trim()}`) : null));
     } else if (line.startsWith('|')) {
       let block = line;
       while (i + 1 < lines.length && lines[i + 1].trim()) block += `\n${lines[++i]}`;
