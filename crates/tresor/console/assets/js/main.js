@@ -78,6 +78,9 @@ function applyPermissions(root) {
 }
 
 function leave() {
+  // A confirmation belongs to the screen that asked it: leaving the screen
+  // (the browser's back button, a link, the session ending) cancels it.
+  for (const dialog of document.querySelectorAll('dialog[open]')) dialog.close('cancel');
   if (app.current && screens[app.current]?.hide) screens[app.current].hide();
   app.current = null;
 }
