@@ -129,10 +129,11 @@ async fn shot(browser: &Browser, name: &str) {
 
 /// The console's vocabulary, over the shared WebDriver client.
 impl Browser {
-    /// Logs `username` in at `admin`'s console, enrolling the second factor
-    /// the first time; returns the secret enrolled. Lands on the dashboard.
+    /// Logs `username` in at `admin`'s console (in English, the words these
+    /// tests read), enrolling the second factor the first time; returns the
+    /// secret enrolled. Lands on the dashboard.
     async fn log_in(&self, admin: &str, username: &str, enrol_shot: Option<&str>) -> String {
-        let secret = self.up_to_enrolment(admin, username).await;
+        let secret = self.up_to_enrolment(admin, username, "en").await;
         if let Some(name) = enrol_shot {
             shot(self, name).await;
         }
@@ -140,10 +141,10 @@ impl Browser {
         secret
     }
 
-    /// Opens the console's login, gives `username`'s password and waits
-    /// for the enrolment screen; returns the secret it shows.
-    async fn up_to_enrolment(&self, admin: &str, username: &str) -> String {
-        self.goto(&format!("{admin}/console")).await;
+    /// Opens the console's login in `lang`, gives `username`'s password and
+    /// waits for the enrolment screen; returns the secret it shows.
+    async fn up_to_enrolment(&self, admin: &str, username: &str, lang: &str) -> String {
+        self.goto(&format!("{admin}/console?lang={lang}")).await;
         self.wait_for("document.body.dataset.screen === 'login'")
             .await;
         self.type_into("[data-testid=login-username]", username)
@@ -942,8 +943,10 @@ async fn every_console_screen_passes_axe_core(h: &Harness) {
     let Some((site, browser)) = setup(h, 1280, 900).await else {
         return;
     };
-    add_operator(h, "olga", "operator");
-    add_operator(h, "aude", "auditor");
+    for lang in ["fr", "en"] {
+        add_operator(h, &format!("olga_{lang}"), "operator");
+        add_operator(h, &format!("aude_{lang}"), "auditor");
+    }
     let base = &site.base;
     // A player waiting for verification, so the queue has a row.
     let ana = cookie_client();
@@ -960,113 +963,154 @@ async fn every_console_screen_passes_axe_core(h: &Harness) {
     assert_eq!(status, 201, "{answer}");
 
     let mut findings = Vec::new();
-    // axe-core's findings, and any box that scrolls sideways (a table 1 px
-    // wider than its card showed a scroll bar at 1280 px).
-    let mut check = async |name: &str| {
-        findings.extend(
-            browser
-                .axe_findings(&axe)
-                .await
-                .into_iter()
-                .map(|f| format!("{name}: {f}")),
-        );
-        let wide = browser
+    for lang in ["fr", "en"] {
+        // axe-core's findings, and any box that scrolls sideways (a table 1 px
+        // wider than its card showed a scroll bar at 1280 px).
+        let mut check = async |name: &str| {
+            findings.extend(
+                browser
+                    .axe_findings(&axe)
+                    .await
+                    .into_iter()
+                    .map(|f| format!("{lang} {name}: {f}")),
+            );
+            let wide = browser
+                .execute(
+                    "return [...document.querySelectorAll('body *')].filter((e) => {
+                       const s = getComputedStyle(e);
+                       return e.offsetParent !== null && ['auto', 'scroll'].includes(s.overflowX)
+                         && e.scrollWidth > e.clientWidth;
+                     }).map((e) => `${e.tagName.toLowerCase()}#${e.id}.${e.className} ${e.scrollWidth}>${e.clientWidth}`)
+                     .concat(document.documentElement.scrollWidth > innerWidth ? ['the page itself'] : [])",
+                )
+                .await;
+            for item in wide.as_array().unwrap() {
+                findings.push(format!(
+                    "{lang} {name}: scrolls sideways at {}: {item}",
+                    browser.execute("return innerWidth").await
+                ));
+            }
+        };
+        browser
+            .goto(&format!("{}/console?lang={lang}", site.admin))
+            .await;
+        browser
+            .wait_for("document.body.dataset.screen === 'login'")
+            .await;
+        check("login").await;
+        let secret = browser
+            .up_to_enrolment(&site.admin, &format!("olga_{lang}"), lang)
+            .await;
+        check("enrolment").await;
+        browser.enter_code(&secret).await;
+        // The console speaks the language asked (French by default), amounts
+        // in its format.
+        let words = browser
             .execute(
-                "return [...document.querySelectorAll('body *')].filter((e) => {
-                   const s = getComputedStyle(e);
-                   return e.offsetParent !== null && ['auto', 'scroll'].includes(s.overflowX)
-                     && e.scrollWidth > e.clientWidth;
-                 }).map((e) => `${e.tagName.toLowerCase()}#${e.id}.${e.className} ${e.scrollWidth}>${e.clientWidth}`)
-                 .concat(document.documentElement.scrollWidth > innerWidth ? ['the page itself'] : [])",
+                "return [document.documentElement.lang,
+                         document.querySelector('[data-testid=nav-dashboard]').textContent,
+                         document.querySelector('[data-testid=who-role]').textContent]",
             )
             .await;
-        for item in wide.as_array().unwrap() {
-            findings.push(format!(
-                "{name}: scrolls sideways at {}: {item}",
-                browser.execute("return innerWidth").await
-            ));
+        let expected = if lang == "fr" {
+            json!(["fr", "Tableau de bord", "opérateur"])
+        } else {
+            json!(["en", "Dashboard", "operator"])
+        };
+        assert_eq!(words, expected);
+        for screen in ["dashboard", "emissions", "players", "queues", "site"] {
+            browser.open(screen).await;
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            check(screen).await;
+            shot(&browser, &format!("console-{screen}-{lang}")).await;
         }
-    };
+        // The queue shows the IBAN in groups of four, as it is checked by eye.
+        browser.open("queues").await;
+        let queue = browser
+            .execute("return document.querySelector('main').innerText")
+            .await;
+        assert!(
+            queue
+                .as_str()
+                .unwrap()
+                .contains("FR76 3000 6000 0112 3456 7890 189"),
+            "{queue}"
+        );
+        // A tablet's width: every screen still fits its boxes.
+        browser.set_window(768, 1000).await;
+        for screen in ["dashboard", "emissions", "players", "queues", "site"] {
+            browser.open(screen).await;
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            check(screen).await;
+            if screen == "queues" {
+                shot(&browser, &format!("console-queues-768-{lang}")).await;
+            }
+        }
+        browser.set_window(1280, 900).await;
+        browser.open("emissions").await;
+        let block = browser
+            .wait_for(
+                "document.querySelector('[data-testid=block-row][data-state=open]')?.dataset.blockId",
+            )
+            .await;
+        browser
+            .click(&format!("[data-testid=suspend-{}]", data_i64(&block)))
+            .await;
+        browser
+            .wait_for("document.querySelector('#confirm').open")
+            .await;
+        check("confirmation").await;
+        // Leaving the screen (here as the browser's back button would) cancels
+        // the confirmation: it does not stay over the next screen.
+        browser.execute("location.hash = '#/players';").await;
+        browser
+            .wait_for("document.body.dataset.loaded === 'players'")
+            .await;
+        assert_eq!(
+            browser
+                .execute("return document.querySelector('#confirm').open")
+                .await,
+            json!(false),
+            "the confirmation closed with its screen"
+        );
+        browser.open("players").await;
+        browser.type_into("[data-testid=player-q]", "ana").await;
+        browser.click("[data-testid=player-search-submit]").await;
+        browser.click("[data-testid^=player-link-]").await;
+        browser
+            .wait_for("document.querySelector('[data-testid=player-detail]')?.dataset.playerId")
+            .await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        check("a player").await;
+        browser.click("[data-testid=logout]").await;
+        browser
+            .wait_for("document.body.dataset.screen === 'login'")
+            .await;
+        let secret = browser
+            .up_to_enrolment(&site.admin, &format!("aude_{lang}"), lang)
+            .await;
+        browser.enter_code(&secret).await;
+        browser.open("trail").await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        check("trail").await;
+        browser.click("[data-testid=logout]").await;
+        browser
+            .wait_for("document.body.dataset.screen === 'login'")
+            .await;
+    }
+    // The switch in the bar changes the language, and it is remembered.
     browser.goto(&format!("{}/console", site.admin)).await;
     browser
-        .wait_for("document.body.dataset.screen === 'login'")
+        .wait_for("document.documentElement.lang === 'en' && document.querySelector('#login-title').textContent === 'Operator\\'s console'")
         .await;
-    check("login").await;
-    let secret = browser.up_to_enrolment(&site.admin, "olga").await;
-    check("enrolment").await;
-    browser.enter_code(&secret).await;
-    for screen in ["dashboard", "emissions", "players", "queues", "site"] {
-        browser.open(screen).await;
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        check(screen).await;
-    }
-    // The queue shows the IBAN in groups of four, as it is checked by eye.
-    browser.open("queues").await;
-    let queue = browser
-        .execute("return document.querySelector('main').innerText")
-        .await;
-    assert!(
-        queue
-            .as_str()
-            .unwrap()
-            .contains("FR76 3000 6000 0112 3456 7890 189"),
-        "{queue}"
-    );
-    // A tablet's width: every screen still fits its boxes.
-    browser.set_window(768, 1000).await;
-    for screen in ["dashboard", "emissions", "players", "queues", "site"] {
-        browser.open(screen).await;
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        check(screen).await;
-        if screen == "queues" {
-            shot(&browser, "console-queues-768").await;
-        }
-    }
-    browser.set_window(1280, 900).await;
-    browser.open("emissions").await;
-    let block = browser
-        .wait_for(
-            "document.querySelector('[data-testid=block-row][data-state=open]')?.dataset.blockId",
-        )
-        .await;
+    browser.click("[data-testid=console-lang]").await;
     browser
-        .click(&format!("[data-testid=suspend-{}]", data_i64(&block)))
+        .wait_for("document.documentElement.lang === 'fr' && document.querySelector('#login-title').textContent === 'Console de l\\'opérateur'")
         .await;
+    browser.goto(&format!("{}/console", site.admin)).await;
     browser
-        .wait_for("document.querySelector('#confirm').open")
+        .wait_for("document.documentElement.lang === 'fr' && document.querySelector('[data-testid=login-submit]').textContent === 'Continuer'")
         .await;
-    check("confirmation").await;
-    // Leaving the screen (here as the browser's back button would) cancels
-    // the confirmation: it does not stay over the next screen.
-    browser.execute("location.hash = '#/players';").await;
-    browser
-        .wait_for("document.body.dataset.loaded === 'players'")
-        .await;
-    assert_eq!(
-        browser
-            .execute("return document.querySelector('#confirm').open")
-            .await,
-        json!(false),
-        "the confirmation closed with its screen"
-    );
-    browser.open("players").await;
-    browser.type_into("[data-testid=player-q]", "ana").await;
-    browser.click("[data-testid=player-search-submit]").await;
-    browser.click("[data-testid^=player-link-]").await;
-    browser
-        .wait_for("document.querySelector('[data-testid=player-detail]')?.dataset.playerId")
-        .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    check("a player").await;
-    browser.click("[data-testid=logout]").await;
-    browser
-        .wait_for("document.body.dataset.screen === 'login'")
-        .await;
-    let secret = browser.up_to_enrolment(&site.admin, "aude").await;
-    browser.enter_code(&secret).await;
-    browser.open("trail").await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    check("trail").await;
     assert!(
         findings.is_empty(),
         "{} serious or critical accessibility findings:\n  {}",

@@ -13,6 +13,7 @@ static ASSETS: &[Asset] = &[
     asset!(in "console", "assets/favicon.svg", "image/svg+xml"),
     asset!(in "console", "assets/js/main.js", JS),
     asset!(in "console", "assets/js/api.js", JS),
+    asset!(in "console", "assets/js/i18n.js", JS),
     asset!(in "console", "assets/js/util.js", JS),
     asset!(in "console", "assets/js/chart.js", JS),
     asset!(in "console", "assets/js/login.js", JS),

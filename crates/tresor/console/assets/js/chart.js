@@ -3,6 +3,8 @@
 //! labels, a title and description for screen readers, and its numbers as a
 //! table under a "Show the numbers" disclosure.
 
+import { textNode } from './i18n.js';
+
 const NS = 'http://www.w3.org/2000/svg';
 let chartSeq = 0;
 
@@ -13,7 +15,7 @@ function s(tag, attrs = {}, ...children) {
   }
   for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined) continue;
-    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    node.append(child instanceof Node ? child : textNode(String(child)));
   }
   return node;
 }
@@ -26,7 +28,7 @@ function el(tag, attrs = {}, ...children) {
   }
   for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined) continue;
-    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    node.append(child instanceof Node ? child : textNode(String(child)));
   }
   return node;
 }

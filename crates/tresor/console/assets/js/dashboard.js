@@ -7,6 +7,7 @@
 import { api } from './api.js';
 import { lineChart, barChart } from './chart.js';
 import { $, h, euros, count, clock, dateTime, fill, table, showError } from './util.js';
+import { locale, setText } from './i18n.js';
 
 const EVERY_MS = 2000;
 let timer = 0;
@@ -17,7 +18,9 @@ let lastError = '';
 let lastData = null;
 let resizeTimer = 0;
 
-const compactEuros = new Intl.NumberFormat('en-IE', { style: 'currency', currency: 'EUR', notation: 'compact', maximumFractionDigits: 1 });
+/** Euros in few characters (`€1.2K`, `1,2 k€`), for an axis. */
+const compactEuros = (cents) =>
+  new Intl.NumberFormat(locale() === 'en-GB' ? 'en-IE' : locale(), { style: 'currency', currency: 'EUR', notation: 'compact', maximumFractionDigits: 1 }).format(cents / 100);
 
 function tile(label, value, attrs = {}) {
   return h('div', { class: 'tile', ...attrs }, h('span', { class: 'tile-label' }, label), h('strong', { class: 'tile-value' }, value));
@@ -96,7 +99,7 @@ function render(data) {
           title: 'Stakes taken, prizes won and 70 % expected, per stake',
           describe: `In all: ${euros(totals.stakes_cents)} taken, ${euros(totals.prizes_cents)} won, ${euros(totals.expected_prizes_cents)} expected.`,
           format: (v) => euros(v),
-          shortFormat: (v) => compactEuros.format(v / 100),
+          shortFormat: compactEuros,
           width: chartWidth(money),
         })
       : h('p', { class: 'empty' }, 'No stake on sale.'),
@@ -182,11 +185,11 @@ async function poll() {
     lastData = data;
     render(data);
     lastError = '';
-    $('#dash-state').textContent = 'Live';
+    setText($('#dash-state'), 'Live');
     $('#dash-state').dataset.state = 'live';
     document.body.dataset.dashboardPolls = String(Number(document.body.dataset.dashboardPolls ?? 0) + 1);
   } catch (failure) {
-    $('#dash-state').textContent = 'Not updating';
+    setText($('#dash-state'), 'Not updating');
     $('#dash-state').dataset.state = 'error';
     if (failure.message !== lastError) showError(failure);
     lastError = failure.message;
@@ -201,7 +204,7 @@ function schedule() {
   if (active && !document.hidden) {
     timer = setInterval(poll, EVERY_MS);
   } else if (active) {
-    $('#dash-state').textContent = 'Paused while the tab is hidden';
+    setText($('#dash-state'), 'Paused while the tab is hidden');
     $('#dash-state').dataset.state = 'paused';
   }
 }

@@ -4,6 +4,7 @@
 
 import { api, setUnauthorizedHandler } from './api.js';
 import { $, notice } from './util.js';
+import { applyStatic, currentLang, onLangChange, setLang, setText } from './i18n.js';
 import { setupLogin } from './login.js';
 import { dashboard } from './dashboard.js';
 import { emissions } from './emissions.js';
@@ -52,7 +53,7 @@ const app = {
     hint(true);
     document.body.dataset.role = me.role;
     $('#who-name').textContent = me.username;
-    $('#who-role').textContent = me.role;
+    setText($('#who-role'), me.role);
     $('#who').hidden = false;
     $('#nav').hidden = false;
     applyPermissions(document);
@@ -135,6 +136,20 @@ async function route() {
 async function boot() {
   setUnauthorizedHandler(() => {
     if (app.me) app.signedOut('Your session has ended: log in again.');
+  });
+  applyStatic(document);
+  const langButton = $('#lang');
+  const labelLang = () => {
+    const other = currentLang() === 'fr' ? 'en' : 'fr';
+    langButton.textContent = other === 'en' ? 'English' : 'Français';
+    langButton.lang = other;
+    langButton.setAttribute('aria-label', other === 'en' ? 'Switch to English' : 'Passer en français');
+  };
+  labelLang();
+  langButton.addEventListener('click', () => setLang(currentLang() === 'fr' ? 'en' : 'fr'));
+  onLangChange(() => {
+    labelLang();
+    if (app.me) route();
   });
   for (const screen of Object.values(screens)) screen.setup?.(app);
   setupLogin(app);

@@ -4,6 +4,7 @@
 
 import { api } from './api.js';
 import { $, h, euros, count, fill, groupIban, table, timeNode, notice, showError, confirmAction, parseEuros } from './util.js';
+import { setText } from './i18n.js';
 
 let appRef = null;
 let shown = null;
@@ -136,7 +137,7 @@ async function showPlayer(id) {
   section.hidden = false;
   section.dataset.playerId = String(id);
   section.dataset.status = account.status ?? player.status ?? '';
-  $('#player-detail-title').textContent = `Player ${player.username ?? `#${id}`}`;
+  setText($('#player-detail-title'), `Player ${player.username ?? `#${id}`}`);
   fill(
     $('#player-body'),
     h(

@@ -3,7 +3,8 @@
 //! `dashboard` reads the first two).
 
 import { api } from './api.js';
-import { $, h, fill, timeNode, notice, showError, confirmAction } from './util.js';
+import { $, h, count, dateTime, fill, timeNode, notice, showError, confirmAction } from './util.js';
+import { setText } from './i18n.js';
 
 /** An RFC 3339 time as the value of a `datetime-local` input (local time). */
 function toLocalInput(text) {
@@ -61,7 +62,7 @@ export const site = {
       const at = new Date(value);
       change(
         'Change the sales opening time?',
-        `Players can buy from ${at.toLocaleString('en-GB')} (your local time) on; before it, every purchase is refused.`,
+        `Players can buy from ${dateTime(at.toISOString())} (your local time) on; before it, every purchase is refused.`,
         () => api.setSales(at.toISOString()),
         'The sales opening time is saved.',
       );
@@ -90,13 +91,13 @@ export const site = {
       try {
         const imported = await confirmAction({
           title: 'Replace the national ban list?',
-          text: `${file.name}: about ${lines.toLocaleString('en-GB')} names. Accounts that match are banned at once; accounts no longer listed are lifted.`,
+          text: `${file.name}: about ${count(lines)} names. Accounts that match are banned at once; accounts no longer listed are lifted.`,
           ok: 'Import',
           action: () => api.importBanList(csv),
         });
         if (imported) {
           const result = $('#banlist-result');
-          result.textContent = `Version ${imported.version}: ${imported.entries.toLocaleString('en-GB')} names; banned now: ${imported.banned.length ? imported.banned.join(', ') : 'none'}; lifted: ${imported.lifted.length ? imported.lifted.join(', ') : 'none'}.`;
+          setText(result, `Version ${imported.version}: ${count(imported.entries)} names; banned now: ${imported.banned.length ? imported.banned.join(', ') : 'none'}; lifted: ${imported.lifted.length ? imported.lifted.join(', ') : 'none'}.`);
           result.hidden = false;
           notice('The ban list is imported.');
         }

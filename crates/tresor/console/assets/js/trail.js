@@ -4,10 +4,11 @@
 
 import { api } from './api.js';
 import { $, count, dateTime, notice, showError, copyText, busy } from './util.js';
+import { setText, tr } from './i18n.js';
 
 function lastLine(last) {
   if (!last) return 'Never verified from the console or the command line.';
-  const result = last.ok ? 'intact' : 'BROKEN';
+  const result = tr(last.ok ? 'intact' : 'BROKEN');
   return `Last verified ${dateTime(last.at)} by ${last.by}: ${count(last.records)} records, ${result}.`;
 }
 
@@ -16,7 +17,7 @@ function render(data) {
   $('#trail-seq').dataset.seq = String(data.head?.seq ?? 0);
   $('#trail-hash').textContent = data.head?.hash ?? '—';
   const last = $('#trail-last');
-  last.textContent = lastLine(data.last_verification);
+  setText(last, lastLine(data.last_verification));
   last.dataset.ok = data.last_verification ? String(data.last_verification.ok) : '';
 }
 
@@ -54,7 +55,7 @@ export const trail = {
         link.click();
         link.remove();
         setTimeout(() => URL.revokeObjectURL(url), 10000);
-        result.textContent = `Saved ${name}: ${count(lines)} records, ${count(Math.ceil(text.length / 1024))} KiB.`;
+        setText(result, `Saved ${name}: ${count(lines)} records, ${count(Math.ceil(text.length / 1024))} KiB.`);
         result.dataset.records = String(lines);
       } catch (failure) {
         showError(failure);

@@ -1,5 +1,8 @@
 //! Small helpers the screens share: DOM building, euros and dates, the
 //! notice line, the confirmation dialog, tables and copying to the clipboard.
+//! Texts go into the page in the operator's language (i18n.js) here.
+
+import { locale, setAttr, setText, textNode, tr } from './i18n.js';
 
 /** Creates an element with attributes and children (strings become text). */
 export function h(tag, attrs = {}, ...children) {
@@ -7,13 +10,14 @@ export function h(tag, attrs = {}, ...children) {
   for (const [name, value] of Object.entries(attrs)) {
     if (value === false || value === null || value === undefined) continue;
     if (name === 'class') node.className = value;
-    else if (name === 'text') node.textContent = value;
+    else if (name === 'text') setText(node, String(value));
+    else if (['aria-label', 'alt', 'title', 'placeholder'].includes(name)) setAttr(node, name, String(value));
     else if (name.startsWith('on') && typeof value === 'function') node.addEventListener(name.slice(2), value);
     else node.setAttribute(name, value === true ? '' : String(value));
   }
   for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
-    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    node.append(child instanceof Node ? child : textNode(String(child)));
   }
   return node;
 }
@@ -25,34 +29,41 @@ export function $(selector, root = document) {
   return node;
 }
 
-const EUROS = new Intl.NumberFormat('en-IE', { style: 'currency', currency: 'EUR' });
-const COUNT = new Intl.NumberFormat('en-GB');
-const DATE_TIME = new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'medium' });
-const TIME = new Intl.DateTimeFormat('en-GB', { hour: '2-digit', minute: '2-digit' });
+/** Intl formatters in the operator's language, made once per language. */
+const formatters = new Map();
+function format(kind, make) {
+  const key = `${locale()} ${kind}`;
+  if (!formatters.has(key)) formatters.set(key, make(locale()));
+  return formatters.get(key);
+}
+const EUROS = () => format('euros', (l) => new Intl.NumberFormat(l === 'en-GB' ? 'en-IE' : l, { style: 'currency', currency: 'EUR' }));
+const COUNT = () => format('count', (l) => new Intl.NumberFormat(l));
+const DATE_TIME = () => format('date', (l) => new Intl.DateTimeFormat(l, { dateStyle: 'medium', timeStyle: 'medium' }));
+const TIME = () => format('time', (l) => new Intl.DateTimeFormat(l, { hour: '2-digit', minute: '2-digit' }));
 
-/** Integer cents as euros: `€1,234.50`. */
+/** Integer cents as euros: `€1,234.50`, `1 234,50 €`. */
 export function euros(cents) {
   if (cents === null || cents === undefined) return '—';
-  return EUROS.format(Number(cents) / 100);
+  return EUROS().format(Number(cents) / 100);
 }
 
 /** A whole number with thousands separators. */
 export function count(value) {
   if (value === null || value === undefined) return '—';
-  return COUNT.format(value);
+  return COUNT().format(value);
 }
 
 /** An RFC 3339 time as a local date and time, or `—`. */
 export function dateTime(text) {
   if (!text) return '—';
   const date = new Date(text);
-  return Number.isNaN(date.getTime()) ? String(text) : DATE_TIME.format(date);
+  return Number.isNaN(date.getTime()) ? String(text) : DATE_TIME().format(date);
 }
 
 /** An RFC 3339 time as a local `HH:MM`. */
 export function clock(text) {
   const date = new Date(text);
-  return Number.isNaN(date.getTime()) ? '' : TIME.format(date);
+  return Number.isNaN(date.getTime()) ? '' : TIME().format(date);
 }
 
 /** A `<time>` element showing `text` as a local date. */
@@ -120,7 +131,7 @@ let noticeTimer = 0;
 /** Shows a short line under the bar: `kind` is `ok` or `error`. */
 export function notice(text, kind = 'ok', code = '') {
   const node = $('#notice');
-  node.textContent = text;
+  setText(node, text);
   node.dataset.kind = kind;
   node.dataset.code = code;
   node.hidden = false;
@@ -134,7 +145,7 @@ export function notice(text, kind = 'ok', code = '') {
 /** Shows an API error: its message, and its code for the tests. */
 export function showError(error) {
   if (error && error.status === 401) return;
-  const extra = error?.details?.permission ? ` (needs the “${error.details.permission}” permission)` : '';
+  const extra = error?.details?.permission ? tr(` (needs the “${error.details.permission}” permission)`) : '';
   notice(`${error?.message ?? String(error)}${extra}`, 'error', error?.code ?? 'error');
 }
 
@@ -149,9 +160,9 @@ export function confirmAction({ title, text, ok = 'Confirm', reason = false, act
   const reasonInput = $('#confirm-reason');
   const error = $('#confirm-error');
   const okButton = $('#confirm-ok');
-  $('#confirm-title').textContent = title;
-  $('#confirm-text').textContent = text;
-  okButton.textContent = ok;
+  setText($('#confirm-title'), title);
+  setText($('#confirm-text'), text);
+  setText(okButton, ok);
   reasonBox.hidden = !reason;
   reasonInput.value = '';
   reasonInput.required = Boolean(reason);
@@ -178,7 +189,7 @@ export function confirmAction({ title, text, ok = 'Confirm', reason = false, act
       if (busy) return;
       const why = reasonInput.value.trim();
       if (reason && !why) {
-        error.textContent = 'Give a reason.';
+        setText(error, 'Give a reason.');
         error.hidden = false;
         reasonInput.focus();
         return;
