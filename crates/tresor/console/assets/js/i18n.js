@@ -250,6 +250,22 @@ const FR = {
     'Le joueur ne peut ni miser ni déposer jusqu\'à la fin de l\'exclusion, et toutes ses sessions prennent fin maintenant. Elle ne peut pas être raccourcie.',
   '{} is excluded for {}.': '{0} est exclu pour {1}.',
   'Change': 'Modifier',
+  'Suspended': 'Suspendu',
+  'no': 'non',
+  'Suspend, because': 'Suspendre, motif',
+  'Lift the suspension, because': 'Lever la suspension, motif',
+  'Unsuspend': 'Lever la suspension',
+  'Unsuspend…': 'Lever la suspension…',
+  'Suspend {}?': 'Suspendre {0} ?',
+  'Lift the suspension of {}?': 'Lever la suspension de {0} ?',
+  '{} is suspended.': '{0} est suspendu.',
+  '{} is no longer suspended.': '{0} n\'est plus suspendu.',
+  'by {}: {}': 'par {0} : {1}',
+  'Every session of the player ends now; logins, deposits and stakes are refused with a neutral message until the suspension is lifted. The reason stays with the staff.':
+    'Toutes les sessions du joueur prennent fin maintenant ; connexions, dépôts et mises sont refusés par un message neutre jusqu\'à la levée de la suspension. Le motif reste connu du seul personnel.',
+  'Give a reason (3 to 500 characters): the staff read it, the player does not.':
+    'Indiquez un motif (3 à 500 caractères) : le personnel le lit, pas le joueur.',
+  'The player may log in, deposit and stake again.': 'Le joueur peut de nouveau se connecter, déposer et miser.',
 
   // Queues.
   'Provisional accounts to verify': 'Comptes provisoires à vérifier',
