@@ -13,9 +13,20 @@ use std::io::Write;
 
 #[derive(Debug, Subcommand)]
 pub enum AuditCommand {
-    /// Check the whole hash chain of the game trail; name the first bad
-    /// record (exit 1) or say it is intact (exit 0).
+    /// Check the game trail: the v1 chain, then every writer's log
+    /// recomputed from its records against every signed checkpoint (kept in
+    /// the database, and given with --checkpoint); name the first bad record
+    /// (exit 1) or say it is intact (exit 0).
     Verify {
+        /// The installation's first log key (its verifier key, as `tresor
+        /// log keygen` printed it), pinned: the database's own list of keys
+        /// is then trusted only from it, through announced rotations.
+        #[arg(long, value_name = "VKEY")]
+        key: Option<String>,
+        /// A signed checkpoint kept outside the database (a monitor's copy):
+        /// the log must still hold it. May be given more than once.
+        #[arg(long, value_name = "FILE")]
+        checkpoint: Vec<std::path::PathBuf>,
         #[command(flatten)]
         db: DbArgs,
     },
@@ -36,7 +47,9 @@ pub enum AuditCommand {
         #[command(flatten)]
         db: DbArgs,
     },
-    /// Write the trail as JSON lines to stdout, oldest first.
+    /// Write the trail as JSON lines to stdout, oldest first; each record of
+    /// a log with its receipt (salt, inclusion proof, the log's latest
+    /// checkpoint: docs/AUDIT.md, "Receipts").
     Export {
         /// Only records at or after this time (RFC 3339).
         #[arg(long)]
@@ -98,11 +111,25 @@ fn parse_time(flag: &str, text: Option<&str>) -> anyhow::Result<Option<i64>> {
 
 pub async fn run_audit(command: AuditCommand) -> anyhow::Result<()> {
     match command {
-        AuditCommand::Verify { db } => {
-            let db = db.open().await?;
+        AuditCommand::Verify {
+            key,
+            checkpoint,
+            db,
+        } => {
+            let mut trust = trail::Trust {
+                key,
+                checkpoints: Vec::new(),
+            };
+            for path in &checkpoint {
+                let note = std::fs::read_to_string(path).map_err(|e| {
+                    Usage(format!("--checkpoint: cannot read {}: {e}", path.display()))
+                })?;
+                trust.checkpoints.push(note);
+            }
+            let db = db.open_read().await?;
             let total = trail::count(&db.pool).await?;
             let bar = progress_bar(total.max(0) as u64, "verifying");
-            let verdict = trail::verify(&db.pool, |done| bar.inc(done)).await;
+            let verdict = trail::verify_with(&db.pool, &trust, |done| bar.inc(done)).await;
             bar.finish_and_clear();
             match verdict.context("reading the trail")? {
                 Verdict::Intact { records, head_hash } => {
@@ -116,7 +143,7 @@ pub async fn run_audit(command: AuditCommand) -> anyhow::Result<()> {
             }
         }
         AuditCommand::Checkpoint { out, db } => {
-            let db = db.open().await?;
+            let db = db.open_read().await?;
             let now = crate::clock::Clock::now_ms(&crate::clock::SystemClock);
             let checkpoint =
                 crate::backup::checkpoint::current(&db.pool, Some(crate::service::rfc3339(now)))
@@ -134,7 +161,7 @@ pub async fn run_audit(command: AuditCommand) -> anyhow::Result<()> {
             Ok(())
         }
         AuditCommand::Consistency { db } => {
-            let db = db.open().await?;
+            let db = db.open_read().await?;
             let total = trail::count(&db.pool).await?;
             let bar = progress_bar(total.max(0) as u64, "verifying");
             let checked = crate::backup::consistency::check(&db.pool, |done| bar.inc(done)).await;
@@ -157,22 +184,36 @@ pub async fn run_audit(command: AuditCommand) -> anyhow::Result<()> {
             }
             let window = (from_ms.is_some() || to_ms.is_some())
                 .then(|| (from_ms.unwrap_or(i64::MIN), to_ms.unwrap_or(i64::MAX)));
-            let db = db.open().await?;
+            let db = db.open_read().await?;
             let bar = ProgressBar::new_spinner();
             bar.set_message("exporting");
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());
             let mut failed: Option<std::io::Error> = None;
-            trail::export(&db.pool, window, |record| {
-                let mut line = serde_json::to_value(record).expect("a record is JSON");
-                line["at"] = serde_json::Value::String(crate::service::rfc3339(record.at_ms));
-                if let Err(error) = writeln!(out, "{line}") {
-                    failed.get_or_insert(error);
+            let mut conn = db.conn().await?;
+            let mut after_seq = 0;
+            loop {
+                let records = trail::page(&db.pool, after_seq, window).await?;
+                let Some(last) = records.last() else {
+                    break;
+                };
+                after_seq = last.seq;
+                for record in &records {
+                    let mut line = serde_json::to_value(record).expect("a record is JSON");
+                    line["at"] = serde_json::Value::String(crate::service::rfc3339(record.at_ms));
+                    // A v2 record: its receipt (origin, salt, the inclusion
+                    // proof in its log's latest checkpoint), to check by hand.
+                    if let (Some(log_id), Some(idx)) = (record.log_id, record.idx) {
+                        let receipt =
+                            trail::receipt::of_leaf(&mut conn, log_id, idx as u64).await?;
+                        line["receipt"] = serde_json::to_value(receipt).expect("a receipt is JSON");
+                    }
+                    if let Err(error) = writeln!(out, "{line}") {
+                        failed.get_or_insert(error);
+                    }
+                    bar.inc(1);
                 }
-                bar.inc(1);
-                Ok(())
-            })
-            .await?;
+            }
             bar.finish_and_clear();
             if let Some(error) = failed {
                 return Err(error).context("writing the export");
@@ -184,7 +225,7 @@ pub async fn run_audit(command: AuditCommand) -> anyhow::Result<()> {
 }
 
 pub async fn run_report(args: ReportArgs) -> anyhow::Result<()> {
-    let db = args.db.open().await?;
+    let db = args.db.open_read().await?;
     let bar = ProgressBar::new_spinner();
     bar.set_message("summing plays and transfers");
     bar.enable_steady_tick(std::time::Duration::from_millis(120));
