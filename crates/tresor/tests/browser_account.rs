@@ -815,7 +815,9 @@ async fn outbox_link(outbox: &std::path::Path, to: &str, marker: &str) -> String
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
         for entry in std::fs::read_dir(outbox).unwrap() {
-            let text = std::fs::read_to_string(entry.unwrap().path()).unwrap_or_default();
+            let raw = std::fs::read_to_string(entry.unwrap().path()).unwrap_or_default();
+            // Quoted-printable or base64, as lettre chose: decoded.
+            let text = common::opening::decoded(&raw);
             let addressed = text
                 .lines()
                 .any(|l| l.starts_with("To: ") && l.contains(to));

@@ -3,14 +3,16 @@
 //! changed (the current one asked, the other sessions ended), a reset by a
 //! link that works once and expires (the clock moved by hand), an unknown
 //! address answered exactly as a known one, an address confirmed, the
-//! notifications of money and verification, a console account's password,
+//! notifications of money and verification, a console account's password
+//! (its other console sessions ended),
 //! and the player's list of sessions (ending one, or all the others).
 
 mod common;
 
 use common::TestApp;
 use common::opening::{
-    IBAN, PASSWORD, assert_refused, count, deposit, link_in, mails_to, open_account, webhook,
+    CONSOLE_PASSWORD, IBAN, PASSWORD, assert_refused, console_enrolled, console_login,
+    console_post, console_status, count, deposit, link_in, mails_to, open_account, webhook,
 };
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -474,5 +476,71 @@ on_both!(
         assert_eq!(app.get("/api/account").await.0, StatusCode::UNAUTHORIZED);
         let (_, left) = firefox.get("/api/account/sessions").await;
         assert_eq!(left["sessions"].as_array().unwrap().len(), 1, "{left}");
+    }
+);
+
+on_both!(
+    a_console_account_changes_its_password_and_its_other_sessions_end,
+    |app| {
+        let (first, secret) = console_enrolled(&app, "olga").await;
+        // A TOTP code is accepted once: the second login takes the next one.
+        app.clock.advance_ms(31_000);
+        let second = console_login(&app, "olga", CONSOLE_PASSWORD, &secret)
+            .await
+            .unwrap();
+        let trail = count(&app, "SELECT COUNT(*) FROM trail").await;
+        for (current, new, field) in [
+            (
+                "not the password",
+                "a new console password",
+                "current_password",
+            ),
+            (CONSOLE_PASSWORD, "too short", "new_password"),
+        ] {
+            let refused = console_post(
+                &first,
+                &app,
+                "/console/api/password",
+                json!({"current_password": current, "new_password": new}),
+            )
+            .await;
+            assert_refused(&refused, StatusCode::UNPROCESSABLE_ENTITY, "validation");
+            let message = refused.1["error"]["message"].as_str().unwrap();
+            assert!(message.starts_with(field), "{message}");
+        }
+        assert_eq!(count(&app, "SELECT COUNT(*) FROM trail").await, trail);
+        let (status, body) = console_post(
+            &first,
+            &app,
+            "/console/api/password",
+            json!({"current_password": CONSOLE_PASSWORD, "new_password": "a new console password"}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(body["sessions_ended"], 1);
+        assert_eq!(
+            console_status(&first, &app, "/console/api/me").await,
+            StatusCode::OK
+        );
+        assert_eq!(
+            console_status(&second, &app, "/console/api/me").await,
+            StatusCode::UNAUTHORIZED
+        );
+        app.clock.advance_ms(31_000);
+        let old = console_login(&app, "olga", CONSOLE_PASSWORD, &secret).await;
+        assert_eq!(old.err().map(|e| e.0), Some(StatusCode::UNAUTHORIZED));
+        assert!(
+            console_login(&app, "olga", "a new console password", &secret)
+                .await
+                .is_ok()
+        );
+        assert_eq!(
+        count(
+            &app,
+            "SELECT COUNT(*) FROM trail WHERE action = 'staff_password_changed' AND actor = 'staff:olga'"
+        )
+        .await,
+        1
+    );
     }
 );

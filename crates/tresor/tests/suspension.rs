@@ -8,95 +8,18 @@
 
 mod common;
 
-use common::TestApp;
-use common::opening::{PASSWORD, assert_refused, count, deposit, open_account, webhook};
+use common::opening::{
+    PASSWORD, assert_refused, console, console_get, console_post, count, deposit, open_account,
+    webhook,
+};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tresor::error::Error;
 use tresor::model::IdempotencyKey;
 use tresor::service::Purchase;
-use tresor::staff::{Role, StaffName, totp_code};
 use tresor_game::Stake;
 
 const REASON: &str = "chargeback under review, case 4411";
-
-/// RFC 4648 base32 without padding, decoded.
-fn base32_decode(text: &str) -> Vec<u8> {
-    const ALPHABET: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
-    let (mut buffer, mut bits, mut out) = (0u32, 0u32, Vec::new());
-    for c in text.chars() {
-        buffer = (buffer << 5) | ALPHABET.find(c).expect("a base32 digit") as u32;
-        bits += 5;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((buffer >> bits) as u8);
-        }
-    }
-    out
-}
-
-/// A console operator named `name`, enrolled and logged in: a client with
-/// its cookie, on the operator listener.
-async fn console(app: &TestApp, name: &str) -> reqwest::Client {
-    app.service
-        .add_staff(
-            &StaffName::parse(name).unwrap(),
-            Role::Operator,
-            "a console password",
-        )
-        .await
-        .unwrap();
-    let client = reqwest::Client::builder()
-        .cookie_store(true)
-        .build()
-        .unwrap();
-    let (status, body) = console_post(
-        &client,
-        app,
-        "/console/api/login",
-        json!({"username": name, "password": "a console password"}),
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let secret = base32_decode(body["secret"].as_str().unwrap());
-    let code = totp_code(&secret, app.service.now_ms() / 1000);
-    let (status, body) = console_post(
-        &client,
-        app,
-        "/console/api/login/code",
-        json!({"code": code}),
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    client
-}
-
-async fn console_post(
-    client: &reqwest::Client,
-    app: &TestApp,
-    path: &str,
-    body: Value,
-) -> (StatusCode, Value) {
-    let response = client
-        .post(format!("{}{path}", app.admin_address))
-        .header("x-requested-with", "tresor-console")
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status();
-    (status, response.json().await.unwrap())
-}
-
-async fn console_get(client: &reqwest::Client, app: &TestApp, path: &str) -> Value {
-    let response = client
-        .get(format!("{}{path}", app.admin_address))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), StatusCode::OK);
-    response.json().await.unwrap()
-}
 
 fn purchase(key: &str) -> Purchase {
     Purchase {

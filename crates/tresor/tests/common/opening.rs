@@ -6,6 +6,7 @@ use super::TestApp;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tresor::service::sign_webhook;
+use tresor::staff::{Role, StaffName, totp_code};
 
 pub const IBAN: &str = "FR76 3000 6000 0112 3456 7890 189";
 pub const PASSWORD: &str = "a long password";
@@ -188,4 +189,136 @@ pub fn link_in(message: &str, marker: &str) -> String {
         .find(|line| line.contains(marker))
         .unwrap_or_else(|| panic!("no {marker} link in {message}"));
     line.trim().to_owned()
+}
+
+/// The console accounts' password in these tests.
+pub const CONSOLE_PASSWORD: &str = "a console password";
+
+/// RFC 4648 base32 without padding, decoded.
+fn base32_decode(text: &str) -> Vec<u8> {
+    const ALPHABET: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+    let (mut buffer, mut bits, mut out) = (0u32, 0u32, Vec::new());
+    for c in text.chars() {
+        buffer = (buffer << 5) | ALPHABET.find(c).expect("a base32 digit") as u32;
+        bits += 5;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((buffer >> bits) as u8);
+        }
+    }
+    out
+}
+
+/// A console operator named `name`, enrolled and logged in: a client with
+/// its cookie, on the operator listener.
+pub async fn console(app: &TestApp, name: &str) -> reqwest::Client {
+    console_enrolled(app, name).await.0
+}
+
+/// [`console`], and the account's TOTP secret (to log in again).
+pub async fn console_enrolled(app: &TestApp, name: &str) -> (reqwest::Client, Vec<u8>) {
+    app.service
+        .add_staff(
+            &StaffName::parse(name).unwrap(),
+            Role::Operator,
+            CONSOLE_PASSWORD,
+        )
+        .await
+        .unwrap();
+    let client = reqwest::Client::builder()
+        .cookie_store(true)
+        .build()
+        .unwrap();
+    let (status, body) = console_post(
+        &client,
+        app,
+        "/console/api/login",
+        json!({"username": name, "password": CONSOLE_PASSWORD}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let secret = base32_decode(body["secret"].as_str().unwrap());
+    let code = totp_code(&secret, app.service.now_ms() / 1000);
+    let (status, body) = console_post(
+        &client,
+        app,
+        "/console/api/login/code",
+        json!({"code": code}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    (client, secret)
+}
+
+/// An enrolled console account logs in (password, then code) on a client
+/// of its own; the answer of the step that failed, or the client.
+pub async fn console_login(
+    app: &TestApp,
+    name: &str,
+    password: &str,
+    secret: &[u8],
+) -> Result<reqwest::Client, (StatusCode, Value)> {
+    let client = reqwest::Client::builder()
+        .cookie_store(true)
+        .build()
+        .unwrap();
+    let answer = console_post(
+        &client,
+        app,
+        "/console/api/login",
+        json!({"username": name, "password": password}),
+    )
+    .await;
+    if answer.0 != StatusCode::OK {
+        return Err(answer);
+    }
+    let code = totp_code(secret, app.service.now_ms() / 1000);
+    let answer = console_post(
+        &client,
+        app,
+        "/console/api/login/code",
+        json!({"code": code}),
+    )
+    .await;
+    if answer.0 != StatusCode::OK {
+        return Err(answer);
+    }
+    Ok(client)
+}
+
+/// GETs `path` on the operator listener; the status.
+pub async fn console_status(client: &reqwest::Client, app: &TestApp, path: &str) -> StatusCode {
+    client
+        .get(format!("{}{path}", app.admin_address))
+        .send()
+        .await
+        .unwrap()
+        .status()
+}
+
+pub async fn console_post(
+    client: &reqwest::Client,
+    app: &TestApp,
+    path: &str,
+    body: Value,
+) -> (StatusCode, Value) {
+    let response = client
+        .post(format!("{}{path}", app.admin_address))
+        .header("x-requested-with", "tresor-console")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    (status, response.json().await.unwrap())
+}
+
+pub async fn console_get(client: &reqwest::Client, app: &TestApp, path: &str) -> Value {
+    let response = client
+        .get(format!("{}{path}", app.admin_address))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    response.json().await.unwrap()
 }
