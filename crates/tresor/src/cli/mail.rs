@@ -22,7 +22,8 @@ pub struct MailArgs {
     )]
     pub smtp_from: String,
     /// Where messages are written with no SMTP server (default: the data
-    /// folder's `outbox`, or `./outbox` with `--database-url`).
+    /// folder's `outbox`; with `--database-url`, `outbox` in the system's
+    /// temporary folder's `tresor-mail`).
     #[arg(long, env = "TRESOR_MAIL_OUTBOX")]
     pub mail_outbox: Option<PathBuf>,
     /// The players' site as players reach it (`https://jeu.example.fr`), for

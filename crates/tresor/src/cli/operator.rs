@@ -435,7 +435,8 @@ pub async fn run_serve(args: ServeArgs, demo_if_created: bool) -> anyhow::Result
     let settings = args.four_eyes.apply(settings)?;
     let mail_root = match &args.db.database_url {
         None => args.db.data.clone(),
-        Some(_) => PathBuf::from("."),
+        // No data folder: the system's temporary folder, not the working one.
+        Some(_) => std::env::temp_dir().join("tresor-mail"),
     };
     let settings = Settings {
         mail: Some(args.mail.mailer(&mail_root, &args.listen)?),
