@@ -8,6 +8,7 @@
 use crate::error::Error;
 use serde::Serialize;
 
+pub mod device;
 mod names;
 pub use names::{check_name, name_key, name_part_key, person_key};
 
@@ -339,11 +340,15 @@ impl Status {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct StakeGate {
     pub closed: bool,
+    /// Suspended by the operator.
+    pub suspended: bool,
     pub banned: bool,
     /// A person's second account (opened before one account per person).
     pub duplicate: bool,
     /// A provisional account with an identity stakes until then.
     pub provisional_until_ms: Option<i64>,
+    /// When the account became provisional (its opening).
+    pub provisional_since_ms: i64,
     /// The rules version the player accepted, and the one in force.
     pub rules_accepted: i64,
     pub rules_current: i64,
@@ -355,6 +360,9 @@ impl StakeGate {
         if self.closed {
             return Err(Error::AccountClosed);
         }
+        if self.suspended {
+            return Err(Error::AccountSuspended);
+        }
         if self.banned {
             return Err(Error::Banned);
         }
@@ -362,7 +370,10 @@ impl StakeGate {
             return Err(Error::DuplicateAccount);
         }
         if let Some(until_ms) = self.provisional_until_ms.filter(|&t| t <= now_ms) {
-            return Err(Error::VerificationRequired { since_ms: until_ms });
+            return Err(Error::VerificationRequired {
+                since_ms: self.provisional_since_ms,
+                until_ms,
+            });
         }
         if self.rules_accepted < self.rules_current {
             return Err(Error::RulesNotAccepted {

@@ -120,7 +120,9 @@ pub enum Error {
         /// When the oldest counted movement leaves the window.
         resets_at_ms: Option<i64>,
     },
-    #[error("you have excluded yourself from play until {}: play, deposits and login are refused until then", rfc3339(*.until_ms))]
+    /// The player's own exclusion or the operator's: the message says
+    /// neither, since the player may not have asked for it.
+    #[error("you are excluded from play until {}: play, deposits and login are refused until then", rfc3339(*.until_ms))]
     Excluded { until_ms: i64 },
     #[error("an exclusion cannot be shortened: it runs until {}, later than {}", rfc3339(*.until_ms), rfc3339(*.asked_until_ms))]
     ExclusionShorter { until_ms: i64, asked_until_ms: i64 },
@@ -135,8 +137,10 @@ pub enum Error {
         "this person is on the national gambling-ban list: the account cannot be opened or used"
     )]
     Banned,
-    #[error("your account has been provisional since {}: staking waits until the operator has checked your identity and bank account", rfc3339(*.since_ms))]
-    VerificationRequired { since_ms: i64 },
+    /// A provisional account past its period: provisional since it was
+    /// opened (`since_ms`), staking until `until_ms`.
+    #[error("your account has been provisional since {}, and its provisional period ended at {}: staking waits until the operator has checked your identity and bank account", rfc3339(*.since_ms), rfc3339(*.until_ms))]
+    VerificationRequired { since_ms: i64, until_ms: i64 },
     #[error(
         "only a verified account may withdraw: the operator has not checked your identity and bank account yet"
     )]
@@ -145,6 +149,17 @@ pub enum Error {
     RulesNotAccepted { version: i64 },
     #[error("this account is closed")]
     AccountClosed,
+    /// A link sent by mail (password reset, address confirmation) that is
+    /// unknown, already used or expired: which of them is not said.
+    #[error(
+        "this link is no longer valid: it was used already, has expired or was mistyped; ask for a new one"
+    )]
+    InvalidToken,
+    /// Suspended by the operator: the reason is the staff's only.
+    #[error(
+        "this account is suspended: play, deposits and login are refused; the operator's support can tell you more"
+    )]
+    AccountSuspended,
     /// One account per person: the identity is that of an existing account.
     #[error(
         "this person already has an account here (one account per person): log in to it, or ask the operator"

@@ -10,6 +10,7 @@ pub mod clock;
 pub mod error;
 pub mod http;
 pub mod logkey;
+pub mod mail;
 pub mod metrics;
 pub mod model;
 pub mod protect;

@@ -377,21 +377,22 @@ pub(crate) async fn refuse_if_excluded(
 }
 
 /// Refuses a deposit or a stake of `amount_cents` that an exclusion forbids
-/// or that would take the player past a cap, and counts it otherwise. Runs
-/// inside the job that moves the money.
-pub(crate) async fn check_movement(
+/// or that would take the player past a cap, counting nothing: a deposit is
+/// checked so when it is asked, and counted ([`check_movement`]) when the
+/// provider confirms it.
+pub(crate) async fn refuse_past_cap(
     conn: &mut Conn,
     kind: LimitKind,
-    player: &Player,
+    player_id: i64,
     amount_cents: i64,
     now_ms: i64,
 ) -> Result<(), Error> {
-    let stored = load(conn, player.id).await?;
+    let stored = load(conn, player_id).await?;
     if let Some(until_ms) = stored.excluded_until_ms.filter(|&t| t > now_ms) {
         return Err(Error::Excluded { until_ms });
     }
     let limit_cents = stored.cap(kind).settled(now_ms).limit_cents;
-    let (used_cents, resets_at_ms) = used(conn, kind, player.id, now_ms).await?;
+    let (used_cents, resets_at_ms) = used(conn, kind, player_id, now_ms).await?;
     if used_cents + amount_cents > limit_cents {
         return Err(Error::LimitReached {
             kind,
@@ -401,6 +402,20 @@ pub(crate) async fn check_movement(
             resets_at_ms,
         });
     }
+    Ok(())
+}
+
+/// Refuses a deposit or a stake of `amount_cents` that an exclusion forbids
+/// or that would take the player past a cap, and counts it otherwise. Runs
+/// inside the job that moves the money.
+pub(crate) async fn check_movement(
+    conn: &mut Conn,
+    kind: LimitKind,
+    player: &Player,
+    amount_cents: i64,
+    now_ms: i64,
+) -> Result<(), Error> {
+    refuse_past_cap(conn, kind, player.id, amount_cents, now_ms).await?;
     // Counted in the same job as the movement: both commit or neither.
     sql::query(
         "INSERT INTO movement_hours (player_id, kind, hour_ms, amount_cents) VALUES ($1, $2, $3, $4) \
@@ -489,7 +504,7 @@ pub(crate) async fn stake_allowances(
 ) -> Result<std::collections::HashMap<i64, StakeAllowance>, Error> {
     let table = sql::json_rows(sqlite, 1, &[("id", sql::ColumnType::Int)]);
     let rows = sql::query(&format!(
-        "SELECT d.id, p.stake_limit_cents, p.stake_pending_cents, p.stake_pending_at_ms,          p.excluded_until_ms,          (SELECT CAST(COALESCE(SUM(m.amount_cents), 0) AS BIGINT) FROM movement_hours m           WHERE m.player_id = d.id AND m.kind = 'stake' AND m.hour_ms > $2) AS used_cents,          (SELECT MIN(m.hour_ms) FROM movement_hours m           WHERE m.player_id = d.id AND m.kind = 'stake' AND m.hour_ms > $2) AS oldest_hour_ms,          a.status, a.provisional_until_ms, a.banned_at_ms, a.rules_version,          (SELECT value FROM settings WHERE key = 'rules_version') AS rules_current,          (SELECT i.duplicate_of FROM identities i WHERE i.player_id = d.id) AS duplicate_of          FROM {table} AS d LEFT JOIN protections p ON p.player_id = d.id          LEFT JOIN player_accounts a ON a.player_id = d.id"
+        "SELECT d.id, p.stake_limit_cents, p.stake_pending_cents, p.stake_pending_at_ms,          p.excluded_until_ms,          (SELECT CAST(COALESCE(SUM(m.amount_cents), 0) AS BIGINT) FROM movement_hours m           WHERE m.player_id = d.id AND m.kind = 'stake' AND m.hour_ms > $2) AS used_cents,          (SELECT MIN(m.hour_ms) FROM movement_hours m           WHERE m.player_id = d.id AND m.kind = 'stake' AND m.hour_ms > $2) AS oldest_hour_ms,          a.status, a.provisional_until_ms, a.opened_at_ms, a.suspended_at_ms, a.banned_at_ms, a.rules_version,          (SELECT value FROM settings WHERE key = 'rules_version') AS rules_current,          (SELECT i.duplicate_of FROM identities i WHERE i.player_id = d.id) AS duplicate_of          FROM {table} AS d LEFT JOIN protections p ON p.player_id = d.id          LEFT JOIN player_accounts a ON a.player_id = d.id"
     ))
     .bind(serde_json::to_string(&players.iter().map(|id| [*id]).collect::<Vec<_>>()).expect("ids"))
     .bind(now_ms - WINDOW_MS - HOUR_MS)
@@ -506,9 +521,13 @@ pub(crate) async fn stake_allowances(
             excluded_until_ms: row.try_get("excluded_until_ms")?,
             gate: crate::account::StakeGate {
                 closed: row.try_get::<Option<String>, _>("status")?.as_deref() == Some("closed"),
+                suspended: row.try_get::<Option<i64>, _>("suspended_at_ms")?.is_some(),
                 banned: row.try_get::<Option<i64>, _>("banned_at_ms")?.is_some(),
                 duplicate: row.try_get::<Option<i64>, _>("duplicate_of")?.is_some(),
                 provisional_until_ms: row.try_get("provisional_until_ms")?,
+                provisional_since_ms: row
+                    .try_get::<Option<i64>, _>("opened_at_ms")?
+                    .unwrap_or_default(),
                 rules_accepted: row.try_get::<Option<i64>, _>("rules_version")?.unwrap_or(1),
                 rules_current: row
                     .try_get::<Option<String>, _>("rules_current")?

@@ -279,8 +279,10 @@ on_both!(
         body["deposit_limit_cents"] = json!(3000);
         let (status, answer) = app.post("/api/account/open", body).await;
         assert_eq!(status, StatusCode::CREATED, "{answer}");
-        deposit(&app, 2000).await;
+        // Asked within the cap (a deposit past what is left is refused when
+        // asked), then past it by the time it is confirmed.
         let id = ask_deposit(&app, 2000).await;
+        deposit(&app, 2000).await;
         let (status, answer) = webhook(&app, &confirmation(id, "tx-over", 2000), 0, true).await;
         assert_eq!(status, StatusCode::OK, "{answer}");
         assert_eq!(answer["outcome"], "to_refund");

@@ -4,7 +4,8 @@
 //! an identity, a deposit paid (and one declined) on the sandbox's page, a
 //! game, the operator's verification, a withdrawal, the statement and its
 //! CSV, closing; a payment over the deposit cap, to refund; the form with
-//! the keyboard alone on a 360 px phone; the time-played reminder. Screenshots go to `target/screenshots/account-*`.
+//! the keyboard alone on a 360 px phone; the time-played reminder; a
+//! forgotten password reset through the link the server wrote to its outbox. Screenshots go to `target/screenshots/account-*`.
 //!
 //! Time passes honestly for the reminder: in test mode (`?fast=1`) the page
 //! reads elapsed time from one clock, `util.clock()`, which the test moves
@@ -22,6 +23,7 @@ on_both!(
     the_opening_form_works_with_the_keyboard_alone_on_a_phone_and_the_account_speaks_english,
     the_reminder_window_comes_when_due_blocks_play_until_acknowledged_and_says_the_time_played,
     a_payment_declined_or_over_the_cap_shows_failed_or_to_refund_and_credits_nothing,
+    a_forgotten_password_is_reset_through_the_link_in_the_outbox,
 );
 
 const TAB: &str = "\u{E004}";
@@ -807,4 +809,140 @@ async fn a_payment_declined_or_over_the_cap_shows_failed_or_to_refund_and_credit
     assert_eq!(statement["balance_cents"], json!(0));
     browser.close_without_console_errors().await;
     common::assert_ledger_balances(&h.connect().await).await;
+}
+
+/// The link (to the end of its line) in the first message of `outbox`
+/// addressed to `to` that contains `marker`; waits up to 10 s for it.
+async fn outbox_link(outbox: &std::path::Path, to: &str, marker: &str) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        for entry in std::fs::read_dir(outbox).unwrap() {
+            let raw = std::fs::read_to_string(entry.unwrap().path()).unwrap_or_default();
+            // Quoted-printable or base64, as lettre chose: decoded.
+            let text = common::opening::decoded(&raw);
+            let addressed = text
+                .lines()
+                .any(|l| l.starts_with("To: ") && l.contains(to));
+            if let Some(line) = text.lines().find(|l| l.contains(marker))
+                && addressed
+            {
+                return line.trim().to_owned();
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no {marker} message to {to} in the outbox"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn a_forgotten_password_is_reset_through_the_link_in_the_outbox(h: &Harness) {
+    let turn = ONE_AT_A_TIME.lock().await;
+    let Some((chromium, chromedriver)) = browser_paths() else {
+        return;
+    };
+    let outbox = tempfile::tempdir().unwrap();
+    let server = h
+        .server(&[
+            "--mail-outbox".to_owned(),
+            outbox.path().display().to_string(),
+        ])
+        .await;
+    let base = server.base.clone();
+    let site = Site {
+        base: base.clone(),
+        _server: server,
+        _turn: turn,
+    };
+    // The account, opened through the API.
+    let client = reqwest::Client::builder()
+        .cookie_store(true)
+        .build()
+        .unwrap();
+    let opened = client
+        .post(format!("{base}/api/account/open"))
+        .header("x-requested-with", "tresor")
+        .json(&json!({
+            "username": "lea", "password": PASSWORD, "accept_rules": true,
+            "identity": {"birth_name": "Martin", "first_names": "Léa", "birth_date": "1990-07-14",
+                         "birth_place": "Brest", "address": "2 quai de la Douane, 29200 Brest",
+                         "email": "lea@example.org"},
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(opened.status(), reqwest::StatusCode::CREATED);
+    let browser = Browser::start(&chromium, &chromedriver, 1280, 900).await;
+    browser.goto(&format!("{}/?fast=1#/login", site.base)).await;
+    browser.wait_screen("login").await;
+    browser.click("[data-testid=forgot-link]").await;
+    browser.wait_screen("forgot").await;
+    browser
+        .type_into("[data-testid=forgot-email]", "lea@example.org")
+        .await;
+    browser.click("[data-testid=forgot-submit]").await;
+    let told = browser
+        .wait_for("document.querySelector('[data-testid=forgot-notice]').textContent")
+        .await;
+    assert!(told.as_str().unwrap().contains("lien"), "{told}");
+    browser.screenshot("account-password-forgotten").await;
+
+    // The link the server wrote to its outbox opens the reset screen.
+    let link = outbox_link(outbox.path(), "lea@example.org", "/#/reset/").await;
+    assert!(link.starts_with(&site.base), "{link}");
+    browser.goto(&link).await;
+    browser.wait_screen("reset").await;
+    browser
+        .type_into("[data-testid=reset-password]", "my brand new password")
+        .await;
+    browser.click("[data-testid=reset-submit]").await;
+    let done = browser
+        .wait_for("document.querySelector('[data-testid=reset-notice]').textContent")
+        .await;
+    assert!(done.as_str().unwrap().contains("enregistré"), "{done}");
+    browser.screenshot("account-password-reset").await;
+
+    // The old password no longer opens the account; the new one does.
+    let old = client
+        .post(format!("{base}/api/login"))
+        .header("x-requested-with", "tresor")
+        .json(&json!({"username": "lea", "password": PASSWORD}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(old.status(), reqwest::StatusCode::UNAUTHORIZED);
+    browser.goto(&format!("{}/#/login", site.base)).await;
+    browser.wait_screen("login").await;
+    browser
+        .type_into("[data-testid=login-username]", "lea")
+        .await;
+    browser
+        .type_into("[data-testid=login-password]", "my brand new password")
+        .await;
+    browser.click("[data-testid=login-submit]").await;
+    browser
+        .wait_for("document.body.dataset.screen !== 'login'")
+        .await;
+    let me = browser.get_json("/api/me").await;
+    assert_eq!(me["username"], json!("lea"), "{me}");
+
+    // The same link again: refused, and said so in the page's language.
+    browser.goto(&link).await;
+    browser.wait_screen("reset").await;
+    browser
+        .type_into("[data-testid=reset-password]", "yet another password")
+        .await;
+    browser.click("[data-testid=reset-submit]").await;
+    let refused = browser
+        .wait_for("document.querySelector('[data-testid=reset-error]').dataset.code")
+        .await;
+    assert_eq!(refused, json!("invalid_token"));
+    assert!(
+        browser
+            .text("[data-testid=reset-error]")
+            .await
+            .contains("plus valable")
+    );
+    browser.close().await;
 }

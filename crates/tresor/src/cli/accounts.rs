@@ -8,6 +8,7 @@ use super::operator::{DbArgs, open_service};
 use crate::account::{Iban, Status};
 use crate::error::Error;
 use crate::service::{FourEyes, Payments, Service, Settings, Settlement, rfc3339};
+use crate::trail::Actor;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
@@ -199,6 +200,27 @@ pub enum AccountCommand {
         #[command(flatten)]
         db: DbArgs,
     },
+    /// Suspend an account: its sessions end; stakes, deposits and logins
+    /// are refused (the player is told neutrally) until it is unsuspended.
+    Suspend {
+        /// The player's username.
+        username: String,
+        /// Why (kept for the staff and in the trail, never shown to the player).
+        #[arg(long)]
+        reason: String,
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Lift an account's suspension.
+    Unsuspend {
+        /// The player's username.
+        username: String,
+        /// Why (kept in the trail).
+        #[arg(long)]
+        reason: String,
+        #[command(flatten)]
+        db: DbArgs,
+    },
 }
 
 /// `tresor withdrawal`.
@@ -351,6 +373,41 @@ pub async fn run_account(command: AccountCommand) -> anyhow::Result<()> {
                 "{} is verified: withdrawals are open, and staking has no deadline",
                 player.username
             );
+        }
+        AccountCommand::Suspend {
+            username,
+            reason,
+            db,
+        } => {
+            let service = service(&db).await?;
+            let player = service
+                .player_by_username(&username)
+                .await
+                .map_err(|_| Usage(format!("no player named {username}")))?;
+            service
+                .suspend_account(Actor::Operator, &player, &reason)
+                .await
+                .map_err(refusal)?;
+            println!(
+                "{} is suspended: sessions ended; stakes, deposits and logins refused",
+                player.username
+            );
+        }
+        AccountCommand::Unsuspend {
+            username,
+            reason,
+            db,
+        } => {
+            let service = service(&db).await?;
+            let player = service
+                .player_by_username(&username)
+                .await
+                .map_err(|_| Usage(format!("no player named {username}")))?;
+            service
+                .unsuspend_account(Actor::Operator, &player, &reason)
+                .await
+                .map_err(refusal)?;
+            println!("{} is no longer suspended", player.username);
         }
     }
     Ok(())

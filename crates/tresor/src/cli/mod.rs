@@ -9,6 +9,7 @@ pub mod backup;
 pub mod bench;
 pub mod game;
 pub mod log;
+pub mod mail;
 pub mod operator;
 pub mod staff;
 
@@ -62,8 +63,8 @@ pub enum Command {
     Sales(operator::SalesCommand),
     /// Set or clear the message shown on the site.
     Announce(operator::AnnounceArgs),
-    /// List and verify player accounts.
-    #[command(subcommand)]
+    /// List, verify, suspend and unsuspend player accounts.
+    #[command(subcommand, visible_alias = "accounts")]
     Account(accounts::AccountCommand),
     /// List, approve and reject withdrawals.
     #[command(subcommand)]

@@ -210,6 +210,9 @@ pub struct ServeArgs {
     /// Connection timeouts and caps of both listeners.
     #[command(flatten)]
     pub edge: EdgeArgs,
+    /// Mail: SMTP or the outbox folder.
+    #[command(flatten)]
+    pub mail: super::mail::MailArgs,
 }
 
 /// `tresor serve`'s connection limits (see [`EdgeSettings`]).
@@ -475,6 +478,15 @@ pub async fn run_serve(args: ServeArgs, demo_if_created: bool) -> anyhow::Result
     };
     let settings = args.payments.apply(settings)?;
     let settings = args.four_eyes.apply(settings)?;
+    let mail_root = match &args.db.database_url {
+        None => args.db.data.clone(),
+        // No data folder: the system's temporary folder, not the working one.
+        Some(_) => std::env::temp_dir().join("tresor-mail"),
+    };
+    let settings = Settings {
+        mail: Some(args.mail.mailer(&mail_root, &args.listen)?),
+        ..settings
+    };
     let service =
         open_service_as(&args.db, settings, "server", args.demo || demo_if_created).await?;
     let filled = service.backfill_username_skeletons().await?;

@@ -8,6 +8,7 @@ use super::api::{
     ActingPlayer, Body, CurrentPlayer, PageQuery, Params, PathId, cross_site, logged_in,
     require_csrf_proof, session_cookie, session_token,
 };
+use super::sessions::Origin;
 use super::throttle::{ClientAddress, Throttles};
 use super::{ApiError, AppState};
 use crate::account::{Iban, Identity, ReminderMinutes};
@@ -34,6 +35,7 @@ pub fn routes() -> Router<AppState> {
         .route("/api/account", get(account))
         .route("/api/account/rules", post(accept_rules))
         .route("/api/account/reminder", put(set_reminder))
+        .route("/api/account/marketing", put(set_marketing))
         .route("/api/account/iban", put(set_iban))
         .route("/api/account/close", post(close))
         .route("/api/account/deposits", post(ask_deposit))
@@ -90,6 +92,7 @@ async fn open(
     State(state): State<AppState>,
     Extension(throttles): Extension<Arc<Throttles>>,
     address: ClientAddress,
+    origin: Origin,
     Body(body): Body<OpenBody>,
 ) -> Result<Response, ApiError> {
     throttles.registration(&address)?;
@@ -114,7 +117,12 @@ async fn open(
         iban,
     });
     let player = state.service.register(registration).await?;
-    logged_in(&state, &player, StatusCode::CREATED).await
+    // The account is open: a failure to send the link is logged, and the
+    // player may ask again (`PUT /api/account/email`).
+    if let Err(error) = state.service.send_email_confirmation(&player).await {
+        tracing::warn!(%error, "the address confirmation was not sent");
+    }
+    logged_in(&state, &player, origin, StatusCode::CREATED).await
 }
 
 /// The account, and when this request's session opened: the page counts
@@ -138,6 +146,10 @@ async fn account(
             json!(crate::service::rfc3339(started_ms)),
         );
         object.insert("session_elapsed_s".to_owned(), json!(elapsed_s));
+    }
+    let confirmed = state.service.email_confirmed_at(&current.player).await?;
+    if let Some(object) = body.as_object_mut() {
+        object.insert("email_confirmed_at".to_owned(), json!(confirmed));
     }
     Ok(Json(body))
 }
@@ -173,6 +185,24 @@ async fn set_reminder(
 ) -> Result<Json<AccountView>, ApiError> {
     let every = ReminderMinutes::parse(body.every_minutes)?;
     state.service.set_reminder(&current.player, every).await?;
+    Ok(Json(state.service.account(&current.player).await?))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MarketingBody {
+    consent: bool,
+}
+
+async fn set_marketing(
+    State(state): State<AppState>,
+    current: ActingPlayer,
+    Body(body): Body<MarketingBody>,
+) -> Result<Json<AccountView>, ApiError> {
+    state
+        .service
+        .set_marketing_consent(&current.player, body.consent)
+        .await?;
     Ok(Json(state.service.account(&current.player).await?))
 }
 

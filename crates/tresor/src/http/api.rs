@@ -1,5 +1,6 @@
 //! The JSON API under `/api` (SPEC §6) and `/healthz`.
 
+use super::sessions::Origin;
 use super::throttle::{ClientAddress, Throttles};
 use super::{ApiError, AppState};
 use crate::error::Error;
@@ -304,9 +305,10 @@ struct RegisterBody {
 pub(super) async fn logged_in(
     state: &AppState,
     player: &Player,
+    origin: Origin,
     status: StatusCode,
 ) -> Result<Response, ApiError> {
-    let token = state.service.open_session(player.id).await?;
+    let token = state.service.open_session_from(player.id, origin.0).await?;
     let me = state.service.me(player).await?;
     let cookie = session_cookie(state, &token, state.service.settings.session_max_s);
     Ok((status, [(header::SET_COOKIE, cookie)], Json(me)).into_response())
@@ -316,6 +318,7 @@ async fn register(
     State(state): State<AppState>,
     Extension(throttles): Extension<Arc<Throttles>>,
     address: ClientAddress,
+    origin: Origin,
     Body(body): Body<RegisterBody>,
 ) -> Result<Response, ApiError> {
     throttles.registration(&address)?;
@@ -334,7 +337,7 @@ async fn register(
         body.stake_limit_cents,
     )?);
     let player = state.service.register(registration).await?;
-    logged_in(&state, &player, StatusCode::CREATED).await
+    logged_in(&state, &player, origin, StatusCode::CREATED).await
 }
 
 #[derive(Deserialize)]
@@ -348,6 +351,7 @@ async fn login(
     State(state): State<AppState>,
     Extension(throttles): Extension<Arc<Throttles>>,
     address: ClientAddress,
+    origin: Origin,
     headers: HeaderMap,
     Body(body): Body<LoginBody>,
 ) -> Result<Response, ApiError> {
@@ -370,7 +374,7 @@ async fn login(
     if let Some(token) = session_token(&headers) {
         state.service.close_session(&token).await?;
     }
-    logged_in(&state, &player, StatusCode::OK).await
+    logged_in(&state, &player, origin, StatusCode::OK).await
 }
 
 /// Ends the browser's session. Only a live session reaches the writer: an

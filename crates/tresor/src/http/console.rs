@@ -31,10 +31,10 @@ pub const CONSOLE_COOKIE: &str = "tresor_console";
 /// The CSRF header's value on the console (the players' is `tresor`).
 pub const CONSOLE_CSRF_VALUE: &str = "tresor-console";
 
-use super::console_login::{PendingLogins, login, login_code, logout};
+use super::console_login::{PendingLogins, change_password, login, login_code, logout};
 use super::console_money::{
-    accounts, approve, credit, exclude, player, reject, search_players, statement, verify_player,
-    withdrawals,
+    accounts, approve, credit, exclude, player, reject, search_players, statement, suspend_player,
+    unsuspend_player, verify_player, withdrawals,
 };
 
 /// What the console's routes share beside the [`AppState`].
@@ -148,7 +148,12 @@ pub fn routes(state: AppState) -> Router<AppState> {
             guard,
         ))
     };
-    let any_session = guarded(None, Router::new().route("/console/api/me", get(me)));
+    let any_session = guarded(
+        None,
+        Router::new()
+            .route("/console/api/me", get(me))
+            .route("/console/api/password", post(change_password)),
+    );
     let dashboard = guarded(
         Some(Permission::Dashboard),
         Router::new()
@@ -174,6 +179,11 @@ pub fn routes(state: AppState) -> Router<AppState> {
             .route("/console/api/players/{id}/statement", get(statement))
             .route("/console/api/players/{id}/credit", post(credit))
             .route("/console/api/players/{id}/exclude", post(exclude))
+            .route("/console/api/players/{id}/suspend", post(suspend_player))
+            .route(
+                "/console/api/players/{id}/unsuspend",
+                post(unsuspend_player),
+            )
             .route("/console/api/players/{id}/verify", post(verify_player))
             .route("/console/api/accounts", get(accounts)),
     );

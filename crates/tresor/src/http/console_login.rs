@@ -264,3 +264,26 @@ pub(super) async fn logout(State(state): State<AppState>, headers: HeaderMap) ->
     )
         .into_response())
 }
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct PasswordBody {
+    current_password: String,
+    new_password: String,
+}
+
+/// The console account changes its own password (the current one asked);
+/// its other console sessions end.
+pub(super) async fn change_password(
+    State(state): State<AppState>,
+    Extension(member): Extension<StaffMember>,
+    headers: HeaderMap,
+    Body(body): Body<PasswordBody>,
+) -> Answer {
+    let token = cookie(&headers, CONSOLE_COOKIE).ok_or(Error::Unauthorized)?;
+    let ended = state
+        .service
+        .change_staff_password(&member, &token, &body.current_password, &body.new_password)
+        .await?;
+    Ok(Json(json!({"changed": true, "sessions_ended": ended})).into_response())
+}

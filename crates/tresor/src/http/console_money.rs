@@ -49,6 +49,7 @@ pub(super) async fn player(State(state): State<AppState>, PathId(id): PathId) ->
     let account = state.service.account(&player).await?;
     let row = state.service.account_row(&player).await?;
     let (limits, excluded_until_ms) = state.service.protection(&player).await?;
+    let suspension = state.service.suspension(&player).await?;
     ok(json!({
         "player": {"id": player.id, "username": player.username},
         "account": account,
@@ -64,6 +65,8 @@ pub(super) async fn player(State(state): State<AppState>, PathId(id): PathId) ->
         },
         "limits": limits,
         "exclusion": {"excluded_until": excluded_until_ms.map(rfc3339)},
+        // The staff's only: the player is told neutrally.
+        "suspension": suspension,
     }))
 }
 
@@ -116,6 +119,42 @@ pub(super) async fn exclude(
         .exclude(&player, member.actor(), length)
         .await?;
     ok(json!({"excluded_until": rfc3339(until_ms), "period": body.period}))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ReasonBody {
+    reason: String,
+}
+
+/// Suspends the player's account (a reason required, for the staff).
+pub(super) async fn suspend_player(
+    State(state): State<AppState>,
+    Extension(member): Extension<StaffMember>,
+    PathId(id): PathId,
+    Body(body): Body<ReasonBody>,
+) -> Answer {
+    let player = state.service.player_by_id(id).await?;
+    let suspension = state
+        .service
+        .suspend_account(member.actor(), &player, &body.reason)
+        .await?;
+    ok(json!({ "suspension": suspension }))
+}
+
+/// Lifts the suspension of the player's account (a reason required).
+pub(super) async fn unsuspend_player(
+    State(state): State<AppState>,
+    Extension(member): Extension<StaffMember>,
+    PathId(id): PathId,
+    Body(body): Body<ReasonBody>,
+) -> Answer {
+    let player = state.service.player_by_id(id).await?;
+    state
+        .service
+        .unsuspend_account(member.actor(), &player, &body.reason)
+        .await?;
+    ok(json!({ "suspension": null }))
 }
 
 #[derive(Deserialize)]

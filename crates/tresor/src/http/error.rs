@@ -74,6 +74,8 @@ impl From<Error> for ApiError {
             Error::NotVerified => (StatusCode::FORBIDDEN, "not_verified"),
             Error::RulesNotAccepted { .. } => (StatusCode::CONFLICT, "rules_not_accepted"),
             Error::AccountClosed => (StatusCode::FORBIDDEN, "account_closed"),
+            Error::AccountSuspended => (StatusCode::FORBIDDEN, "account_suspended"),
+            Error::InvalidToken => (StatusCode::BAD_REQUEST, "invalid_token"),
             Error::PersonHasAccount => (StatusCode::CONFLICT, "person_has_account"),
             Error::DuplicateAccount => (StatusCode::FORBIDDEN, "duplicate_account"),
             Error::IbanChanged { .. } => (StatusCode::CONFLICT, "iban_changed"),
@@ -140,6 +142,10 @@ impl From<Error> for ApiError {
             }
             Error::Excluded { until_ms } | Error::ExclusionShorter { until_ms, .. } => {
                 detail.insert("excluded_until".to_owned(), json!(rfc3339(*until_ms)));
+            }
+            Error::VerificationRequired { since_ms, until_ms } => {
+                detail.insert("provisional_since".to_owned(), json!(rfc3339(*since_ms)));
+                detail.insert("provisional_until".to_owned(), json!(rfc3339(*until_ms)));
             }
             Error::RulesNotAccepted { version } => {
                 detail.insert("rules_version".to_owned(), json!(version));

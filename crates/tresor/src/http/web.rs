@@ -19,6 +19,7 @@ use axum::extract::Path;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use tower_http::compression::CompressionLayer;
 
 /// The Content-Security-Policy the pages are written to work under.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; img-src 'self' data:; \
@@ -74,6 +75,7 @@ static ASSETS: &[Asset] = &[
     asset!("assets/js/fairness.js", JS),
     asset!("assets/js/account.js", JS),
     asset!("assets/js/playtime.js", JS),
+    asset!("assets/js/security.js", JS),
     asset!("rules/fr.txt", "text/plain; charset=utf-8"),
     asset!("rules/en.txt", "text/plain; charset=utf-8"),
 ];
@@ -111,7 +113,10 @@ impl Bundle {
     }
 
     /// The routes of the page: each of `pages` answers `index.html`, and
-    /// `{prefix}/{version}/...` the assets.
+    /// `{prefix}/{version}/...` the assets, compressed (gzip or brotli) for
+    /// a browser that accepts it. Only the page and its assets: answers
+    /// that carry a secret beside what a request reflects (the API) are not,
+    /// so compression tells nothing of the secret (BREACH).
     pub fn routes<S: Clone + Send + Sync + 'static>(
         &'static self,
         pages: &[&'static str],
@@ -120,14 +125,16 @@ impl Bundle {
         for page in pages {
             router = router.route(page, get(move || async move { self.index_response() }));
         }
-        router.route(
-            &format!("{}/{{version}}/{{*path}}", self.prefix),
-            get(
-                move |Path((version, path)): Path<(String, String)>, headers: HeaderMap| async move {
-                    self.asset_response(&version, &path, &headers)
-                },
-            ),
-        )
+        router
+            .route(
+                &format!("{}/{{version}}/{{*path}}", self.prefix),
+                get(
+                    move |Path((version, path)): Path<(String, String)>, headers: HeaderMap| async move {
+                        self.asset_response(&version, &path, &headers)
+                    },
+                ),
+            )
+            .layer(CompressionLayer::new().gzip(true).br(true))
     }
 
     /// A short hash of every embedded byte: changes whenever any asset does.

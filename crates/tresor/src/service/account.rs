@@ -212,6 +212,36 @@ impl Service {
         .await
     }
 
+    /// Gives or withdraws the marketing consent, at any time after opening
+    /// (even on a closed account: it says only whether offers may be sent).
+    pub async fn set_marketing_consent(&self, player: &Player, consent: bool) -> Result<(), Error> {
+        let now_ms = self.now_ms();
+        let player = player.clone();
+        self.write(move |conn| {
+            let player = player.clone();
+            Box::pin(async move {
+                crate::store::sql::query(
+                    "UPDATE player_accounts SET marketing_consent = $1 WHERE player_id = $2",
+                )
+                .bind(i64::from(consent))
+                .bind(player.id)
+                .execute(&mut *conn)
+                .await?;
+                trail::append(
+                    conn,
+                    now_ms,
+                    &Actor::player(player.id, &player.username),
+                    "marketing_consent_set",
+                    json!({"consent": consent}),
+                    json!({}),
+                )
+                .await?;
+                Ok(())
+            })
+        })
+        .await
+    }
+
     /// Sets (or clears) the time reminder.
     pub async fn set_reminder(&self, player: &Player, every: ReminderMinutes) -> Result<(), Error> {
         let now_ms = self.now_ms();
@@ -376,6 +406,7 @@ impl Service {
         reviewed: &Iban,
     ) -> Result<(), Error> {
         let now_ms = self.now_ms();
+        let player_id = player.id;
         let player = player.clone();
         let reviewed = reviewed.clone();
         self.write(move |conn| {
@@ -427,7 +458,10 @@ impl Service {
                 Ok(())
             })
         })
-        .await
+        .await?;
+        self.notify(player_id, super::notify::Notice::AccountVerified)
+            .await;
+        Ok(())
     }
 
     /// Publishes a new version of the rules: every player accepts it before

@@ -15,9 +15,12 @@ use std::sync::Arc;
 mod account;
 mod blocks;
 mod console;
+mod devices;
 mod emissions;
 mod log;
 mod money;
+mod notify;
+mod passwords;
 mod payments;
 mod players;
 mod plays;
@@ -27,14 +30,17 @@ mod restore;
 mod secrets;
 mod sessions;
 mod staff;
+mod staff_password;
 mod statement;
 mod status;
+mod suspension;
 mod withdrawals;
 
 pub use crate::clock::{Clock, ManualClock, SystemClock, rfc3339};
 pub use crate::model::{DEPOSITS_ACCOUNT, IdempotencyKey, PRIZES_ACCOUNT, Player, STAKES_ACCOUNT};
 pub use account::{AccountView, BanImport, Closed, Opening};
 pub use console::{Dashboard, PlayerListing, Recheck};
+pub use devices::{SessionOrigin, SessionView};
 pub use emissions::{BlockView, EmissionView};
 pub use money::{MAX_DEMO_DEPOSIT_CENTS, MAX_DEPOSIT_CENTS, Me};
 pub use payments::{Confirmed, DepositView, Payments, sign as sign_webhook};
@@ -48,6 +54,7 @@ pub mod payments_headers {
 pub use staff::{PasswordChecked, StaffListing, StaffMember, TOTP_PURPOSE};
 pub use statement::{Movement, Statement};
 pub use status::Status;
+pub use suspension::SuspensionView;
 pub use withdrawals::{Settlement, WithdrawalView};
 
 /// Service settings, parsed once at start.
@@ -78,6 +85,9 @@ pub struct Settings {
     /// Four eyes on money: who may approve a withdrawal, and how much one
     /// operator may credit.
     pub four_eyes: FourEyes,
+    /// Where mail goes (SMTP or the outbox); none: no mail is sent (a
+    /// service opened by a one-off command).
+    pub mail: Option<crate::mail::Mailer>,
 }
 
 /// Four eyes on money out (`docs/CONSOLE.md`): the approver of a
@@ -120,6 +130,7 @@ impl Default for Settings {
             provisional_days: crate::account::DEFAULT_PROVISIONAL_DAYS,
             payments: Payments::default(),
             four_eyes: FourEyes::default(),
+            mail: None,
         }
     }
 }

@@ -8,6 +8,7 @@
 //! money to refund, never credited. Nothing here knows which provider it is.
 
 use super::Service;
+use super::notify::Notice;
 use crate::error::Error;
 use crate::model::{PROVIDER_ACCOUNT, Player, TO_REFUND_ACCOUNT};
 use crate::protect::{self, LimitKind};
@@ -188,7 +189,16 @@ impl Service {
                     if !store::account(conn, player.id).await?.has_identity {
                         return Err(Error::IdentityRequired);
                     }
-                    protect::refuse_if_excluded(conn, player.id, now_ms).await?;
+                    // Past what is left of the 7-day cap, refused now rather
+                    // than paid and refunded (it is counted when confirmed).
+                    protect::refuse_past_cap(
+                        conn,
+                        LimitKind::Deposit,
+                        player.id,
+                        amount_cents,
+                        now_ms,
+                    )
+                    .await?;
                     let id =
                         store::insert_deposit(conn, player.id, amount_cents, &provider, now_ms)
                             .await?;
@@ -287,7 +297,8 @@ impl Service {
             return Err(Error::Validation("status: succeeded or failed".to_owned()));
         }
         let provider = self.settings.payments.provider.clone();
-        self.write(move |conn| {
+        let amount_cents = confirmation.amount_cents;
+        let confirmed = self.write(move |conn| {
             let c = confirmation.clone();
             let provider = provider.clone();
             Box::pin(async move {
@@ -347,6 +358,7 @@ impl Service {
                 } else {
                     match store::refuse_money_in(conn, player.id).await {
                         Err(Error::AccountClosed) => Some("account_closed".to_owned()),
+                        Err(Error::AccountSuspended) => Some("account_suspended".to_owned()),
                         Err(Error::Banned) => Some("banned".to_owned()),
                         Err(Error::DuplicateAccount) => Some("duplicate_account".to_owned()),
                         Err(other) => return Err(other),
@@ -420,6 +432,20 @@ impl Service {
                 })
             })
         })
-        .await
+        .await?;
+        if !confirmed.replayed && confirmed.outcome != "failed" {
+            let notice = match &confirmed.reason {
+                None => Notice::DepositCredited { amount_cents },
+                Some(reason) => Notice::DepositRefunded {
+                    amount_cents,
+                    reason: reason.clone(),
+                },
+            };
+            let deposit = store::deposit(&mut *self.db.conn().await?, confirmed.deposit_id).await?;
+            if let Some(deposit) = deposit {
+                self.notify(deposit.player_id, notice).await;
+            }
+        }
+        Ok(confirmed)
     }
 }

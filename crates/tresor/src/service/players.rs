@@ -28,14 +28,7 @@ impl Registration {
         accept_rules: bool,
     ) -> Result<Self, Error> {
         let username = Username::parse(username)?;
-        if password.chars().count() < 10 {
-            return Err(Error::Validation(
-                "password: at least 10 characters".to_owned(),
-            ));
-        }
-        if password.len() > 1024 {
-            return Err(Error::Validation("password: at most 1024 bytes".to_owned()));
-        }
+        password_rule("password", password)?;
         if !adult {
             return Err(Error::Validation(
                 "adult: you must declare that you are of age to play".to_owned(),
@@ -258,6 +251,20 @@ impl Service {
         let (player, _) = self.find_player(&username).await?.ok_or(Error::NotFound)?;
         Ok(player)
     }
+}
+
+/// A player's password: 10 characters at least, 1024 bytes at most;
+/// `field` names it in the refusal.
+pub(super) fn password_rule(field: &str, password: &str) -> Result<(), Error> {
+    if password.chars().count() < 10 {
+        return Err(Error::Validation(format!(
+            "{field}: at least 10 characters"
+        )));
+    }
+    if password.len() > 1024 {
+        return Err(Error::Validation(format!("{field}: at most 1024 bytes")));
+    }
+    Ok(())
 }
 
 /// A valid argon2id hash of a random password, checked against when the

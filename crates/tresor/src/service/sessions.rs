@@ -1,6 +1,6 @@
 //! Sessions: opening, resolving and closing a player's session token.
 
-use super::{Service, os_random_32, sha256_hex};
+use super::{Service, SessionOrigin, os_random_32, sha256_hex};
 use crate::error::{Error, SessionEnd};
 use crate::model::Player;
 use crate::protect;
@@ -37,21 +37,37 @@ impl Service {
 
     /// Opens a session and returns its token (only its hash is stored).
     pub async fn open_session(&self, player_id: i64) -> Result<String, Error> {
+        self.open_session_from(player_id, SessionOrigin::default())
+            .await
+    }
+
+    /// [`Service::open_session`], keeping where the session was opened from
+    /// (the player's list of sessions shows it).
+    pub async fn open_session_from(
+        &self,
+        player_id: i64,
+        origin: SessionOrigin,
+    ) -> Result<String, Error> {
         let token = hex::encode(os_random_32());
         let token_hash = sha256_hex(token.as_bytes());
         let now_ms = self.now_ms();
         self.write(move |conn| {
             let token_hash = token_hash.clone();
+            let origin = origin.clone();
             Box::pin(async move {
                 // Checked here, in the job that opens the session, so that a
                 // login racing an exclusion cannot slip through.
                 protect::refuse_if_excluded(conn, player_id, now_ms).await?;
+                crate::store::suspension::refuse_if_suspended(conn, player_id).await?;
                 sql::query(
-                    "INSERT INTO sessions (token_hash, player_id, created_at_ms, last_seen_at_ms) VALUES ($1, $2, $3, $3)",
+                    "INSERT INTO sessions (token_hash, player_id, created_at_ms, last_seen_at_ms, \
+                     user_agent, address) VALUES ($1, $2, $3, $3, $4, $5)",
                 )
                 .bind(token_hash)
                 .bind(player_id)
                 .bind(now_ms)
+                .bind(origin.user_agent)
+                .bind(origin.address)
                 .execute(&mut *conn)
                 .await?;
                 // The trail records that a session opened, never its token.

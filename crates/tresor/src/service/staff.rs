@@ -64,7 +64,7 @@ pub struct PasswordChecked {
 /// Staff passwords are at least this long (the players' are 10).
 pub const MIN_STAFF_PASSWORD: usize = 12;
 
-fn check_password_rule(password: &str) -> Result<(), Error> {
+pub(super) fn check_password_rule(password: &str) -> Result<(), Error> {
     if password.chars().count() < MIN_STAFF_PASSWORD {
         return Err(Error::Validation(format!(
             "password: at least {MIN_STAFF_PASSWORD} characters"

@@ -297,6 +297,19 @@ impl Service {
                 })
             })
             .await?;
+        let notice = match settlement {
+            Settlement::Paid => Some(super::notify::Notice::WithdrawalPaid {
+                amount_cents: row.amount_cents,
+            }),
+            Settlement::Rejected => Some(super::notify::Notice::WithdrawalRejected {
+                amount_cents: row.amount_cents,
+                reason: row.reason.clone().unwrap_or_default(),
+            }),
+            Settlement::Cancelled => None,
+        };
+        if let Some(notice) = notice {
+            self.notify(row.player_id, notice).await;
+        }
         Ok(row.into())
     }
 }

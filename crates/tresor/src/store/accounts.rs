@@ -24,6 +24,8 @@ pub struct AccountRow {
     pub reminder_minutes: Option<i64>,
     pub iban: Option<String>,
     pub banned_at_ms: Option<i64>,
+    /// Suspended by the operator (migration 0014).
+    pub suspended_at_ms: Option<i64>,
     pub opened_at_ms: i64,
     pub verified_at_ms: Option<i64>,
     pub closed_at_ms: Option<i64>,
@@ -91,7 +93,7 @@ pub async fn account(conn: &mut Conn, player_id: i64) -> Result<AccountRow, Erro
     let row = sql::query(
         "SELECT a.status, a.provisional_until_ms, a.rules_version, a.marketing_consent, \
          a.reminder_minutes, a.iban, a.banned_at_ms, a.opened_at_ms, a.verified_at_ms, a.closed_at_ms, \
-         a.iban_set_at_ms, a.iban_changes, a.verified_by, \
+         a.iban_set_at_ms, a.iban_changes, a.verified_by, a.suspended_at_ms, \
          (SELECT COUNT(*) FROM identities i WHERE i.player_id = a.player_id) AS identities, \
          (SELECT i.duplicate_of FROM identities i WHERE i.player_id = a.player_id) AS duplicate_of \
          FROM player_accounts a WHERE a.player_id = $1",
@@ -109,6 +111,7 @@ pub async fn account(conn: &mut Conn, player_id: i64) -> Result<AccountRow, Erro
             reminder_minutes: None,
             iban: None,
             banned_at_ms: None,
+            suspended_at_ms: None,
             opened_at_ms: 0,
             verified_at_ms: None,
             closed_at_ms: None,
@@ -127,6 +130,7 @@ pub async fn account(conn: &mut Conn, player_id: i64) -> Result<AccountRow, Erro
         reminder_minutes: row.try_get("reminder_minutes")?,
         iban: row.try_get("iban")?,
         banned_at_ms: row.try_get("banned_at_ms")?,
+        suspended_at_ms: row.try_get("suspended_at_ms")?,
         opened_at_ms: row.try_get("opened_at_ms")?,
         verified_at_ms: row.try_get("verified_at_ms")?,
         closed_at_ms: row.try_get("closed_at_ms")?,
@@ -165,6 +169,9 @@ pub async fn refuse_money_in(conn: &mut Conn, player_id: i64) -> Result<(), Erro
     let account = account(conn, player_id).await?;
     if account.status == Status::Closed {
         return Err(Error::AccountClosed);
+    }
+    if account.suspended_at_ms.is_some() {
+        return Err(Error::AccountSuspended);
     }
     if account.banned_at_ms.is_some() {
         return Err(Error::Banned);

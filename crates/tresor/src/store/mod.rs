@@ -10,6 +10,7 @@ pub mod persons;
 pub mod plays;
 pub mod primary;
 pub mod sql;
+pub mod suspension;
 pub mod withdrawals;
 
 pub use sql::Conn;

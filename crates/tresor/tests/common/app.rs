@@ -20,6 +20,9 @@ pub struct TestApp {
     pub clock: Arc<ManualClock>,
     /// Shared with [`TestApp::another_client`]'s copies; dropped with the last.
     pub db: Arc<TestDb>,
+    /// The mail outbox (`.eml` files), a folder of its own unless the
+    /// settings named a mailer.
+    pub outbox: Option<Arc<tempfile::TempDir>>,
     client: reqwest::Client,
 }
 
@@ -44,8 +47,19 @@ impl TestApp {
     }
 
     /// A server on `db` with `settings`, as [`TestApp::spawn`] describes.
-    pub async fn on(db: Arc<TestDb>, settings: Settings) -> TestApp {
+    pub async fn on(db: Arc<TestDb>, mut settings: Settings) -> TestApp {
         let clock = Arc::new(ManualClock::new(now_ms()));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = format!("http://{}", listener.local_addr().unwrap());
+        let mut outbox = None;
+        if settings.mail.is_none() {
+            let dir = tempfile::tempdir().expect("a temporary folder");
+            settings.mail = Some(
+                tresor::mail::Mailer::outbox(dir.path(), "Tresor <no-reply@tresor.test>", &address)
+                    .unwrap(),
+            );
+            outbox = Some(Arc::new(dir));
+        }
         let service = Service::new(db.connect().await, clock.clone(), settings);
         service.open_secrets().await.unwrap();
         service.set_demo().await.unwrap();
@@ -53,8 +67,6 @@ impl TestApp {
             .create_emission("Test", &Stake::ALL, 1)
             .await
             .unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let address = format!("http://{}", listener.local_addr().unwrap());
         let state = super::api::state(&service);
         let app = tresor::http::app(state.clone())
             .into_make_service_with_connect_info::<std::net::SocketAddr>();
@@ -69,6 +81,7 @@ impl TestApp {
             service,
             clock,
             db,
+            outbox,
             client: Self::new_client(),
         }
     }
@@ -88,6 +101,7 @@ impl TestApp {
             service: self.service.clone(),
             clock: self.clock.clone(),
             db: self.db.clone(),
+            outbox: self.outbox.clone(),
             client: Self::new_client(),
         }
     }

@@ -43,6 +43,7 @@ pub mod client;
 pub mod cluster;
 pub mod db;
 pub mod ledger;
+pub mod opening;
 pub mod process;
 pub mod proxy;
 

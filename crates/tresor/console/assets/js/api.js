@@ -87,6 +87,8 @@ export const api = {
     request('GET', `${base}/players/${id(player)}/statement${q({ cursor, limit })}`),
   credit: (player, amountCents) => request('POST', `${base}/players/${id(player)}/credit`, { amount_cents: amountCents }),
   exclude: (player, period) => request('POST', `${base}/players/${id(player)}/exclude`, { period }),
+  suspend: (player, reason) => request('POST', `${base}/players/${id(player)}/suspend`, { reason }),
+  unsuspend: (player, reason) => request('POST', `${base}/players/${id(player)}/unsuspend`, { reason }),
   // The IBAN the operator reviewed: refused (409 iban_changed) if it changed since.
   verify: (player, iban) => request('POST', `${base}/players/${id(player)}/verify`, { iban }),
   accounts: (status = 'provisional') => request('GET', `${base}/accounts${q({ status })}`),

@@ -1,6 +1,7 @@
 //! Players: search by username, then one player's account, caps,
 //! exclusion and statement (paged), and the operator's actions on them:
-//! credit, exclude, verify — each confirmed first.
+//! credit, exclude, suspend or lift a suspension (a reason required, for
+//! the staff only), verify — each confirmed first.
 
 import { api } from './api.js';
 import { $, h, euros, count, fill, groupIban, table, timeNode, notice, showError, confirmAction, parseEuros } from './util.js';
@@ -117,6 +118,16 @@ function actions(id, detail) {
       h('button', { type: 'submit', class: 'danger-quiet', 'data-testid': 'exclude-submit' }, 'Exclude…'),
     ),
   );
+  const suspended = Boolean(detail.suspension);
+  parts.push(
+    h(
+      'form',
+      { class: 'inline-form', id: 'suspend-form', 'data-testid': 'suspend-form', 'data-suspended': String(suspended), novalidate: true },
+      h('label', { for: 'suspend-reason' }, suspended ? 'Lift the suspension, because' : 'Suspend, because'),
+      h('input', { id: 'suspend-reason', maxlength: 500, required: true, 'data-testid': 'suspend-reason' }),
+      h('button', { type: 'submit', class: suspended ? '' : 'danger-quiet', 'data-testid': 'suspend-submit' }, suspended ? 'Unsuspend…' : 'Suspend…'),
+    ),
+  );
   const status = account.status ?? player.status;
   if (status === 'provisional') {
     parts.push(h('button', { type: 'button', id: 'verify-player', 'data-testid': 'verify-player' }, 'Mark as verified…'));
@@ -175,6 +186,12 @@ async function showPlayer(id) {
         h('dd', {}, limits.window_days ? `${limits.window_days} days` : '—'),
         h('dt', {}, 'Excluded until'),
         h('dd', { 'data-testid': 'player-excluded' }, timeNode(excludedUntil)),
+        h('dt', {}, 'Suspended'),
+        h(
+          'dd',
+          { 'data-testid': 'player-suspended' },
+          detail.suspension ? [timeNode(detail.suspension.suspended_at), ` by ${detail.suspension.suspended_by}: ${detail.suspension.reason}`] : 'no',
+        ),
         h('dt', {}, 'Rules accepted'),
         h('dd', {}, account.rules_version_accepted ? `version ${account.rules_version_accepted} (in force: ${account.rules_version_current ?? '?'})` : '—'),
       ),
@@ -230,6 +247,38 @@ function wire(id, name, iban) {
       });
       if (done) {
         notice(`${name} is excluded for ${label}.`);
+        await refresh(id);
+      }
+    } catch (failure) {
+      showError(failure);
+    }
+  });
+  $('#suspend-form')?.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const reason = $('#suspend-reason').value.trim();
+    const lifting = $('#suspend-form').dataset.suspended === 'true';
+    if (reason.length < 3) {
+      notice('Give a reason (3 to 500 characters): the staff read it, the player does not.', 'error', 'validation');
+      return;
+    }
+    try {
+      const done = await confirmAction(
+        lifting
+          ? {
+              title: `Lift the suspension of ${name}?`,
+              text: 'The player may log in, deposit and stake again.',
+              ok: 'Unsuspend',
+              action: () => api.unsuspend(id, reason),
+            }
+          : {
+              title: `Suspend ${name}?`,
+              text: 'Every session of the player ends now; logins, deposits and stakes are refused with a neutral message until the suspension is lifted. The reason stays with the staff.',
+              ok: 'Suspend',
+              action: () => api.suspend(id, reason),
+            },
+      );
+      if (done) {
+        notice(lifting ? `${name} is no longer suspended.` : `${name} is suspended.`);
         await refresh(id);
       }
     } catch (failure) {

@@ -353,6 +353,8 @@ export function setupMoney(app) {
     $('#close-box').hidden = status === 'closed';
     $('#close-text').textContent = closeText(account);
     $('#reminder-every').value = account.reminder_every_minutes ? String(account.reminder_every_minutes) : '';
+    $('#marketing-box').hidden = !account.has_identity;
+    $('#marketing-consent').checked = Boolean(account.marketing_consent);
     renderWithdrawals();
     renderOutcome();
   }
@@ -473,6 +475,20 @@ export function setupMoney(app) {
       app.say($('#reminder-notice').textContent);
     } catch (e) {
       app.showError(e, $('#reminder-error'));
+    }
+  });
+
+  $('#marketing-form').addEventListener('submit', async (event) => {
+    event.preventDefault();
+    $('#marketing-error').textContent = '';
+    $('#marketing-notice').textContent = '';
+    const consent = $('#marketing-consent').checked;
+    try {
+      app.setAccount(await api.setMarketing(consent));
+      setText($('#marketing-notice'), consent ? 'marketing.saved.on' : 'marketing.saved.off');
+      app.say($('#marketing-notice').textContent);
+    } catch (e) {
+      app.showError(e, $('#marketing-error'));
     }
   });
 

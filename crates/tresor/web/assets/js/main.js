@@ -14,6 +14,7 @@ import { setupAuth, setupAccount, setupHistory, loadRules } from './screens.js';
 import { setupFairness } from './fairness.js';
 import { setupMoney, setupOpening } from './account.js';
 import { setupPlaytime } from './playtime.js';
+import { setupSecurity } from './security.js';
 import { $ } from './util.js';
 
 /**
@@ -165,6 +166,7 @@ let fairness;
 let wallet;
 let opening;
 let playtime;
+let security;
 
 function renderUser() {
   const me = state.me;
@@ -207,13 +209,15 @@ function currentRoute() {
   return { name: name || 'game', arg: rest[0], rest };
 }
 
-const SCREENS = ['game', 'history', 'account', 'statement', 'login', 'register', 'rules', 'fairness'];
+const SCREENS = ['game', 'history', 'account', 'statement', 'login', 'register', 'rules', 'fairness', 'forgot', 'reset', 'confirm'];
 const NEEDS_USER = ['history', 'account', 'statement'];
 
 async function route() {
   let { name, arg, rest } = currentRoute();
   if (NEEDS_USER.includes(name) && !state.me) name = 'login';
   if ((name === 'login' || name === 'register') && state.me) name = 'game';
+  if (name === 'confirm-email') name = 'confirm';
+  if (name === 'forgot' && state.me) name = 'account';
   const screen = name === 'replay' ? 'game' : SCREENS.includes(name) ? name : 'game';
   for (const id of SCREENS) $(`#screen-${id}`).hidden = id !== screen;
   for (const link of document.querySelectorAll('.nav a')) {
@@ -232,8 +236,9 @@ async function route() {
   else if (screen === 'history') await history.show();
   else if (screen === 'account') {
     account.render();
-    await wallet.show(rest);
-  } else if (screen === 'statement') await wallet.showStatement();
+    await Promise.all([wallet.show(rest), security.show()]);
+  } else if (screen === 'reset') security.showReset(arg);
+  else if (screen === 'confirm') await security.confirmEmail(arg); else if (screen === 'statement') await wallet.showStatement();
   else if (screen === 'rules') await loadRules($('#rules-text'), currentLang());
   else if (screen === 'fairness') await fairness.show();
 }
@@ -250,6 +255,7 @@ async function boot() {
   wallet = setupMoney(app);
   opening = setupOpening(app);
   playtime = setupPlaytime(app);
+  security = setupSecurity(app);
   app.game = game;
   app.playtime = playtime;
 

@@ -1,0 +1,134 @@
+//! Players' passwords and e-mail (`docs/ACCOUNT.md`, "Passwords and
+//! e-mail"): changing the password, a reset by mail, the address on file
+//! and its confirmation. Every route takes the API's CSRF header.
+
+use super::api::{ActingPlayer, Body, require_csrf_proof, session_token};
+use super::throttle::{ClientAddress, Throttles};
+use super::{ApiError, AppState};
+use crate::error::Error;
+use crate::service::AccountView;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{post, put};
+use axum::{Extension, Json, Router};
+use serde::Deserialize;
+use serde_json::json;
+use std::sync::Arc;
+use tower_http::set_header::SetResponseHeaderLayer;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/account/password", post(change_password))
+        .route("/api/account/email", put(set_email))
+        .route("/api/password/reset", post(ask_reset))
+        .route("/api/password/reset/confirm", post(reset))
+        .route("/api/email/confirm", post(confirm_email))
+        .layer(middleware::from_fn(require_csrf_proof))
+        .layer(SetResponseHeaderLayer::overriding(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("no-store"),
+        ))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ChangeBody {
+    current_password: String,
+    new_password: String,
+}
+
+async fn change_password(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    current: ActingPlayer,
+    Body(body): Body<ChangeBody>,
+) -> Result<Response, ApiError> {
+    let token = session_token(&headers).ok_or(Error::Unauthorized)?;
+    let ended = state
+        .service
+        .change_password(
+            &current.player,
+            &token,
+            &body.current_password,
+            &body.new_password,
+        )
+        .await?;
+    Ok(Json(json!({"changed": true, "sessions_ended": ended})).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EmailBody {
+    email: String,
+}
+
+async fn set_email(
+    State(state): State<AppState>,
+    current: ActingPlayer,
+    Body(body): Body<EmailBody>,
+) -> Result<Json<AccountView>, ApiError> {
+    state
+        .service
+        .set_email(&current.player, &body.email)
+        .await?;
+    Ok(Json(state.service.account(&current.player).await?))
+}
+
+/// Answered alike whether or not an account has the address.
+async fn ask_reset(
+    State(state): State<AppState>,
+    Extension(throttles): Extension<Arc<Throttles>>,
+    address: ClientAddress,
+    Body(body): Body<EmailBody>,
+) -> Result<Response, ApiError> {
+    throttles.registration(&address)?;
+    state.service.ask_password_reset(&body.email).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({
+            "status": "sent_if_known",
+            "message": "if an account has this address, a link to choose a new password is on its way; it is valid for one hour, once",
+        })),
+    )
+        .into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResetBody {
+    token: String,
+    new_password: String,
+}
+
+async fn reset(
+    State(state): State<AppState>,
+    Extension(throttles): Extension<Arc<Throttles>>,
+    address: ClientAddress,
+    Body(body): Body<ResetBody>,
+) -> Result<Response, ApiError> {
+    throttles.login(&address)?;
+    state
+        .service
+        .reset_password(&body.token, &body.new_password)
+        .await?;
+    Ok(Json(json!({"reset": true})).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TokenBody {
+    token: String,
+}
+
+async fn confirm_email(
+    State(state): State<AppState>,
+    Extension(throttles): Extension<Arc<Throttles>>,
+    address: ClientAddress,
+    Body(body): Body<TokenBody>,
+) -> Result<Response, ApiError> {
+    throttles.login(&address)?;
+    state.service.confirm_email(&body.token).await?;
+    Ok(Json(json!({"confirmed": true})).into_response())
+}

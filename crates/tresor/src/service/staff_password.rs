@@ -1,0 +1,78 @@
+//! A console account changes its own password: the current one asked, the
+//! account's other console sessions ended, in the trail.
+
+use super::players::{hash_password, verify_password, with_hashing_permit};
+use super::staff::check_password_rule;
+use super::{Service, StaffMember, sha256_hex};
+use crate::error::Error;
+use crate::store::sql;
+use crate::trail;
+use serde_json::json;
+
+impl Service {
+    /// Changes `member`'s password; every other console session of theirs
+    /// (all but `session_token`'s) ends. Returns how many ended.
+    pub async fn change_staff_password(
+        &self,
+        member: &StaffMember,
+        session_token: &str,
+        current: &str,
+        new: &str,
+    ) -> Result<u64, Error> {
+        check_password_rule(new)
+            .map_err(|error| Error::Validation(format!("new_{}", error_text(error))))?;
+        let stored: String = sql::query_scalar("SELECT password_hash FROM staff WHERE id = $1")
+            .bind(member.id)
+            .fetch_one(&mut *self.db.conn().await?)
+            .await?;
+        let current = current.to_owned();
+        if !with_hashing_permit(move || verify_password(&current, &stored)).await {
+            return Err(Error::Validation(
+                "current_password: this is not your password".to_owned(),
+            ));
+        }
+        let new = new.to_owned();
+        let hash = with_hashing_permit(move || hash_password(&new)).await?;
+        let keep = sha256_hex(session_token.as_bytes());
+        let now_ms = self.now_ms();
+        let member = member.clone();
+        self.write(move |conn| {
+            let (member, hash, keep) = (member.clone(), hash.clone(), keep.clone());
+            Box::pin(async move {
+                sql::query("UPDATE staff SET password_hash = $1 WHERE id = $2")
+                    .bind(hash.as_str())
+                    .bind(member.id)
+                    .execute(&mut *conn)
+                    .await?;
+                let ended = sql::query(
+                    "UPDATE staff_sessions SET ended_at_ms = $1 WHERE staff_id = $2 \
+                     AND ended_at_ms IS NULL AND token_hash <> $3",
+                )
+                .bind(now_ms)
+                .bind(member.id)
+                .bind(keep)
+                .execute(&mut *conn)
+                .await?;
+                trail::append(
+                    conn,
+                    now_ms,
+                    &member.actor(),
+                    "staff_password_changed",
+                    json!({"username": member.username}),
+                    json!({"sessions_ended": ended}),
+                )
+                .await?;
+                Ok(ended)
+            })
+        })
+        .await
+    }
+}
+
+/// A validation refusal's text.
+fn error_text(error: Error) -> String {
+    match error {
+        Error::Validation(text) => text,
+        other => other.to_string(),
+    }
+}

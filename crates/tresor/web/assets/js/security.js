@@ -1,0 +1,169 @@
+//! Passwords, e-mail and sessions on the page (docs/ACCOUNT.md, "Passwords
+//! and e-mail", "Sessions"): on the account screen, the password change,
+//! the address on file and its confirmation, the open sessions (ending one
+//! or all the others); the "forgotten password" screen, the screen a reset
+//! link opens (#/reset/TOKEN), and the one a confirmation link opens
+//! (#/confirm-email/TOKEN).
+
+import { api } from './api.js';
+import { t, dateTime, setText } from './i18n.js';
+import { $, h } from './util.js';
+
+export function setupSecurity(app) {
+  let sessions = [];
+
+  function renderEmail() {
+    const account = app.state.account;
+    const box = $('#email-box');
+    box.hidden = !account?.has_identity;
+    if (box.hidden) return;
+    const email = account.identity?.email;
+    $('#email-current').textContent = !email
+      ? t('email.none')
+      : account.email_confirmed_at
+        ? t('email.confirmed', { email })
+        : t('email.unconfirmed', { email });
+    $('#email-current').dataset.confirmed = String(Boolean(account.email_confirmed_at));
+  }
+
+  function renderSessions() {
+    const list = $('#sessions');
+    list.replaceChildren(
+      ...sessions.map((s) =>
+        h(
+          'li',
+          { 'data-testid': 'session-row', 'data-current': String(s.current) },
+          h('span', { class: 'session-device' }, s.device),
+          ' · ',
+          h('span', {}, s.address ?? '—'),
+          ' · ',
+          h('span', {}, t('sessions.last', { date: dateTime(s.last_used_at) })),
+          s.current
+            ? h('strong', {}, ` ${t('sessions.current')}`)
+            : h(
+                'button',
+                { type: 'button', class: 'link', 'data-testid': 'session-end', onclick: () => endSession(s.id) },
+                t('sessions.end'),
+              ),
+        ),
+      ),
+    );
+    $('#sessions-end-others').hidden = sessions.filter((s) => !s.current).length === 0;
+  }
+
+  async function loadSessions() {
+    if (!app.state.me) return;
+    try {
+      sessions = (await api.sessions()).sessions;
+      renderSessions();
+    } catch (error) {
+      app.showError(error, $('#sessions-error'));
+    }
+  }
+
+  async function endSession(id) {
+    $('#sessions-error').textContent = '';
+    try {
+      const done = id ? await api.endSession(id) : await api.endOtherSessions();
+      setText($('#sessions-notice'), 'sessions.ended', { n: done.sessions_ended });
+      app.say($('#sessions-notice').textContent);
+    } catch (error) {
+      app.showError(error, $('#sessions-error'));
+    }
+    await loadSessions();
+  }
+
+  $('#sessions-end-others').addEventListener('click', () => endSession(null));
+
+  $('#password-form').addEventListener('submit', async (event) => {
+    event.preventDefault();
+    $('#password-error').textContent = '';
+    $('#password-notice').textContent = '';
+    try {
+      const done = await api.changePassword($('#password-current').value, $('#password-new').value);
+      $('#password-current').value = '';
+      $('#password-new').value = '';
+      setText($('#password-notice'), 'password.changed', { n: done.sessions_ended });
+      app.say($('#password-notice').textContent);
+      await loadSessions();
+    } catch (error) {
+      app.showError(error, $('#password-error'));
+    }
+  });
+
+  $('#email-form').addEventListener('submit', async (event) => {
+    event.preventDefault();
+    $('#email-error').textContent = '';
+    $('#email-notice').textContent = '';
+    try {
+      app.setAccount(await api.setEmail($('#email-input').value.trim()));
+      $('#email-input').value = '';
+      setText($('#email-notice'), 'email.sent');
+      app.say($('#email-notice').textContent);
+      renderEmail();
+    } catch (error) {
+      app.showError(error, $('#email-error'));
+    }
+  });
+
+  $('#forgot-form').addEventListener('submit', async (event) => {
+    event.preventDefault();
+    $('#forgot-error').textContent = '';
+    $('#forgot-notice').textContent = '';
+    try {
+      await api.askReset($('#forgot-email').value.trim());
+      setText($('#forgot-notice'), 'forgot.sent');
+      app.say($('#forgot-notice').textContent);
+    } catch (error) {
+      app.showError(error, $('#forgot-error'));
+    }
+  });
+
+  let resetToken = null;
+  $('#reset-form').addEventListener('submit', async (event) => {
+    event.preventDefault();
+    $('#reset-error').textContent = '';
+    $('#reset-notice').textContent = '';
+    try {
+      await api.resetPassword(resetToken ?? '', $('#reset-password').value);
+      $('#reset-password').value = '';
+      $('#reset-form').hidden = true;
+      setText($('#reset-notice'), 'reset.done');
+      app.say($('#reset-notice').textContent);
+      // Every session ended, this one too.
+      if (app.state.me) app.loggedOut();
+    } catch (error) {
+      if (error?.status === 401) error = { ...error, code: 'invalid_token' };
+      app.showError(error, $('#reset-error'));
+    }
+  });
+
+  return {
+    /** The account screen's part: the address, and the sessions read again. */
+    async show() {
+      renderEmail();
+      await loadSessions();
+    },
+    render: renderEmail,
+    /** The screen a reset link opens. */
+    showReset(token) {
+      resetToken = token ?? null;
+      $('#reset-form').hidden = false;
+      $('#reset-notice').textContent = '';
+      $('#reset-error').textContent = '';
+    },
+    /** The screen a confirmation link opens: confirms at once. */
+    async confirmEmail(token) {
+      const node = $('#confirm-text');
+      node.textContent = '';
+      try {
+        await api.confirmEmail(token ?? '');
+        setText(node, 'confirm.done');
+        node.dataset.kind = 'notice';
+        if (app.state.me) app.setAccount(await api.account());
+      } catch (error) {
+        app.showError(error, node);
+      }
+    },
+  };
+}
