@@ -8,6 +8,7 @@ pub mod audit;
 pub mod backup;
 pub mod bench;
 pub mod game;
+pub mod monitor;
 pub mod operator;
 pub mod staff;
 

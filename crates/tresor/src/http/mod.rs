@@ -12,6 +12,7 @@ mod console_money;
 mod console_web;
 pub mod edge;
 mod error;
+mod log;
 pub mod throttle;
 pub mod web;
 
@@ -65,6 +66,7 @@ fn app_with(state: AppState, throttles: Arc<Throttles>) -> Router {
         .route("/console/{*rest}", axum::routing::any(not_on_this_site))
         .merge(api::routes())
         .merge(account::routes())
+        .merge(log::routes())
         .merge(web::routes())
         .layer(Extension(throttles))
         .layer(middleware::from_fn_with_state(state.clone(), observe))
