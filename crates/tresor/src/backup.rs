@@ -231,11 +231,17 @@ pub(crate) fn file_facts(path: &Path) -> anyhow::Result<FileFacts> {
         })
         .optional()
     };
-    let (records, head): (i64, String) = conn
-        .query_row("SELECT seq, hash FROM trail_head WHERE id = 1", [], |row| {
-            Ok((row.get(0)?, row.get(1)?))
-        })
-        .context("the copy has no trail head")?;
+    let records: i64 = conn
+        .query_row("SELECT COUNT(*) FROM trail", [], |row| row.get(0))
+        .context("the copy has no trail")?;
+    let head: String = conn
+        .query_row(
+            "SELECT hash FROM trail ORDER BY seq DESC LIMIT 1",
+            [],
+            |row| row.get(0),
+        )
+        .optional()?
+        .unwrap_or_else(|| crate::trail::GENESIS_HASH.to_owned());
     Ok(FileFacts {
         checkpoint: Checkpoint {
             installation: setting("installation_id")?.unwrap_or_default(),

@@ -665,11 +665,7 @@ impl Book<'_> {
         request: serde_json::Value,
         result: serde_json::Value,
     ) {
-        let record = trail::chain(&self.head, at_ms, actor, action, &request, &result);
-        self.head = Head {
-            seq: record.seq,
-            hash: record.hash.clone(),
-        };
+        let record = self.head.chain(at_ms, actor, action, &request, &result);
         self.records.push(record);
     }
 

@@ -10,6 +10,7 @@ pub mod clock;
 pub mod error;
 pub mod http;
 pub mod logcheck;
+pub mod logkey;
 pub mod metrics;
 pub mod model;
 pub mod protect;

@@ -3,10 +3,25 @@
 //! game or money state, and of every operator action.
 //!
 //! Each record is appended by the very writer job that makes the change it
-//! records, so a change and its record commit or roll back together. Each
-//! record carries the SHA-256 of the previous one; its own hash covers a
-//! canonical encoding of all its fields, so editing, removing, inserting or
-//! reordering records breaks the chain at the first record touched.
+//! records, so a change and its record commit or roll back together.
+//!
+//! Version 2 (today): each record is a leaf of its writer's Merkle log
+//! ([`log`], [`leaf`]), and every transaction that appends signs a
+//! checkpoint of the log with a key the database never holds
+//! ([`crate::logkey`]);
+//! [`audit`] recomputes every log and checks it against every checkpoint.
+//! Version 1 (databases made before): each record carries the SHA-256 of the
+//! previous one, its own hash covering a canonical encoding of its fields;
+//! that chain is still verified as it was, and its final hash is the first
+//! leaf of the first log (`trail_v1_sealed`).
+
+pub mod audit;
+pub mod leaf;
+pub mod log;
+
+pub use crate::logkey as key;
+pub use audit::{Trust, verify_with};
+pub use log::Head;
 
 use crate::error::Error;
 use crate::store::{Conn, sql};
@@ -62,7 +77,9 @@ impl Actor {
 /// One record of the trail, as stored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Record {
-    /// 1, 2, 3 … with no gap, in the order of the chain.
+    /// The order of insertion: 1, 2, 3 … with no gap for v1 records (the
+    /// chain's order); for v2 records a number from the database (no row
+    /// lock shared by the writers), their place being (`log_id`, `idx`).
     pub seq: i64,
     pub at_ms: i64,
     pub actor: String,
@@ -71,12 +88,24 @@ pub struct Record {
     pub request: String,
     /// What the exchange did, as JSON text.
     pub result: String,
+    /// v1: the previous record's hash; v2: empty.
     pub prev_hash: String,
+    /// v1: the chain's hash; v2: the leaf hash (hex), a copy for lookups:
+    /// the audit recomputes it.
     pub hash: String,
+    /// v2: the writer's log and the leaf's index in it, from 0.
+    pub log_id: Option<i64>,
+    pub idx: Option<i64>,
+    /// v2: the 32 random bytes (hex) the leaf covers.
+    pub salt: Option<String>,
 }
 
+/// The columns [`Record::from_row`] reads.
+pub const COLUMNS: &str =
+    "seq, at_ms, actor, action, request, result, prev_hash, hash, log_id, idx, salt";
+
 impl Record {
-    fn from_row(row: &sqlx::any::AnyRow) -> Result<Record, sqlx::Error> {
+    pub fn from_row(row: &sqlx::any::AnyRow) -> Result<Record, sqlx::Error> {
         Ok(Record {
             seq: row.try_get("seq")?,
             at_ms: row.try_get("at_ms")?,
@@ -86,7 +115,24 @@ impl Record {
             result: row.try_get("result")?,
             prev_hash: row.try_get("prev_hash")?,
             hash: row.try_get("hash")?,
+            log_id: row.try_get("log_id")?,
+            idx: row.try_get("idx")?,
+            salt: row.try_get("salt")?,
         })
+    }
+
+    /// A v2 record's leaf in the log of `origin`.
+    pub fn leaf<'a>(&'a self, origin: &'a str) -> leaf::Leaf<'a> {
+        leaf::Leaf {
+            origin,
+            idx: self.idx.unwrap_or_default() as u64,
+            at_ms: self.at_ms,
+            actor: &self.actor,
+            action: &self.action,
+            request: &self.request,
+            result: &self.result,
+            salt: self.salt.as_deref().unwrap_or_default(),
+        }
     }
 
     /// The hash this record's fields call for.
@@ -138,43 +184,12 @@ pub fn record_hash(
     hex::encode(hasher.finalize())
 }
 
-/// The chain's head as the writer holds it during one batch: the number and
-/// hash of the last record appended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Head {
-    pub seq: i64,
-    pub hash: String,
-}
-
 tokio::task_local! {
-    /// The head of the writer's current transaction. The writer locks the
-    /// `trail_head` row as the transaction's first statement and writes it
-    /// back once before committing, so a batch of N appends costs N inserts
-    /// and two head statements instead of 3 N statements.
+    /// The head of the writer's log in its current transaction. The writer
+    /// locks its own log's row as the transaction's first statement
+    /// ([`log::lock`]) and writes the log's new size, stored hashes and
+    /// checkpoint once before committing ([`log::store`]).
     static BATCH_HEAD: std::cell::RefCell<Head>;
-}
-
-/// Locks the head row for the rest of the transaction and reads it. Taking
-/// this lock first in every writer transaction orders all writers (servers
-/// and operator commands) on one row, so they never deadlock on the others.
-pub async fn lock_head(conn: &mut Conn) -> Result<Head, Error> {
-    let row = sql::query("UPDATE trail_head SET seq = seq WHERE id = 1 RETURNING seq, hash")
-        .fetch_one(&mut *conn)
-        .await?;
-    Ok(Head {
-        seq: row.try_get("seq")?,
-        hash: row.try_get("hash")?,
-    })
-}
-
-/// Writes the head back, in the transaction that locked it.
-pub async fn store_head(conn: &mut Conn, head: &Head) -> Result<(), Error> {
-    sql::query("UPDATE trail_head SET seq = $1, hash = $2 WHERE id = 1")
-        .bind(head.seq)
-        .bind(&head.hash)
-        .execute(&mut *conn)
-        .await?;
-    Ok(())
 }
 
 /// Runs `future` (the writer's jobs) with `head` as the batch's head; appends
@@ -198,14 +213,13 @@ pub fn reset_batch_head(head: Head) {
     let _ = BATCH_HEAD.try_with(|cell| *cell.borrow_mut() = head);
 }
 
-/// Appends a record inside the caller's writer job and returns its number.
+/// Appends a record inside the caller's writer job and returns its index
+/// in the writer's log.
 ///
-/// The number and the previous hash come from the one-row `trail_head`, moved
-/// in the same transaction: on PostgreSQL the row is locked, so appends from
-/// several servers queue up instead of forking the chain, and a job that
-/// rolls back gives its number back. Inside the writer the head row was
-/// locked when the batch began and is held in memory until it commits
-/// ([`with_batch_head`]); elsewhere it is read and moved here.
+/// The writer locked its log's row when the batch began and holds the log's
+/// head in memory until it commits ([`with_batch_head`]); a job that rolls
+/// back gives its leaves back ([`reset_batch_head`]). Appends happen only
+/// inside the writer.
 pub async fn append(
     conn: &mut Conn,
     at_ms: i64,
@@ -214,75 +228,16 @@ pub async fn append(
     request: Value,
     result: Value,
 ) -> Result<i64, Error> {
-    let in_batch = batch_head();
-    let (seq, prev_hash) = match &in_batch {
-        Some(head) => (head.seq + 1, head.hash.clone()),
-        None => {
-            let head =
-                sql::query("UPDATE trail_head SET seq = seq + 1 WHERE id = 1 RETURNING seq, hash")
-                    .fetch_one(&mut *conn)
-                    .await?;
-            (head.try_get("seq")?, head.try_get("hash")?)
-        }
-    };
-    let actor = actor.label();
-    let request = request.to_string();
-    let result = result.to_string();
-    let hash = record_hash(seq, at_ms, &actor, action, &request, &result, &prev_hash);
-    if in_batch.is_some() {
-        reset_batch_head(Head {
-            seq,
-            hash: hash.clone(),
-        });
-    } else {
-        sql::query("UPDATE trail_head SET hash = $1 WHERE id = 1")
-            .bind(&hash)
-            .execute(&mut *conn)
-            .await?;
-    }
-    sql::query(
-        "INSERT INTO trail (seq, at_ms, actor, action, request, result, prev_hash, hash) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-    )
-    .bind(seq)
-    .bind(at_ms)
-    .bind(actor)
-    .bind(action)
-    .bind(request)
-    .bind(result)
-    .bind(prev_hash)
-    .bind(hash)
-    .execute(&mut *conn)
-    .await?;
-    Ok(seq)
-}
-
-/// The record that follows `head`: its number, previous hash and hash.
-/// The hot batch chains its records in memory with this, then inserts them
-/// at once ([`insert_records`]).
-pub fn chain(
-    head: &Head,
-    at_ms: i64,
-    actor: &Actor,
-    action: &str,
-    request: &Value,
-    result: &Value,
-) -> Record {
-    let seq = head.seq + 1;
-    let actor = actor.label();
-    let request = request.to_string();
-    let result = result.to_string();
-    let hash = record_hash(seq, at_ms, &actor, action, &request, &result, &head.hash);
-    Record {
-        seq,
-        at_ms,
-        actor,
-        action: action.to_owned(),
-        request,
-        result,
-        prev_hash: head.hash.clone(),
-        hash,
-    }
+    let record = BATCH_HEAD
+        .try_with(|head| {
+            head.borrow_mut()
+                .chain(at_ms, actor, action, &request, &result)
+        })
+        .expect("the trail is appended to only inside the writer's transaction");
+    let idx = record.idx.unwrap_or_default();
+    let sqlite = conn.is_sqlite();
+    insert_records(conn, sqlite, &[record]).await?;
+    Ok(idx)
 }
 
 /// Inserts records chained in memory, in one statement.
@@ -299,7 +254,6 @@ pub async fn insert_records(
         sqlite,
         1,
         &[
-            ("seq", Int),
             ("at_ms", Int),
             ("actor", Text),
             ("action", Text),
@@ -307,13 +261,15 @@ pub async fn insert_records(
             ("result", Text),
             ("prev_hash", Text),
             ("hash", Text),
+            ("log_id", Int),
+            ("idx", Int),
+            ("salt", Text),
         ],
     );
     let rows: Vec<_> = records
         .iter()
         .map(|r| {
             (
-                r.seq,
                 r.at_ms,
                 &r.actor,
                 &r.action,
@@ -321,12 +277,16 @@ pub async fn insert_records(
                 &r.result,
                 &r.prev_hash,
                 &r.hash,
+                r.log_id,
+                r.idx,
+                &r.salt,
             )
         })
         .collect();
     sql::query(&format!(
-        "INSERT INTO trail (seq, at_ms, actor, action, request, result, prev_hash, hash) \
-         SELECT seq, at_ms, actor, action, request, result, prev_hash, hash FROM {table} AS d"
+        "INSERT INTO trail (at_ms, actor, action, request, result, prev_hash, hash, log_id, idx, \
+         salt) SELECT at_ms, actor, action, request, result, prev_hash, hash, log_id, idx, salt \
+         FROM {table} AS d ORDER BY idx"
     ))
     .bind(serde_json::to_string(&rows).expect("records serialise"))
     .execute(conn)
@@ -360,7 +320,6 @@ pub async fn page(
     after_seq: i64,
     window: Option<(i64, i64)>,
 ) -> Result<Vec<Record>, Error> {
-    const COLUMNS: &str = "seq, at_ms, actor, action, request, result, prev_hash, hash";
     let rows = match window {
         None => {
             sqlx::query(&format!(
@@ -390,13 +349,35 @@ pub async fn page(
         .collect::<Result<_, _>>()?)
 }
 
-/// Checks the whole chain, calling `progress` with the number of records
-/// checked so far. Names the first record that does not hold.
-pub async fn verify(pool: &AnyPool, mut progress: impl FnMut(u64)) -> Result<Verdict, Error> {
+/// Checks the whole trail (see [`audit`]): the v1 chain, then every log
+/// against every signed checkpoint, with the keys the database lists.
+pub async fn verify(pool: &AnyPool, progress: impl FnMut(u64)) -> Result<Verdict, Error> {
+    verify_with(pool, &Trust::default(), progress).await
+}
+
+/// The next page of v1 records after `after_seq`.
+async fn page_v1(pool: &AnyPool, after_seq: i64) -> Result<Vec<Record>, Error> {
+    let rows = sqlx::query(&format!(
+        "SELECT {COLUMNS} FROM trail WHERE seq > $1 AND log_id IS NULL ORDER BY seq LIMIT $2"
+    ))
+    .bind(after_seq)
+    .bind(PAGE)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .iter()
+        .map(Record::from_row)
+        .collect::<Result<_, _>>()?)
+}
+
+/// Checks the v1 chain (the records made before the log): every record
+/// chains to the previous one and `trail_head` names the last. `Intact`
+/// gives its length and final hash.
+pub async fn verify_v1(pool: &AnyPool, mut progress: impl FnMut(u64)) -> Result<Verdict, Error> {
     let mut expected_seq = 1;
     let mut prev_hash = GENESIS_HASH.to_owned();
     loop {
-        let records = page(pool, expected_seq - 1, None).await?;
+        let records = page_v1(pool, expected_seq - 1).await?;
         if records.is_empty() {
             break;
         }

@@ -386,6 +386,11 @@ impl Writer {
             ids: BatchIds::new(),
             faults,
             page_limit: PageLimit::default(),
+            log: trail::log::Writer {
+                name: db.writer.clone(),
+                edge: None,
+            },
+            log_key: db.log_key.clone(),
         };
         match (&db.backend, &db.sqlite_path) {
             (Backend::Sqlite, Some(path)) => {
@@ -531,6 +536,12 @@ struct Loop {
     ids: BatchIds,
     faults: Faults,
     page_limit: PageLimit,
+    /// The writer's own log (one per writer name) and the right edge it
+    /// keeps between transactions.
+    log: trail::log::Writer,
+    /// The key that signs the log's checkpoints (none: unsigned, only in
+    /// the library's own uses; `tresor` refuses to start without one).
+    log_key: Option<crate::logkey::LogKey>,
 }
 
 /// The `max_page_count` of the writer's SQLite connection ([`Faults`]).
@@ -758,15 +769,22 @@ impl Loop {
         let started = std::time::Instant::now();
         let mut conn = engine.begin().await?;
         let (inside, statements) = sql::counting(async {
-            let head = trail::lock_head(&mut conn).await?;
-            let start_seq = head.seq;
+            let kept = self.log.edge.take();
+            let head = trail::log::lock(&mut conn, &self.log.name, kept, now_ms).await?;
             let (outcome, head) =
                 trail::with_batch_head(head, requests(&mut conn, &self.context, batch)).await;
             let (answers, wrote) = outcome?;
             self.faults.maybe_panic(number);
-            if wrote && head.seq != start_seq {
-                trail::store_head(&mut conn, &head).await?;
-            }
+            let edge = if wrote {
+                let (edge, _note) =
+                    trail::log::store(&mut conn, head, self.log_key.as_ref(), now_ms).await?;
+                Some(edge)
+            } else if head.appended() {
+                // Appended (the v1 seal) but rolled back: read it again.
+                None
+            } else {
+                Some(head.into_edge())
+            };
             if wrote && identity {
                 sql::query("INSERT INTO writer_batches (id, committed_at_ms) VALUES ($1, $2)")
                     .bind(&id)
@@ -781,19 +799,25 @@ impl Loop {
                         .await?;
                 }
             }
-            Ok::<_, Error>((answers, wrote))
+            Ok::<_, Error>((answers, wrote, edge))
         })
         .await;
-        let (answers, wrote) = match inside {
+        let (answers, wrote, edge) = match inside {
             Ok(inside) => inside,
             Err(error) => return Err(engine.abandon(conn, error).await),
         };
         if !wrote {
             // Nothing to make durable: every request was refused.
             engine.end(conn, false).await?;
+            self.log.edge = edge;
             return Ok(answers);
         }
-        if let Err(error) = engine.end(conn, true).await {
+        let committed = engine.end(conn, true).await;
+        if committed.is_ok() {
+            // A COMMIT resolved below leaves the edge to be read again.
+            self.log.edge = edge;
+        }
+        if let Err(error) = committed {
             // The COMMIT's answer is lost: the database may have committed
             // or not. Find out rather than run the batch again.
             tracing::warn!(%error, batch = %id, "COMMIT failed; looking the batch up");

@@ -8,7 +8,7 @@ use common::{TestDb, describe, player, purchase};
 use sqlx::AnyPool;
 use std::collections::HashMap;
 use tresor::service::Service;
-use tresor::store::Backend;
+use tresor::store::{Backend, Db};
 use tresor::trail::{self, Record, Verdict};
 use tresor_game::Stake;
 
@@ -65,17 +65,90 @@ fn verify(db: &TestDb) -> (Option<i32>, String) {
     (output.status.code(), describe(&output))
 }
 
-async fn prepared(db: &TestDb) -> (Service, AnyPool, Vec<Record>) {
-    let (service, _clock) = db.service().await;
-    some_activity(&service).await;
-    let pool = service.db.pool.clone();
-    let records = trail::all(&pool).await.expect("read the trail");
-    assert!(records.len() > 20, "enough records: {}", records.len());
+/// A database made before the signed log: a v1 chain of `count` records,
+/// written as the v1 server did (each record chained to the previous one,
+/// `trail_head` naming the last). Only reading commands run on it here, so
+/// no log seals it.
+pub async fn v1_chain(pool: &AnyPool, count: i64) -> Vec<Record> {
+    let mut prev = trail::GENESIS_HASH.to_owned();
+    let mut records = Vec::new();
+    for seq in 1..=count {
+        let (actor, action, request, result) = match seq % 4 {
+            0 => (
+                "system",
+                "settle",
+                r#"{"play_id":1}"#,
+                r#"{"prize_cents":200}"#,
+            ),
+            1 => (
+                "operator",
+                "credit",
+                r#"{"amount_cents":1000}"#,
+                r#"{"balance_cents":1000}"#,
+            ),
+            2 => (
+                "player:1:alice",
+                "buy",
+                r#"{"stake_cents":100}"#,
+                r#"{"play_id":1}"#,
+            ),
+            _ => (
+                "player:1:alice",
+                "throw",
+                r#"{"play_id":1}"#,
+                r#"{"throws":1}"#,
+            ),
+        };
+        let at_ms = common::START_MS + seq * 1000;
+        let hash = trail::record_hash(seq, at_ms, actor, action, request, result, &prev);
+        sqlx::query(
+            "INSERT INTO trail (seq, at_ms, actor, action, request, result, prev_hash, hash) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        )
+        .bind(seq)
+        .bind(at_ms)
+        .bind(actor)
+        .bind(action)
+        .bind(request)
+        .bind(result)
+        .bind(&prev)
+        .bind(&hash)
+        .execute(pool)
+        .await
+        .expect("a v1 record");
+        prev.clone_from(&hash);
+        records.extend(
+            trail::all(pool)
+                .await
+                .expect("read")
+                .into_iter()
+                .filter(|r| r.seq == seq),
+        );
+    }
+    sqlx::query("UPDATE trail_head SET seq = $1, hash = $2 WHERE id = 1")
+        .bind(count)
+        .bind(&prev)
+        .execute(pool)
+        .await
+        .expect("the v1 head");
+    // These records were written after migration 0013 (which starts the
+    // PostgreSQL sequence after the records it finds): move it past them.
+    let _ = sqlx::query("SELECT setval('trail_seq_seq', (SELECT MAX(seq) FROM trail))")
+        .execute(pool)
+        .await;
+    records
+}
+
+/// A v1 database (see [`v1_chain`]) that verifies, its guards dropped.
+async fn prepared(db: &TestDb) -> (Db, AnyPool, Vec<Record>) {
+    let store = db.connect().await;
+    let pool = store.pool.clone();
+    let records = v1_chain(&pool, 24).await;
     let (code, out) = verify(db);
     assert_eq!(code, Some(0), "an untouched trail verifies: {out}");
     assert!(out.contains("intact"), "{out}");
     drop_guards(&pool, db.backend).await;
-    (service, pool, records)
+    (store, pool, records)
 }
 
 fn assert_broken_at(db: &TestDb, seq: i64) {
@@ -332,7 +405,70 @@ async fn every_purchase_throw_and_settlement_of_a_few_hundred_games_is_in_the_tr
     assert_eq!(games, PLAYERS * GAMES);
 }
 
+/// A v1 database's chain becomes the first leaf of the first log; the v1
+/// chain rewritten afterwards, hashes and head recomputed (which v1 alone
+/// cannot catch), no longer matches its signed seal.
+async fn a_v1_chain_is_sealed_into_the_log_and_a_later_rewrite_is_caught(db: &TestDb) {
+    let store = db.connect().await;
+    let pool = store.pool.clone();
+    let v1 = v1_chain(&pool, 12).await;
+    let (service, _clock) = db.service().await;
+    some_activity(&service).await;
+    let (code, out) = verify(db);
+    assert_eq!(code, Some(0), "sealed and verified: {out}");
+    let sealed: (String, i64) = sqlx::query_as(
+        "SELECT t.request, t.idx FROM trail t JOIN logs l ON l.id = t.log_id \
+         WHERE t.action = 'trail_v1_sealed'",
+    )
+    .fetch_one(&pool)
+    .await
+    .expect("one seal");
+    assert_eq!(sealed.1, 0, "the first leaf");
+    let head = &v1.last().expect("v1 records").hash;
+    assert!(
+        sealed.0.contains("\"records\":12") && sealed.0.contains(head.as_str()),
+        "{sealed:?}"
+    );
+    // The insider rewrites v1 record 5 and recomputes the whole v1 chain.
+    drop_guards(&pool, db.backend).await;
+    let mut prev = trail::GENESIS_HASH.to_owned();
+    for record in &v1 {
+        let result = if record.seq == 5 {
+            "{\"balance_cents\":9000}"
+        } else {
+            record.result.as_str()
+        };
+        let hash = trail::record_hash(
+            record.seq,
+            record.at_ms,
+            &record.actor,
+            &record.action,
+            &record.request,
+            result,
+            &prev,
+        );
+        sqlx::query("UPDATE trail SET result = $1, prev_hash = $2, hash = $3 WHERE seq = $4")
+            .bind(result)
+            .bind(&prev)
+            .bind(&hash)
+            .bind(record.seq)
+            .execute(&pool)
+            .await
+            .expect("rewrite");
+        prev = hash;
+    }
+    sqlx::query("UPDATE trail_head SET hash = $1 WHERE id = 1")
+        .bind(&prev)
+        .execute(&pool)
+        .await
+        .expect("the head");
+    let (code, out) = verify(db);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("not the one its seal names"), "{out}");
+}
+
 on_both!(
+    a_v1_chain_is_sealed_into_the_log_and_a_later_rewrite_is_caught,
     an_untouched_trail_verifies_and_the_database_refuses_edits,
     verify_names_a_record_whose_field_was_changed,
     verify_names_a_record_whose_time_was_changed,

@@ -135,10 +135,13 @@ fn names(dir: &Path) -> Vec<String> {
 }
 
 async fn open_sqlite(data: &Path, db: &TestDb) -> Db {
-    Db::open_data_dir(data)
-        .await
-        .unwrap()
-        .with_secrets_key(db.secrets_key.clone())
+    common::db::signed(
+        Db::open_data_dir(data)
+            .await
+            .unwrap()
+            .with_secrets_key(db.secrets_key.clone()),
+    )
+    .await
 }
 
 async fn assert_trail_verifies(db: &Db) -> i64 {

@@ -477,10 +477,13 @@ async fn batch_through_a_cut(
     cut: Cut,
 ) -> (Service, Vec<Player>, Vec<Result<Bought, Error>>, Proxy) {
     let (proxy, url) = h.proxy().await;
-    let database = Db::connect(&url)
-        .await
-        .expect("connect through the proxy")
-        .with_secrets_key(h.secrets_key.clone());
+    let database = common::db::signed(
+        Db::connect(&url)
+            .await
+            .expect("connect through the proxy")
+            .with_secrets_key(h.secrets_key.clone()),
+    )
+    .await;
     let clock = Arc::new(ManualClock::new(START_MS));
     let service = Service::new(database, clock, Settings::default());
     service.open_secrets().await.expect("open the secrets");

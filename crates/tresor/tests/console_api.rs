@@ -1221,10 +1221,13 @@ on_both!(
             key_file.to_str().unwrap(),
         ]);
         let new_key = tresor::seal::KeySource::File(key_file).load(false).unwrap();
-        let rotated = tresor::store::Db::connect(&db.url)
-            .await
-            .unwrap()
-            .with_secrets_key(new_key);
+        let rotated = common::db::signed(
+            tresor::store::Db::connect(&db.url)
+                .await
+                .unwrap()
+                .with_secrets_key(new_key),
+        )
+        .await;
         let service = tresor::service::Service::new(rotated, clock.clone(), Default::default());
         clock.advance_ms(30_000);
         let code = totp_code(&secret, clock.now_ms() / 1000);

@@ -423,10 +423,13 @@ async fn a_postgresql_cut_off_makes_readyz_fail_within_a_second_and_it_recovers_
         .url
         .replacen("127.0.0.1:5432", &format!("127.0.0.1:{}", plug.port), 1);
     assert_ne!(url, db.url, "the test database is reached through the plug");
-    let store = Db::connect(&url)
-        .await
-        .unwrap()
-        .with_secrets_key(db.secrets_key.clone());
+    let store = common::db::signed(
+        Db::connect(&url)
+            .await
+            .unwrap()
+            .with_secrets_key(db.secrets_key.clone()),
+    )
+    .await;
     let clock = Arc::new(ManualClock::new(common::now_ms()));
     let service = Service::new(store, clock, settings());
     service.open_secrets().await.unwrap();

@@ -724,11 +724,13 @@ impl Target {
         self.send(request).await.0 == StatusCode::OK
     }
 
+    /// The trail's last record (number and hash; none: 0 and the genesis).
     async fn trail_head(&self) -> (i64, String) {
-        sqlx::query_as("SELECT seq, hash FROM trail_head WHERE id = 1")
-            .fetch_one(&self.service.db.pool)
+        sqlx::query_as("SELECT seq, hash FROM trail ORDER BY seq DESC LIMIT 1")
+            .fetch_optional(&self.service.db.pool)
             .await
             .unwrap()
+            .unwrap_or_else(|| (0, tresor::trail::GENESIS_HASH.to_owned()))
     }
 
     async fn last_action(&self) -> String {

@@ -58,33 +58,13 @@ fn refused(output: &Output, words: &str) {
     );
 }
 
-/// A log signing key of the test's own, given to the server.
-struct LogKey {
-    seed: [u8; 32],
-    file: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-fn log_key() -> LogKey {
-    let dir = tempfile::tempdir().unwrap();
-    let mut seed = [0u8; 32];
-    getrandom::fill(&mut seed).unwrap();
-    let file = dir.path().join("log.key");
-    std::fs::write(&file, hex::encode(seed)).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
-    LogKey {
-        seed,
-        file,
-        _dir: dir,
-    }
-}
-
-async fn server_with(h: &Harness, key: &LogKey) -> Server {
-    let mut flags = common::unthrottled_flags();
-    flags.push("--log-key".into());
-    flags.push(key.file.display().to_string());
-    h.server(&flags).await
+/// The seed of the key every test server signs with (the test holds it,
+/// as a thief of the key would).
+fn log_seed() -> [u8; 32] {
+    hex::decode(common::db::TEST_LOG_KEY)
+        .unwrap()
+        .try_into()
+        .unwrap()
 }
 
 async fn players(base: &str, prefix: &str, n: usize) -> Vec<reqwest::Client> {
@@ -226,8 +206,8 @@ async fn an_honest_log_under_load_passes_every_poll(h: &Harness) {
 }
 
 async fn a_fork_a_rewrite_a_shrink_and_another_key_are_each_refused(h: &Harness) {
-    let key = log_key();
-    let server = server_with(h, &key).await;
+    let seed = log_seed();
+    let server = h.server(&common::unthrottled_flags()).await;
     let base = server.base.clone();
     let clients = players(&base, "fork", 3).await;
     play_rounds(&clients, &base, 3).await;
@@ -250,7 +230,7 @@ async fn a_fork_a_rewrite_a_shrink_and_another_key_are_each_refused(h: &Harness)
     assert!(old.size < body.size);
     // The key the server signs with is the test's (the vkey pinned from
     // /log/ is the one the seed makes).
-    assert_eq!(r::sign_note(&body, &pinned.name, &key.seed).1, vkey.trim());
+    assert_eq!(r::sign_note(&body, &pinned.name, &seed).1, vkey.trim());
 
     let tampered = |name: &str| {
         let folder = dir.path().join(name);
@@ -276,7 +256,7 @@ async fn a_fork_a_rewrite_a_shrink_and_another_key_are_each_refused(h: &Harness)
     let folder = tampered("fork");
     let mut forked = body.clone();
     forked.root = r::mth(&leaves[1..]);
-    write_note(&folder, &r::sign_note(&forked, &pinned.name, &key.seed).0);
+    write_note(&folder, &r::sign_note(&forked, &pinned.name, &seed).0);
     let site = serve_folder(folder).await;
     refused(&watch(&site, &state, None, None).await, "forked");
 
@@ -291,7 +271,7 @@ async fn a_fork_a_rewrite_a_shrink_and_another_key_are_each_refused(h: &Harness)
     }
     let mut new = body.clone();
     new.root = r::mth(&rewritten);
-    write_note(&folder, &r::sign_note(&new, &pinned.name, &key.seed).0);
+    write_note(&folder, &r::sign_note(&new, &pinned.name, &seed).0);
     let site = serve_folder(folder.clone()).await;
     refused(&watch(&site, &old_state, None, None).await, "rewritten");
     // The same tampered copy passes a monitor with no memory: what catches

@@ -1,11 +1,10 @@
 //! What was published of the trail, and whether a database is behind it.
 //!
 //! A [`Checkpoint`] is the trail's head as of some moment: how many records
-//! it had and the hash of the last, with the installation it belongs to.
-//! Today it is what `trail_head` holds; once the trail is a signed
-//! transparency log, the log's checkpoint takes its place here, and every
-//! comparison (restore, `serve --published-checkpoint`) goes through
-//! [`standing`] unchanged.
+//! it had and the hash of the last inserted, with the installation it
+//! belongs to. (The signed log checkpoints of `crate::trail::log` are what
+//! monitors keep; this one is what backups and restores compare, through
+//! [`standing`].)
 //!
 //! "Published" is what the operator keeps outside the database: the
 //! checkpoint file `tresor audit checkpoint` writes (a monitor or a cron job
@@ -82,10 +81,14 @@ pub async fn installation(pool: &AnyPool) -> Result<String, Error> {
 
 /// The database's checkpoint now.
 pub async fn current(pool: &AnyPool, at: Option<String>) -> Result<Checkpoint, Error> {
-    let (records, head): (i64, String) =
-        sqlx::query_as("SELECT seq, hash FROM trail_head WHERE id = 1")
-            .fetch_one(pool)
+    let records: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM trail")
+        .fetch_one(pool)
+        .await?;
+    let head: Option<String> =
+        sqlx::query_scalar("SELECT hash FROM trail ORDER BY seq DESC LIMIT 1")
+            .fetch_optional(pool)
             .await?;
+    let head = head.unwrap_or_else(|| GENESIS_HASH.to_owned());
     Ok(Checkpoint {
         installation: installation(pool).await?,
         records,
@@ -108,15 +111,16 @@ pub async fn standing(pool: &AnyPool, published: &Checkpoint) -> Result<Standing
             missing: published.records - ours.records,
         });
     }
-    let hash: Option<String> = if published.records == 0 {
-        Some(GENESIS_HASH.to_owned())
-    } else {
-        sqlx::query_scalar("SELECT hash FROM trail WHERE seq = $1")
-            .bind(published.records)
+    // Record hashes are unique (v1: chained; v2: salted leaves): the
+    // published head is held when a record of that hash is there.
+    let held = published.records == 0 || published.head == GENESIS_HASH || {
+        let found: Option<i64> = sqlx::query_scalar("SELECT seq FROM trail WHERE hash = $1")
+            .bind(&published.head)
             .fetch_optional(pool)
-            .await?
+            .await?;
+        found.is_some()
     };
-    Ok(if hash.as_deref() == Some(published.head.as_str()) {
+    Ok(if held {
         Standing::Holds
     } else {
         Standing::Diverged {

@@ -13,9 +13,20 @@ use std::io::Write;
 
 #[derive(Debug, Subcommand)]
 pub enum AuditCommand {
-    /// Check the whole hash chain of the game trail; name the first bad
-    /// record (exit 1) or say it is intact (exit 0).
+    /// Check the game trail: the v1 chain, then every writer's log
+    /// recomputed from its records against every signed checkpoint (kept in
+    /// the database, and given with --checkpoint); name the first bad record
+    /// (exit 1) or say it is intact (exit 0).
     Verify {
+        /// The installation's first log key (its verifier key, as `tresor
+        /// log keygen` printed it), pinned: the database's own list of keys
+        /// is then trusted only from it, through announced rotations.
+        #[arg(long, value_name = "VKEY")]
+        key: Option<String>,
+        /// A signed checkpoint kept outside the database (a monitor's copy):
+        /// the log must still hold it. May be given more than once.
+        #[arg(long, value_name = "FILE")]
+        checkpoint: Vec<std::path::PathBuf>,
         #[command(flatten)]
         db: DbArgs,
     },
@@ -108,11 +119,25 @@ pub async fn run_audit(command: AuditCommand) -> anyhow::Result<()> {
     match command {
         AuditCommand::Receipt(args) => super::monitor::run_receipt(args),
         AuditCommand::Watch(args) => super::monitor::run_watch(args).await,
-        AuditCommand::Verify { db } => {
-            let db = db.open().await?;
+        AuditCommand::Verify {
+            key,
+            checkpoint,
+            db,
+        } => {
+            let mut trust = trail::Trust {
+                key,
+                checkpoints: Vec::new(),
+            };
+            for path in &checkpoint {
+                let note = std::fs::read_to_string(path).map_err(|e| {
+                    Usage(format!("--checkpoint: cannot read {}: {e}", path.display()))
+                })?;
+                trust.checkpoints.push(note);
+            }
+            let db = db.open_read().await?;
             let total = trail::count(&db.pool).await?;
             let bar = progress_bar(total.max(0) as u64, "verifying");
-            let verdict = trail::verify(&db.pool, |done| bar.inc(done)).await;
+            let verdict = trail::verify_with(&db.pool, &trust, |done| bar.inc(done)).await;
             bar.finish_and_clear();
             match verdict.context("reading the trail")? {
                 Verdict::Intact { records, head_hash } => {
@@ -126,7 +151,7 @@ pub async fn run_audit(command: AuditCommand) -> anyhow::Result<()> {
             }
         }
         AuditCommand::Checkpoint { out, db } => {
-            let db = db.open().await?;
+            let db = db.open_read().await?;
             let now = crate::clock::Clock::now_ms(&crate::clock::SystemClock);
             let checkpoint =
                 crate::backup::checkpoint::current(&db.pool, Some(crate::service::rfc3339(now)))
@@ -144,7 +169,7 @@ pub async fn run_audit(command: AuditCommand) -> anyhow::Result<()> {
             Ok(())
         }
         AuditCommand::Consistency { db } => {
-            let db = db.open().await?;
+            let db = db.open_read().await?;
             let total = trail::count(&db.pool).await?;
             let bar = progress_bar(total.max(0) as u64, "verifying");
             let checked = crate::backup::consistency::check(&db.pool, |done| bar.inc(done)).await;
@@ -167,7 +192,7 @@ pub async fn run_audit(command: AuditCommand) -> anyhow::Result<()> {
             }
             let window = (from_ms.is_some() || to_ms.is_some())
                 .then(|| (from_ms.unwrap_or(i64::MIN), to_ms.unwrap_or(i64::MAX)));
-            let db = db.open().await?;
+            let db = db.open_read().await?;
             let bar = ProgressBar::new_spinner();
             bar.set_message("exporting");
             let stdout = std::io::stdout();
@@ -194,7 +219,7 @@ pub async fn run_audit(command: AuditCommand) -> anyhow::Result<()> {
 }
 
 pub async fn run_report(args: ReportArgs) -> anyhow::Result<()> {
-    let db = args.db.open().await?;
+    let db = args.db.open_read().await?;
     let bar = ProgressBar::new_spinner();
     bar.set_message("summing plays and transfers");
     bar.enable_steady_tick(std::time::Duration::from_millis(120));

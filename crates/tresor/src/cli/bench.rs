@@ -1416,7 +1416,7 @@ async fn preload(data: &std::path::Path, target: u64) -> anyhow::Result<()> {
         let first_play: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) + 1 FROM plays")
             .fetch_one(&mut *tx)
             .await?;
-        let head_seq: i64 = sqlx::query_scalar("SELECT seq FROM trail_head WHERE id = 1")
+        let head_seq: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM trail")
             .fetch_one(&mut *tx)
             .await?;
         let statements = [
@@ -1447,7 +1447,6 @@ async fn preload(data: &std::path::Path, target: u64) -> anyhow::Result<()> {
              '{\"idempotency_key\":\"preload-' || n || '\",\"stake_cents\":50}', \
              '{\"balance_cents\":0,\"block_id\":' || $7 || ',\"block_sold_out\":false,\"emission_id\":1,\"level\":0,\"play_id\":' || ($6 + n) || ',\"prize_cents\":0,\"unit_index\":' || n || '}', \
              printf('%064d', $8 + n), printf('%064d', $8 + 1 + n) FROM c",
-            "UPDATE trail_head SET seq = $8 + $5, hash = printf('%064d', $8 + $5) WHERE id = 1",
         ];
         for sql in statements {
             sqlx::query(sql)

@@ -8,6 +8,7 @@ pub mod audit;
 pub mod backup;
 pub mod bench;
 pub mod game;
+pub mod log;
 pub mod monitor;
 pub mod operator;
 pub mod staff;
@@ -85,6 +86,9 @@ pub enum Command {
     /// The operator's console accounts: add, list, role, disable, reset-totp.
     #[command(subcommand)]
     Operator(staff::StaffCommand),
+    /// The signed log's key: make one, rotate to a new one.
+    #[command(subcommand)]
+    Log(log::LogCommand),
     /// Back the SQLite database up, online, into a new folder (compressed,
     /// with a manifest).
     Backup(backup::BackupArgs),
@@ -161,6 +165,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Bench(args)) => run_async(bench::run_bench(args)),
         Some(Command::Secrets(command)) => run_async(operator::run_secrets(command)),
         Some(Command::Operator(command)) => run_async(staff::run_staff(command)),
+        Some(Command::Log(command)) => run_async(log::run_log(command)),
         Some(Command::Backup(args)) => run_async(backup::run_backup(args)),
         Some(Command::Restore(args)) => run_async(backup::run_restore(args)),
     }

@@ -34,6 +34,9 @@ pub struct DbArgs {
     /// The key of the block secrets.
     #[command(flatten)]
     pub key: KeyArgs,
+    /// The log's signing key and this process's writer name.
+    #[command(flatten)]
+    pub log: super::log::LogArgs,
 }
 
 /// Where the key that seals block secrets comes from (every command that
@@ -84,9 +87,41 @@ impl DbArgs {
         self.database_url.is_none() && self.data == std::path::Path::new("data")
     }
 
-    /// Opens (and migrates) the database with the key of its secrets,
-    /// refusing a key that is not the one they were sealed with.
+    /// Opens the database to write as the command line (writer `cli`
+    /// unless `--writer` says otherwise): [`DbArgs::open_as`].
     pub async fn open(&self) -> anyhow::Result<Db> {
+        self.open_as("cli", false).await
+    }
+
+    /// Opens the database to write: as [`DbArgs::open_read`], with the
+    /// writer's name and the log's signing key, which must be the
+    /// installation's current one (the first key given is listed as the
+    /// installation's). Without a key, demo mode (`demo_if_created` for a
+    /// database this call creates) makes one in the data folder; anything
+    /// else is refused (exit 2).
+    pub async fn open_as(&self, default_writer: &str, demo_if_created: bool) -> anyhow::Result<Db> {
+        let writer = self.log.writer(default_writer)?;
+        let db = self.open_read().await?;
+        let demo: Option<String> =
+            sqlx::query_scalar("SELECT value FROM settings WHERE key = 'demo'")
+                .fetch_optional(&db.pool)
+                .await?;
+        let demo = demo.as_deref() == Some("1") || (demo_if_created && db.created);
+        let seed = self.log.seed(demo.then_some(self.data.as_path()))?;
+        let db = db.with_writer(&writer).with_log_seed(&seed).await?;
+        let now = crate::clock::Clock::now_ms(&SystemClock);
+        db.register_log_key(now).await.map_err(|e| {
+            Usage(format!(
+                "{e:#}: give the installation's log key with --log-key FILE                  (TRESOR_LOG_KEY_FILE) or TRESOR_LOG_KEY"
+            ))
+        })?;
+        Ok(db)
+    }
+
+    /// Opens (and migrates) the database with the key of its secrets,
+    /// refusing a key that is not the one they were sealed with; no log
+    /// key (for reading: the audit's commands, reports).
+    pub async fn open_read(&self) -> anyhow::Result<Db> {
         let db = match &self.database_url {
             Some(url) => Db::connect(url).await,
             None => Db::open_data_dir(&self.data).await,
@@ -325,7 +360,17 @@ impl RateLimitArgs {
 /// The service on the database of `db`, its key checked and every secret
 /// sealed (see `Service::open_secrets`).
 pub async fn open_service(db: &DbArgs, settings: Settings) -> anyhow::Result<Service> {
-    let db = db.open().await?;
+    open_service_as(db, settings, "cli", false).await
+}
+
+/// [`open_service`] as the writer `default_writer` (see [`DbArgs::open_as`]).
+pub async fn open_service_as(
+    db: &DbArgs,
+    settings: Settings,
+    default_writer: &str,
+    demo_if_created: bool,
+) -> anyhow::Result<Service> {
+    let db = db.open_as(default_writer, demo_if_created).await?;
     let service = Service::new(db, Arc::new(SystemClock), settings);
     let sealed = service
         .open_secrets()
@@ -430,7 +475,8 @@ pub async fn run_serve(args: ServeArgs, demo_if_created: bool) -> anyhow::Result
     };
     let settings = args.payments.apply(settings)?;
     let settings = args.four_eyes.apply(settings)?;
-    let service = open_service(&args.db, settings).await?;
+    let service =
+        open_service_as(&args.db, settings, "server", args.demo || demo_if_created).await?;
     let filled = service.backfill_username_skeletons().await?;
     if filled > 0 {
         tracing::info!(filled, "filled the skeletons of older usernames");

@@ -295,9 +295,7 @@ impl Service {
     /// The trail's head, and its last verification (a trail record itself).
     pub async fn trail_status(&self) -> Result<Value, Error> {
         let mut conn = self.db.conn().await?;
-        let head: (i64, String) = sql::query_as("SELECT seq, hash FROM trail_head WHERE id = 1")
-            .fetch_one(&mut conn)
-            .await?;
+        let head = last_record(&mut conn).await?;
         let last = sql::query(
             "SELECT at_ms, actor, result FROM trail WHERE action = 'trail_verify' \
              ORDER BY seq DESC LIMIT 1",
@@ -330,9 +328,11 @@ impl Service {
         let verdict = trail::verify(&self.db.pool, |_| {}).await?;
         let (ok, records, broken) = match &verdict {
             Verdict::Intact { records, .. } => (true, *records, Value::Null),
-            Verdict::Broken { seq, reason } => {
-                (false, seq - 1, json!({"seq": seq, "reason": reason}))
-            }
+            Verdict::Broken { seq, reason } => (
+                false,
+                (seq - 1).max(0),
+                json!({"seq": seq, "reason": reason}),
+            ),
         };
         let now_ms = self.now_ms();
         let result = json!({"ok": ok, "records": records, "broken": broken});
@@ -347,15 +347,13 @@ impl Service {
                 })
             })
             .await?;
-        let head_row: (i64, String) =
-            sql::query_as("SELECT seq, hash FROM trail_head WHERE id = 1")
-                .fetch_one(&mut *self.db.conn().await?)
-                .await?;
+        let _ = head;
+        let head_row = last_record(&mut *self.db.conn().await?).await?;
         Ok(json!({
             "ok": ok,
             "records": records,
             "broken": broken,
-            "head": {"seq": head_row.0.max(head), "hash": head_row.1},
+            "head": {"seq": head_row.0, "hash": head_row.1},
             "at": rfc3339(now_ms),
         }))
     }
@@ -413,4 +411,14 @@ impl Service {
             plays_checked,
         })
     }
+}
+
+/// The number and hash of the trail's last record (the v1 genesis for none).
+async fn last_record(conn: &mut crate::store::Conn) -> Result<(i64, String), Error> {
+    Ok(
+        sql::query_as("SELECT seq, hash FROM trail ORDER BY seq DESC LIMIT 1")
+            .fetch_optional(conn)
+            .await?
+            .unwrap_or_else(|| (0, trail::GENESIS_HASH.to_owned())),
+    )
 }

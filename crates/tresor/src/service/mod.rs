@@ -16,6 +16,7 @@ mod account;
 mod blocks;
 mod console;
 mod emissions;
+mod log;
 mod money;
 mod payments;
 mod players;

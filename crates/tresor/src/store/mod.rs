@@ -49,6 +49,12 @@ pub struct Db {
     /// The key that seals and opens block secrets (`crate::seal`), kept
     /// outside the database and given by the operator.
     pub secrets_key: Option<SecretsKey>,
+    /// The writer's name: its log is `tresor/<installation>/<writer>`
+    /// (`--writer`; `server` unless told).
+    pub writer: Arc<str>,
+    /// The key that signs the log's checkpoints, kept outside the database
+    /// (`crate::trail::key`).
+    pub log_key: Option<crate::logkey::LogKey>,
 }
 
 /// A PostgreSQL pool's link to its follower ([`primary::follow`]), which
@@ -211,6 +217,8 @@ impl Db {
             primary,
             created,
             secrets_key: None,
+            writer: Arc::from("server"),
+            log_key: None,
         })
     }
 
@@ -218,6 +226,55 @@ impl Db {
     pub fn with_secrets_key(mut self, key: SecretsKey) -> Db {
         self.secrets_key = Some(key);
         self
+    }
+
+    /// This database written to as the writer `name` (its own log).
+    pub fn with_writer(mut self, name: &str) -> Db {
+        self.writer = Arc::from(name);
+        self
+    }
+
+    /// This database with the key that signs its log's checkpoints (named
+    /// after the installation).
+    pub async fn with_log_seed(mut self, seed: &crate::logkey::LogSeed) -> anyhow::Result<Db> {
+        let installation: Option<String> =
+            sqlx::query_scalar("SELECT value FROM settings WHERE key = 'installation_id'")
+                .fetch_optional(&self.pool)
+                .await?;
+        self.log_key = Some(seed.named(&installation.unwrap_or_default()));
+        Ok(self)
+    }
+
+    /// The installation's current log key (the last one listed), if any.
+    pub async fn current_log_vkey(&self) -> anyhow::Result<Option<String>> {
+        Ok(
+            sqlx::query_scalar("SELECT vkey FROM log_keys ORDER BY id DESC LIMIT 1")
+                .fetch_optional(&self.pool)
+                .await?,
+        )
+    }
+
+    /// Lists this database's log key as the installation's first when it
+    /// has none yet; refuses a key that is not the installation's current one.
+    pub async fn register_log_key(&self, now_ms: i64) -> anyhow::Result<()> {
+        let Some(key) = &self.log_key else {
+            anyhow::bail!("no log key was given");
+        };
+        match self.current_log_vkey().await? {
+            Some(current) if current == key.vkey() => Ok(()),
+            Some(current) => anyhow::bail!(
+                "the log key given (verifier key {}) is not the installation's current one ({current})",
+                key.vkey()
+            ),
+            None => {
+                sqlx::query("INSERT INTO log_keys (vkey, since_ms) VALUES ($1, $2)")
+                    .bind(key.vkey())
+                    .bind(now_ms)
+                    .execute(&self.pool)
+                    .await?;
+                Ok(())
+            }
+        }
     }
 
     /// The key check this database keeps (see `crate::seal`), if any.

@@ -10,6 +10,35 @@ use tresor::seal::SecretsKey;
 use tresor::service::{ManualClock, Service, Settings};
 use tresor::store::{Backend, Db, sqlite_url};
 
+/// The log's signing key (an Ed25519 seed, hex) of every test database,
+/// in the test's process and in the `tresor` binary it runs.
+pub const TEST_LOG_KEY: &str = "4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c";
+
+/// The seed of [`TEST_LOG_KEY`].
+pub fn test_log_seed() -> tresor::logkey::LogSeed {
+    tresor::logkey::LogSeed::parse_hex(TEST_LOG_KEY).expect("a seed")
+}
+
+/// `db` signing its log with the test log key, listed as the
+/// installation's when it has none.
+pub async fn signed(db: Db) -> Db {
+    let db = db
+        .with_log_seed(&test_log_seed())
+        .await
+        .expect("name the log key");
+    if db
+        .current_log_vkey()
+        .await
+        .expect("read the log keys")
+        .is_none()
+    {
+        db.register_log_key(super::START_MS)
+            .await
+            .expect("list the log key");
+    }
+    db
+}
+
 /// A database of its own for one test, dropped at the end.
 #[derive(Debug)]
 pub struct TestDb {
@@ -90,12 +119,16 @@ impl TestDb {
         self.data_dir.as_ref().map(|d| d.path().to_owned())
     }
 
-    /// Connects (and migrates), with this database's secrets key.
+    /// Connects (and migrates), with this database's secrets key and the
+    /// test log key (see [`signed`]).
     pub async fn connect(&self) -> Db {
-        Db::connect(&self.url)
-            .await
-            .expect("connect to the test database")
-            .with_secrets_key(self.secrets_key.clone())
+        signed(
+            Db::connect(&self.url)
+                .await
+                .expect("connect to the test database")
+                .with_secrets_key(self.secrets_key.clone()),
+        )
+        .await
     }
 
     /// A service on this database whose clock starts at [`START_MS`].

@@ -14,6 +14,11 @@ pub fn tresor_command() -> Command {
         .env_remove("TRESOR_DATA")
         .env_remove("TRESOR_DATABASE_URL")
         .env_remove("TRESOR_SECRETS_KEY_FILE")
+        .env_remove("TRESOR_LOG_KEY_FILE")
+        .env_remove("TRESOR_WRITER")
+        // The log's signing key of every test database (TestDb signs with
+        // the same one in the test's own process).
+        .env("TRESOR_LOG_KEY", super::db::TEST_LOG_KEY)
         // A key for the databases a test makes without a TestDb (a cluster
         // of its own); a TestDb gives its own key over this one.
         .env("TRESOR_SECRETS_KEY", "5e".repeat(32))

@@ -1,0 +1,343 @@
+//! One Merkle log per writer (docs/AUDIT.md, "The log"). A writer's
+//! transaction locks its own `logs` row, appends leaves in memory (the
+//! stored hashes of Go's sumdb/tlog, computed by `tlog_tiles` over the
+//! log's right edge, which the writer keeps between transactions), then
+//! writes the new stored hashes, the new size and a signed checkpoint before
+//! COMMIT. No row is written by every transaction of every writer.
+
+use super::leaf::{Leaf, hash_hex, new_salt};
+use super::{Actor, Record};
+use crate::error::Error;
+use crate::store::{Conn, sql};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use tlog_tiles::{Hash, HashReader, RecordProof};
+
+/// A log's right edge as its writer keeps it between transactions: the
+/// stored hashes of the complete subtrees that make up the tree of `size`.
+#[derive(Debug, Clone)]
+pub struct Edge {
+    log_id: i64,
+    size: u64,
+    hashes: BTreeMap<u64, Hash>,
+}
+
+/// The log as one transaction of its writer moves it: its right edge when
+/// the transaction began, and every stored hash appended since.
+#[derive(Debug, Clone)]
+pub struct Head {
+    pub log_id: i64,
+    pub origin: Arc<str>,
+    /// Leaves when the transaction began.
+    start: u64,
+    /// Leaves now.
+    pub size: u64,
+    hashes: BTreeMap<u64, Hash>,
+}
+
+/// Stored hashes held in memory, as `tlog_tiles` reads them.
+#[derive(Debug)]
+pub struct MapReader<'a>(pub &'a BTreeMap<u64, Hash>);
+
+impl HashReader for MapReader<'_> {
+    fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<Hash>, tlog_tiles::Error> {
+        indexes
+            .iter()
+            .map(|i| {
+                self.0
+                    .get(i)
+                    .copied()
+                    .ok_or(tlog_tiles::Error::IndexesNotInTree)
+            })
+            .collect()
+    }
+}
+
+impl Head {
+    /// Appends the record as the log's next leaf (with a fresh salt) and
+    /// returns it, ready to insert.
+    pub fn chain(
+        &mut self,
+        at_ms: i64,
+        actor: &Actor,
+        action: &str,
+        request: &Value,
+        result: &Value,
+    ) -> Record {
+        let actor = actor.label();
+        let request = request.to_string();
+        let result = result.to_string();
+        let salt = new_salt();
+        let idx = self.size;
+        let hash = Leaf {
+            origin: &self.origin,
+            idx,
+            at_ms,
+            actor: &actor,
+            action,
+            request: &request,
+            result: &result,
+            salt: &salt,
+        }
+        .hash();
+        let stored = tlog_tiles::stored_hashes_for_record_hash(idx, hash, &MapReader(&self.hashes))
+            .expect("the log's right edge is in memory");
+        let first = tlog_tiles::stored_hash_index(0, idx);
+        for (offset, stored) in (0u64..).zip(stored) {
+            self.hashes.insert(first + offset, stored);
+        }
+        self.size += 1;
+        Record {
+            seq: 0,
+            at_ms,
+            actor,
+            action: action.to_owned(),
+            request,
+            result,
+            prev_hash: String::new(),
+            hash: hash_hex(&hash),
+            log_id: Some(self.log_id),
+            idx: Some(idx as i64),
+            salt: Some(salt),
+        }
+    }
+
+    /// Whether this transaction appended to the log.
+    pub fn appended(&self) -> bool {
+        self.size > self.start
+    }
+
+    /// The tree's root at its current size.
+    pub fn root(&self) -> Hash {
+        tlog_tiles::tree_hash(self.size, &MapReader(&self.hashes))
+            .expect("the log's right edge is in memory")
+    }
+
+    /// The inclusion proof of leaf `idx`, appended by this transaction, in
+    /// the tree of the current size, from memory.
+    pub fn prove(&self, idx: u64) -> Option<RecordProof> {
+        if idx < self.start || idx >= self.size {
+            return None;
+        }
+        tlog_tiles::prove_record(self.size, idx, &MapReader(&self.hashes)).ok()
+    }
+
+    /// The right edge at the current size, to keep for the next transaction.
+    pub fn into_edge(self) -> Edge {
+        let keep = edge_indexes(self.size);
+        let hashes = keep
+            .into_iter()
+            .filter_map(|i| self.hashes.get(&i).map(|h| (i, *h)))
+            .collect();
+        Edge {
+            log_id: self.log_id,
+            size: self.size,
+            hashes,
+        }
+    }
+}
+
+/// The stored hashes of the complete subtrees that make up a tree of `size`
+/// leaves: all that appending, the root and the proofs of new leaves read.
+fn edge_indexes(size: u64) -> Vec<u64> {
+    if size == 0 {
+        Vec::new()
+    } else {
+        tlog_tiles::sub_tree_index(0, size, Vec::new())
+    }
+}
+
+/// The writer's log: its name, and the right edge it kept.
+#[derive(Debug, Default)]
+pub struct Writer {
+    pub name: Arc<str>,
+    pub edge: Option<Edge>,
+}
+
+/// Locks the log of `writer` for the rest of the transaction (creating it
+/// the first time), and returns its head. The right edge kept from the last
+/// transaction is used when the log has not moved since (another process
+/// with the same writer name may have appended: then it is read again).
+pub async fn lock(
+    conn: &mut Conn,
+    writer: &str,
+    kept: Option<Edge>,
+    now_ms: i64,
+) -> Result<Head, Error> {
+    const LOCK: &str = "UPDATE logs SET size = size WHERE writer = $1 RETURNING id, origin, size";
+    let row = match sql::query(LOCK).bind(writer).fetch_optional(conn).await? {
+        Some(row) => row,
+        None => {
+            create(conn, writer, now_ms).await?;
+            sql::query(LOCK).bind(writer).fetch_one(conn).await?
+        }
+    };
+    let log_id: i64 = row.try_get("id")?;
+    let origin: String = row.try_get("origin")?;
+    let size = row.try_get::<i64, _>("size")? as u64;
+    let hashes = match kept {
+        Some(edge) if edge.log_id == log_id && edge.size == size => edge.hashes,
+        _ => read_hashes(conn, log_id, &edge_indexes(size)).await?,
+    };
+    let mut head = Head {
+        log_id,
+        origin: Arc::from(origin),
+        start: size,
+        size,
+        hashes,
+    };
+    if size == 0 {
+        seal_v1(conn, &mut head, now_ms).await?;
+    }
+    Ok(head)
+}
+
+/// Makes the log of `writer`: origin `tresor/<installation id>/<writer>`.
+async fn create(conn: &mut Conn, writer: &str, now_ms: i64) -> Result<(), Error> {
+    let installation = installation_id(conn).await?;
+    sql::query(
+        "INSERT INTO logs (writer, origin, size, created_ms) VALUES ($1, $2, 0, $3) \
+         ON CONFLICT DO NOTHING",
+    )
+    .bind(writer)
+    .bind(format!("tresor/{installation}/{writer}"))
+    .bind(now_ms)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// The installation's id (migration 0012).
+pub async fn installation_id(conn: &mut Conn) -> Result<String, Error> {
+    Ok(
+        sql::query_scalar::<String>("SELECT value FROM settings WHERE key = 'installation_id'")
+            .fetch_optional(conn)
+            .await?
+            .unwrap_or_default(),
+    )
+}
+
+/// In a database that holds v1 records, the first leaf of the first log is
+/// `trail_v1_sealed`, whose request names the v1 chain's length and final
+/// hash: the signed log then covers the whole v1 chain.
+async fn seal_v1(conn: &mut Conn, head: &mut Head, now_ms: i64) -> Result<(), Error> {
+    let v1 = sql::query("UPDATE trail_head SET seq = seq WHERE id = 1 RETURNING seq, hash")
+        .fetch_optional(conn)
+        .await?;
+    let Some(v1) = v1 else {
+        return Ok(());
+    };
+    let records: i64 = v1.try_get("seq")?;
+    let head_hash: String = v1.try_get("hash")?;
+    if records == 0 {
+        return Ok(());
+    }
+    let sealed: i64 =
+        sql::query_scalar("SELECT COUNT(*) FROM trail WHERE action = 'trail_v1_sealed'")
+            .fetch_one(conn)
+            .await?;
+    if sealed > 0 {
+        return Ok(());
+    }
+    let record = head.chain(
+        now_ms,
+        &Actor::System,
+        "trail_v1_sealed",
+        &json!({"records": records, "head_hash": head_hash}),
+        &json!({}),
+    );
+    let sqlite = conn.is_sqlite();
+    super::insert_records(conn, sqlite, &[record]).await
+}
+
+/// Stored hashes of a log by index, from the database.
+pub async fn read_hashes(
+    conn: &mut Conn,
+    log_id: i64,
+    indexes: &[u64],
+) -> Result<BTreeMap<u64, Hash>, Error> {
+    if indexes.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    let hex = if conn.is_sqlite() {
+        "hex(hash)"
+    } else {
+        "encode(hash, 'hex')"
+    };
+    let list: Vec<String> = indexes.iter().map(u64::to_string).collect();
+    let rows: Vec<(i64, String)> = sql::query_as(&format!(
+        "SELECT idx, {hex} FROM log_hashes WHERE log_id = $1 AND idx IN ({})",
+        list.join(", ")
+    ))
+    .bind(log_id)
+    .fetch_all(conn)
+    .await?;
+    let hashes: BTreeMap<u64, Hash> = rows
+        .into_iter()
+        .filter_map(|(i, h)| Some((i as u64, super::leaf::hash_from_hex(&h)?)))
+        .collect();
+    if indexes.iter().any(|i| !hashes.contains_key(i)) {
+        return Err(Error::Unavailable(
+            "the log's stored hashes are missing: run tresor audit verify",
+        ));
+    }
+    Ok(hashes)
+}
+
+/// Writes what the transaction appended: the new stored hashes, the log's
+/// size and, with a key, the signed checkpoint of the new tree. Returns the
+/// right edge to keep and the checkpoint's note.
+pub async fn store(
+    conn: &mut Conn,
+    head: Head,
+    key: Option<&crate::logkey::LogKey>,
+    now_ms: i64,
+) -> Result<(Edge, Option<String>), Error> {
+    if !head.appended() {
+        return Ok((head.into_edge(), None));
+    }
+    let sqlite = conn.is_sqlite();
+    let first = tlog_tiles::stored_hash_index(0, head.start);
+    let rows: Vec<(u64, String)> = head
+        .hashes
+        .range(first..)
+        .map(|(i, h)| (*i, hash_hex(h)))
+        .collect();
+    use sql::ColumnType::{Int, Text};
+    let table = sql::json_rows(sqlite, 2, &[("idx", Int), ("hash", Text)]);
+    let unhex = if sqlite {
+        "unhex(hash)"
+    } else {
+        "decode(hash, 'hex')"
+    };
+    sql::query(&format!(
+        "INSERT INTO log_hashes (log_id, idx, hash) SELECT $1, idx, {unhex} FROM {table} AS d"
+    ))
+    .bind(head.log_id)
+    .bind(serde_json::to_string(&rows).expect("hashes serialise"))
+    .execute(conn)
+    .await?;
+    sql::query("UPDATE logs SET size = $1 WHERE id = $2")
+        .bind(head.size as i64)
+        .bind(head.log_id)
+        .execute(conn)
+        .await?;
+    let note = match key {
+        Some(key) => {
+            let note = key.sign_checkpoint(&head.origin, head.size, head.root());
+            sql::query(
+                "INSERT INTO checkpoints (log_id, size, at_ms, note) VALUES ($1, $2, $3, $4)",
+            )
+            .bind(head.log_id)
+            .bind(head.size as i64)
+            .bind(now_ms)
+            .bind(note.clone())
+            .execute(conn)
+            .await?;
+            Some(note)
+        }
+        None => None,
+    };
+    Ok((head.into_edge(), note))
+}
