@@ -9,7 +9,7 @@
 mod common;
 
 use common::rfc9162::{self as r, H};
-use common::{Harness, Server, buy_and_play, cookie_client, describe, register_and_deposit};
+use common::{Harness, buy_and_play, cookie_client, describe, register_and_deposit};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::Arc;
@@ -71,7 +71,7 @@ async fn players(base: &str, prefix: &str, n: usize) -> Vec<reqwest::Client> {
     let mut clients = Vec::new();
     for i in 0..n {
         let client = cookie_client();
-        register_and_deposit(&client, base, &format!("{prefix}{i}"), 1_000_000).await;
+        register_and_deposit(&client, base, &format!("{prefix}{i}"), 100_000).await;
         clients.push(client);
     }
     clients
