@@ -253,13 +253,38 @@ pub fn tile_path(tile: &Tile) -> String {
         .replacen(&format!("tile/{TILE_HEIGHT}/"), "tile/", 1)
 }
 
-/// Parses a C2SP tile path (`tile/L/N[.p/W]`, hash tiles only).
+/// Parses a C2SP tile path (`tile/L/N[.p/W]`, hash tiles only), by hand:
+/// what a client sends is checked before `Tile::new` (which panics on a
+/// width of 0 or a level past 63), and only the canonical spelling of a
+/// tile that can exist (a level below 8, an index below 2^56) is taken.
 pub fn parse_tile_path(path: &str) -> Option<Tile> {
     let rest = path.strip_prefix("tile/")?;
-    if rest.starts_with("data/") {
+    let (level, rest) = rest.split_once('/')?;
+    let level: u8 = level.parse().ok().filter(|l| *l < 8)?;
+    let (index, width) = match rest.split_once(".p/") {
+        None => (rest, TILE_WIDTH),
+        Some((index, width)) => {
+            let width: u32 = width.parse().ok().filter(|w| (1..TILE_WIDTH).contains(w))?;
+            (index, width)
+        }
+    };
+    let groups: Vec<&str> = index.split('/').collect();
+    let mut n: u64 = 0;
+    for (i, group) in groups.iter().enumerate() {
+        let digits = if i + 1 == groups.len() {
+            *group
+        } else {
+            group.strip_prefix('x')?
+        };
+        if digits.len() != 3 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        n = n.checked_mul(1000)?.checked_add(digits.parse().ok()?)?;
+    }
+    if n >= 1 << 56 {
         return None;
     }
-    let tile = Tile::from_path(&format!("tile/{TILE_HEIGHT}/{rest}")).ok()?;
+    let tile = Tile::new(TILE_HEIGHT, level, n, width, false);
     (tile_path(&tile) == path).then_some(tile)
 }
 
@@ -380,7 +405,8 @@ pub fn check_consistency(
     tlog_tiles::check_tree(&proof, size, root, old_size, old_root).map_err(|_| {
         CheckError(format!(
             "the log was rewritten: the checkpoint of {size} records does not extend the \
-             one kept of {old_size} records (the consistency proof fails)"
+             one kept of {old_size} records (the consistency proof built from the tiles \
+             served fails)"
         ))
     })?;
     Ok(Needs::Done(()))
@@ -416,6 +442,21 @@ mod tests {
         assert_eq!(parse_tile_path("tile/1/5"), None);
         assert_eq!(parse_tile_path("tile/data/000"), None);
         assert_eq!(parse_tile_path("tile/8/0/000"), None);
+        // What a client may send, refused without a panic.
+        for bad in [
+            "tile/0/000.p/0",
+            "tile/0/000.p/256",
+            "tile/0/000.p/007",
+            "tile/64/000",
+            "tile/9/000",
+            "tile/0/x000/001",
+            "tile/0/x999/x999/x999/x999/x999/x999/x999/999",
+            "tile/0/-01",
+            "tile/0/",
+            "tile/x",
+        ] {
+            assert_eq!(parse_tile_path(bad), None, "{bad}");
+        }
     }
 
     #[test]
@@ -564,10 +605,23 @@ mod tests {
         let error =
             check_consistency(&store, forged.size, forged.root, new.size, new.root).unwrap_err();
         assert!(error.0.contains("rewritten"), "{error}");
-        // A tile altered no longer hashes to the root.
-        let tile = *store.tiles.keys().next().unwrap();
-        store.tiles.get_mut(&tile).unwrap()[0] ^= 1;
-        let error = check_consistency(&store, old.size, old.root, new.size, new.root).unwrap_err();
-        assert!(error.0.contains("do not hash"), "{error}");
+        // Any tile altered: refused (it does not hash to the root, or the
+        // proof built from it does not lead there).
+        let tiles: Vec<Tile> = store.tiles.keys().copied().collect();
+        for tile in tiles {
+            let mut altered = TileStore {
+                tiles: store.tiles.clone(),
+                ..TileStore::default()
+            };
+            let data = altered.tiles.get_mut(&tile).unwrap();
+            let last = data.len() - 1;
+            data[last] ^= 1;
+            let error =
+                check_consistency(&altered, old.size, old.root, new.size, new.root).unwrap_err();
+            assert!(
+                error.0.contains("do not hash") || error.0.contains("rewritten"),
+                "{error}"
+            );
+        }
     }
 }
