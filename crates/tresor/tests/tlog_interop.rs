@@ -11,6 +11,7 @@ use serde_json::Value;
 
 on_both!(
     real_checkpoints_and_tiles_verify_with_an_independent_verifier,
+    tresor_audit_receipt_checks_a_real_record_offline,
     real_receipts_verify_with_an_independent_verifier,
 );
 
@@ -274,4 +275,108 @@ async fn real_checkpoints_and_tiles_verify_with_an_independent_verifier(h: &Harn
     }
     assert!(checked_full_tile, "a level-1 tile was checked");
     assert_eq!(played.answers.len(), 64);
+}
+
+/// `tresor audit receipt` on a receipt made by hand from a real record
+/// (read from the database, as the auditor's export gives it), the site's
+/// checkpoint and an inclusion proof computed from its tiles: it checks;
+/// one byte of the record changed, or another key pinned, it is refused.
+async fn tresor_audit_receipt_checks_a_real_record_offline(h: &Harness) {
+    let server = h.server(&common::unthrottled_flags()).await;
+    let base = server.base.clone();
+    let client = cookie_client();
+    register_and_deposit(&client, &base, "offline", 10_000).await;
+    for _ in 0..3 {
+        buy_and_play(&client, &base, 100).await;
+    }
+    let (vkey, _, body, leaves) = server_log(&base).await;
+    let note = reqwest::get(format!("{base}/log/server/checkpoint"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let db = h.connect().await;
+    let (index, at_ms, actor, action, request, result, salt): (
+        i64,
+        i64,
+        String,
+        String,
+        String,
+        String,
+        String,
+    ) = sqlx::query_as(
+        "SELECT t.idx, t.at_ms, t.actor, t.action, t.request, t.result, t.salt \
+             FROM trail t JOIN logs l ON l.id = t.log_id \
+             WHERE l.writer = 'server' AND t.action = 'buy' ORDER BY t.idx LIMIT 1",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .expect("a buy record in the server's log");
+    assert!((index as u64) < body.size);
+    let proof: Vec<String> = r::path(index as usize, &leaves)
+        .iter()
+        .map(r::b64)
+        .collect();
+    let receipt = serde_json::json!({
+        "origin": body.origin, "index": index,
+        "record": {"at_ms": at_ms, "actor": actor, "action": action, "request": request,
+                   "result": result, "salt": salt},
+        "checkpoint": note, "proof": proof, "key": vkey,
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("receipt.json");
+    let check = |receipt: &Value, key: &str| {
+        std::fs::write(&file, receipt.to_string()).unwrap();
+        common::tresor(&["audit", "receipt", file.to_str().unwrap(), "--key", key])
+    };
+    let output = check(&receipt, &vkey);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        common::describe(&output)
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).contains("the receipt checks"));
+    // Within a whole answer too.
+    let output = check(&serde_json::json!({"id": 1, "receipt": receipt}), &vkey);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        common::describe(&output)
+    );
+
+    let mut altered = receipt.clone();
+    let salt = altered["record"]["salt"].as_str().unwrap().to_owned();
+    let flipped = if salt.starts_with('0') { "1" } else { "0" };
+    altered["record"]["salt"] = Value::String(format!("{flipped}{}", &salt[1..]));
+    let output = check(&altered, &vkey);
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{}",
+        common::describe(&output)
+    );
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("does not lead to the checkpoint's root")
+    );
+
+    let (_, other) = r::sign_note(&body, &r::parse_vkey(&vkey).name, &[9; 32]);
+    let output = check(&receipt, &other);
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{}",
+        common::describe(&output)
+    );
+    assert!(String::from_utf8_lossy(&output.stderr).contains("not the pinned key"));
+
+    let output = check(&receipt, "not a key");
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "{}",
+        common::describe(&output)
+    );
 }
