@@ -72,6 +72,7 @@ static ASSETS: &[Asset] = &[
     asset!("assets/js/screens.js", JS),
     asset!("assets/js/util.js", JS),
     asset!("assets/js/fairness.js", JS),
+    asset!("assets/js/proof.js", JS),
     asset!("assets/js/account.js", JS),
     asset!("assets/js/playtime.js", JS),
     asset!("rules/fr.txt", "text/plain; charset=utf-8"),

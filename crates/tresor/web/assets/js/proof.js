@@ -68,7 +68,9 @@ async function rootFromInclusion(index, size, leaf, proof) {
 
 /** A vkey `name+hex id+base64(0x01 || key)`, its id checked. */
 async function parseKey(vkey) {
-  const [name, id, key64] = vkey.split('+');
+  // The base64 of the key may hold '+' too: split on the first two only.
+  const [name, id] = vkey.split('+', 2);
+  const key64 = vkey.slice(name.length + id.length + 2);
   const key = fromBase64(key64);
   if (!name || !/^[0-9a-f]{8}$/.test(id) || key.length !== 33 || key[0] !== 1) throw new Error('a malformed key');
   const hash = await sha256(concat(encoder.encode(`${name}\n`), key));
