@@ -68,6 +68,9 @@ pub enum Reply {
     Bought {
         play_id: i64,
         fresh: Option<PlayState>,
+        /// The receipt of its `buy` record: its proof and checkpoint are
+        /// added by the writer before COMMIT (`None` without a log key).
+        receipt: Option<Box<trail::Receipt>>,
     },
     /// A throw: the play after it.
     Thrown(PlayState),
@@ -365,6 +368,8 @@ impl Book<'_> {
             return Ok(Reply::Bought {
                 play_id,
                 fresh: None,
+                // The play's own receipt is read back with it.
+                receipt: None,
             });
         }
         if self.state.sales.held_after_restore {
@@ -498,6 +503,7 @@ impl Book<'_> {
         Ok(Reply::Bought {
             play_id,
             fresh: Some(play),
+            receipt: self.last_receipt(),
         })
     }
 
@@ -667,6 +673,13 @@ impl Book<'_> {
     ) {
         let record = self.head.chain(at_ms, actor, action, &request, &result);
         self.records.push(record);
+    }
+
+    /// The receipt of the record just appended, to be proven by the writer.
+    fn last_receipt(&self) -> Option<Box<trail::Receipt>> {
+        self.records
+            .last()
+            .map(|r| Box::new(trail::Receipt::pending(r, &self.head.origin)))
     }
 
     fn into_writes(self) -> Writes {

@@ -18,10 +18,12 @@
 pub mod audit;
 pub mod leaf;
 pub mod log;
+pub mod receipt;
 
 pub use crate::logkey as key;
 pub use audit::{Trust, verify_with};
 pub use log::Head;
+pub use receipt::Receipt;
 
 use crate::error::Error;
 use crate::store::{Conn, sql};

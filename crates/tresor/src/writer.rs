@@ -773,11 +773,27 @@ impl Loop {
             let head = trail::log::lock(&mut conn, &self.log.name, kept, now_ms).await?;
             let (outcome, head) =
                 trail::with_batch_head(head, requests(&mut conn, &self.context, batch)).await;
-            let (answers, wrote) = outcome?;
+            let (mut answers, wrote) = outcome?;
             self.faults.maybe_panic(number);
             let edge = if wrote {
-                let (edge, _note) =
+                // Each purchase's receipt: its proof from the log's edge in
+                // memory, then the checkpoint this transaction signs.
+                for receipt in receipts(&mut answers) {
+                    if !receipt.as_mut().is_some_and(|r| r.prove_in(&head)) {
+                        *receipt = None;
+                    }
+                }
+                let (edge, note) =
                     trail::log::store(&mut conn, head, self.log_key.as_ref(), now_ms).await?;
+                for receipt in receipts(&mut answers) {
+                    match (receipt.as_mut(), &note, &self.log_key) {
+                        (Some(r), Some(note), Some(key)) => {
+                            r.checkpoint.clone_from(note);
+                            r.key = key.vkey().to_owned();
+                        }
+                        _ => *receipt = None,
+                    }
+                }
                 Some(edge)
             } else if head.appended() {
                 // Appended (the v1 seal) but rolled back: read it again.
@@ -916,6 +932,14 @@ async fn rare_job(conn: &mut Conn, job: &Job, lone: bool) -> Result<Result<Boxed
             Ok(Err(error))
         }
     }
+}
+
+/// The purchases' receipts among a batch's answers.
+fn receipts(answers: &mut [Answer]) -> impl Iterator<Item = &mut Option<Box<trail::Receipt>>> {
+    answers.iter_mut().filter_map(|answer| match answer {
+        Answer::Hot(Ok(Reply::Bought { receipt, .. })) => Some(receipt),
+        _ => None,
+    })
 }
 
 /// Looks a batch up after its COMMIT failed: `Some(committed)`, or `None`

@@ -454,7 +454,158 @@ async fn a_missing_or_wrong_key_is_refused_at_start(db: &TestDb) {
     assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
 }
 
+/// The installation's current verifier key, as `GET /log/` publishes it.
+async fn published_vkey(pool: &AnyPool) -> String {
+    sqlx::query_scalar("SELECT vkey FROM log_keys ORDER BY id DESC LIMIT 1")
+        .fetch_one(pool)
+        .await
+        .expect("the key")
+}
+
+/// Checks a receipt (JSON, as the API gives it) by hand, with the crates
+/// alone: the leaf recomputed from its fields, the RFC 6962 inclusion proof
+/// with `tlog_tiles::check_record`, the note with `signed_note` and the
+/// published key.
+fn check_receipt_by_hand(receipt: &serde_json::Value, vkey: &str) -> Result<(), String> {
+    use base64::Engine as _;
+    let record = &receipt["record"];
+    let text = |v: &serde_json::Value| v.as_str().expect("text").to_owned();
+    let leaf = tresor::trail::leaf::Leaf {
+        origin: &text(&receipt["origin"]),
+        idx: receipt["index"].as_u64().expect("index"),
+        at_ms: record["at_ms"].as_i64().expect("at_ms"),
+        actor: &text(&record["actor"]),
+        action: &text(&record["action"]),
+        request: &text(&record["request"]),
+        result: &text(&record["result"]),
+        salt: &text(&record["salt"]),
+    }
+    .hash();
+    let note = signed_note::Note::from_bytes(text(&receipt["checkpoint"]).as_bytes())
+        .map_err(|e| e.to_string())?;
+    let verifier = signed_note::StandardVerifier::new(vkey).map_err(|e| e.to_string())?;
+    note.verify(&signed_note::VerifierList::new(vec![Box::new(verifier)]))
+        .map_err(|e| format!("signature: {e}"))?;
+    let checkpoint = tlog_tiles::Checkpoint::from_bytes(note.text()).map_err(|e| e.to_string())?;
+    let proof: Vec<tlog_tiles::Hash> = receipt["proof"]
+        .as_array()
+        .expect("a proof")
+        .iter()
+        .map(|h| {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(h.as_str().expect("base64"))
+                .expect("base64");
+            tlog_tiles::Hash(bytes.try_into().expect("32 bytes"))
+        })
+        .collect();
+    tlog_tiles::check_record(
+        &proof,
+        checkpoint.size(),
+        *checkpoint.hash(),
+        receipt["index"].as_u64().expect("index"),
+        leaf,
+    )
+    .map_err(|e| format!("proof: {e}"))
+}
+
+/// A purchase's answer, its history row and its receipt endpoint carry a
+/// receipt that checks with the published key; an altered one does not.
+async fn every_play_carries_a_receipt_that_checks(app: common::TestApp) {
+    app.player("ana", 10_000).await;
+    let mut bought = Vec::new();
+    for _ in 0..5 {
+        let (status, play) = app.buy(100).await;
+        assert_eq!(status.as_u16(), 201, "{play}");
+        bought.push(play);
+    }
+    let vkey = published_vkey(&app.service.db.pool).await;
+    for play in &bought {
+        let receipt = &play["receipt"];
+        assert_eq!(receipt["record"]["action"], "buy", "{play}");
+        assert!(
+            receipt["record"]["result"]
+                .as_str()
+                .expect("result")
+                .contains(&format!("\"play_id\":{}", play["id"]))
+        );
+        assert_eq!(receipt["key"], vkey.as_str());
+        check_receipt_by_hand(receipt, &vkey).expect("the answer's receipt checks");
+        let parsed: trail::Receipt = serde_json::from_value(receipt.clone()).expect("a receipt");
+        parsed
+            .check(&vkey)
+            .expect("and with the server's own check");
+        let mut altered = receipt.clone();
+        altered["record"]["result"] = serde_json::Value::String(
+            receipt["record"]["result"]
+                .as_str()
+                .expect("text")
+                .replace("\"prize_cents\":", "\"prize_cents\":1"),
+        );
+        assert!(
+            check_receipt_by_hand(&altered, &vkey).is_err(),
+            "altered in transit"
+        );
+        let other = LogSeed::generate().named("x");
+        assert!(
+            check_receipt_by_hand(receipt, other.vkey()).is_err(),
+            "another key"
+        );
+        let (status, again) = app.get(&format!("/api/plays/{}/receipt", play["id"])).await;
+        assert_eq!(status.as_u16(), 200, "{again}");
+        assert_eq!(again["index"], receipt["index"]);
+        check_receipt_by_hand(&again, &vkey).expect("the endpoint's receipt checks");
+    }
+    let (status, history) = app.history("").await;
+    assert_eq!(status.as_u16(), 200, "{history}");
+    let rows = history["plays"].as_array().expect("rows");
+    assert_eq!(rows.len(), bought.len());
+    for row in rows {
+        check_receipt_by_hand(&row["receipt"], &vkey).expect("a history row's receipt checks");
+    }
+    let (status, _) = app.get("/api/plays/999999/receipt").await;
+    assert_eq!(status.as_u16(), 404);
+}
+
+/// The in-process cost of a purchase's proof and of a checkpoint's
+/// signature (printed; run with --nocapture).
+async fn the_proof_and_the_signature_cost_little(db: &TestDb) {
+    let (service, _clock) = db.service().await;
+    some_activity(&service).await;
+    let key = common::db::test_log_seed().named("x");
+    let started = std::time::Instant::now();
+    for size in 1..=1000u64 {
+        let _ = key.sign_checkpoint("tresor/x/server", size, tlog_tiles::Hash([size as u8; 32]));
+    }
+    let sign = started.elapsed() / 1000;
+    let pool = service.db.pool.clone();
+    let (log_id, _) = server_log(&pool).await;
+    let size: i64 = sqlx::query_scalar("SELECT size FROM logs WHERE id = $1")
+        .bind(log_id)
+        .fetch_one(&pool)
+        .await
+        .expect("size");
+    let hashes = trail::log::read_hashes(
+        &mut service.db.conn().await.expect("a connection"),
+        log_id,
+        &(0..tlog_tiles::stored_hash_index(0, size as u64)).collect::<Vec<_>>(),
+    )
+    .await
+    .expect("hashes");
+    let started = std::time::Instant::now();
+    for idx in 0..size as u64 {
+        tlog_tiles::prove_record(size as u64, idx, &trail::log::MapReader(&hashes))
+            .expect("a proof");
+    }
+    let prove = started.elapsed() / size as u32;
+    println!(
+        "signing a checkpoint: {sign:?}; an inclusion proof from memory ({size} leaves): {prove:?}"
+    );
+    assert!(sign < std::time::Duration::from_millis(5));
+}
+
 on_both!(
+    every_play_carries_a_receipt_that_checks,
+    the_proof_and_the_signature_cost_little,
     an_edited_record_is_named,
     an_edited_record_is_named_with_the_later_checkpoints_removed,
     a_removed_record_is_named,

@@ -40,6 +40,10 @@ pub struct Request {
     /// The new data folder (missing, or empty).
     pub data: PathBuf,
     pub key: KeySource,
+    /// The log's signing key: the restore is recorded in the signed log.
+    pub log_key: crate::logkey::LogKeySource,
+    /// The writer the restore's record is appended as (`cli`).
+    pub writer: String,
     /// The checkpoint kept outside the database (`tresor audit checkpoint`,
     /// a monitor's): the restored trail is compared with it.
     pub published: Option<Checkpoint>,
@@ -214,10 +218,23 @@ pub async fn restore(
         })?;
     }
 
+    let log_seed = request.log_key.load().map_err(Refused)?.ok_or_else(|| {
+        Refused(
+            "no log key: the restore is recorded in the signed log; give the \
+                 installation's key with --log-key FILE (TRESOR_LOG_KEY_FILE) or TRESOR_LOG_KEY"
+                .to_owned(),
+        )
+    })?;
     let db = Db::open_data_dir(&scratch.path)
         .await
         .map_err(|e| Refused(format!("the restored database does not open: {e:#}")))?
-        .with_secrets_key(key);
+        .with_secrets_key(key)
+        .with_writer(&request.writer)
+        .with_log_seed(&log_seed)
+        .await?;
+    db.register_log_key(crate::clock::Clock::now_ms(&SystemClock))
+        .await
+        .map_err(|e| Refused(format!("{e:#}")))?;
     let consistent = consistency::check(&db.pool, |n| progress("verifying", n, 0))
         .await
         .map_err(|e| Refused(format!("the restored database fails its checks: {e:#}")))?;

@@ -47,7 +47,9 @@ pub enum AuditCommand {
         #[command(flatten)]
         db: DbArgs,
     },
-    /// Write the trail as JSON lines to stdout, oldest first.
+    /// Write the trail as JSON lines to stdout, oldest first; each record of
+    /// a log with its receipt (salt, inclusion proof, the log's latest
+    /// checkpoint: docs/AUDIT.md, "Receipts").
     Export {
         /// Only records at or after this time (RFC 3339).
         #[arg(long)]
@@ -198,16 +200,30 @@ pub async fn run_audit(command: AuditCommand) -> anyhow::Result<()> {
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());
             let mut failed: Option<std::io::Error> = None;
-            trail::export(&db.pool, window, |record| {
-                let mut line = serde_json::to_value(record).expect("a record is JSON");
-                line["at"] = serde_json::Value::String(crate::service::rfc3339(record.at_ms));
-                if let Err(error) = writeln!(out, "{line}") {
-                    failed.get_or_insert(error);
+            let mut conn = db.conn().await?;
+            let mut after_seq = 0;
+            loop {
+                let records = trail::page(&db.pool, after_seq, window).await?;
+                let Some(last) = records.last() else {
+                    break;
+                };
+                after_seq = last.seq;
+                for record in &records {
+                    let mut line = serde_json::to_value(record).expect("a record is JSON");
+                    line["at"] = serde_json::Value::String(crate::service::rfc3339(record.at_ms));
+                    // A v2 record: its receipt (origin, salt, the inclusion
+                    // proof in its log's latest checkpoint), to check by hand.
+                    if let (Some(log_id), Some(idx)) = (record.log_id, record.idx) {
+                        let receipt =
+                            trail::receipt::of_leaf(&mut conn, log_id, idx as u64).await?;
+                        line["receipt"] = serde_json::to_value(receipt).expect("a receipt is JSON");
+                    }
+                    if let Err(error) = writeln!(out, "{line}") {
+                        failed.get_or_insert(error);
+                    }
+                    bar.inc(1);
                 }
-                bar.inc(1);
-                Ok(())
-            })
-            .await?;
+            }
             bar.finish_and_clear();
             if let Some(error) = failed {
                 return Err(error).context("writing the export");

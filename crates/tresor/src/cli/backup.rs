@@ -48,6 +48,9 @@ pub struct RestoreArgs {
     /// The key of the backup's block secrets.
     #[command(flatten)]
     pub key: KeyArgs,
+    /// The log's signing key (the restore is recorded in the signed log).
+    #[command(flatten)]
+    pub log: super::log::LogArgs,
 }
 
 fn bytes_bar(what: &str) -> ProgressBar {
@@ -141,6 +144,8 @@ pub async fn run_restore(args: RestoreArgs) -> anyhow::Result<()> {
         from: args.from,
         data: args.data,
         key: args.key.source(),
+        log_key: args.log.source(),
+        writer: args.log.writer("cli")?,
         published,
         installation: args.installation,
     };

@@ -44,6 +44,7 @@ pub fn routes() -> Router<AppState> {
         .route("/api/plays", post(buy).get(history))
         .route("/api/plays/{id}", get(play))
         .route("/api/plays/{id}/throws", post(throw))
+        .route("/api/plays/{id}/receipt", get(receipt))
         .route("/api/blocks", get(blocks))
         .route(
             "/api/limits",
@@ -463,6 +464,19 @@ async fn play(
     PathId(id): PathId,
 ) -> Result<Response, ApiError> {
     Ok(Json(state.service.play(&current.player, id).await?).into_response())
+}
+
+/// The receipt of a play's purchase in the signed log, against its log's
+/// latest checkpoint (docs/AUDIT.md, "Receipts"); 404 when it has none.
+async fn receipt(
+    State(state): State<AppState>,
+    current: CurrentPlayer,
+    PathId(id): PathId,
+) -> Result<Response, ApiError> {
+    match state.service.play_receipt(&current.player, id).await? {
+        Some(receipt) => Ok(Json(receipt).into_response()),
+        None => Err(Error::NotFound.into()),
+    }
 }
 
 async fn throw(

@@ -29,6 +29,10 @@ pub struct PlayView {
     pub throws_left: i64,
     pub finished_at: Option<String>,
     pub scenario: RevealedScenario,
+    /// The receipt of its purchase in the signed log (docs/AUDIT.md,
+    /// "Receipts"): in a purchase's answer and the history's rows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<crate::trail::Receipt>,
 }
 
 /// A scenario with only its first `throws` throws revealed.
@@ -122,6 +126,7 @@ impl Service {
                 scenario,
                 throws: row.throws_made as usize,
             },
+            receipt: None,
         })
     }
 
@@ -133,6 +138,30 @@ impl Service {
             .ok_or(Error::NotFound)?;
         drop(conn);
         self.play_view(&play).await
+    }
+
+    /// The receipt of a play's purchase against its log's latest
+    /// checkpoint (`NotFound`: not the player's play).
+    pub async fn play_receipt(
+        &self,
+        player: &Player,
+        play_id: i64,
+    ) -> Result<Option<crate::trail::Receipt>, Error> {
+        let play = plays::of_player(&mut *self.db.conn().await?, player.id, play_id)
+            .await?
+            .ok_or(Error::NotFound)?;
+        self.receipt_of(player, play.id, play.created_at_ms).await
+    }
+
+    async fn receipt_of(
+        &self,
+        player: &Player,
+        play_id: i64,
+        created_at_ms: i64,
+    ) -> Result<Option<crate::trail::Receipt>, Error> {
+        let actor = crate::trail::Actor::player(player.id, player.username.as_str()).label();
+        crate::trail::receipt::of_play(&mut *self.db.conn().await?, &actor, play_id, created_at_ms)
+            .await
     }
 
     /// The player's plays, newest first, `limit` at a time.
@@ -152,7 +181,9 @@ impl Service {
         .await?;
         let mut views = Vec::with_capacity(rows.len());
         for row in rows.iter().take(limit as usize) {
-            views.push(self.play_view(row).await?);
+            let mut view = self.play_view(row).await?;
+            view.receipt = self.receipt_of(player, row.id, row.created_at_ms).await?;
+            views.push(view);
         }
         let next_cursor = if rows.len() as i64 > limit {
             views.last().map(|p| p.id.to_string())

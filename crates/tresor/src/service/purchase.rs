@@ -24,6 +24,9 @@ pub struct Bought {
     pub replayed: bool,
     /// The play as the purchase wrote it (none for a replay).
     fresh: Option<batch::PlayState>,
+    /// The receipt of its `buy` record, proven by the writer (none for a
+    /// replay: read back with the play).
+    pub receipt: Option<Box<crate::trail::Receipt>>,
 }
 
 impl Service {
@@ -58,10 +61,15 @@ impl Service {
             now_ms: self.now_ms(),
         });
         match self.writer.hot(command).await? {
-            Reply::Bought { play_id, fresh } => Ok(Bought {
+            Reply::Bought {
+                play_id,
+                fresh,
+                receipt,
+            } => Ok(Bought {
                 play_id,
                 replayed: fresh.is_none(),
                 fresh,
+                receipt,
             }),
             other => unreachable!("a purchase is answered as one: {other:?}"),
         }
@@ -71,8 +79,16 @@ impl Service {
     /// or read back for a replay.
     pub async fn bought_view(&self, player: &Player, bought: &Bought) -> Result<PlayView, Error> {
         match &bought.fresh {
-            Some(fresh) => self.play_view(fresh).await,
-            None => self.play(player, bought.play_id).await,
+            Some(fresh) => {
+                let mut view = self.play_view(fresh).await?;
+                view.receipt = bought.receipt.as_deref().cloned();
+                Ok(view)
+            }
+            None => {
+                let mut view = self.play(player, bought.play_id).await?;
+                view.receipt = self.play_receipt(player, bought.play_id).await?;
+                Ok(view)
+            }
         }
     }
 }
