@@ -9,6 +9,7 @@ pub mod cli;
 pub mod clock;
 pub mod error;
 pub mod http;
+pub mod logcheck;
 pub mod logkey;
 pub mod mail;
 pub mod metrics;

@@ -60,6 +60,14 @@ pub enum AuditCommand {
         #[command(flatten)]
         db: DbArgs,
     },
+    /// Check one play's receipt offline against the installation's key:
+    /// its record is in the log, within a checkpoint signed by that key.
+    Receipt(super::monitor::ReceiptArgs),
+    /// Monitor a site's transparency log from outside: fetch each log's
+    /// checkpoint and the tiles it needs, check the signature and the
+    /// consistency with the last checkpoint kept, keep the new one; exit 1
+    /// on a rewrite, a fork, a shrink or another key.
+    Watch(super::monitor::WatchArgs),
 }
 
 /// `tresor report`.
@@ -111,6 +119,8 @@ fn parse_time(flag: &str, text: Option<&str>) -> anyhow::Result<Option<i64>> {
 
 pub async fn run_audit(command: AuditCommand) -> anyhow::Result<()> {
     match command {
+        AuditCommand::Receipt(args) => super::monitor::run_receipt(args),
+        AuditCommand::Watch(args) => super::monitor::run_watch(args).await,
         AuditCommand::Verify {
             key,
             checkpoint,

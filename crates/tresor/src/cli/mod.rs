@@ -10,6 +10,7 @@ pub mod bench;
 pub mod game;
 pub mod log;
 pub mod mail;
+pub mod monitor;
 pub mod operator;
 pub mod staff;
 

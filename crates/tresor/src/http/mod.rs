@@ -12,6 +12,7 @@ mod console_money;
 mod console_web;
 pub mod edge;
 mod error;
+mod log;
 mod password;
 mod sessions;
 pub mod throttle;
@@ -67,6 +68,7 @@ fn app_with(state: AppState, throttles: Arc<Throttles>) -> Router {
         .route("/console/{*rest}", axum::routing::any(not_on_this_site))
         .merge(api::routes())
         .merge(account::routes())
+        .merge(log::routes())
         .merge(password::routes())
         .merge(sessions::routes())
         .merge(web::routes())

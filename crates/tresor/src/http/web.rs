@@ -73,6 +73,7 @@ static ASSETS: &[Asset] = &[
     asset!("assets/js/screens.js", JS),
     asset!("assets/js/util.js", JS),
     asset!("assets/js/fairness.js", JS),
+    asset!("assets/js/proof.js", JS),
     asset!("assets/js/account.js", JS),
     asset!("assets/js/playtime.js", JS),
     asset!("assets/js/security.js", JS),

@@ -25,6 +25,7 @@ mod payments;
 mod players;
 mod plays;
 mod protection;
+mod publish;
 mod purchase;
 mod restore;
 mod secrets;
@@ -46,6 +47,7 @@ pub use money::{MAX_DEMO_DEPOSIT_CENTS, MAX_DEPOSIT_CENTS, Me};
 pub use payments::{Confirmed, DepositView, Payments, sign as sign_webhook};
 pub use players::Registration;
 pub use plays::{History, PlayView, RevealedScenario, UnitRef};
+pub use publish::{LogIndex, PublishedKey, PublishedLog, PublishedTile};
 pub use purchase::{Bought, Purchase};
 /// The webhook's headers.
 pub mod payments_headers {

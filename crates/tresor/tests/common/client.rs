@@ -68,3 +68,32 @@ pub async fn register_and_deposit(
         .expect("the server answers the deposit");
     assert_eq!(status, 200, "{body}");
 }
+
+/// Buys a unit at `stake_cents` as `client`'s player and plays its four
+/// throws: the purchase's answer (with its receipt).
+pub async fn buy_and_play(client: &reqwest::Client, base: &str, stake_cents: i64) -> Value {
+    let mut key = [0u8; 16];
+    getrandom::fill(&mut key).expect("random bytes");
+    let (status, play) = post(
+        client,
+        &format!("{base}/api/plays"),
+        &json!({ "stake_cents": stake_cents }),
+        Some(&hex::encode(key)),
+    )
+    .await
+    .expect("the server answers the purchase");
+    assert!(status < 300, "{status} {play}");
+    let id = play["id"].as_i64().expect("a play id");
+    for _ in 0..4 {
+        let (status, body) = post(
+            client,
+            &format!("{base}/api/plays/{id}/throws"),
+            &json!({}),
+            None,
+        )
+        .await
+        .expect("the server answers the throw");
+        assert!(status < 300, "{status} {body}");
+    }
+    play
+}

@@ -46,10 +46,11 @@ pub mod ledger;
 pub mod opening;
 pub mod process;
 pub mod proxy;
+pub mod rfc9162;
 
 pub use api::{Answer, Api};
 pub use app::TestApp;
-pub use client::{cookie_client, get_json, post, register_and_deposit};
+pub use client::{buy_and_play, cookie_client, get_json, post, register_and_deposit};
 pub use db::TestDb;
 pub use ledger::{assert_ledger_balances, block_secrets, player, purchase, scalar};
 pub use process::{Server, describe, free_port, tresor, tresor_command, unthrottled_flags};

@@ -5,6 +5,7 @@
 import { api } from './api.js';
 import { t, money } from './i18n.js';
 import { $, h } from './util.js';
+import { publishedLog } from './proof.js';
 
 /** The command that re-checks a block whose secret is published. */
 export function verifyCommand(block) {
@@ -57,7 +58,43 @@ export function setupFairness(app) {
     $('#blocks-empty').hidden = blocks.length > 0;
   }
 
+  let log = null;
+
+  /** The public log's key and each log's latest signed checkpoint. */
+  function renderLog() {
+    $('#log-key').textContent = log?.key ?? '—';
+    $('#log-checkpoints').replaceChildren(
+      ...(log?.checkpoints ?? []).map(({ origin, note }) => {
+        const size = note.split('\n')[1] ?? '?';
+        return h(
+          'div',
+          { class: 'log-checkpoint', 'data-testid': 'log-checkpoint', 'data-origin': origin },
+          h('p', {}, t('log.checkpoint', { origin, size })),
+          h('pre', { class: 'verify-command' }, note),
+        );
+      }),
+    );
+  }
+
+  async function showLog() {
+    $('#log-error').textContent = '';
+    try {
+      const index = await publishedLog();
+      const checkpoints = await Promise.all(
+        (index.logs ?? []).map(async (l) => {
+          const r = await fetch(l.checkpoint, { cache: 'no-cache' });
+          return { origin: l.origin, note: r.ok ? await r.text() : '' };
+        }),
+      );
+      log = { key: index.key, checkpoints: checkpoints.filter((c) => c.note) };
+      renderLog();
+    } catch (e) {
+      app.showError(e, $('#log-error'));
+    }
+  }
+
   async function show() {
+    showLog();
     $('#blocks-error').textContent = '';
     try {
       const answer = await api.blocks();
@@ -68,5 +105,11 @@ export function setupFairness(app) {
     }
   }
 
-  return { show, render };
+  return {
+    show,
+    render: () => {
+      render();
+      renderLog();
+    },
+  };
 }

@@ -8,6 +8,7 @@ import { t, money } from './i18n.js';
 import { Scene } from './scene.js';
 import { symbolSvg } from './art.js';
 import { $, h, sleep, duration } from './util.js';
+import { verifyReceipt } from './proof.js';
 
 const SYMBOLS = ['candlestick', 'monkey', 'sapphire', 'skull'];
 
@@ -62,6 +63,7 @@ export class Game {
       throwBox: $('#throw-controls'),
       reason: $('#play-reason'),
       status: $('#game-status'),
+      proof: $('#play-proof'),
       stakes: $('#stakes'),
       howto: $('#dlg-howto'),
       win: $('#dlg-win'),
@@ -106,6 +108,7 @@ export class Game {
     const island = this.app.state.island;
     this.mode = 'idle';
     this.play = null;
+    this.showProof(null);
     if (island) {
       this.scene.drawMap(island);
       this.scene.placeTotem(island.start ?? island.land[0], false);
@@ -190,6 +193,7 @@ export class Game {
     this.scene.clearChests();
     this.scene.resetInstruments();
     this.setStatus(() => t('status.buying'));
+    this.showProof(null);
     this.update();
     this.fillHowto(stake);
     const closed = openDialog(this.els.howto);
@@ -201,6 +205,7 @@ export class Game {
       this.app.refreshMe();
       this.play = play;
       this.els.screen.dataset.playId = String(play.id);
+      this.showProof(play.receipt);
       this.scene.drawMap(play.scenario.map);
       this.scene.placeTotem(play.scenario.start, false);
       this.scene.setThrowsUsed(0, true);
@@ -337,6 +342,30 @@ export class Game {
     return null;
   }
 
+  /**
+   * Beside the play: its receipt checked in the browser (proof.js) against
+   * the key `/log/` publishes, in words and a sign (not colour alone).
+   */
+  async showProof(receipt) {
+    const run = (this.proofRun = (this.proofRun ?? 0) + 1);
+    this.proofState = receipt ? 'checking' : null;
+    this.renderProof();
+    if (!receipt) return;
+    const ok = await verifyReceipt(receipt);
+    if (run !== this.proofRun) return;
+    this.proofState = ok ? 'checked' : 'failed';
+    this.renderProof();
+  }
+
+  renderProof() {
+    const node = this.els.proof;
+    node.hidden = !this.proofState;
+    if (!this.proofState) return;
+    node.dataset.state = this.proofState;
+    const sign = { checking: '…', checked: '✓', failed: '✗' }[this.proofState];
+    node.replaceChildren(h('span', { 'aria-hidden': 'true' }, `${sign} `), t(`proof.${this.proofState}`));
+  }
+
   /** An error on the status line: it stays as the server worded it. */
   showError(error) {
     this.statusText = null;
@@ -383,6 +412,7 @@ export class Game {
   relabel() {
     this.scene.relabel();
     if (this.statusText) this.els.status.textContent = this.statusText();
+    this.renderProof();
     this.update();
   }
 }

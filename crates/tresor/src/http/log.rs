@@ -1,0 +1,95 @@
+//! The transparency log, published on the players' listener for anyone to
+//! keep (docs/AUDIT.md, "The log"): `GET /log/` (the keys and the logs),
+//! `GET /log/<writer>/checkpoint` (the latest signed checkpoint, never
+//! cached) and `GET /log/<writer>/tile/<L>/<N>[.p/<W>]` (C2SP tlog-tiles
+//! hash tiles: a full tile never changes, a partial one is replaced as the
+//! log grows). Never the entries: they hold personal data.
+
+use super::{ApiError, AppState};
+use axum::extract::{Path, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/log", get(index))
+        .route("/log/", get(index))
+        .route("/log/{writer}/checkpoint", get(checkpoint))
+        .route("/log/{writer}/tile/{*path}", get(tile))
+}
+
+fn not_found(what: &str) -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        [(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"))],
+        format!("{what}\n"),
+    )
+        .into_response()
+}
+
+/// Anyone may read the log from any page: it is public by design.
+fn public(mut response: Response, cache: &'static str) -> Response {
+    let headers = response.headers_mut();
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        HeaderValue::from_static("*"),
+    );
+    response
+}
+
+async fn index(State(state): State<AppState>) -> Response {
+    match state.service.log_index().await {
+        Ok(index) => public(Json(index).into_response(), "no-cache"),
+        Err(error) => ApiError::from(error).into_response(),
+    }
+}
+
+async fn checkpoint(State(state): State<AppState>, Path(writer): Path<String>) -> Response {
+    match state.service.log_checkpoint(&writer).await {
+        Ok(Some(note)) => public(
+            (
+                [(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("text/plain; charset=utf-8"),
+                )],
+                note,
+            )
+                .into_response(),
+            "no-cache",
+        ),
+        Ok(None) => not_found("no such log"),
+        Err(error) => ApiError::from(error).into_response(),
+    }
+}
+
+async fn tile(
+    State(state): State<AppState>,
+    Path((writer, path)): Path<(String, String)>,
+) -> Response {
+    match state
+        .service
+        .log_tile(&writer, &format!("tile/{path}"))
+        .await
+    {
+        Ok(Some(tile)) => public(
+            (
+                [(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/octet-stream"),
+                )],
+                tile.data,
+            )
+                .into_response(),
+            if tile.full {
+                "public, max-age=31536000, immutable"
+            } else {
+                "public, max-age=5"
+            },
+        ),
+        Ok(None) => not_found("no such tile: a hash tile within the log's latest checkpoint"),
+        Err(error) => ApiError::from(error).into_response(),
+    }
+}

@@ -1,0 +1,145 @@
+//! What the players' listener publishes of the transparency log (never its
+//! entries: they hold personal data): the keys, each writer's log with its
+//! latest signed checkpoint, and the hash tiles (C2SP tlog-tiles) built from
+//! `log_hashes` at that checkpoint's size. Reads only.
+
+use super::Service;
+use crate::error::Error;
+use crate::logcheck::{self, TILE_HEIGHT};
+use crate::store::{Conn, sql};
+use serde::Serialize;
+use tlog_tiles::stored_hash_index;
+
+/// `GET /log/`: the installation's keys and its logs.
+#[derive(Debug, Clone, Serialize)]
+pub struct LogIndex {
+    /// The key that signs checkpoints now.
+    pub key: Option<String>,
+    pub keys: Vec<PublishedKey>,
+    pub logs: Vec<PublishedLog>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PublishedKey {
+    pub vkey: String,
+    pub since_ms: i64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PublishedLog {
+    pub writer: String,
+    pub origin: String,
+    pub checkpoint: String,
+    pub tiles: String,
+}
+
+/// A tile's bytes, and whether it is full (then it never changes).
+#[derive(Debug, Clone)]
+pub struct PublishedTile {
+    pub data: Vec<u8>,
+    pub full: bool,
+}
+
+impl Service {
+    /// The keys (oldest first) and every log with a checkpoint.
+    pub async fn log_index(&self) -> Result<LogIndex, Error> {
+        let mut conn = self.db.conn().await?;
+        let keys: Vec<(String, i64)> =
+            sql::query_as("SELECT vkey, since_ms FROM log_keys ORDER BY since_ms, id")
+                .fetch_all(&mut conn)
+                .await?;
+        let logs: Vec<(String, String)> = sql::query_as(
+            "SELECT writer, origin FROM logs \
+             WHERE EXISTS (SELECT 1 FROM checkpoints c WHERE c.log_id = logs.id) ORDER BY id",
+        )
+        .fetch_all(&mut conn)
+        .await?;
+        Ok(LogIndex {
+            key: keys.last().map(|(vkey, _)| vkey.clone()),
+            keys: keys
+                .into_iter()
+                .map(|(vkey, since_ms)| PublishedKey { vkey, since_ms })
+                .collect(),
+            logs: logs
+                .into_iter()
+                .map(|(writer, origin)| PublishedLog {
+                    checkpoint: format!("/log/{writer}/checkpoint"),
+                    tiles: format!("/log/{writer}/tile/"),
+                    writer,
+                    origin,
+                })
+                .collect(),
+        })
+    }
+
+    /// The latest signed checkpoint of `writer`'s log: its id, size and note.
+    async fn latest_checkpoint(
+        &self,
+        conn: &mut Conn,
+        writer: &str,
+    ) -> Result<Option<(i64, i64, String)>, Error> {
+        sql::query_as(
+            "SELECT c.log_id, c.size, c.note FROM checkpoints c JOIN logs l ON l.id = c.log_id \
+             WHERE l.writer = $1 ORDER BY c.size DESC LIMIT 1",
+        )
+        .bind(writer)
+        .fetch_optional(conn)
+        .await
+    }
+
+    /// `GET /log/<writer>/checkpoint`: the latest note, or `None`.
+    pub async fn log_checkpoint(&self, writer: &str) -> Result<Option<String>, Error> {
+        let mut conn = self.db.conn().await?;
+        Ok(self
+            .latest_checkpoint(&mut conn, writer)
+            .await?
+            .map(|(_, _, note)| note))
+    }
+
+    /// `GET /log/<writer>/tile/<path>`: a hash tile of the tree at the
+    /// latest checkpoint's size, or `None` (no such log, a bad path, a tile
+    /// past the end of the tree).
+    pub async fn log_tile(&self, writer: &str, path: &str) -> Result<Option<PublishedTile>, Error> {
+        let Some(tile) = logcheck::parse_tile_path(path) else {
+            return Ok(None);
+        };
+        let mut conn = self.db.conn().await?;
+        let Some((log_id, size, _)) = self.latest_checkpoint(&mut conn, writer).await? else {
+            return Ok(None);
+        };
+        let Some(full) = logcheck::tile_in_tree(&tile, size.max(0) as u64) else {
+            return Ok(None);
+        };
+        let level = tile.level() * TILE_HEIGHT;
+        let start = tile.level_index() << TILE_HEIGHT;
+        let indexes: Vec<u64> = (0..u64::from(tile.width()))
+            .map(|i| stored_hash_index(level, start + i))
+            .collect();
+        // Integers the server computed, not the client's text.
+        let list = indexes
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        let rows: Vec<(i64, Vec<u8>)> = sql::query_as(&format!(
+            "SELECT idx, hash FROM log_hashes WHERE log_id = $1 AND idx IN ({list})"
+        ))
+        .bind(log_id)
+        .fetch_all(&mut conn)
+        .await?;
+        let found: std::collections::HashMap<u64, Vec<u8>> =
+            rows.into_iter().map(|(i, h)| (i as u64, h)).collect();
+        let mut data = Vec::with_capacity(indexes.len() * 32);
+        for index in &indexes {
+            match found.get(index) {
+                Some(hash) if hash.len() == 32 => data.extend_from_slice(hash),
+                _ => {
+                    return Err(Error::Database(sqlx::Error::Protocol(format!(
+                        "the log of {writer} lacks its stored hash {index} below its checkpoint"
+                    ))));
+                }
+            }
+        }
+        Ok(Some(PublishedTile { data, full }))
+    }
+}
