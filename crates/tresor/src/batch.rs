@@ -6,10 +6,12 @@
 //! grow with the number of commands in it (TigerBeetle's state machine: a
 //! cost per batch, not per request).
 //!
-//! The writer runs this inside its transaction, after locking the trail's
-//! head: every writer on the database (any server, any operator command)
-//! locks that row first, so what the prefetch reads cannot change under the
-//! decisions. The updates still check what they overwrite, as a guard.
+//! The writer runs this inside its transaction, after locking its own log's
+//! row. On PostgreSQL the prefetch first locks the buyers' rows (in id
+//! order), so a player's purchases on two servers decide one after the
+//! other; what other players do cannot change a buyer's decision. The
+//! updates still check what they overwrite (units sold, throws made,
+//! balances never below zero), as a guard.
 
 use crate::blocks::BlockCache;
 use crate::error::Error;
@@ -175,6 +177,7 @@ async fn prefetch(
     buyers.sort_unstable();
     buyers.dedup();
     if !buys.is_empty() {
+        store::lock_players(conn, sqlite, &buyers).await?;
         state.sales = store::sales_gate(conn).await?;
         let keys: Vec<(i64, &str)> = buys
             .iter()

@@ -19,9 +19,14 @@ const PLAYERS: usize = 24;
 const LOAD: Duration = Duration::from_secs(5);
 
 /// `tresor serve` on the test's database, unthrottled, numbering its blocks
-/// from `block_offset`.
+/// from `block_offset`, appending to its own log (writer `server{offset}`).
 async fn start_server(h: &Harness, block_offset: u32) -> Server {
-    let mut flags = vec!["--block-offset".to_owned(), block_offset.to_string()];
+    let mut flags = vec![
+        "--block-offset".to_owned(),
+        block_offset.to_string(),
+        "--writer".to_owned(),
+        format!("server{block_offset}"),
+    ];
     flags.extend(unthrottled_flags());
     h.server(&flags).await
 }
@@ -284,4 +289,69 @@ async fn two_servers_on_one_postgres_sell_each_unit_once_and_keep_every_account_
         "tresor audit verify: {}",
         describe(&output)
     );
+}
+
+on_postgres!(a_players_purchases_on_two_servers_at_once_stay_within_the_stake_cap);
+
+/// Each server appends to its own log, so no shared row orders two servers'
+/// batches any more: the buyers' rows are locked instead. A player with a
+/// 7-day stake cap of one 1 € unit asks for eight at once, four on each
+/// server, twenty times over: one is sold each time, whatever the
+/// interleaving (without the lock, both servers' batches read the cap
+/// untouched and each sold one).
+async fn a_players_purchases_on_two_servers_at_once_stay_within_the_stake_cap(h: &Harness) {
+    const CAP_CENTS: i64 = 100;
+    let servers = vec![start_server(h, 0).await, start_server(h, 1).await];
+    let bases: Vec<String> = servers.iter().map(|server| server.base.clone()).collect();
+    let store = h.connect().await;
+    let mut over = Vec::new();
+    for round in 0..20 {
+        let client = cookie_client();
+        let username = format!("capped{round}");
+        let body = json!({
+            "username": username, "password": "a long password", "adult": true,
+            "accept_rules": true, "deposit_limit_cents": 1_000_000, "stake_limit_cents": CAP_CENTS,
+        });
+        let (status, answer) =
+            post_ok(&client, &format!("{}/api/register", bases[0]), &body, None).await;
+        assert_eq!(status, 201, "{answer}");
+        let deposit = json!({ "amount_cents": 5_000 });
+        let (status, answer) = post_ok(
+            &client,
+            &format!("{}/api/demo/deposit", bases[0]),
+            &deposit,
+            None,
+        )
+        .await;
+        assert_eq!(status, 200, "{answer}");
+        let asks = (0..8).map(|n| {
+            let client = client.clone();
+            let url = format!("{}/api/plays", bases[n % 2]);
+            let key = format!("{username}-{n}");
+            async move { post_ok(&client, &url, &json!({"stake_cents": 100}), Some(&key)).await }
+        });
+        let answers = futures_util::future::join_all(asks).await;
+        let sold = answers.iter().filter(|(status, _)| *status == 201).count() as i64;
+        for (status, answer) in &answers {
+            assert!(
+                *status == 201 || answer["error"]["code"] == json!("stake_limit_reached"),
+                "{status} {answer}"
+            );
+        }
+        let staked: i64 = scalar(
+            &store.pool,
+            &format!(
+                "SELECT CAST(COALESCE(SUM(p.stake_cents), 0) AS BIGINT) FROM plays p JOIN players u ON u.id = p.player_id \
+                 WHERE u.username = '{username}'"
+            ),
+        )
+        .await;
+        assert_eq!(staked, sold * 100, "every unit sold is one acknowledged");
+        if staked > CAP_CENTS {
+            over.push(format!(
+                "{username}: {sold} units sold, {staked} cents staked"
+            ));
+        }
+    }
+    assert!(over.is_empty(), "over the 7-day stake cap: {over:?}");
 }

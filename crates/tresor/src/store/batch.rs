@@ -294,6 +294,27 @@ pub async fn plays_for_batch(
         .collect()
 }
 
+/// Locks the rows of the players who buy in this batch, for the rest of its
+/// transaction (PostgreSQL; SQLite has one writer), in the order of their ids
+/// so that two batches never wait on each other in a circle. Each server
+/// appends to its own log, so nothing else orders two servers' batches: this
+/// lock makes a player's purchases on two servers at once decide one after
+/// the other, each on what the other committed (the 7-day caps, the balance,
+/// exclusions, an idempotency key).
+pub async fn lock_players(conn: &mut Conn, sqlite: bool, players: &[i64]) -> Result<(), Error> {
+    if sqlite || players.is_empty() {
+        return Ok(());
+    }
+    let table = sql::json_rows(sqlite, 1, &[("id", Int)]);
+    sql::query(&format!(
+        "SELECT id FROM players WHERE id IN (SELECT id FROM {table} AS d) ORDER BY id FOR UPDATE"
+    ))
+    .bind(json_table(players, |id| [*id]))
+    .fetch_all(conn)
+    .await?;
+    Ok(())
+}
+
 /// The balances of these accounts.
 pub async fn balances(
     conn: &mut Conn,
@@ -311,8 +332,9 @@ pub async fn balances(
 }
 
 /// Refuses the batch when an update found fewer rows than it expected: the
-/// batch's reads no longer hold (they cannot change under the trail head's
-/// lock; this guards that reasoning).
+/// batch's reads no longer hold (a buyer's rows cannot change under the
+/// players' locks, a block's units are checked as they are written; this
+/// guards that reasoning).
 fn expect_rows(table: &'static str, changed: u64, expected: usize) -> Result<(), Error> {
     if changed as usize == expected {
         Ok(())
