@@ -301,7 +301,7 @@ on_postgres!(a_players_purchases_on_two_servers_at_once_stay_within_the_stake_ca
 /// untouched and each sold one).
 async fn a_players_purchases_on_two_servers_at_once_stay_within_the_stake_cap(h: &Harness) {
     const CAP_CENTS: i64 = 100;
-    let servers = vec![start_server(h, 0).await, start_server(h, 1).await];
+    let servers = [start_server(h, 0).await, start_server(h, 1).await];
     let bases: Vec<String> = servers.iter().map(|server| server.base.clone()).collect();
     let store = h.connect().await;
     let mut over = Vec::new();
