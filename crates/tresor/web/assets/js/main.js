@@ -280,6 +280,7 @@ async function boot() {
     game.relabel();
     wallet.relabel();
     playtime.relabel();
+    security.relabel();
     if (currentRoute().name === 'history' && state.me) history.show();
     if (currentRoute().name === 'fairness') fairness.render();
     const rules = $('#rules-text');

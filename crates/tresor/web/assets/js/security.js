@@ -145,6 +145,11 @@ export function setupSecurity(app) {
       await loadSessions();
     },
     render: renderEmail,
+    /** Writes the address and the sessions again in the new language. */
+    relabel() {
+      renderEmail();
+      renderSessions();
+    },
     /** The screen a reset link opens. */
     showReset(token) {
       resetToken = token ?? null;
