@@ -98,6 +98,39 @@ async fn set_password_hash(conn: &mut Conn, player_id: i64, hash: &str) -> Resul
     Ok(())
 }
 
+/// Where a password is kept: a player's or a console account's.
+pub(super) enum PasswordOf {
+    Player(i64),
+    Staff(i64),
+}
+
+/// Checks `current` against the password kept for `of` and returns the
+/// hash of `new` (the rule on `new` is checked by the caller): a wrong
+/// current password is a validation error naming its field.
+pub(super) async fn check_and_hash(
+    service: &Service,
+    of: PasswordOf,
+    current: &str,
+    new: &str,
+) -> Result<String, Error> {
+    let (sql, id) = match of {
+        PasswordOf::Player(id) => ("SELECT password_hash FROM players WHERE id = $1", id),
+        PasswordOf::Staff(id) => ("SELECT password_hash FROM staff WHERE id = $1", id),
+    };
+    let stored: String = sql::query_scalar(sql)
+        .bind(id)
+        .fetch_one(&mut *service.db.conn().await?)
+        .await?;
+    let current = current.to_owned();
+    if !with_hashing_permit(move || verify_password(&current, &stored)).await {
+        return Err(Error::Validation(
+            "current_password: this is not your password".to_owned(),
+        ));
+    }
+    let new = new.to_owned();
+    with_hashing_permit(move || hash_password(&new)).await
+}
+
 impl Service {
     /// Changes the player's password: `current` must be theirs; every other
     /// session of the player (all but `session_token`'s) ends.
@@ -109,18 +142,7 @@ impl Service {
         new: &str,
     ) -> Result<u64, Error> {
         password_rule("new_password", new)?;
-        let stored: String = sql::query_scalar("SELECT password_hash FROM players WHERE id = $1")
-            .bind(player.id)
-            .fetch_one(&mut *self.db.conn().await?)
-            .await?;
-        let current = current.to_owned();
-        if !with_hashing_permit(move || verify_password(&current, &stored)).await {
-            return Err(Error::Validation(
-                "current_password: this is not your password".to_owned(),
-            ));
-        }
-        let new = new.to_owned();
-        let hash = with_hashing_permit(move || hash_password(&new)).await?;
+        let hash = check_and_hash(self, PasswordOf::Player(player.id), current, new).await?;
         let keep = sha256_hex(session_token.as_bytes());
         let now_ms = self.now_ms();
         let who = player.clone();

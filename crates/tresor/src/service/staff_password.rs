@@ -1,7 +1,7 @@
 //! A console account changes its own password: the current one asked, the
 //! account's other console sessions ended, in the trail.
 
-use super::players::{hash_password, verify_password, with_hashing_permit};
+use super::passwords::{PasswordOf, check_and_hash};
 use super::staff::check_password_rule;
 use super::{Service, StaffMember, sha256_hex};
 use crate::error::Error;
@@ -21,18 +21,7 @@ impl Service {
     ) -> Result<u64, Error> {
         check_password_rule(new)
             .map_err(|error| Error::Validation(format!("new_{}", error_text(error))))?;
-        let stored: String = sql::query_scalar("SELECT password_hash FROM staff WHERE id = $1")
-            .bind(member.id)
-            .fetch_one(&mut *self.db.conn().await?)
-            .await?;
-        let current = current.to_owned();
-        if !with_hashing_permit(move || verify_password(&current, &stored)).await {
-            return Err(Error::Validation(
-                "current_password: this is not your password".to_owned(),
-            ));
-        }
-        let new = new.to_owned();
-        let hash = with_hashing_permit(move || hash_password(&new)).await?;
+        let hash = check_and_hash(self, PasswordOf::Staff(member.id), current, new).await?;
         let keep = sha256_hex(session_token.as_bytes());
         let now_ms = self.now_ms();
         let member = member.clone();
