@@ -368,3 +368,26 @@ impl Drop for Server {
         let _ = self.child.wait();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_reaches_postgres_through_the_proxy_with_its_user_and_database() {
+        let proxy: SocketAddr = "127.0.0.1:40123".parse().expect("an address");
+        assert_eq!(
+            through("postgres://postgres@127.0.0.1:5432/tresor_bench_x_1", proxy).expect("a URL"),
+            "postgres://postgres@127.0.0.1:40123/tresor_bench_x_1"
+        );
+        assert_eq!(
+            through("postgres://u:p@localhost/db?sslmode=disable", proxy).expect("a URL"),
+            "postgres://u:p@127.0.0.1:40123/db?sslmode=disable"
+        );
+        assert_eq!(
+            postgres_address("postgres://postgres@127.0.0.1/postgres").expect("an address"),
+            "127.0.0.1:5432".parse::<SocketAddr>().expect("an address")
+        );
+        assert!(postgres_address("postgres:///postgres?host=/run/postgresql").is_err());
+    }
+}
