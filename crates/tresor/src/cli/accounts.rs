@@ -4,7 +4,7 @@
 //! in the game trail as the operator's.
 
 use super::Usage;
-use super::operator::{DbArgs, open_service};
+use super::db::{DbArgs, open_service};
 use crate::account::{Iban, Status};
 use crate::error::Error;
 use crate::service::{FourEyes, Payments, Service, Settings, Settlement, rfc3339};

@@ -1,8 +1,8 @@
 //! The auditor's and accountant's commands: `audit verify|export` over the
 //! game trail, and `report` over the plays and the ledger.
 
-use super::Usage;
-use super::operator::DbArgs;
+use super::db::DbArgs;
+use super::{CheckFailed, Usage};
 use crate::report;
 use crate::service::parse_rfc3339;
 use crate::trail::{self, Verdict};
@@ -89,11 +89,6 @@ pub enum Format {
     Json,
     Csv,
 }
-
-/// A check that did not hold: exit code 1 (not a usage error).
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct CheckFailed(pub String);
 
 fn progress_bar(total: u64, what: &str) -> ProgressBar {
     let bar = ProgressBar::new(total);

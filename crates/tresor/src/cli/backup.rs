@@ -3,7 +3,7 @@
 //! has the restore drill).
 
 use super::Usage;
-use super::operator::{DbArgs, KeyArgs};
+use super::db::{DbArgs, KeyArgs};
 use crate::backup::checkpoint::Checkpoint;
 use crate::backup::restore::{self, Refused};
 use crate::backup::{self, Made};
@@ -50,7 +50,7 @@ pub struct RestoreArgs {
     pub key: KeyArgs,
     /// The log's signing key (the restore is recorded in the signed log).
     #[command(flatten)]
-    pub log: super::log::LogArgs,
+    pub log: super::db::LogArgs,
 }
 
 fn bytes_bar(what: &str) -> ProgressBar {

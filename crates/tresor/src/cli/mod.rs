@@ -7,11 +7,13 @@ pub mod accounts;
 pub mod audit;
 pub mod backup;
 pub mod bench;
+pub mod db;
 pub mod game;
 pub mod log;
 pub mod mail;
 pub mod monitor;
 pub mod operator;
+pub mod serve;
 pub mod staff;
 
 use clap::{Parser, Subcommand};
@@ -30,7 +32,7 @@ use std::process::ExitCode;
 pub struct Cli {
     /// `tresor serve`'s settings, for `tresor` alone.
     #[command(flatten)]
-    pub serve: operator::ServeArgs,
+    pub serve: serve::ServeArgs,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -39,7 +41,7 @@ pub struct Cli {
 pub enum Command {
     /// Run the game server and the web page (the default command; a new
     /// default database is then created in demo mode).
-    Serve(operator::ServeArgs),
+    Serve(serve::ServeArgs),
     /// Create, list and close emissions.
     #[command(subcommand)]
     Emission(operator::EmissionCommand),
@@ -140,9 +142,9 @@ pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         None => {
             let demo_if_created = cli.serve.db.is_default();
-            run_async(operator::run_serve(cli.serve, demo_if_created))
+            run_async(serve::run_serve(cli.serve, demo_if_created))
         }
-        Some(Command::Serve(args)) => run_async(operator::run_serve(args, false)),
+        Some(Command::Serve(args)) => run_async(serve::run_serve(args, false)),
         Some(Command::Emission(command)) => run_async(operator::run_emission(command)),
         Some(Command::Player(command)) => run_async(operator::run_player(command)),
         Some(Command::Block(BlockCli::Game(command))) => game::run_block(command),
@@ -176,6 +178,11 @@ pub fn run(cli: Cli) -> ExitCode {
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct Usage(pub String);
+
+/// A check that did not hold: exit code 1 (not a usage error).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct CheckFailed(pub String);
 
 /// Runs an async command on a fresh runtime; errors are printed as one line.
 fn run_async(command: impl std::future::Future<Output = anyhow::Result<()>>) -> ExitCode {

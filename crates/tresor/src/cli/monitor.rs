@@ -5,8 +5,7 @@
 //! checkpoint kept, built from the published tiles; optionally a mirror of
 //! the tiles). docs/AUDIT.md says what a monitor keeps.
 
-use super::Usage;
-use super::audit::CheckFailed;
+use super::{CheckFailed, Usage};
 use crate::logcheck::{self, CheckError, Needs, Receipt, SignedCheckpoint, TileStore, VerifierKey};
 use anyhow::Context;
 use clap::Args;

@@ -3,7 +3,7 @@
 //! each change in the game trail as the operator's.
 
 use super::Usage;
-use super::operator::{DbArgs, open_service};
+use super::db::{DbArgs, open_service};
 use crate::error::Error;
 use crate::service::Settings;
 use crate::staff::{Role, StaffName};

@@ -1,0 +1,62 @@
+//! pgbench's TPC-B-like script, the PostgreSQL yardstick of `--baselines`.
+
+use super::progress;
+use anyhow::{Context, bail};
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+
+/// pgbench's TPC-B-like script on a scratch database of the same server.
+/// With `via`, pgbench reaches the server through the delay proxy, as the
+/// servers did.
+pub(super) fn pgbench(
+    admin_url: &str,
+    via: Option<SocketAddr>,
+    clients: usize,
+    seconds: f64,
+) -> anyhow::Result<f64> {
+    let (server, _) = admin_url
+        .rsplit_once('/')
+        .context("a PostgreSQL URL ends with a database name")?;
+    let name = format!("tresor_pgbench_{}", std::process::id());
+    let url = format!("{server}/{name}");
+    let url = match via {
+        Some(proxy) => super::servers::through(&url, proxy)?,
+        None => url,
+    };
+    let psql = |sql: &str| {
+        Command::new("psql")
+            .args([admin_url, "-qAtc", sql])
+            .stdout(Stdio::null())
+            .status()
+    };
+    psql(&format!("DROP DATABASE IF EXISTS {name}"))?;
+    if !psql(&format!("CREATE DATABASE {name}"))?.success() {
+        bail!("cannot create the pgbench scratch database (is psql installed?)");
+    }
+    let bar = progress(1, "pgbench -i -s 10");
+    let init = Command::new("pgbench")
+        .args(["-i", "-s", "10", "-q", &url])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .context("cannot run pgbench (apt-get install postgresql-client)")?;
+    bar.finish_and_clear();
+    if !init.success() {
+        bail!("pgbench -i failed");
+    }
+    let bar = progress(1, "pgbench TPC-B-like");
+    let output = Command::new("pgbench")
+        .args(["-c", &clients.to_string(), "-j", "2"])
+        .args(["-T", &(seconds.ceil() as u64).to_string(), &url])
+        .output()
+        .context("cannot run pgbench")?;
+    bar.finish_and_clear();
+    let _ = psql(&format!("DROP DATABASE IF EXISTS {name}"));
+    let text = String::from_utf8_lossy(&output.stdout);
+    text.lines()
+        .find_map(|line| {
+            let rest = line.strip_prefix("tps = ")?;
+            rest.split_whitespace().next()?.parse::<f64>().ok()
+        })
+        .with_context(|| format!("no tps in pgbench's output: {text}"))
+}

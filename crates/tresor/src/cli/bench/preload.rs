@@ -1,0 +1,197 @@
+//! `--preload-plays`: bulk-loaded finished plays, to measure purchases on a
+//! large SQLite database.
+
+use super::progress;
+use crate::cli::db::DbArgs;
+use crate::store::sql::Conn;
+use crate::trail::{self, Actor};
+use anyhow::Context;
+use clap::Parser;
+use serde_json::json;
+
+/// The database as every command opens it (`DbArgs`: the key of its
+/// secrets, the log's key, demo mode for a folder it creates).
+#[derive(Debug, Parser)]
+struct Opened {
+    #[command(flatten)]
+    db: DbArgs,
+}
+
+/// The writer the preload appends to the trail as: a log of its own.
+const WRITER: &str = "preload";
+
+/// Trail records inserted per statement.
+const RECORDS_PER_INSERT: usize = 5_000;
+
+/// The transaction under `conn`, for the preload's own statements.
+fn tx(conn: &mut Conn) -> &mut sqlx::AnyConnection {
+    match conn {
+        Conn::Tx(transaction) => transaction,
+        Conn::Lite(_) | Conn::Pooled(_) => unreachable!("the preload runs in a transaction"),
+    }
+}
+
+/// Bulk-loads finished 50-cent plays into the SQLite database under `data`
+/// until it holds `target` plays: closed blocks to hold them, one player per
+/// thousand plays, a deposit per player, a stake transfer and a trail record
+/// per play, the rows generated inside SQLite (recursive CTEs), a block at a
+/// time. The trail records are appended to the log of the writer `preload`
+/// as the server's writer appends (`trail::log`: leaves, stored hashes, a
+/// checkpoint signed with the installation's key), so that `tresor audit
+/// verify` holds afterwards.
+///
+/// Only the measurement is real (purchases through the server afterwards):
+/// the loaded plays all lose. It is for measuring growth, never for
+/// anything else.
+pub(super) async fn preload(data: &std::path::Path, target: u64) -> anyhow::Result<()> {
+    use crate::service::{DEPOSITS_ACCOUNT, STAKES_ACCOUNT, os_random_32, sha256_hex};
+    let data_arg = data.display().to_string();
+    let mut opened = Opened::try_parse_from(["preload", "--data", &data_arg, "--writer", WRITER])
+        .context("the preload's database flags")?;
+    // The folder, whatever TRESOR_DATABASE_URL says.
+    opened.db.database_url = None;
+    let db = opened.db.open_as(WRITER, true).await?;
+    let pool = &db.pool;
+    let have: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM plays")
+        .fetch_one(pool)
+        .await?;
+    let mut left = target.saturating_sub(have as u64);
+    if left == 0 {
+        return Ok(());
+    }
+    // The bench deposits through the demo deposit: a growth database is a
+    // demo database.
+    sqlx::query("DELETE FROM settings WHERE key = 'demo'")
+        .execute(pool)
+        .await?;
+    sqlx::query("INSERT INTO settings (key, value) VALUES ('demo', '1')")
+        .execute(pool)
+        .await?;
+    let bar = progress(left, "preloading plays");
+    let now_ms = {
+        use crate::service::Clock;
+        crate::service::SystemClock.now_ms()
+    };
+    let emission_id: i64 = sqlx::query_scalar(
+        "INSERT INTO emissions (name, state, created_at_ms, closed_at_ms) \
+         VALUES ('Preload', 'closed', $1, $1) RETURNING id",
+    )
+    .bind(now_ms)
+    .fetch_one(pool)
+    .await?;
+    const PER_PLAYER: u64 = 1000;
+    let units = u64::from(tresor_game::UNITS_PER_BLOCK);
+    let mut edge = None;
+    while left > 0 {
+        let count = left.min(units) as i64;
+        let players = (count as u64).div_ceil(PER_PLAYER) as i64;
+        let mut conn = Conn::Tx(db.begin().await?);
+        // The log's row first, as the writer locks it.
+        let mut head = trail::log::lock(&mut conn, &db.writer, edge.take(), now_ms).await?;
+        let secret = os_random_32();
+        let block_id: i64 = sqlx::query_scalar(
+            "INSERT INTO blocks (emission_id, stake_cents, secret, commitment, units_sold, state, \
+             created_at_ms, published_at_ms) VALUES ($1, 50, $2, $3, $4, 'closed', $5, $5) RETURNING id",
+        )
+        .bind(emission_id)
+        .bind(secret.to_vec())
+        .bind(sha256_hex(&secret))
+        .bind(count)
+        .bind(now_ms)
+        .fetch_one(tx(&mut conn))
+        .await?;
+        let first_account: i64 =
+            sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) + 1 FROM accounts")
+                .fetch_one(tx(&mut conn))
+                .await?;
+        let first_player: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) + 1 FROM players")
+            .fetch_one(tx(&mut conn))
+            .await?;
+        let first_play: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) + 1 FROM plays")
+            .fetch_one(tx(&mut conn))
+            .await?;
+        let statements = [
+            // Players and their accounts: player k of this block is
+            // first_player + k with account first_account + k.
+            "WITH RECURSIVE c(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM c WHERE k + 1 < $1) \
+             INSERT INTO accounts (id, kind, balance_cents) SELECT $2 + k, 'player', 0 FROM c",
+            "WITH RECURSIVE c(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM c WHERE k + 1 < $1) \
+             INSERT INTO players (id, username, username_key, password_hash, account_id, \
+             adult_declared_at_ms, rules_accepted_at_ms, created_at_ms) \
+             SELECT $3 + k, 'preload' || ($3 + k), 'preload' || ($3 + k), '!', $2 + k, $4, $4, $4 FROM c",
+            // Each player deposits exactly what its plays stake.
+            "WITH RECURSIVE c(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM c WHERE k + 1 < $1) \
+             INSERT INTO transfers (debit_account_id, credit_account_id, amount_cents, kind, created_at_ms) \
+             SELECT 1, $2 + k, 50 * ((($5 - 1 - k) / $1) + 1), 'deposit', $4 FROM c",
+            // Play n of the block belongs to player n mod players.
+            "WITH RECURSIVE c(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM c WHERE n + 1 < $5) \
+             INSERT INTO plays (id, player_id, block_id, unit_index, stake_cents, level, prize_cents, \
+             throws_made, state, idempotency_key, request_hash, created_at_ms, finished_at_ms) \
+             SELECT $6 + n, $3 + n % $1, $7, n, 50, 0, 0, 4, 'finished', 'preload-' || n, \
+             '5a1b6a0c0b7a4f3e2d1c0b9a8f7e6d5c4b3a29180f7e6d5c4b3a291807f6e5d4', $4, $4 FROM c",
+            "WITH RECURSIVE c(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM c WHERE n + 1 < $5) \
+             INSERT INTO transfers (debit_account_id, credit_account_id, amount_cents, kind, play_id, created_at_ms) \
+             SELECT $2 + n % $1, 2, 50, 'stake', $6 + n, $4 FROM c",
+        ];
+        for sql in statements {
+            sqlx::query(sql)
+                .bind(players)
+                .bind(first_account)
+                .bind(first_player)
+                .bind(now_ms)
+                .bind(count)
+                .bind(first_play)
+                .bind(block_id)
+                .execute(tx(&mut conn))
+                .await
+                .with_context(|| format!("preloading: {}", &sql[..60.min(sql.len())]))?;
+        }
+        // The money moved from the deposits account to the stakes account.
+        sqlx::query("UPDATE accounts SET balance_cents = balance_cents - $1 WHERE id = $2")
+            .bind(50 * count)
+            .bind(DEPOSITS_ACCOUNT)
+            .execute(tx(&mut conn))
+            .await?;
+        sqlx::query("UPDATE accounts SET balance_cents = balance_cents + $1 WHERE id = $2")
+            .bind(50 * count)
+            .bind(STAKES_ACCOUNT)
+            .execute(tx(&mut conn))
+            .await?;
+        // Each play's record, as the batch appends a purchase's.
+        let mut records = Vec::with_capacity(RECORDS_PER_INSERT);
+        for n in 0..count {
+            let player = first_player + n % players;
+            records.push(head.chain(
+                now_ms,
+                &Actor::player(player, &format!("preload{player}")),
+                "buy",
+                &json!({"idempotency_key": format!("preload-{n}"), "stake_cents": 50}),
+                &json!({
+                    "balance_cents": 0,
+                    "block_id": block_id,
+                    "block_sold_out": false,
+                    "emission_id": emission_id,
+                    "level": 0,
+                    "play_id": first_play + n,
+                    "prize_cents": 0,
+                    "unit_index": n,
+                }),
+            ));
+            if records.len() == RECORDS_PER_INSERT || n + 1 == count {
+                trail::insert_records(&mut conn, true, &records).await?;
+                records.clear();
+            }
+        }
+        let (kept, _) = trail::log::store(&mut conn, head, db.log_key.as_ref(), now_ms).await?;
+        let Conn::Tx(transaction) = conn else {
+            unreachable!("the preload runs in a transaction")
+        };
+        transaction.commit().await?;
+        edge = Some(kept);
+        left -= count as u64;
+        bar.inc(count as u64);
+    }
+    bar.finish_and_clear();
+    db.pool.close().await;
+    Ok(())
+}

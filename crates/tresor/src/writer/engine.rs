@@ -1,0 +1,94 @@
+//! Where the writer's transactions come from: its own SQLite connection or
+//! PostgreSQL's pool; BEGIN, COMMIT or ROLLBACK, and the look-up of a batch
+//! whose COMMIT's answer was lost.
+
+use crate::error::Error;
+use crate::store::Db;
+use crate::store::sql::{self, Conn};
+
+/// Where the writer's transactions come from.
+pub(super) enum Engine {
+    /// The writer's own SQLite connection, used on the writer's thread.
+    Lite(Option<Conn>),
+    /// Transactions of sqlx's pool (PostgreSQL).
+    Pool(Db),
+}
+
+impl Engine {
+    pub(super) async fn begin(&mut self) -> Result<Conn, Error> {
+        match self {
+            Engine::Lite(conn) => {
+                let mut conn = conn.take().expect("the SQLite connection is back");
+                if let Err(error) = conn.execute_raw("BEGIN IMMEDIATE").await {
+                    *self = Engine::Lite(Some(conn));
+                    return Err(error);
+                }
+                Ok(conn)
+            }
+            Engine::Pool(db) => Ok(Conn::Tx(db.begin().await?)),
+        }
+    }
+
+    pub(super) async fn end(&mut self, mut conn: Conn, commit: bool) -> Result<(), Error> {
+        match conn {
+            Conn::Tx(tx) => {
+                let outcome = if commit {
+                    tx.commit().await
+                } else {
+                    tx.rollback().await
+                };
+                if let (Err(error), Engine::Pool(db)) = (outcome, &*self) {
+                    return Err(db.noticed(error.into()));
+                }
+            }
+            Conn::Lite(_) => {
+                let outcome = conn
+                    .execute_raw(if commit { "COMMIT" } else { "ROLLBACK" })
+                    .await;
+                if outcome.is_err() && commit {
+                    // A failed COMMIT may leave the transaction open: end it.
+                    let _ = conn.execute_raw("ROLLBACK").await;
+                }
+                *self = Engine::Lite(Some(conn));
+                outcome?;
+            }
+            Conn::Pooled(_) => unreachable!("the writer uses transactions"),
+        }
+        Ok(())
+    }
+
+    /// Ends a transaction after `error`: rolls back whatever it did (and
+    /// tells the pool's follower of the primary of an outage).
+    pub(super) async fn abandon(&mut self, conn: Conn, error: Error) -> Error {
+        let _ = self.end(conn, false).await;
+        match self {
+            Engine::Pool(db) => db.noticed(error),
+            Engine::Lite(_) => error,
+        }
+    }
+
+    /// Whether the batch `id` committed. On PostgreSQL it is read on a
+    /// connection other than the one that lost the COMMIT's answer. On
+    /// SQLite the COMMIT runs in this process: when it fails, the
+    /// transaction was not committed (it was rolled back), so there is
+    /// nothing to look up and no identity is written.
+    pub(super) async fn committed(&mut self, id: &str) -> Result<bool, Error> {
+        match self {
+            Engine::Lite(_) => Ok(false),
+            Engine::Pool(db) => {
+                let mut conn = Conn::Pooled(db.acquire().await?);
+                let found: i64 =
+                    sql::query_scalar("SELECT COUNT(*) FROM writer_batches WHERE id = $1")
+                        .bind(id)
+                        .fetch_one(&mut conn)
+                        .await?;
+                Ok(found > 0)
+            }
+        }
+    }
+
+    /// Whether batches record their identity (see [`Engine::committed`]).
+    pub(super) fn records_identity(&self) -> bool {
+        matches!(self, Engine::Pool(_))
+    }
+}

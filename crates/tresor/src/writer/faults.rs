@@ -1,0 +1,40 @@
+//! The fault-injection hooks the tests set on the real writer, and the
+//! SQLite page limit they drive.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+/// Faults a test injects into the real writer (fault-injection hooks, all
+/// off by default; `tresor serve` sets the first two from hidden flags).
+#[derive(Debug, Clone, Default)]
+pub struct Faults {
+    /// Panic inside the transaction of the N-th batch the writer begins
+    /// (counted from 1, across restarts), after its statements ran and
+    /// before its COMMIT…
+    pub panic_at_batch: Option<u64>,
+    /// …and in as many batches from that one (1 when 0).
+    pub panics: u64,
+    /// SQLite: the writer connection's `PRAGMA max_page_count`, read before
+    /// every batch, so a test fills the "disk" and frees it while the
+    /// server runs (0: SQLite's own limit).
+    pub sqlite_max_page_count: Arc<AtomicU64>,
+}
+
+impl Faults {
+    pub(super) fn maybe_panic(&self, batch_number: u64) {
+        if let Some(at) = self.panic_at_batch
+            && (at..at + self.panics.max(1)).contains(&batch_number)
+        {
+            panic!("fault injection: the writer panics in batch {batch_number}");
+        }
+    }
+}
+
+/// The `max_page_count` of the writer's SQLite connection ([`Faults`]).
+#[derive(Debug, Default)]
+pub(super) struct PageLimit {
+    /// The limit the connection has now (0: its own).
+    pub(super) applied: u64,
+    /// SQLite's own limit, read before the first change.
+    pub(super) default: Option<u64>,
+}
