@@ -962,7 +962,91 @@ async fn each_writer_stakes_into_its_own_accounts_and_the_report_sums_them(db: &
     common::assert_ledger_balances(&first.db).await;
 }
 
+/// A database made before migration 0016, whose writers' logs exist: the
+/// migration gives each log its stakes and prizes accounts (the ids the
+/// writer would have made), and the writer then stakes into them.
+async fn a_database_from_before_0016_gets_accounts_for_the_logs_it_has(db: &TestDb) {
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::any::AnyPoolOptions::new()
+        .max_connections(1)
+        .connect(&db.url)
+        .await
+        .expect("connect");
+    let mut before = match db.backend {
+        Backend::Sqlite => sqlx::migrate!("./migrations/sqlite"),
+        Backend::Postgres => sqlx::migrate!("./migrations/postgres"),
+    };
+    before.migrations = before
+        .migrations
+        .iter()
+        .filter(|m| m.version < 16)
+        .cloned()
+        .collect::<Vec<_>>()
+        .into();
+    before.run(&pool).await.expect("the migrations before 0016");
+    let installation: String =
+        sqlx::query_scalar("SELECT value FROM settings WHERE key = 'installation_id'")
+            .fetch_one(&pool)
+            .await
+            .expect("the installation id");
+    for writer in ["cli", "server"] {
+        sqlx::query("INSERT INTO logs (writer, origin, size, created_ms) VALUES ($1, $2, 0, 1)")
+            .bind(writer)
+            .bind(format!("tresor/{installation}/{writer}"))
+            .execute(&pool)
+            .await
+            .expect("a log made before 0016");
+    }
+    pool.close().await;
+
+    let (service, _clock) = db.service().await;
+    let pool = &service.db.pool;
+    let made: Vec<(String, i64, String, i64)> = sqlx::query_as(
+        "SELECT l.writer, l.id, a.kind, a.id FROM logs l JOIN accounts a ON a.writer = l.writer \
+         ORDER BY l.writer, a.kind",
+    )
+    .fetch_all(pool)
+    .await
+    .expect("the logs' accounts");
+    assert_eq!(made.len(), 4, "two accounts for each log: {made:?}");
+    for (writer, log_id, kind, id) in &made {
+        let ids = tresor::store::writer_accounts::WriterAccounts::ids_for_log(*log_id);
+        let expected = if kind == "stakes" {
+            ids.stakes
+        } else {
+            ids.prizes
+        };
+        assert_eq!(*id, expected, "{writer}'s {kind} account");
+    }
+    service
+        .create_emission("Test", &Stake::ALL, 1)
+        .await
+        .expect("create an emission");
+    let buyer = player(&service, "buyer").await;
+    service.credit(&buyer, 1_000).await.expect("credit");
+    service.buy(&buyer, purchase(100, "k1")).await.expect("buy");
+    let accounts = common::ledger::writer_accounts(&service.db).await;
+    let ids = made
+        .iter()
+        .find(|(writer, _, kind, _)| writer == "server" && kind == "stakes")
+        .expect("server's stakes account");
+    assert_eq!(
+        accounts.stakes, ids.3,
+        "the writer found the account 0016 made"
+    );
+    let held: i64 = sqlx::query_scalar("SELECT balance_cents FROM accounts WHERE id = $1")
+        .bind(accounts.stakes)
+        .fetch_one(pool)
+        .await
+        .expect("its balance");
+    assert_eq!(held, 100);
+    let report = report_json(db, &[]);
+    assert_eq!(report["money"]["stakes_taken_cents"], json!(100));
+    common::assert_ledger_balances(&service.db).await;
+}
+
 on_both!(
+    a_database_from_before_0016_gets_accounts_for_the_logs_it_has,
     each_writer_stakes_into_its_own_accounts_and_the_report_sums_them,
     report_figures_equal_the_ledger_summed_independently,
     a_sold_out_block_reports_exactly_its_table,
