@@ -15,7 +15,7 @@
 
 use crate::blocks::BlockCache;
 use crate::error::Error;
-use crate::model::{IdempotencyKey, PRIZES_ACCOUNT, Player, STAKES_ACCOUNT};
+use crate::model::{IdempotencyKey, Player};
 use crate::protect::{self, StakeAllowance};
 use crate::store::Conn;
 use crate::store::batch as store;
@@ -481,7 +481,7 @@ impl Book<'_> {
         );
         let balance_cents = self.transfer(
             player.account_id,
-            STAKES_ACCOUNT,
+            self.head.accounts.stakes,
             stake_cents,
             "stake",
             play_id,
@@ -560,7 +560,7 @@ impl Book<'_> {
             (play.player_id, play.account_id, play.prize_cents);
         if prize_cents > 0 {
             self.transfer(
-                PRIZES_ACCOUNT,
+                self.head.accounts.prizes,
                 account_id,
                 prize_cents,
                 "prize",

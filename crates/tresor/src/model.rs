@@ -8,6 +8,11 @@ use serde::Serialize;
 
 /// The ledger's system accounts (created by the first migration).
 pub const DEPOSITS_ACCOUNT: i64 = 1;
+/// The stakes and prizes accounts of databases made before migration 0016:
+/// their balances are what was staked and won before it. Since then each
+/// writer stakes into and pays prizes from accounts of its own
+/// (`store::writer_accounts`), and whoever wants the stakes or prizes
+/// figure sums every account of the kind, these two included.
 pub const STAKES_ACCOUNT: i64 = 2;
 pub const PRIZES_ACCOUNT: i64 = 3;
 /// The account module's system accounts (migration 0008), with negative ids

@@ -34,6 +34,12 @@ pub struct MoneyFigures {
     pub withdrawals_paid_cents: i64,
     /// Balances of closed accounts kept in reserve (six years).
     pub reserves_cents: i64,
+    /// Every stake taken: the sum of every stakes account (each writer's
+    /// own, and account 2 of a database made before migration 0016).
+    pub stakes_taken_cents: i64,
+    /// Every win credited: what every prizes account paid out (each
+    /// writer's own, and account 3).
+    pub wins_credited_cents: i64,
     /// What the players' accounts hold.
     pub player_balances_cents: i64,
     /// The sum of every account's balance: zero, or the ledger is broken.
@@ -69,6 +75,8 @@ async fn money(pool: &AnyPool) -> Result<MoneyFigures, Error> {
         withdrawals_pending_cents: balance(crate::model::PENDING_WITHDRAWALS_ACCOUNT).await?,
         withdrawals_paid_cents: balance(crate::model::PAID_OUT_ACCOUNT).await?,
         reserves_cents: balance(crate::model::RESERVES_ACCOUNT).await?,
+        stakes_taken_cents: sum("kind = 'stakes'").await?,
+        wins_credited_cents: -sum("kind = 'prizes'").await?,
         player_balances_cents: sum("kind = 'player'").await?,
         ledger_sum_cents: sum("1 = 1").await?,
     })
@@ -486,6 +494,8 @@ pub fn table(report: &Report) -> String {
         ("withdrawals pending", m.withdrawals_pending_cents),
         ("withdrawals paid", m.withdrawals_paid_cents),
         ("kept in reserve", m.reserves_cents),
+        ("stakes taken (every writer)", m.stakes_taken_cents),
+        ("wins credited (every writer)", m.wins_credited_cents),
         ("players' balances", m.player_balances_cents),
         ("ledger sum (always 0)", m.ledger_sum_cents),
     ] {

@@ -603,7 +603,34 @@ async fn the_proof_and_the_signature_cost_little(db: &TestDb) {
     assert!(sign < std::time::Duration::from_millis(5));
 }
 
+/// A key rotated out signs nothing after its rotation: a writer that goes
+/// on signing with it in the log that announced the rotation (as a stolen
+/// old key would) is refused by verify, which names the checkpoint.
+async fn a_rotated_out_key_signing_after_its_rotation_is_refused(db: &TestDb) {
+    let (service, _clock) = db.service().await;
+    some_activity(&service).await;
+    service
+        .rotate_log_key(tresor::trail::Actor::Operator, &LogSeed::generate())
+        .await
+        .expect("rotate");
+    let (code, out) = verify(db, &[]);
+    assert_eq!(
+        code,
+        Some(0),
+        "the rotation's own checkpoint is trusted: {out}"
+    );
+    // The same writer goes on with the old key.
+    let late = player(&service, "late").await;
+    service.credit(&late, 100).await.expect("credit");
+    drop(service);
+    let (code, out) = verify(db, &[]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("signs nothing after its rotation"), "{out}");
+    assert!(out.contains("log server: the checkpoint at size"), "{out}");
+}
+
 on_both!(
+    a_rotated_out_key_signing_after_its_rotation_is_refused,
     every_play_carries_a_receipt_that_checks,
     the_proof_and_the_signature_cost_little,
     an_edited_record_is_named,

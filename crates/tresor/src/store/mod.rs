@@ -12,6 +12,7 @@ pub mod primary;
 pub mod sql;
 pub mod suspension;
 pub mod withdrawals;
+pub mod writer_accounts;
 
 pub use sql::Conn;
 

@@ -5,8 +5,9 @@
 //! every one given from outside (a monitor's copy). Signatures are checked
 //! with the installation's keys: the first one pinned by the verifier when
 //! given, each later one only once a rotation record that announces it is
-//! covered by a checkpoint signed with the key before. Nothing the database
-//! says of itself (sizes, stored hashes, a head) is trusted alone.
+//! covered by a checkpoint signed with the key before (and a key rotated out
+//! signs nothing later in the log that announced its rotation). Nothing the
+//! database says of itself (sizes, stored hashes, a head) is trusted alone.
 
 use super::leaf::{hash_from_hex, hash_hex};
 use super::log::MapReader;
@@ -144,6 +145,27 @@ pub async fn verify_with(
             );
         }
         trusted[k] = true;
+        // The key rotated out signs nothing after its rotation in the log
+        // that announced it: its first checkpoint covering the rotation
+        // record is the rotation's own, any later one of it is refused.
+        if let Some(late) = signed_after_rotation(&sizes, log_id, idx, k) {
+            let writer = logs
+                .iter()
+                .find(|l| l.id == log_id)
+                .map(|l| l.writer.as_str());
+            return broken(
+                seq_of(pool, log_id, late.size.saturating_sub(1)).await?,
+                format!(
+                    "log {}: the checkpoint at size {} ({}) is signed with the key {}, which \
+                     the record at leaf {idx} rotated out: a key rotated out signs nothing \
+                     after its rotation",
+                    writer.unwrap_or("?"),
+                    late.size,
+                    late.from,
+                    keys[late.key].vkey
+                ),
+            );
+        }
     }
     // Every record is covered by a checkpoint signed with a trusted key.
     for log in &logs {
@@ -180,6 +202,22 @@ pub async fn verify_with(
         records,
         head_hash: head_hash.unwrap_or_else(|| super::GENESIS_HASH.to_owned()),
     })
+}
+
+/// In the log `log_id` whose leaf `idx` announced key `k`, a checkpoint
+/// signed with a key before `k` that is later than the first such checkpoint
+/// covering the announcement (the rotation's own).
+fn signed_after_rotation(
+    sizes: &HashMap<i64, (u64, Vec<Signed>)>,
+    log_id: i64,
+    idx: u64,
+    k: usize,
+) -> Option<&Signed> {
+    let (_, checkpoints) = sizes.get(&log_id)?;
+    let mut old: Vec<&Signed> = checkpoints.iter().filter(|c| c.key < k).collect();
+    old.sort_by_key(|c| c.size);
+    let rotation = old.iter().find(|c| c.size > idx)?.size;
+    old.into_iter().find(|c| c.size > rotation)
 }
 
 /// A v1 chain must be sealed by the first leaf of a log

@@ -3,11 +3,14 @@
 //! stored hashes of Go's sumdb/tlog, computed by `tlog_tiles` over the
 //! log's right edge, which the writer keeps between transactions), then
 //! writes the new stored hashes, the new size and a signed checkpoint before
-//! COMMIT. No row is written by every transaction of every writer.
+//! COMMIT. No row is written by every transaction of every writer: the
+//! writer's head also names its own stakes and prizes accounts
+//! (`store::writer_accounts`), found or made when it opens its log.
 
 use super::leaf::{Leaf, hash_hex, new_salt};
 use super::{Actor, Record};
 use crate::error::Error;
+use crate::store::writer_accounts::{self, WriterAccounts};
 use crate::store::{Conn, sql};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -19,6 +22,7 @@ use tlog_tiles::{Hash, HashReader, RecordProof};
 #[derive(Debug, Clone)]
 pub struct Edge {
     log_id: i64,
+    accounts: WriterAccounts,
     size: u64,
     hashes: BTreeMap<u64, Hash>,
 }
@@ -29,6 +33,8 @@ pub struct Edge {
 pub struct Head {
     pub log_id: i64,
     pub origin: Arc<str>,
+    /// The writer's own stakes and prizes accounts, which its batches move.
+    pub accounts: WriterAccounts,
     /// Leaves when the transaction began.
     start: u64,
     /// Leaves now.
@@ -132,6 +138,7 @@ impl Head {
             .collect();
         Edge {
             log_id: self.log_id,
+            accounts: self.accounts,
             size: self.size,
             hashes,
         }
@@ -159,6 +166,8 @@ pub struct Writer {
 /// the first time), and returns its head. The right edge kept from the last
 /// transaction is used when the log has not moved since (another process
 /// with the same writer name may have appended: then it is read again).
+/// Without a kept edge (the writer's first transaction, or after a rollback)
+/// the writer's stakes and prizes accounts are found, or made.
 pub async fn lock(
     conn: &mut Conn,
     writer: &str,
@@ -176,6 +185,10 @@ pub async fn lock(
     let log_id: i64 = row.try_get("id")?;
     let origin: String = row.try_get("origin")?;
     let size = row.try_get::<i64, _>("size")? as u64;
+    let accounts = match &kept {
+        Some(edge) if edge.log_id == log_id => edge.accounts,
+        _ => writer_accounts::find_or_create(conn, writer, log_id).await?,
+    };
     let hashes = match kept {
         Some(edge) if edge.log_id == log_id && edge.size == size => edge.hashes,
         _ => read_hashes(conn, log_id, &edge_indexes(size)).await?,
@@ -183,6 +196,7 @@ pub async fn lock(
     let mut head = Head {
         log_id,
         origin: Arc::from(origin),
+        accounts,
         start: size,
         size,
         hashes,
@@ -222,6 +236,15 @@ pub async fn installation_id(conn: &mut Conn) -> Result<String, Error> {
 /// `trail_v1_sealed`, whose request names the v1 chain's length and final
 /// hash: the signed log then covers the whole v1 chain.
 async fn seal_v1(conn: &mut Conn, head: &mut Head, now_ms: i64) -> Result<(), Error> {
+    // A database made with logs has no v1 record, and never will (nobody
+    // writes trail_head any more): its writers' first transactions need not
+    // queue on trail_head's row.
+    let v1_records: Option<i64> = sql::query_scalar("SELECT seq FROM trail_head WHERE id = 1")
+        .fetch_optional(&mut *conn)
+        .await?;
+    if v1_records.unwrap_or(0) == 0 {
+        return Ok(());
+    }
     let v1 = sql::query("UPDATE trail_head SET seq = seq WHERE id = 1 RETURNING seq, hash")
         .fetch_optional(conn)
         .await?;

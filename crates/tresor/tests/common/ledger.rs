@@ -83,6 +83,27 @@ pub async fn assert_ledger_balances(db: &Db) -> i64 {
         .unwrap()
 }
 
+/// The stakes and prizes accounts of `db`'s writer (made when it first
+/// wrote: migration 0016, `store::writer_accounts`).
+pub async fn writer_accounts(db: &Db) -> tresor::store::writer_accounts::WriterAccounts {
+    let rows: Vec<(i64, String)> =
+        sqlx::query_as("SELECT id, kind FROM accounts WHERE writer = $1")
+            .bind(&*db.writer)
+            .fetch_all(&db.pool)
+            .await
+            .expect("the writer's accounts");
+    let find = |kind: &str| {
+        rows.iter()
+            .find(|(_, k)| k == kind)
+            .map(|(id, _)| *id)
+            .unwrap_or_else(|| panic!("writer {}: no {kind} account: {rows:?}", db.writer))
+    };
+    tresor::store::writer_accounts::WriterAccounts {
+        stakes: find("stakes"),
+        prizes: find("prizes"),
+    }
+}
+
 /// A purchase of one unit at `stake_cents` under the idempotency key `key`.
 pub fn purchase(stake_cents: i64, key: &str) -> Purchase {
     Purchase {
