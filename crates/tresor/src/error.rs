@@ -151,7 +151,7 @@ pub enum Error {
     AccountClosed,
     /// An identity document refused as sent (`code`: `document_empty`,
     /// `document_too_large`, `document_type`, `document_kind`,
-    /// `document_pending`), or a review of one that is not pending.
+    /// `document_already_sent`), or a review of one that is not pending (`document_decided`).
     #[error("{message}")]
     Document { code: &'static str, message: String },
     /// The account is verified only once its identity document and its

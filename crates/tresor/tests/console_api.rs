@@ -591,8 +591,8 @@ on_both!(
                 refused += 1;
             }
         }
-        // The viewer lacks 21 endpoints, the operator the trail's 4, the auditor 17.
-        assert_eq!(refused, 21 + 4 + 17);
+        // The viewer lacks 26 endpoints, the operator the trail's 5, the auditor 21.
+        assert_eq!(refused, 26 + 5 + 21);
         let output = app.db.tresor_ok(&["audit", "verify"]);
         assert!(output.status.success(), "{}", describe(&output));
     }
@@ -1790,8 +1790,9 @@ fn page_of(body: &Value) -> Vec<(i64, String, String)> {
 on_both!(the_trail_is_browsed_by_actor_action_and_time, |app| {
     let (aude, _) = logged_in(&app, "aude", Role::Auditor).await;
     let (alice, _) = logged_in(&app, "alice", Role::Operator).await;
-    // Three players credited by Alice, a day apart.
-    for name in ["p1", "p2", "p3"] {
+    let mut credited_at = Vec::new();
+    // Three players credited by Alice, five minutes apart.
+    for name in ["pia", "pol", "pam"] {
         app.player(name, 0).await;
         let id = app.service.player_by_username(name).await.unwrap().id;
         let (status, body) = alice
@@ -1801,7 +1802,8 @@ on_both!(the_trail_is_browsed_by_actor_action_and_time, |app| {
             )
             .await;
         assert_eq!(status, StatusCode::OK, "{body}");
-        app.clock.advance_ms(24 * 3600 * 1000);
+        credited_at.push(app.service.now_ms());
+        app.clock.advance_ms(5 * 60 * 1000);
     }
     let everything = trail(&app).await;
     let before = state_of(&app).await;
@@ -1853,23 +1855,38 @@ on_both!(the_trail_is_browsed_by_actor_action_and_time, |app| {
     let (_, none) = aude.get("/console/api/trail/records?actor=staff:ali").await;
     assert!(page_of(&none).is_empty());
 
-    // By time: the day of the second credit only (days in UTC, included).
-    let second_day = {
-        let ms = app.service.now_ms() - 2 * 24 * 3600 * 1000;
+    // By time: RFC 3339 bounds around the second credit only (from
+    // included, to excluded).
+    let at = |ms: i64| tresor::service::rfc3339(ms);
+    let (status, window) = aude
+        .get(&format!(
+            "/console/api/trail/records?action=credit&from={}&to={}",
+            at(credited_at[1]),
+            at(credited_at[1] + 1)
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{window}");
+    assert_eq!(page_of(&window), credits[1..2].to_vec());
+    // Days (UTC, both included): the days of the credits hold all three;
+    // the day after, none.
+    let day = |ms: i64| {
         let t = time::OffsetDateTime::from_unix_timestamp(ms / 1000).unwrap();
         format!("{}", t.date())
     };
-    let (status, day) = aude
+    let second_day = day(credited_at[0]);
+    let (_, days) = aude
         .get(&format!(
-            "/console/api/trail/records?action=credit&from={second_day}&to={second_day}"
+            "/console/api/trail/records?action=credit&from={}&to={}",
+            day(credited_at[0]),
+            day(credited_at[2])
         ))
         .await;
-    assert_eq!(status, StatusCode::OK, "{day}");
-    assert_eq!(page_of(&day), credits[1..2].to_vec());
-    // An RFC 3339 bound works too; nothing after now.
-    let now = tresor::service::rfc3339(app.service.now_ms() + 1);
+    assert_eq!(page_of(&days), credits);
     let (_, later) = aude
-        .get(&format!("/console/api/trail/records?from={now}"))
+        .get(&format!(
+            "/console/api/trail/records?from={}",
+            day(app.service.now_ms() + 24 * 3600 * 1000)
+        ))
         .await;
     assert!(page_of(&later).is_empty());
     assert_eq!(later["next_before"], Value::Null);

@@ -79,7 +79,7 @@ impl From<Error> for ApiError {
                     "document_too_large" => StatusCode::PAYLOAD_TOO_LARGE,
                     "document_type" => StatusCode::UNSUPPORTED_MEDIA_TYPE,
                     "document_empty" => StatusCode::BAD_REQUEST,
-                    "document_pending" | "document_decided" => StatusCode::CONFLICT,
+                    "document_already_sent" | "document_decided" => StatusCode::CONFLICT,
                     _ => StatusCode::UNPROCESSABLE_ENTITY,
                 },
                 *code,
