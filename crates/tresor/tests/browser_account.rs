@@ -414,7 +414,15 @@ async fn an_account_opened_with_the_form_deposits_plays_withdraws_reads_its_stat
         account["rules_version_current"]
     );
 
-    // The operator checks the identity: withdrawals open.
+    // The operator checks the identity documents (here through the
+    // service, as a console account does: tests/browser_console.rs drives
+    // the console's screens) and the IBAN: withdrawals open.
+    let reviewer = tresor::service::Service::new(
+        h.connect().await,
+        std::sync::Arc::new(tresor::service::SystemClock),
+        tresor::service::Settings::default(),
+    );
+    common::opening::documents_verified(&reviewer, "ana_durand").await;
     h.tresor_ok(&[
         "account",
         "verify",

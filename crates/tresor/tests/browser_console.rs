@@ -1203,7 +1203,10 @@ async fn player_on_account_screen(browser: &Browser, base: &str, username: &str,
            .catch((e) => done(String(e)));"
     );
     assert_eq!(browser.execute_async(&script).await, json!(201));
-    browser.goto(&format!("{base}/?fast=1#/account")).await;
+    // Loaded again, as that player, in `lang`.
+    browser
+        .execute("document.body.dataset.ready = ''; location.hash = '#/account'; location.reload();")
+        .await;
     browser
         .wait_for(&format!(
             "document.body.dataset.ready === 'true' && document.body.dataset.screen === 'account'
