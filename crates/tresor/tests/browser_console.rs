@@ -1268,6 +1268,10 @@ async fn a_player_sends_documents_and_an_operator_reviews_them_in_both_languages
         let words = if lang == "fr" { "ni une photo" } else { "neither" };
         assert!(said.as_str().unwrap().contains(words), "{said}");
         assert_eq!(document_status(&browser, "identity").await, json!("missing"));
+        if let Some(axe) = axe_source() {
+            let findings = browser.axe_findings(&axe).await;
+            assert!(findings.is_empty(), "{lang} account, documents' form: {findings:?}");
+        }
         // Then both documents.
         send_document(&browser, "identity", &jpeg).await;
         browser
@@ -1281,6 +1285,11 @@ async fn a_player_sends_documents_and_an_operator_reviews_them_in_both_languages
         browser
             .wait_for("document.querySelector('#docs-form').hidden")
             .await;
+        // The account screen with its documents passes axe-core.
+        if let Some(axe) = axe_source() {
+            let findings = browser.axe_findings(&axe).await;
+            assert!(findings.is_empty(), "{lang} account, documents: {findings:?}");
+        }
         tokio::time::sleep(Duration::from_millis(250)).await;
         browser.screenshot(&format!("account-documents-{lang}")).await;
         if lang == "fr" {
