@@ -1097,9 +1097,7 @@ async fn a_suspended_player_is_told_neutrally_in_both_languages(h: &Harness) {
         // the player to log in, with nothing of the reason.
         browser.click("[data-testid=play]").await;
         browser.wait_screen("login").await;
-        let page = browser
-            .execute("return document.body.innerText")
-            .await;
+        let page = browser.execute("return document.body.innerText").await;
         assert!(!page.as_str().unwrap().contains("chargeback"), "{page}");
         let plays: i64 = sqlx::query_scalar(
             "SELECT COUNT(*) FROM plays p JOIN players u ON u.id = p.player_id WHERE u.username = $1",
@@ -1114,9 +1112,7 @@ async fn a_suspended_player_is_told_neutrally_in_both_languages(h: &Harness) {
         browser
             .fill("[data-testid=login-username]", &username)
             .await;
-        browser
-            .fill("[data-testid=login-password]", PASSWORD)
-            .await;
+        browser.fill("[data-testid=login-password]", PASSWORD).await;
         browser.click("[data-testid=login-submit]").await;
         let code = browser
             .wait_for("document.querySelector('#login-error').dataset.code === 'account_suspended' && document.querySelector('#login-error').dataset.code")
@@ -1124,11 +1120,17 @@ async fn a_suspended_player_is_told_neutrally_in_both_languages(h: &Harness) {
         assert_eq!(code, json!("account_suspended"));
         let said = browser.text("#login-error").await;
         assert!(said.contains(suspended), "{said}");
-        assert!(!said.contains("chargeback"), "the reason is the staff's: {said}");
+        assert!(
+            !said.contains("chargeback"),
+            "the reason is the staff's: {said}"
+        );
         browser
             .screenshot(&shot_name("account-suspended-login", lang))
             .await;
-        assert_eq!(browser.execute("return document.body.dataset.user").await, json!("out"));
+        assert_eq!(
+            browser.execute("return document.body.dataset.user").await,
+            json!("out")
+        );
     }
     // The browser logged the refusals this test asked for: the stake with
     // its ended session (401) and the logins (403).

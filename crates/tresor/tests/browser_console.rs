@@ -586,14 +586,20 @@ async fn an_operator_suspends_a_block_verifies_an_account_and_settles_withdrawal
     let mut documents = Vec::new();
     for (kind, bytes) in [("identity", JPEG), ("iban_proof", PDF)] {
         let response = ana
-            .post(format!("{base}/api/account/documents?kind={kind}&name=scan"))
+            .post(format!(
+                "{base}/api/account/documents?kind={kind}&name=scan"
+            ))
             .header("x-requested-with", "tresor")
             .body(bytes.to_vec())
             .send()
             .await
             .unwrap();
         assert_eq!(response.status(), 201);
-        documents.push(response.json::<Value>().await.unwrap()["id"].as_i64().unwrap());
+        documents.push(
+            response.json::<Value>().await.unwrap()["id"]
+                .as_i64()
+                .unwrap(),
+        );
     }
     browser.open("queues").await;
     browser
@@ -610,7 +616,9 @@ async fn an_operator_suspends_a_block_verifies_an_account_and_settles_withdrawal
         ))
         .await;
     for id in &documents {
-        browser.click(&format!("[data-testid=doc-verify-{id}]")).await;
+        browser
+            .click(&format!("[data-testid=doc-verify-{id}]"))
+            .await;
         browser.confirm().await;
         browser
             .wait_for(&format!(
@@ -999,7 +1007,9 @@ async fn every_console_screen_passes_axe_core(h: &Harness) {
     assert_eq!(status, 201, "{answer}");
     // Her identity document waits for review: the queue shows it.
     let response = ana
-        .post(format!("{base}/api/account/documents?kind=identity&name=passport.jpg"))
+        .post(format!(
+            "{base}/api/account/documents?kind=identity&name=passport.jpg"
+        ))
         .header("x-requested-with", "tresor")
         .body(JPEG.to_vec())
         .send()
@@ -1205,7 +1215,9 @@ async fn player_on_account_screen(browser: &Browser, base: &str, username: &str,
     assert_eq!(browser.execute_async(&script).await, json!(201));
     // Loaded again, as that player, in `lang`.
     browser
-        .execute("document.body.dataset.ready = ''; location.hash = '#/account'; location.reload();")
+        .execute(
+            "document.body.dataset.ready = ''; location.hash = '#/account'; location.reload();",
+        )
         .await;
     browser
         .wait_for(&format!(
@@ -1265,17 +1277,29 @@ async fn a_player_sends_documents_and_an_operator_reviews_them_in_both_languages
         let said = browser
             .execute("return document.querySelector('[data-testid=docs-error]').textContent")
             .await;
-        let words = if lang == "fr" { "ni une photo" } else { "neither" };
+        let words = if lang == "fr" {
+            "ni une photo"
+        } else {
+            "neither"
+        };
         assert!(said.as_str().unwrap().contains(words), "{said}");
-        assert_eq!(document_status(&browser, "identity").await, json!("missing"));
+        assert_eq!(
+            document_status(&browser, "identity").await,
+            json!("missing")
+        );
         if let Some(axe) = axe_source() {
             let findings = browser.axe_findings(&axe).await;
-            assert!(findings.is_empty(), "{lang} account, documents' form: {findings:?}");
+            assert!(
+                findings.is_empty(),
+                "{lang} account, documents' form: {findings:?}"
+            );
         }
         // Then both documents.
         send_document(&browser, "identity", &jpeg).await;
         browser
-            .wait_for("document.querySelector('[data-testid=doc-identity]').dataset.status === 'pending'")
+            .wait_for(
+                "document.querySelector('[data-testid=doc-identity]').dataset.status === 'pending'",
+            )
             .await;
         send_document(&browser, "iban_proof", &pdf).await;
         browser
@@ -1288,19 +1312,22 @@ async fn a_player_sends_documents_and_an_operator_reviews_them_in_both_languages
         // The account screen with its documents passes axe-core.
         if let Some(axe) = axe_source() {
             let findings = browser.axe_findings(&axe).await;
-            assert!(findings.is_empty(), "{lang} account, documents: {findings:?}");
+            assert!(
+                findings.is_empty(),
+                "{lang} account, documents: {findings:?}"
+            );
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
-        browser.screenshot(&format!("account-documents-{lang}")).await;
+        browser
+            .screenshot(&format!("account-documents-{lang}"))
+            .await;
         if lang == "fr" {
             shot(&browser, "account-documents").await;
         }
 
         // The operator, in the same language, sees who the person is beside
         // the documents; refuses the identity document with a reason.
-        let secret = browser
-            .up_to_enrolment(&site.admin, &operator, lang)
-            .await;
+        let secret = browser.up_to_enrolment(&site.admin, &operator, lang).await;
         browser.enter_code(&secret).await;
         browser.open("queues").await;
         let player = data_i64(
@@ -1316,11 +1343,17 @@ async fn a_player_sends_documents_and_an_operator_reviews_them_in_both_languages
             ))
             .await;
         let identity = identity.as_str().unwrap();
-        for part in [format!("Camille Nom {lang}").as_str(), "1990-07-14, Lyon", "3 rue des Lilas"] {
+        for part in [
+            format!("Camille Nom {lang}").as_str(),
+            "1990-07-14, Lyon",
+            "3 rue des Lilas",
+        ] {
             assert!(identity.contains(part), "{part} in {identity}");
         }
         let pending = |kind: &str| {
-            format!("document.querySelector('[data-testid=doc-{player}-{kind}] [data-action=doc-verify]')?.dataset.id")
+            format!(
+                "document.querySelector('[data-testid=doc-{player}-{kind}] [data-action=doc-verify]')?.dataset.id"
+            )
         };
         let identity_doc = data_i64(&browser.wait_for(&pending("identity")).await);
         let proof_doc = data_i64(&browser.wait_for(&pending("iban_proof")).await);
@@ -1346,7 +1379,9 @@ async fn a_player_sends_documents_and_an_operator_reviews_them_in_both_languages
                  && document.querySelector('[data-testid=doc-{player}-identity]').dataset.status === 'refused'"
             ))
             .await;
-        browser.click(&format!("[data-testid=doc-verify-{proof_doc}]")).await;
+        browser
+            .click(&format!("[data-testid=doc-verify-{proof_doc}]"))
+            .await;
         browser.confirm().await;
         browser
             .wait_for(&format!(
@@ -1355,17 +1390,26 @@ async fn a_player_sends_documents_and_an_operator_reviews_them_in_both_languages
             .await;
 
         // The player reads the reason and sends another photo.
-        browser.goto(&format!("{}/?fast=1#/account", site.base)).await;
+        browser
+            .goto(&format!("{}/?fast=1#/account", site.base))
+            .await;
         browser
             .wait_for("document.body.dataset.screen === 'account' && document.querySelector('[data-testid=doc-identity]').dataset.status === 'refused'")
             .await;
         let reason = browser
-            .execute("return document.querySelector('[data-testid=doc-reason-identity]').textContent")
+            .execute(
+                "return document.querySelector('[data-testid=doc-reason-identity]').textContent",
+            )
             .await;
-        assert!(reason.as_str().unwrap().contains("The photo is blurred"), "{reason}");
+        assert!(
+            reason.as_str().unwrap().contains("The photo is blurred"),
+            "{reason}"
+        );
         send_document(&browser, "identity", &png).await;
         browser
-            .wait_for("document.querySelector('[data-testid=doc-identity]').dataset.status === 'pending'")
+            .wait_for(
+                "document.querySelector('[data-testid=doc-identity]').dataset.status === 'pending'",
+            )
             .await;
 
         // The operator verifies it; the account can then be verified.
@@ -1376,7 +1420,9 @@ async fn a_player_sends_documents_and_an_operator_reviews_them_in_both_languages
         browser.open("queues").await;
         let again = data_i64(&browser.wait_for(&pending("identity")).await);
         assert_ne!(again, identity_doc);
-        browser.click(&format!("[data-testid=doc-verify-{again}]")).await;
+        browser
+            .click(&format!("[data-testid=doc-verify-{again}]"))
+            .await;
         browser.confirm().await;
         browser
             .wait_for(&format!(
@@ -1389,16 +1435,27 @@ async fn a_player_sends_documents_and_an_operator_reviews_them_in_both_languages
             .await;
 
         // The player sees both verified, in their language.
-        browser.goto(&format!("{}/?fast=1#/account", site.base)).await;
+        browser
+            .goto(&format!("{}/?fast=1#/account", site.base))
+            .await;
         browser
             .wait_for("document.body.dataset.screen === 'account'
                        && document.querySelector('[data-testid=doc-identity]').dataset.status === 'verified'
                        && document.querySelector('[data-testid=doc-iban_proof]').dataset.status === 'verified'")
             .await;
         let shown = browser
-            .execute("return document.querySelector('[data-testid=doc-status-identity]').textContent")
+            .execute(
+                "return document.querySelector('[data-testid=doc-status-identity]').textContent",
+            )
             .await;
-        assert_eq!(shown, json!(if lang == "fr" { "vérifié" } else { "verified" }));
+        assert_eq!(
+            shown,
+            json!(if lang == "fr" {
+                "vérifié"
+            } else {
+                "verified"
+            })
+        );
     }
     // The browser logged the refusal of the text file (415), nothing else.
     browser.only_expected_errors(&["415"]).await;

@@ -1819,7 +1819,11 @@ on_both!(the_trail_is_browsed_by_actor_action_and_time, |app| {
     let (_, credits) = aude.get("/console/api/trail/records?action=credit").await;
     let credits = page_of(&credits);
     assert_eq!(credits.len(), 3);
-    assert!(credits.iter().all(|(_, a, b)| a == "staff:alice" && b == "credit"));
+    assert!(
+        credits
+            .iter()
+            .all(|(_, a, b)| a == "staff:alice" && b == "credit")
+    );
     let (_, first) = aude
         .get("/console/api/trail/records?action=credit&limit=2")
         .await;
@@ -1843,7 +1847,10 @@ on_both!(the_trail_is_browsed_by_actor_action_and_time, |app| {
     assert!(by_alice.iter().all(|(_, a, _)| a == "staff:alice"));
     assert_eq!(
         by_alice.len(),
-        everything.iter().filter(|(a, _)| a == "staff:alice").count()
+        everything
+            .iter()
+            .filter(|(a, _)| a == "staff:alice")
+            .count()
     );
     let (_, by_staff) = aude
         .get("/console/api/trail/records?actor=staff&limit=200")
@@ -1892,7 +1899,13 @@ on_both!(the_trail_is_browsed_by_actor_action_and_time, |app| {
     assert_eq!(later["next_before"], Value::Null);
 
     // Bad input: a clear refusal.
-    for query in ["from=yesterday", "limit=0", "limit=201", "before=x", "colour=red"] {
+    for query in [
+        "from=yesterday",
+        "limit=0",
+        "limit=201",
+        "before=x",
+        "colour=red",
+    ] {
         let answer = aude
             .get(&format!("/console/api/trail/records?{query}"))
             .await;

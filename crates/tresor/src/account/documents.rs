@@ -117,11 +117,7 @@ pub fn too_large(max_bytes: usize) -> Error {
 /// none.
 pub fn display_name(name: &str) -> String {
     let base = name.rsplit(['/', '\\']).next().unwrap_or("");
-    let clean: String = base
-        .chars()
-        .filter(|c| !c.is_control())
-        .take(120)
-        .collect();
+    let clean: String = base.chars().filter(|c| !c.is_control()).take(120).collect();
     let clean = clean.trim();
     if clean.is_empty() {
         "document".to_owned()
@@ -150,7 +146,10 @@ mod tests {
             other => panic!("{other:?}"),
         };
         assert_eq!(code(check_file(b"", 10)), "document_empty");
-        assert_eq!(code(check_file(b"%PDF-1.7 and more", 10)), "document_too_large");
+        assert_eq!(
+            code(check_file(b"%PDF-1.7 and more", 10)),
+            "document_too_large"
+        );
         assert_eq!(code(check_file(b"plain text", 100)), "document_type");
         assert_eq!(check_file(b"%PDF-1.7", 100).unwrap(), "application/pdf");
     }

@@ -31,10 +31,8 @@ pub const CONSOLE_COOKIE: &str = "tresor_console";
 /// The CSRF header's value on the console (the players' is `tresor`).
 pub const CONSOLE_CSRF_VALUE: &str = "tresor-console";
 
+use super::console_documents::{open_document, player_documents, refuse_document, verify_document};
 use super::console_login::{PendingLogins, change_password, login, login_code, logout};
-use super::console_documents::{
-    open_document, player_documents, refuse_document, verify_document,
-};
 use super::console_money::{
     accounts, approve, credit, exclude, player, reject, search_players, statement, suspend_player,
     unsuspend_player, verify_player, withdrawals,
@@ -213,7 +211,10 @@ pub fn routes(state: AppState) -> Router<AppState> {
             .route("/console/api/trail", get(trail_status))
             .route("/console/api/trail/verify", post(verify_trail))
             .route("/console/api/trail/export", get(export_trail))
-            .route("/console/api/trail/records", get(super::console_trail::records))
+            .route(
+                "/console/api/trail/records",
+                get(super::console_trail::records),
+            )
             .route("/console/api/blocks/{id}/recheck", post(recheck)),
     );
     // A national ban list runs to megabytes: its import alone takes up to

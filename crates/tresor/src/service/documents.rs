@@ -241,7 +241,9 @@ impl Service {
                 let row = store::of_id(conn, id).await?.ok_or(Error::NotFound)?;
                 let (status, reason, action) = match &review {
                     Review::Verify => ("verified", None, "document_verified"),
-                    Review::Refuse(reason) => ("refused", Some(reason.as_str()), "document_refused"),
+                    Review::Refuse(reason) => {
+                        ("refused", Some(reason.as_str()), "document_refused")
+                    }
                 };
                 if !store::decide(conn, id, status, &actor.label(), reason, now_ms).await? {
                     return Err(Error::Document {

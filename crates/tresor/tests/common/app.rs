@@ -149,7 +149,10 @@ impl TestApp {
         body: Vec<u8>,
         headers: &[(&str, &str)],
     ) -> (StatusCode, Value) {
-        let mut request = self.client.post(format!("{}{path}", self.address)).body(body);
+        let mut request = self
+            .client
+            .post(format!("{}{path}", self.address))
+            .body(body);
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
