@@ -98,6 +98,19 @@ impl Review {
     }
 }
 
+/// Re-seals document `id` from `key` to `new_key` (a rotation of the
+/// secrets key, inside its job).
+pub(super) async fn reseal(
+    conn: &mut Conn,
+    id: i64,
+    key: &crate::seal::SecretsKey,
+    new_key: &crate::seal::SecretsKey,
+) -> Result<(), Error> {
+    let (_, sealed) = store::get(conn, id).await?.ok_or(Error::NotFound)?;
+    let bytes = key.open_for(SEAL_PURPOSE, id, &sealed)?;
+    store::set_sealed(conn, id, new_key.seal_for(SEAL_PURPOSE, id, &bytes)).await
+}
+
 /// Whether the latest document of each kind the player sent is verified.
 pub(super) async fn all_verified(conn: &mut Conn, player_id: i64) -> Result<bool, Error> {
     for kind in DocumentKind::ALL {
