@@ -9,6 +9,7 @@ use crate::error::Error;
 use serde::Serialize;
 
 pub mod device;
+pub mod documents;
 mod names;
 pub use names::{check_name, name_key, name_part_key, person_key};
 

@@ -149,6 +149,17 @@ pub enum Error {
     RulesNotAccepted { version: i64 },
     #[error("this account is closed")]
     AccountClosed,
+    /// An identity document refused as sent (`code`: `document_empty`,
+    /// `document_too_large`, `document_type`, `document_kind`,
+    /// `document_already_sent`), or a review of one that is not pending (`document_decided`).
+    #[error("{message}")]
+    Document { code: &'static str, message: String },
+    /// The account is verified only once its identity document and its
+    /// IBAN's proof are both verified.
+    #[error(
+        "the account's documents are not all verified: its identity document and the proof of its IBAN are verified first"
+    )]
+    DocumentsRequired,
     /// A link sent by mail (password reset, address confirmation) that is
     /// unknown, already used or expired: which of them is not said.
     #[error(

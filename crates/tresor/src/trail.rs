@@ -19,6 +19,7 @@ pub mod audit;
 pub mod leaf;
 pub mod log;
 pub mod receipt;
+pub mod search;
 
 pub use crate::logkey as key;
 pub use audit::{Trust, verify_with};

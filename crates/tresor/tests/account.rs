@@ -61,6 +61,7 @@ async fn open_ok(app: &TestApp, username: &str) {
 /// withdrawals here: four eyes) verifies the account, identity and IBAN
 /// checked.
 async fn verify(app: &TestApp, username: &str) {
+    common::opening::documents_verified(&app.service, username).await;
     let player = app.service.player_by_username(username).await.unwrap();
     let reviewed = tresor::account::Iban::parse(IBAN).unwrap();
     app.service
@@ -533,7 +534,9 @@ on_both!(
         );
         assert_eq!(snapshot(&app).await.1, before.1, "no money moved");
         assert_eq!(app.get("/api/account").await.1["can_stake"], false);
-        // The operator verifies (with the command line): staking and withdrawing open.
+        // The operator verifies (with the command line, once the documents
+        // are): staking and withdrawing open.
+        common::opening::documents_verified(&app.service, "ana").await;
         app.db
             .tresor_ok(&["account", "verify", "--username", "ana", "--iban", IBAN]);
         let listed = app

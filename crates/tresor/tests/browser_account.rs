@@ -5,7 +5,9 @@
 //! game, the operator's verification, a withdrawal, the statement and its
 //! CSV, closing; a payment over the deposit cap, to refund; the form with
 //! the keyboard alone on a 360 px phone; the time-played reminder; a
-//! forgotten password reset through the link the server wrote to its outbox. Screenshots go to `target/screenshots/account-*`.
+//! forgotten password reset through the link the server wrote to its
+//! outbox, in French and in English; a suspended player's refusals, told
+//! neutrally, in both languages. Screenshots go to `target/screenshots/account-*`.
 //!
 //! Time passes honestly for the reminder: in test mode (`?fast=1`) the page
 //! reads elapsed time from one clock, `util.clock()`, which the test moves
@@ -24,6 +26,7 @@ on_both!(
     the_reminder_window_comes_when_due_blocks_play_until_acknowledged_and_says_the_time_played,
     a_payment_declined_or_over_the_cap_shows_failed_or_is_refused_and_credits_nothing,
     a_forgotten_password_is_reset_through_the_link_in_the_outbox,
+    a_suspended_player_is_told_neutrally_in_both_languages,
 );
 
 const TAB: &str = "\u{E004}";
@@ -411,7 +414,15 @@ async fn an_account_opened_with_the_form_deposits_plays_withdraws_reads_its_stat
         account["rules_version_current"]
     );
 
-    // The operator checks the identity: withdrawals open.
+    // The operator checks the identity documents (here through the
+    // service, as a console account does: tests/browser_console.rs drives
+    // the console's screens) and the IBAN: withdrawals open.
+    let reviewer = tresor::service::Service::new(
+        h.connect().await,
+        std::sync::Arc::new(tresor::service::SystemClock),
+        tresor::service::Settings::default(),
+    );
+    common::opening::documents_verified(&reviewer, "ana_durand").await;
     h.tresor_ok(&[
         "account",
         "verify",
@@ -854,6 +865,42 @@ async fn outbox_link(outbox: &std::path::Path, to: &str, marker: &str) -> String
     }
 }
 
+/// A screenshot's name: French, the page's default, as it always was;
+/// another language's with its code.
+fn shot_name(name: &str, lang: &str) -> String {
+    if lang == "fr" {
+        name.to_owned()
+    } else {
+        format!("{name}-{lang}")
+    }
+}
+
+/// What the reset's screens say, in each language.
+struct ResetWords {
+    sent: &'static str,
+    saved: &'static str,
+    refused: &'static str,
+}
+
+const RESET_WORDS: [(&str, ResetWords); 2] = [
+    (
+        "fr",
+        ResetWords {
+            sent: "lien",
+            saved: "enregistré",
+            refused: "plus valable",
+        },
+    ),
+    (
+        "en",
+        ResetWords {
+            sent: "link",
+            saved: "saved",
+            refused: "no longer valid",
+        },
+    ),
+];
+
 async fn a_forgotten_password_is_reset_through_the_link_in_the_outbox(h: &Harness) {
     let turn = ONE_AT_A_TIME.lock().await;
     let Some((chromium, chromedriver)) = browser_paths() else {
@@ -872,6 +919,24 @@ async fn a_forgotten_password_is_reset_through_the_link_in_the_outbox(h: &Harnes
         _server: server,
         _turn: turn,
     };
+    let browser = Browser::start(&chromium, &chromedriver, 1280, 900).await;
+    for (lang, words) in &RESET_WORDS {
+        reset_in(&browser, &site.base, outbox.path(), lang, words).await;
+    }
+    browser.close().await;
+}
+
+/// A player of `lang`'s page forgets the password and resets it through
+/// the link the server wrote to its outbox; the link is used once.
+async fn reset_in(
+    browser: &Browser,
+    base: &str,
+    outbox: &std::path::Path,
+    lang: &str,
+    words: &ResetWords,
+) {
+    let username = format!("lea_{lang}");
+    let email = format!("lea_{lang}@example.org");
     // The account, opened through the API.
     let client = reqwest::Client::builder()
         .cookie_store(true)
@@ -881,33 +946,49 @@ async fn a_forgotten_password_is_reset_through_the_link_in_the_outbox(h: &Harnes
         .post(format!("{base}/api/account/open"))
         .header("x-requested-with", "tresor")
         .json(&json!({
-            "username": "lea", "password": PASSWORD, "accept_rules": true,
-            "identity": {"birth_name": "Martin", "first_names": "Léa", "birth_date": "1990-07-14",
+            "username": username, "password": PASSWORD, "accept_rules": true,
+            "identity": {"birth_name": format!("Martin {lang}"), "first_names": "Léa", "birth_date": "1990-07-14",
                          "birth_place": "Brest", "address": "2 quai de la Douane, 29200 Brest",
-                         "email": "lea@example.org"},
+                         "email": email},
         }))
         .send()
         .await
         .unwrap();
     assert_eq!(opened.status(), reqwest::StatusCode::CREATED);
-    let browser = Browser::start(&chromium, &chromedriver, 1280, 900).await;
-    browser.goto(&format!("{}/?fast=1#/login", site.base)).await;
+    // The page in `lang` (the switch remembered), logged out.
+    browser.goto(&format!("{base}/?fast=1#/login")).await;
+    browser
+        .execute_async(&format!(
+            "const done = arguments[arguments.length - 1];
+             localStorage.setItem('tresor.lang', '{lang}'); localStorage.removeItem('tresor.session');
+             fetch('/api/logout', {{method: 'POST', credentials: 'same-origin',
+               headers: {{'X-Requested-With': 'tresor'}}}}).then(() => done(true), () => done(true));"
+        ))
+        .await;
+    browser
+        .execute("document.body.dataset.ready = ''; location.reload();")
+        .await;
     browser.wait_screen("login").await;
+    browser
+        .wait_for(&format!("document.documentElement.lang === '{lang}'"))
+        .await;
     browser.click("[data-testid=forgot-link]").await;
     browser.wait_screen("forgot").await;
     browser
-        .type_into("[data-testid=forgot-email]", "lea@example.org")
+        .type_into("[data-testid=forgot-email]", &email)
         .await;
     browser.click("[data-testid=forgot-submit]").await;
     let told = browser
         .wait_for("document.querySelector('[data-testid=forgot-notice]').textContent")
         .await;
-    assert!(told.as_str().unwrap().contains("lien"), "{told}");
-    browser.screenshot("account-password-forgotten").await;
+    assert!(told.as_str().unwrap().contains(words.sent), "{told}");
+    browser
+        .screenshot(&shot_name("account-password-forgotten", lang))
+        .await;
 
     // The link the server wrote to its outbox opens the reset screen.
-    let link = outbox_link(outbox.path(), "lea@example.org", "/#/reset/").await;
-    assert!(link.starts_with(&site.base), "{link}");
+    let link = outbox_link(outbox, &email, "/#/reset/").await;
+    assert!(link.starts_with(base), "{link}");
     browser.goto(&link).await;
     browser.wait_screen("reset").await;
     browser
@@ -917,22 +998,24 @@ async fn a_forgotten_password_is_reset_through_the_link_in_the_outbox(h: &Harnes
     let done = browser
         .wait_for("document.querySelector('[data-testid=reset-notice]').textContent")
         .await;
-    assert!(done.as_str().unwrap().contains("enregistré"), "{done}");
-    browser.screenshot("account-password-reset").await;
+    assert!(done.as_str().unwrap().contains(words.saved), "{done}");
+    browser
+        .screenshot(&shot_name("account-password-reset", lang))
+        .await;
 
     // The old password no longer opens the account; the new one does.
     let old = client
         .post(format!("{base}/api/login"))
         .header("x-requested-with", "tresor")
-        .json(&json!({"username": "lea", "password": PASSWORD}))
+        .json(&json!({"username": username, "password": PASSWORD}))
         .send()
         .await
         .unwrap();
     assert_eq!(old.status(), reqwest::StatusCode::UNAUTHORIZED);
-    browser.goto(&format!("{}/#/login", site.base)).await;
+    browser.goto(&format!("{base}/#/login")).await;
     browser.wait_screen("login").await;
     browser
-        .type_into("[data-testid=login-username]", "lea")
+        .type_into("[data-testid=login-username]", &username)
         .await;
     browser
         .type_into("[data-testid=login-password]", "my brand new password")
@@ -942,7 +1025,7 @@ async fn a_forgotten_password_is_reset_through_the_link_in_the_outbox(h: &Harnes
         .wait_for("document.body.dataset.screen !== 'login'")
         .await;
     let me = browser.get_json("/api/me").await;
-    assert_eq!(me["username"], json!("lea"), "{me}");
+    assert_eq!(me["username"], json!(username), "{me}");
 
     // The same link again: refused, and said so in the page's language.
     browser.goto(&link).await;
@@ -959,7 +1042,98 @@ async fn a_forgotten_password_is_reset_through_the_link_in_the_outbox(h: &Harnes
         browser
             .text("[data-testid=reset-error]")
             .await
-            .contains("plus valable")
+            .contains(words.refused)
     );
-    browser.close().await;
+}
+
+/// The operator's reason for the suspension: the staff's only.
+const SUSPENSION_REASON: &str = "chargeback under review, case 4411";
+
+async fn a_suspended_player_is_told_neutrally_in_both_languages(h: &Harness) {
+    let Some((site, browser)) = setup(h, 1280, 900).await else {
+        return;
+    };
+    let db = h.connect().await;
+    for (lang, suspended) in [("fr", "suspendu"), ("en", "suspended")] {
+        let username = format!("sam_{lang}");
+        // A player with 10 € of demo money, on the game screen in `lang`.
+        browser.goto(&format!("{}/?fast=1#/", site.base)).await;
+        let script = format!(
+            "const done = arguments[arguments.length - 1];
+             const post = (path, body) => fetch(path, {{method: 'POST', credentials: 'same-origin',
+               headers: {{'Content-Type': 'application/json', 'X-Requested-With': 'tresor'}},
+               body: JSON.stringify(body)}});
+             post('/api/logout', {{}})
+               .then(() => post('/api/register', {{username: '{username}', password: '{PASSWORD}', adult: true, accept_rules: true}}))
+               .then((r) => r.status === 201 ? post('/api/demo/deposit', {{amount_cents: 1000}}) : r)
+               .then((r) => {{ localStorage.setItem('tresor.session', '1'); localStorage.setItem('tresor.lang', '{lang}');
+                              localStorage.setItem('tresor.fast', '1'); done(r.status); }})
+               .catch((e) => done(String(e)));"
+        );
+        assert_eq!(browser.execute_async(&script).await, json!(200));
+        browser
+            .execute("document.body.dataset.ready = ''; location.reload();")
+            .await;
+        browser
+            .wait_for(&format!(
+                "document.body.dataset.ready === 'true' && document.body.dataset.user === 'in'
+                 && document.documentElement.lang === '{lang}'"
+            ))
+            .await;
+        browser.wait_balance(1000).await;
+        browser
+            .wait_for("document.body.dataset.screen === 'game' && !document.querySelector('[data-testid=play]').disabled")
+            .await;
+
+        // The operator suspends the account: its sessions end.
+        h.tresor_ok(&[
+            "accounts",
+            "suspend",
+            &username,
+            "--reason",
+            SUSPENSION_REASON,
+        ]);
+        // A stake now: refused (the session is gone), and the page sends
+        // the player to log in, with nothing of the reason.
+        browser.click("[data-testid=play]").await;
+        browser.wait_screen("login").await;
+        let page = browser.execute("return document.body.innerText").await;
+        assert!(!page.as_str().unwrap().contains("chargeback"), "{page}");
+        let plays: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM plays p JOIN players u ON u.id = p.player_id WHERE u.username = $1",
+        )
+        .bind(&username)
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+        assert_eq!(plays, 0, "no unit was sold to a suspended account");
+
+        // Logging in again: refused with the neutral message, in `lang`.
+        browser
+            .fill("[data-testid=login-username]", &username)
+            .await;
+        browser.fill("[data-testid=login-password]", PASSWORD).await;
+        browser.click("[data-testid=login-submit]").await;
+        let code = browser
+            .wait_for("document.querySelector('#login-error').dataset.code === 'account_suspended' && document.querySelector('#login-error').dataset.code")
+            .await;
+        assert_eq!(code, json!("account_suspended"));
+        let said = browser.text("#login-error").await;
+        assert!(said.contains(suspended), "{said}");
+        assert!(
+            !said.contains("chargeback"),
+            "the reason is the staff's: {said}"
+        );
+        browser
+            .screenshot(&shot_name("account-suspended-login", lang))
+            .await;
+        assert_eq!(
+            browser.execute("return document.body.dataset.user").await,
+            json!("out")
+        );
+    }
+    // The browser logged the refusals this test asked for: the stake with
+    // its ended session (401) and the logins (403).
+    browser.close_with_only_refusals(&[401, 403]).await;
+    common::assert_ledger_balances(&db).await;
 }

@@ -27,12 +27,16 @@ on_both!(
     an_operator_enrols_logs_in_and_watches_the_dashboard_move_while_players_buy,
     an_operator_suspends_a_block_verifies_an_account_and_settles_withdrawals,
     each_role_sees_only_what_it_may_do_and_is_refused_the_rest,
+    a_player_sends_documents_and_an_operator_reviews_them_in_both_languages,
 );
 
 // What only the page decides (its markup and colours) needs one database.
 on_sqlite!(every_console_screen_passes_axe_core);
 
 const PASSWORD: &str = "a console password";
+/// The smallest files of each type the identity documents take.
+const JPEG: &[u8] = common::opening::JPEG;
+const PDF: &[u8] = common::opening::PDF;
 const IBAN: &str = "FR76 3000 6000 0112 3456 7890 189";
 
 /// The real server, with the operator listener this test drives, and this
@@ -577,7 +581,26 @@ async fn an_operator_suspends_a_block_verifies_an_account_and_settles_withdrawal
     let public = get_json(&cookie_client(), &format!("{base}/api/blocks")).await;
     assert_eq!(state_of(&public), Some(json!("open")), "{public}");
 
-    // The verification queue: verify Ana; Bea stays in it.
+    // The verification queue: Ana's documents verified, then Ana; Bea,
+    // who sent none, stays in it and cannot be verified yet.
+    let mut documents = Vec::new();
+    for (kind, bytes) in [("identity", JPEG), ("iban_proof", PDF)] {
+        let response = ana
+            .post(format!(
+                "{base}/api/account/documents?kind={kind}&name=scan"
+            ))
+            .header("x-requested-with", "tresor")
+            .body(bytes.to_vec())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 201);
+        documents.push(
+            response.json::<Value>().await.unwrap()["id"]
+                .as_i64()
+                .unwrap(),
+        );
+    }
     browser.open("queues").await;
     browser
         .wait_for("document.querySelectorAll('[data-testid=verify-row]').length === 2")
@@ -587,6 +610,27 @@ async fn an_operator_suspends_a_block_verifies_an_account_and_settles_withdrawal
             .execute("return [...document.querySelectorAll('[data-testid=verify-row]')].find((r) => r.textContent.includes('ana_martin')).dataset.playerId")
             .await,
     );
+    browser
+        .wait_for(&format!(
+            "document.querySelector('[data-testid=verify-{ana_id}-waits]') !== null"
+        ))
+        .await;
+    for id in &documents {
+        browser
+            .click(&format!("[data-testid=doc-verify-{id}]"))
+            .await;
+        browser.confirm().await;
+        browser
+            .wait_for(&format!(
+                "document.querySelector('[data-testid=doc-verify-{id}]') === null"
+            ))
+            .await;
+    }
+    browser
+        .wait_for(&format!(
+            "document.querySelector('[data-testid=verify-{ana_id}]') !== null"
+        ))
+        .await;
     // The button carries the IBAN the queue shows, and the verification
     // names it.
     let shown_iban = browser
@@ -961,6 +1005,17 @@ async fn every_console_screen_passes_axe_core(h: &Harness) {
         .await
         .unwrap();
     assert_eq!(status, 201, "{answer}");
+    // Her identity document waits for review: the queue shows it.
+    let response = ana
+        .post(format!(
+            "{base}/api/account/documents?kind=identity&name=passport.jpg"
+        ))
+        .header("x-requested-with", "tresor")
+        .body(JPEG.to_vec())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
 
     let mut findings = Vec::new();
     for lang in ["fr", "en"] {
@@ -1091,8 +1146,21 @@ async fn every_console_screen_passes_axe_core(h: &Harness) {
             .await;
         browser.enter_code(&secret).await;
         browser.open("trail").await;
+        browser
+            .wait_for("document.querySelector('[data-testid=trail-records]').dataset.count > 0")
+            .await;
         tokio::time::sleep(Duration::from_millis(300)).await;
         check("trail").await;
+        shot(&browser, &format!("console-trail-{lang}")).await;
+        // A search that matches nothing says so.
+        browser
+            .type_into("[data-testid=trail-action]", "no_such_action")
+            .await;
+        browser.click("[data-testid=trail-search-submit]").await;
+        browser
+            .wait_for("document.querySelector('[data-testid=trail-records]').dataset.count === '0' && document.querySelector('#trail-records .empty') !== null")
+            .await;
+        check("trail, nothing found").await;
         browser.click("[data-testid=logout]").await;
         browser
             .wait_for("document.body.dataset.screen === 'login'")
@@ -1118,5 +1186,278 @@ async fn every_console_screen_passes_axe_core(h: &Harness) {
         findings.join("\n  ")
     );
     browser.only_expected_errors(&[]).await;
+    browser.close().await;
+}
+
+/// The players' page in `lang` as a new player `username` with an account
+/// for real money (opened through the API from inside the page), on the
+/// account screen.
+async fn player_on_account_screen(browser: &Browser, base: &str, username: &str, lang: &str) {
+    browser.goto(&format!("{base}/?fast=1#/")).await;
+    browser
+        .wait_for("document.body.dataset.ready === 'true'")
+        .await;
+    let body = json!({
+        "username": username, "password": "a long password", "accept_rules": true,
+        "identity": {"birth_name": format!("Nom {lang}"), "first_names": "Camille", "birth_date": "1990-07-14",
+                     "birth_place": "Lyon", "address": "3 rue des Lilas, 69003 Lyon"},
+        "iban": IBAN,
+    });
+    let script = format!(
+        "const done = arguments[arguments.length - 1];
+         fetch('/api/logout', {{method: 'POST', credentials: 'same-origin', headers: {{'X-Requested-With': 'tresor'}}}})
+           .then(() => fetch('/api/account/open', {{method: 'POST', credentials: 'same-origin',
+             headers: {{'Content-Type': 'application/json', 'X-Requested-With': 'tresor'}},
+             body: JSON.stringify({body})}}))
+           .then((r) => {{ localStorage.setItem('tresor.session', '1'); localStorage.setItem('tresor.lang', '{lang}'); done(r.status); }})
+           .catch((e) => done(String(e)));"
+    );
+    assert_eq!(browser.execute_async(&script).await, json!(201));
+    // Loaded again, as that player, in `lang`.
+    browser
+        .execute(
+            "document.body.dataset.ready = ''; location.hash = '#/account'; location.reload();",
+        )
+        .await;
+    browser
+        .wait_for(&format!(
+            "document.body.dataset.ready === 'true' && document.body.dataset.screen === 'account'
+             && document.documentElement.lang === '{lang}' && !document.querySelector('#docs-box').hidden"
+        ))
+        .await;
+}
+
+/// Sends `path` as a document of `kind` with the account screen's form.
+async fn send_document(browser: &Browser, kind: &str, path: &std::path::Path) {
+    browser
+        .execute(&format!(
+            "const s = document.querySelector('[data-testid=docs-kind]'); s.value = '{kind}';"
+        ))
+        .await;
+    browser
+        .type_into("[data-testid=docs-file]", &path.display().to_string())
+        .await;
+    browser.click("[data-testid=docs-send]").await;
+}
+
+/// The status the account screen shows for the player's document of `kind`.
+async fn document_status(browser: &Browser, kind: &str) -> Value {
+    browser
+        .execute(&format!(
+            "return document.querySelector('[data-testid=doc-{kind}]').dataset.status"
+        ))
+        .await
+}
+
+async fn a_player_sends_documents_and_an_operator_reviews_them_in_both_languages(h: &Harness) {
+    let Some((site, browser)) = setup(h, 1280, 900).await else {
+        return;
+    };
+    let files = tempfile::tempdir().unwrap();
+    let jpeg = files.path().join("passport.jpg");
+    let png = files.path().join("passport-again.png");
+    let pdf = files.path().join("rib.pdf");
+    let fake = files.path().join("notes.jpg");
+    std::fs::write(&jpeg, JPEG).unwrap();
+    std::fs::write(&png, common::opening::PNG).unwrap();
+    std::fs::write(&pdf, PDF).unwrap();
+    std::fs::write(&fake, "a text file named like a photo").unwrap();
+    for lang in ["fr", "en"] {
+        let username = format!("camille_{lang}");
+        let operator = format!("oscar_{lang}");
+        add_operator(h, &operator, "operator");
+
+        // The player sends a file that is no photo: refused, in the page's language.
+        player_on_account_screen(&browser, &site.base, &username, lang).await;
+        send_document(&browser, "identity", &fake).await;
+        let code = browser
+            .wait_for("document.querySelector('[data-testid=docs-error]').dataset.code")
+            .await;
+        assert_eq!(code, json!("document_type"));
+        let said = browser
+            .execute("return document.querySelector('[data-testid=docs-error]').textContent")
+            .await;
+        let words = if lang == "fr" {
+            "ni une photo"
+        } else {
+            "neither"
+        };
+        assert!(said.as_str().unwrap().contains(words), "{said}");
+        assert_eq!(
+            document_status(&browser, "identity").await,
+            json!("missing")
+        );
+        if let Some(axe) = axe_source() {
+            let findings = browser.axe_findings(&axe).await;
+            assert!(
+                findings.is_empty(),
+                "{lang} account, documents' form: {findings:?}"
+            );
+        }
+        // Then both documents.
+        send_document(&browser, "identity", &jpeg).await;
+        browser
+            .wait_for(
+                "document.querySelector('[data-testid=doc-identity]').dataset.status === 'pending'",
+            )
+            .await;
+        send_document(&browser, "iban_proof", &pdf).await;
+        browser
+            .wait_for("document.querySelector('[data-testid=doc-iban_proof]').dataset.status === 'pending'")
+            .await;
+        // Every kind is sent: the form gives way to the statuses.
+        browser
+            .wait_for("document.querySelector('#docs-form').hidden")
+            .await;
+        // The account screen with its documents passes axe-core.
+        if let Some(axe) = axe_source() {
+            let findings = browser.axe_findings(&axe).await;
+            assert!(
+                findings.is_empty(),
+                "{lang} account, documents: {findings:?}"
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        browser
+            .screenshot(&format!("account-documents-{lang}"))
+            .await;
+        if lang == "fr" {
+            shot(&browser, "account-documents").await;
+        }
+
+        // The operator, in the same language, sees who the person is beside
+        // the documents; refuses the identity document with a reason.
+        let secret = browser.up_to_enrolment(&site.admin, &operator, lang).await;
+        browser.enter_code(&secret).await;
+        browser.open("queues").await;
+        let player = data_i64(
+            &browser
+                .wait_for(&format!(
+                    "[...document.querySelectorAll('[data-testid=verify-row]')].find((r) => r.textContent.includes('{username}'))?.dataset.playerId"
+                ))
+                .await,
+        );
+        let identity = browser
+            .execute(&format!(
+                "return document.querySelector('[data-testid=identity-{player}]').textContent"
+            ))
+            .await;
+        let identity = identity.as_str().unwrap();
+        for part in [
+            format!("Camille Nom {lang}").as_str(),
+            "1990-07-14, Lyon",
+            "3 rue des Lilas",
+        ] {
+            assert!(identity.contains(part), "{part} in {identity}");
+        }
+        let pending = |kind: &str| {
+            format!(
+                "document.querySelector('[data-testid=doc-{player}-{kind}] [data-action=doc-verify]')?.dataset.id"
+            )
+        };
+        let identity_doc = data_i64(&browser.wait_for(&pending("identity")).await);
+        let proof_doc = data_i64(&browser.wait_for(&pending("iban_proof")).await);
+        // The document opens on the console's listener, as the file it is.
+        let (status, _) = browser
+            .call("GET", &format!("/console/api/documents/{identity_doc}"))
+            .await;
+        assert_eq!(status, 200);
+        shot(&browser, &format!("console-documents-{lang}")).await;
+        browser
+            .click(&format!("[data-testid=doc-refuse-{identity_doc}]"))
+            .await;
+        browser
+            .wait_for("document.querySelector('#confirm').open")
+            .await;
+        browser
+            .type_into("#confirm-reason", "The photo is blurred")
+            .await;
+        browser.click("[data-testid=confirm-ok]").await;
+        browser
+            .wait_for(&format!(
+                "!document.querySelector('#confirm').open
+                 && document.querySelector('[data-testid=doc-{player}-identity]').dataset.status === 'refused'"
+            ))
+            .await;
+        browser
+            .click(&format!("[data-testid=doc-verify-{proof_doc}]"))
+            .await;
+        browser.confirm().await;
+        browser
+            .wait_for(&format!(
+                "document.querySelector('[data-testid=doc-{player}-iban_proof]').dataset.status === 'verified'"
+            ))
+            .await;
+
+        // The player reads the reason and sends another photo.
+        browser
+            .goto(&format!("{}/?fast=1#/account", site.base))
+            .await;
+        browser
+            .wait_for("document.body.dataset.screen === 'account' && document.querySelector('[data-testid=doc-identity]').dataset.status === 'refused'")
+            .await;
+        let reason = browser
+            .execute(
+                "return document.querySelector('[data-testid=doc-reason-identity]').textContent",
+            )
+            .await;
+        assert!(
+            reason.as_str().unwrap().contains("The photo is blurred"),
+            "{reason}"
+        );
+        send_document(&browser, "identity", &png).await;
+        browser
+            .wait_for(
+                "document.querySelector('[data-testid=doc-identity]').dataset.status === 'pending'",
+            )
+            .await;
+
+        // The operator verifies it; the account can then be verified.
+        browser.goto(&format!("{}/console", site.admin)).await;
+        browser
+            .wait_for("document.body.dataset.role && document.body.dataset.screen !== 'login'")
+            .await;
+        browser.open("queues").await;
+        let again = data_i64(&browser.wait_for(&pending("identity")).await);
+        assert_ne!(again, identity_doc);
+        browser
+            .click(&format!("[data-testid=doc-verify-{again}]"))
+            .await;
+        browser.confirm().await;
+        browser
+            .wait_for(&format!(
+                "document.querySelector('[data-testid=verify-{player}]') !== null"
+            ))
+            .await;
+        browser.click("[data-testid=logout]").await;
+        browser
+            .wait_for("document.body.dataset.screen === 'login'")
+            .await;
+
+        // The player sees both verified, in their language.
+        browser
+            .goto(&format!("{}/?fast=1#/account", site.base))
+            .await;
+        browser
+            .wait_for("document.body.dataset.screen === 'account'
+                       && document.querySelector('[data-testid=doc-identity]').dataset.status === 'verified'
+                       && document.querySelector('[data-testid=doc-iban_proof]').dataset.status === 'verified'")
+            .await;
+        let shown = browser
+            .execute(
+                "return document.querySelector('[data-testid=doc-status-identity]').textContent",
+            )
+            .await;
+        assert_eq!(
+            shown,
+            json!(if lang == "fr" {
+                "vérifié"
+            } else {
+                "verified"
+            })
+        );
+    }
+    // The browser logged the refusal of the text file (415), nothing else.
+    browser.only_expected_errors(&["415"]).await;
     browser.close().await;
 }

@@ -210,6 +210,8 @@ async fn real_money_player(app: &TestApp, console: &Console, username: &str, cen
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["balance_cents"], cents);
+    // Its documents sent and verified, so that the account can be.
+    common::opening::documents_verified(&app.service, username).await;
     id
 }
 
@@ -527,6 +529,31 @@ fn endpoints(
             "trail",
         ),
         ("GET", p("/console/api/trail/export"), None, "trail"),
+        (
+            "GET",
+            p("/console/api/trail/records?action=credit"),
+            None,
+            "trail",
+        ),
+        (
+            "GET",
+            format!("/console/api/players/{player}/documents"),
+            None,
+            "players",
+        ),
+        ("GET", p("/console/api/documents/1"), None, "players"),
+        (
+            "POST",
+            p("/console/api/documents/1/verify"),
+            Some(json!({})),
+            "players",
+        ),
+        (
+            "POST",
+            p("/console/api/documents/1/refuse"),
+            Some(json!({"reason": "blurred"})),
+            "players",
+        ),
     ]
 }
 
@@ -568,8 +595,8 @@ on_both!(
                 refused += 1;
             }
         }
-        // The viewer lacks 21 endpoints, the operator the trail's 4, the auditor 17.
-        assert_eq!(refused, 21 + 4 + 17);
+        // The viewer lacks 26 endpoints, the operator the trail's 5, the auditor 21.
+        assert_eq!(refused, 26 + 5 + 21);
         let output = app.db.tresor_ok(&["audit", "verify"]);
         assert!(output.status.success(), "{}", describe(&output));
     }
@@ -1745,3 +1772,156 @@ on_postgres!(
         );
     }
 );
+
+// ---- Issue 22: the trail screen browses and searches the records ----
+
+/// The (seq, actor, action) of a page of `/console/api/trail/records`.
+fn page_of(body: &Value) -> Vec<(i64, String, String)> {
+    body["records"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{body}"))
+        .iter()
+        .map(|r| {
+            (
+                r["seq"].as_i64().unwrap(),
+                r["actor"].as_str().unwrap().to_owned(),
+                r["action"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+on_both!(the_trail_is_browsed_by_actor_action_and_time, |app| {
+    let (aude, _) = logged_in(&app, "aude", Role::Auditor).await;
+    let (alice, _) = logged_in(&app, "alice", Role::Operator).await;
+    let mut credited_at = Vec::new();
+    // Three players credited by Alice, five minutes apart.
+    for name in ["pia", "pol", "pam"] {
+        app.player(name, 0).await;
+        let id = app.service.player_by_username(name).await.unwrap().id;
+        let (status, body) = alice
+            .post(
+                &format!("/console/api/players/{id}/credit"),
+                json!({"amount_cents": 100}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        credited_at.push(app.service.now_ms());
+        app.clock.advance_ms(5 * 60 * 1000);
+    }
+    let everything = trail(&app).await;
+    let before = state_of(&app).await;
+
+    // Newest first, every record when nothing is asked.
+    let (status, all) = aude.get("/console/api/trail/records?limit=200").await;
+    assert_eq!(status, StatusCode::OK, "{all}");
+    let all = page_of(&all);
+    assert_eq!(all.len(), everything.len());
+    assert!(all.windows(2).all(|w| w[0].0 > w[1].0), "newest first");
+
+    // By action, then a page at a time with `before`.
+    let (_, credits) = aude.get("/console/api/trail/records?action=credit").await;
+    let credits = page_of(&credits);
+    assert_eq!(credits.len(), 3);
+    assert!(
+        credits
+            .iter()
+            .all(|(_, a, b)| a == "staff:alice" && b == "credit")
+    );
+    let (_, first) = aude
+        .get("/console/api/trail/records?action=credit&limit=2")
+        .await;
+    assert_eq!(page_of(&first), credits[..2].to_vec());
+    let next = first["next_before"].as_i64().expect("a next page");
+    let (_, second) = aude
+        .get(&format!(
+            "/console/api/trail/records?action=credit&limit=2&before={next}"
+        ))
+        .await;
+    assert_eq!(page_of(&second), credits[2..].to_vec());
+    assert_eq!(second["next_before"], Value::Null);
+    // The request and the result are JSON, as recorded.
+    assert_eq!(first["records"][0]["request"]["amount_cents"], 100);
+
+    // By actor: exactly, or every console account with `staff`.
+    let (_, by_alice) = aude
+        .get("/console/api/trail/records?actor=staff:alice&limit=200")
+        .await;
+    let by_alice = page_of(&by_alice);
+    assert!(by_alice.iter().all(|(_, a, _)| a == "staff:alice"));
+    assert_eq!(
+        by_alice.len(),
+        everything
+            .iter()
+            .filter(|(a, _)| a == "staff:alice")
+            .count()
+    );
+    let (_, by_staff) = aude
+        .get("/console/api/trail/records?actor=staff&limit=200")
+        .await;
+    let by_staff = page_of(&by_staff);
+    assert!(by_staff.iter().any(|(_, a, _)| a == "staff:aude"));
+    assert!(by_staff.iter().all(|(_, a, _)| a.starts_with("staff:")));
+    // `staff:ali` is not `staff:alice`.
+    let (_, none) = aude.get("/console/api/trail/records?actor=staff:ali").await;
+    assert!(page_of(&none).is_empty());
+
+    // By time: RFC 3339 bounds around the second credit only (from
+    // included, to excluded).
+    let at = |ms: i64| tresor::service::rfc3339(ms);
+    let (status, window) = aude
+        .get(&format!(
+            "/console/api/trail/records?action=credit&from={}&to={}",
+            at(credited_at[1]),
+            at(credited_at[1] + 1)
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{window}");
+    assert_eq!(page_of(&window), credits[1..2].to_vec());
+    // Days (UTC, both included): the days of the credits hold all three;
+    // the day after, none.
+    let day = |ms: i64| {
+        let t = time::OffsetDateTime::from_unix_timestamp(ms / 1000).unwrap();
+        format!("{}", t.date())
+    };
+    let second_day = day(credited_at[0]);
+    let (_, days) = aude
+        .get(&format!(
+            "/console/api/trail/records?action=credit&from={}&to={}",
+            day(credited_at[0]),
+            day(credited_at[2])
+        ))
+        .await;
+    assert_eq!(page_of(&days), credits);
+    let (_, later) = aude
+        .get(&format!(
+            "/console/api/trail/records?from={}",
+            day(app.service.now_ms() + 24 * 3600 * 1000)
+        ))
+        .await;
+    assert!(page_of(&later).is_empty());
+    assert_eq!(later["next_before"], Value::Null);
+
+    // Bad input: a clear refusal.
+    for query in [
+        "from=yesterday",
+        "limit=0",
+        "limit=201",
+        "before=x",
+        "colour=red",
+    ] {
+        let answer = aude
+            .get(&format!("/console/api/trail/records?{query}"))
+            .await;
+        assert_error(&answer, StatusCode::UNPROCESSABLE_ENTITY, "validation");
+    }
+    let answer = aude
+        .get(&format!(
+            "/console/api/trail/records?from={second_day}&to=2020-01-01"
+        ))
+        .await;
+    assert_error(&answer, StatusCode::UNPROCESSABLE_ENTITY, "validation");
+    // Read-only: nothing changed, no record added by reading.
+    assert_eq!(state_of(&app).await, before);
+    assert_eq!(trail(&app).await, everything);
+});

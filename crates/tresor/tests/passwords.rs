@@ -345,6 +345,7 @@ on_both!(
         )
         .await;
         assert_eq!(confirmed["outcome"], "to_refund", "{confirmed}");
+        common::opening::documents_verified(&app.service, "nora").await;
         let nora = app.service.player_by_username("nora").await.unwrap();
         let reviewed = tresor::account::Iban::parse(IBAN).unwrap();
         app.service

@@ -236,6 +236,32 @@ async fn a_rotation_reseals_every_secret_under_the_new_key_and_keeps_every_outco
         .expect("an emission");
     let ana = player(&service, "ana").await;
     service.credit(&ana, 10_000).await.expect("credit");
+    // A player's identity document, sealed under the same key.
+    let mut registration =
+        tresor::service::Registration::parse("bea", "a long password", true, true).unwrap();
+    registration.opening = Some(tresor::service::Opening {
+        identity: tresor::account::Identity::parse(
+            "Durand",
+            "Bea",
+            "1990-01-01",
+            "Lyon",
+            "1 rue de la Paix, 75002 Paris",
+            None,
+        )
+        .unwrap(),
+        marketing_consent: false,
+        iban: None,
+    });
+    let bea = service.register(registration).await.expect("bea opens");
+    let document = service
+        .upload_document(
+            &bea,
+            tresor::account::documents::DocumentKind::Identity,
+            "id.jpg",
+            common::opening::JPEG.to_vec(),
+        )
+        .await
+        .expect("a document");
     let before = block_secrets(&service.db).await;
     for n in 0..3 {
         service
@@ -286,6 +312,12 @@ async fn a_rotation_reseals_every_secret_under_the_new_key_and_keeps_every_outco
             .await
             .unwrap();
     assert_eq!(rotated, 1, "the rotation is in the trail");
+    let result: String =
+        sqlx::query_scalar("SELECT result FROM trail WHERE action = 'secrets_rotated'")
+            .fetch_one(&store.pool)
+            .await
+            .unwrap();
+    assert!(result.contains("\"documents_resealed\":1"), "{result}");
     // Units sold after the rotation still come from the same shuffle.
     let service = tresor::service::Service::new(
         store,
@@ -293,6 +325,12 @@ async fn a_rotation_reseals_every_secret_under_the_new_key_and_keeps_every_outco
         tresor::service::Settings::default(),
     );
     service.open_secrets().await.expect("the new key opens");
+    // The identity document opens under the new key, the same file.
+    let (_, file) = service
+        .document_file(document.id)
+        .await
+        .expect("the document opens after the rotation");
+    assert_eq!(file, common::opening::JPEG);
     service
         .buy(&ana, purchase(100, "after"))
         .await

@@ -31,6 +31,7 @@ pub const CONSOLE_COOKIE: &str = "tresor_console";
 /// The CSRF header's value on the console (the players' is `tresor`).
 pub const CONSOLE_CSRF_VALUE: &str = "tresor-console";
 
+use super::console_documents::{open_document, player_documents, refuse_document, verify_document};
 use super::console_login::{PendingLogins, change_password, login, login_code, logout};
 use super::console_money::{
     accounts, approve, credit, exclude, player, reject, search_players, statement, suspend_player,
@@ -185,7 +186,11 @@ pub fn routes(state: AppState) -> Router<AppState> {
                 post(unsuspend_player),
             )
             .route("/console/api/players/{id}/verify", post(verify_player))
-            .route("/console/api/accounts", get(accounts)),
+            .route("/console/api/accounts", get(accounts))
+            .route("/console/api/players/{id}/documents", get(player_documents))
+            .route("/console/api/documents/{id}", get(open_document))
+            .route("/console/api/documents/{id}/verify", post(verify_document))
+            .route("/console/api/documents/{id}/refuse", post(refuse_document)),
     );
     let withdrawals = guarded(
         Some(Permission::Withdrawals),
@@ -206,6 +211,10 @@ pub fn routes(state: AppState) -> Router<AppState> {
             .route("/console/api/trail", get(trail_status))
             .route("/console/api/trail/verify", post(verify_trail))
             .route("/console/api/trail/export", get(export_trail))
+            .route(
+                "/console/api/trail/records",
+                get(super::console_trail::records),
+            )
             .route("/console/api/blocks/{id}/recheck", post(recheck)),
     );
     // A national ban list runs to megabytes: its import alone takes up to

@@ -199,13 +199,27 @@ pub(super) async fn accounts(
             );
         }
     };
+    let (identities, mut documents) = state
+        .service
+        .queue_details(status.map_or("", Status::as_str))
+        .await?;
+    // Accounts without an identity (the demo's) have nothing to verify.
     let accounts: Vec<Value> = state
         .service
         .list_accounts(status)
         .await?
         .into_iter()
+        .filter(|a| a.has_identity)
         .map(|a| {
+            let identity = identities.get(&a.player_id).map(|i| {
+                json!({"birth_name": i.birth_name, "first_names": i.first_names,
+                       "birth_date": i.birth_date, "birth_place": i.birth_place,
+                       "address": i.address})
+            });
+            let documents = documents.remove(&a.player_id).unwrap_or_default();
             json!({
+                "identity": identity,
+                "documents": documents,
                 "player_id": a.player_id,
                 "username": a.username,
                 "status": a.status,

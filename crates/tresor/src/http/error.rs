@@ -74,6 +74,17 @@ impl From<Error> for ApiError {
             Error::NotVerified => (StatusCode::FORBIDDEN, "not_verified"),
             Error::RulesNotAccepted { .. } => (StatusCode::CONFLICT, "rules_not_accepted"),
             Error::AccountClosed => (StatusCode::FORBIDDEN, "account_closed"),
+            Error::Document { code, .. } => (
+                match *code {
+                    "document_too_large" => StatusCode::PAYLOAD_TOO_LARGE,
+                    "document_type" => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    "document_empty" => StatusCode::BAD_REQUEST,
+                    "document_already_sent" | "document_decided" => StatusCode::CONFLICT,
+                    _ => StatusCode::UNPROCESSABLE_ENTITY,
+                },
+                *code,
+            ),
+            Error::DocumentsRequired => (StatusCode::CONFLICT, "documents_required"),
             Error::AccountSuspended => (StatusCode::FORBIDDEN, "account_suspended"),
             Error::InvalidToken => (StatusCode::BAD_REQUEST, "invalid_token"),
             Error::PersonHasAccount => (StatusCode::CONFLICT, "person_has_account"),

@@ -7,9 +7,12 @@ mod account;
 mod admin;
 mod api;
 mod console;
+mod console_documents;
 mod console_login;
 mod console_money;
+mod console_trail;
 mod console_web;
+mod documents;
 pub mod edge;
 mod error;
 mod log;
@@ -72,9 +75,12 @@ fn app_with(state: AppState, throttles: Arc<Throttles>) -> Router {
         .merge(password::routes())
         .merge(sessions::routes())
         .merge(web::routes())
+        .layer(RequestBodyLimitLayer::new(64 * 1024))
+        // An identity document's upload takes more: its handler reads the
+        // body up to the installation's own limit.
+        .merge(documents::routes())
         .layer(Extension(throttles))
         .layer(middleware::from_fn_with_state(state.clone(), observe))
-        .layer(RequestBodyLimitLayer::new(64 * 1024))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             Duration::from_secs(30),

@@ -77,6 +77,7 @@ static ASSETS: &[Asset] = &[
     asset!("assets/js/account.js", JS),
     asset!("assets/js/playtime.js", JS),
     asset!("assets/js/security.js", JS),
+    asset!("assets/js/documents.js", JS),
     asset!("rules/fr.txt", "text/plain; charset=utf-8"),
     asset!("rules/en.txt", "text/plain; charset=utf-8"),
 ];

@@ -434,6 +434,9 @@ impl Service {
                         "this account has no IBAN yet: the player gives it first".to_owned(),
                     ));
                 };
+                if !super::documents::all_verified(conn, player.id).await? {
+                    return Err(Error::DocumentsRequired);
+                }
                 let changed = || Error::IbanChanged {
                     current: Iban::masked(&iban),
                     set_at_ms: row.iban_set_at_ms.unwrap_or(row.opened_at_ms),

@@ -16,6 +16,7 @@ mod account;
 mod blocks;
 mod console;
 mod devices;
+mod documents;
 mod emissions;
 mod log;
 mod money;
@@ -42,6 +43,7 @@ pub use crate::model::{DEPOSITS_ACCOUNT, IdempotencyKey, PRIZES_ACCOUNT, Player,
 pub use account::{AccountView, BanImport, Closed, Opening};
 pub use console::{Dashboard, PlayerListing, Recheck};
 pub use devices::{SessionOrigin, SessionView};
+pub use documents::{DocumentView, Review, StaffDocumentView};
 pub use emissions::{BlockView, EmissionView};
 pub use money::{MAX_DEMO_DEPOSIT_CENTS, MAX_DEPOSIT_CENTS, Me};
 pub use payments::{Confirmed, DepositView, Payments, sign as sign_webhook};
@@ -90,6 +92,8 @@ pub struct Settings {
     /// Where mail goes (SMTP or the outbox); none: no mail is sent (a
     /// service opened by a one-off command).
     pub mail: Option<crate::mail::Mailer>,
+    /// The largest identity document a player may send, in bytes.
+    pub max_document_bytes: usize,
 }
 
 /// Four eyes on money out (`docs/CONSOLE.md`): the approver of a
@@ -133,6 +137,7 @@ impl Default for Settings {
             payments: Payments::default(),
             four_eyes: FourEyes::default(),
             mail: None,
+            max_document_bytes: crate::account::documents::DEFAULT_MAX_DOCUMENT_BYTES,
         }
     }
 }

@@ -92,7 +92,8 @@ impl Service {
         Ok(sealed)
     }
 
-    /// Re-seals every block secret under `new_key` in one writer job, and
+    /// Re-seals every block secret under `new_key` in one writer job (the
+    /// console accounts' TOTP secrets and the identity documents too), and
     /// the key check with it; from its commit on only `new_key` opens them.
     /// Returns how many secrets were re-sealed.
     pub async fn rotate_secrets(&self, new_key: SecretsKey) -> Result<usize, Error> {
@@ -125,6 +126,15 @@ impl Service {
                         .execute(&mut *conn)
                         .await?;
                 }
+                // And the players' identity documents, one at a time (each
+                // up to the documents' size limit).
+                let documents: Vec<i64> =
+                    sql::query_scalar("SELECT id FROM identity_documents ORDER BY id")
+                        .fetch_all(&mut *conn)
+                        .await?;
+                for id in &documents {
+                    super::documents::reseal(conn, *id, &key, &new_key).await?;
+                }
                 put_setting(conn, KEY_CHECK, Some(&new_key.check_value())).await?;
                 trail::append(
                     conn,
@@ -132,7 +142,8 @@ impl Service {
                     &Actor::Operator,
                     "secrets_rotated",
                     json!({}),
-                    json!({"blocks_resealed": rows.len(), "staff_totp_resealed": staff.len()}),
+                    json!({"blocks_resealed": rows.len(), "staff_totp_resealed": staff.len(),
+                           "documents_resealed": documents.len()}),
                 )
                 .await?;
                 Ok(rows.len())

@@ -4,6 +4,7 @@
 
 pub mod accounts;
 pub mod batch;
+pub mod documents;
 pub mod lock;
 pub mod oversight;
 pub mod persons;

@@ -142,6 +142,23 @@ impl TestApp {
         answer(request.send().await.unwrap()).await
     }
 
+    /// POSTs `body` as raw bytes with `headers` (no CSRF header unless given).
+    pub async fn post_bytes(
+        &self,
+        path: &str,
+        body: Vec<u8>,
+        headers: &[(&str, &str)],
+    ) -> (StatusCode, Value) {
+        let mut request = self
+            .client
+            .post(format!("{}{path}", self.address))
+            .body(body);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        answer(request.send().await.unwrap()).await
+    }
+
     pub async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
         self.post_raw(path, &body.to_string(), &[("x-requested-with", "tresor")])
             .await

@@ -5,7 +5,8 @@
 use super::TestApp;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use tresor::service::sign_webhook;
+use tresor::account::documents::DocumentKind;
+use tresor::service::{Review, Service, sign_webhook};
 use tresor::staff::{Role, StaffName, totp_code};
 
 pub const IBAN: &str = "FR76 3000 6000 0112 3456 7890 189";
@@ -44,6 +45,37 @@ pub fn opening(app: &TestApp, username: &str, deposit_limit_cents: i64) -> Value
             "email": format!("{username}@example.org"),
         },
     })
+}
+
+/// The smallest files of each type the documents take (by their first bytes).
+pub const JPEG: &[u8] =
+    b"\xFF\xD8\xFF\xE0\x00\x10JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00\xFF\xD9";
+pub const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01";
+pub const PDF: &[u8] =
+    b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n";
+
+/// `username` sends an identity document and a proof of IBAN, and a
+/// console account (`staff:docs`) verifies both, as the console does: what
+/// the account's verification asks first (tests that verify accounts).
+pub async fn documents_verified(service: &Service, username: &str) {
+    let player = service.player_by_username(username).await.unwrap();
+    for (kind, bytes) in [
+        (DocumentKind::Identity, JPEG),
+        (DocumentKind::IbanProof, PDF),
+    ] {
+        let document = service
+            .upload_document(&player, kind, "scan", bytes.to_vec())
+            .await
+            .unwrap();
+        service
+            .review_document_as(
+                tresor::trail::Actor::staff("docs"),
+                document.id,
+                Review::Verify,
+            )
+            .await
+            .unwrap();
+    }
 }
 
 /// Opens an account for real money as the app's client (logged in after).

@@ -91,6 +91,9 @@ export const api = {
   unsuspend: (player, reason) => request('POST', `${base}/players/${id(player)}/unsuspend`, { reason }),
   // The IBAN the operator reviewed: refused (409 iban_changed) if it changed since.
   verify: (player, iban) => request('POST', `${base}/players/${id(player)}/verify`, { iban }),
+  verifyDocument: (document) => request('POST', `${base}/documents/${id(document)}/verify`, {}),
+  refuseDocument: (document, reason) => request('POST', `${base}/documents/${id(document)}/refuse`, { reason }),
+  trailRecords: (filter, before, limit = 50) => request('GET', `${base}/trail/records${q({ ...filter, before, limit })}`),
   accounts: (status = 'provisional') => request('GET', `${base}/accounts${q({ status })}`),
   withdrawals: (state = 'pending', cursor, limit = 100) =>
     request('GET', `${base}/withdrawals${q({ state, cursor, limit })}`),

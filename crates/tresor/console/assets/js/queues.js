@@ -1,6 +1,8 @@
 //! The queues: provisional accounts waiting for their identity check
-//! (role `players`: verify, naming the IBAN reviewed; an IBAN changed since
-//! the opening is marked), and pending withdrawals, oldest first, a page at
+//! (role `players`: who the person is beside their documents, each opened,
+//! verified or refused with a reason; the account verified once both
+//! documents are, naming the IBAN reviewed; an IBAN changed since the
+//! opening is marked), and pending withdrawals, oldest first, a page at
 //! a time (role `withdrawals`: approve, or reject with a reason the player
 //! sees). Each asks first.
 
@@ -18,32 +20,97 @@ function when(row, name) {
 
 const playerOf = (row) => row.player_id ?? row.id;
 
+const KINDS = [
+  ['identity', 'Identity document'],
+  ['iban_proof', 'Proof of IBAN'],
+];
+
+/** The latest document of `kind` (the list is newest first). */
+const latestOf = (a, kind) => (a.documents ?? []).find((d) => d.kind === kind) ?? null;
+const documentsVerified = (a) => KINDS.every(([kind]) => latestOf(a, kind)?.status === 'verified');
+
+/** Who the person is: names, birth date and place, address. */
+function person(a) {
+  const i = a.identity;
+  return h(
+    'div',
+    { class: 'person' },
+    h('a', { href: `#/players/${playerOf(a)}` }, a.username),
+    i
+      ? h(
+          'div',
+          { class: 'identity', 'data-testid': `identity-${playerOf(a)}`, 'data-no-tr': true },
+          h('div', {}, h('strong', {}, `${i.first_names} ${i.birth_name}`)),
+          h('div', {}, `${i.birth_date}, ${i.birth_place}`),
+          h('div', {}, i.address),
+        )
+      : null,
+  );
+}
+
+/** Each kind's latest document: its status, a link to open it, and the review buttons while it waits. */
+function documentCell(a) {
+  return h(
+    'ul',
+    { class: 'documents' },
+    KINDS.map(([kind, label]) => {
+      const d = latestOf(a, kind);
+      const status = d ? d.status : 'missing';
+      return h(
+        'li',
+        { 'data-testid': `doc-${playerOf(a)}-${kind}`, 'data-status': status },
+        h('span', {}, `${label}: `),
+        h('span', { class: `state ${status === 'verified' ? 'open' : status === 'refused' ? 'banned' : 'pending'}` }, d ? status : 'not sent'),
+        d
+          ? h(
+              'span',
+              { class: 'buttons' },
+              h('a', { href: `/console/api/documents/${d.id}`, target: '_blank', rel: 'noopener', 'data-testid': `doc-open-${d.id}`, class: 'small' }, `Open ${d.name}`),
+              d.status === 'pending'
+                ? [
+                    h('button', { type: 'button', class: 'small', 'data-action': 'doc-verify', 'data-id': d.id, 'data-kind': label, 'data-name': a.username, 'data-testid': `doc-verify-${d.id}` }, 'Document verified…'),
+                    h('button', { type: 'button', class: 'small danger-quiet', 'data-action': 'doc-refuse', 'data-id': d.id, 'data-kind': label, 'data-name': a.username, 'data-testid': `doc-refuse-${d.id}` }, 'Refuse…'),
+                  ]
+                : null,
+            )
+          : null,
+        d?.status === 'refused' && d.reason ? h('div', { class: 'hint' }, `Refused: ${d.reason}`) : null,
+      );
+    }),
+  );
+}
+
 async function loadAccounts() {
   const { accounts } = await api.accounts('provisional');
   fill(
     $('#verify-queue'),
     table(
       [
-        ['Player', (a) => h('a', { href: `#/players/${playerOf(a)}` }, a.username)],
-        ['Opened', (a) => timeNode(when(a, 'opened_at'))],
+        ['Person', person],
         ['Provisional until', (a) => timeNode(when(a, 'provisional_until'))],
-        ['Identity', (a) => (a.has_identity ? 'given' : 'none')],
-        ['IBAN', (a) => groupIban(a.iban) ?? '—'],
+        ['Documents', documentCell],
         [
-          'IBAN given',
+          'IBAN',
           (a) =>
             h(
-              'span',
-              { 'data-testid': 'iban-given' },
-              timeNode(when(a, 'iban_set_at')),
-              a.iban_changes > 0 ? h('span', { class: 'state pending', 'data-testid': 'iban-changed' }, ` changed ×${a.iban_changes}`) : null,
+              'div',
+              {},
+              h('div', {}, groupIban(a.iban) ?? '—'),
+              h(
+                'span',
+                { 'data-testid': 'iban-given', class: 'hint' },
+                timeNode(when(a, 'iban_set_at')),
+                a.iban_changes > 0 ? h('span', { class: 'state pending', 'data-testid': 'iban-changed' }, ` changed ×${a.iban_changes}`) : null,
+              ),
             ),
         ],
         ['Ban list', (a) => (a.banned ? h('span', { class: 'state banned' }, 'banned') : '')],
         [
-          '',
+          'Account',
           (a) =>
-            h('button', { type: 'button', class: 'small', 'data-action': 'verify', 'data-id': playerOf(a), 'data-name': a.username, 'data-iban': a.iban ?? '', 'data-testid': `verify-${playerOf(a)}` }, 'Verify…'),
+            documentsVerified(a)
+              ? h('button', { type: 'button', class: 'small', 'data-action': 'verify', 'data-id': playerOf(a), 'data-name': a.username, 'data-iban': a.iban ?? '', 'data-testid': `verify-${playerOf(a)}` }, 'Verify…')
+              : h('span', { class: 'hint', 'data-testid': `verify-${playerOf(a)}-waits` }, 'Documents first'),
           'actions',
         ],
       ],
@@ -109,7 +176,24 @@ async function act(button) {
     await loadWithdrawals(true);
     return;
   }
-  if (button.dataset.action === 'verify') {
+  if (button.dataset.action === 'doc-verify') {
+    done = await confirmAction({
+      title: `Verify ${name}'s document?`,
+      text: `${button.dataset.kind}: confirm that you opened it and that it is in order.`,
+      ok: 'Document verified',
+      action: () => api.verifyDocument(id),
+    });
+    if (done) notice(`${name}'s document is verified.`);
+  } else if (button.dataset.action === 'doc-refuse') {
+    done = await confirmAction({
+      title: `Refuse ${name}'s document?`,
+      text: `${button.dataset.kind}: the player reads your reason and sends another one.`,
+      ok: 'Refuse',
+      reason: true,
+      action: (reason) => api.refuseDocument(id, reason),
+    });
+    if (done) notice(`${name}'s document is refused.`);
+  } else if (button.dataset.action === 'verify') {
     const iban = button.dataset.iban;
     done = await confirmAction({
       title: `Verify ${name}?`,

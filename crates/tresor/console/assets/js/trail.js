@@ -1,9 +1,10 @@
 //! The audit trail (role `trail`): its head (sequence number and hash, with
 //! a copy button), the last verification, verifying now, and the export as
-//! JSON Lines saved by the browser.
+//! JSON Lines saved by the browser; browsing the records by actor, action
+//! and days, newest first, a page at a time.
 
 import { api } from './api.js';
-import { $, count, dateTime, notice, showError, copyText, busy } from './util.js';
+import { $, h, fill, table, timeNode, count, dateTime, notice, showError, copyText, busy } from './util.js';
 import { setText, tr } from './i18n.js';
 
 function lastLine(last) {
@@ -25,8 +26,63 @@ async function load() {
   render(await api.trail());
 }
 
+/** The records shown, newest first, the next page's cursor and the filter they match. */
+let shown = [];
+let nextBefore = null;
+let filter = {};
+
+/** A record's JSON, on one line (the whole in the cell: it wraps). */
+const json = (value) => h('code', { class: 'json' }, typeof value === 'string' ? value : JSON.stringify(value));
+
+async function loadRecords(more = false) {
+  if (!more) {
+    filter = {
+      actor: $('#trail-actor').value.trim(),
+      action: $('#trail-action').value.trim(),
+      from: $('#trail-from').value,
+      to: $('#trail-to').value,
+    };
+  }
+  const page = await api.trailRecords(filter, more ? nextBefore : undefined);
+  shown = more ? shown.concat(page.records) : page.records;
+  nextBefore = page.next_before ?? null;
+  fill(
+    $('#trail-records'),
+    table(
+      [
+        ['#', (r) => r.seq, 'num'],
+        ['Time', (r) => timeNode(r.at)],
+        ['Actor', (r) => h('code', {}, r.actor)],
+        ['Action', (r) => h('code', {}, r.action)],
+        ['Request', (r) => json(r.request)],
+        ['Result', (r) => json(r.result)],
+      ],
+      shown,
+      { empty: 'No record matches this search.', rowAttrs: (r) => ({ 'data-testid': 'trail-record', 'data-seq': r.seq, 'data-action': r.action }), caption: 'Trail records, newest first' },
+    ),
+    nextBefore ? h('button', { type: 'button', class: 'quiet', id: 'trail-more', 'data-testid': 'trail-more' }, 'Older records') : null,
+  );
+  $('#trail-records').dataset.count = String(shown.length);
+}
+
 export const trail = {
   setup() {
+    $('#trail-search').addEventListener('submit', async (event) => {
+      event.preventDefault();
+      try {
+        await loadRecords();
+      } catch (failure) {
+        showError(failure);
+      }
+    });
+    $('#trail-records').addEventListener('click', async (event) => {
+      if (!event.target.closest('#trail-more')) return;
+      try {
+        await loadRecords(true);
+      } catch (failure) {
+        showError(failure);
+      }
+    });
     $('#trail-copy').addEventListener('click', async () => {
       const hash = $('#trail-hash').textContent;
       if (await copyText(hash)) notice('The head hash is copied.');
@@ -64,7 +120,7 @@ export const trail = {
   },
   async show() {
     try {
-      await load();
+      await Promise.all([load(), loadRecords()]);
     } catch (failure) {
       showError(failure);
     }

@@ -41,6 +41,36 @@ async function request(method, path, body, headers = {}) {
   return data;
 }
 
+/**
+ * Sends an identity document: the file itself is the body (its type is read
+ * from its bytes on the server), its kind and name in the query.
+ */
+async function upload(kind, file) {
+  const path = `/api/account/documents?kind=${encodeURIComponent(kind)}&name=${encodeURIComponent(file.name)}`;
+  let response;
+  try {
+    response = await fetch(path, {
+      method: 'POST',
+      credentials: 'same-origin',
+      headers: { Accept: 'application/json', 'X-Requested-With': 'tresor', 'Content-Type': 'application/octet-stream' },
+      body: file,
+    });
+  } catch (cause) {
+    throw new ApiError(0, 'network', String(cause));
+  }
+  let data = null;
+  try {
+    data = await response.json();
+  } catch {
+    data = null;
+  }
+  if (!response.ok) {
+    const error = data && data.error ? data.error : {};
+    throw new ApiError(response.status, error.code || `http_${response.status}`, error.message || response.statusText, error);
+  }
+  return data;
+}
+
 /** A fresh idempotency key for one click on "Jouer". */
 export function newIdempotencyKey() {
   if (crypto.randomUUID) return crypto.randomUUID();
@@ -79,6 +109,8 @@ export const api = {
   setMarketing: (consent) => request('PUT', '/api/account/marketing', { consent }),
   setReminder: (everyMinutes) => request('PUT', '/api/account/reminder', { every_minutes: everyMinutes }),
   setIban: (iban) => request('PUT', '/api/account/iban', { iban }),
+  documents: () => request('GET', '/api/account/documents'),
+  uploadDocument: upload,
   closeAccount: () => request('POST', '/api/account/close', { confirm: true }),
   askDeposit: (amountCents) => request('POST', '/api/account/deposits', { amount_cents: amountCents }),
   deposit: (id) => request('GET', `/api/account/deposits/${encodeURIComponent(id)}`),

@@ -15,6 +15,7 @@ import { setupFairness } from './fairness.js';
 import { setupMoney, setupOpening } from './account.js';
 import { setupPlaytime } from './playtime.js';
 import { setupSecurity } from './security.js';
+import { setupDocuments } from './documents.js';
 import { $ } from './util.js';
 
 /**
@@ -51,6 +52,7 @@ const app = {
     state.account = { ...(state.account ?? {}), ...account };
     playtime?.sync(state.account, options);
     wallet?.render();
+    documents?.render();
   },
 
   /** The rules window before a purchase; resolves true once accepted. */
@@ -167,6 +169,7 @@ let wallet;
 let opening;
 let playtime;
 let security;
+let documents;
 
 function renderUser() {
   const me = state.me;
@@ -236,7 +239,7 @@ async function route() {
   else if (screen === 'history') await history.show();
   else if (screen === 'account') {
     account.render();
-    await Promise.all([wallet.show(rest), security.show()]);
+    await Promise.all([wallet.show(rest), security.show(), documents.refresh()]);
   } else if (screen === 'reset') security.showReset(arg);
   else if (screen === 'confirm') await security.confirmEmail(arg); else if (screen === 'statement') await wallet.showStatement();
   else if (screen === 'rules') await loadRules($('#rules-text'), currentLang());
@@ -256,6 +259,7 @@ async function boot() {
   opening = setupOpening(app);
   playtime = setupPlaytime(app);
   security = setupSecurity(app);
+  documents = setupDocuments(app);
   app.game = game;
   app.playtime = playtime;
 
@@ -281,6 +285,7 @@ async function boot() {
     wallet.relabel();
     playtime.relabel();
     security.relabel();
+    documents.relabel();
     if (currentRoute().name === 'history' && state.me) history.show();
     if (currentRoute().name === 'fairness') fairness.render();
     const rules = $('#rules-text');

@@ -1,0 +1,111 @@
+//! The console's trail screen (role `trail`, read-only): `GET
+//! /console/api/trail/records?actor=&action=&from=&to=&before=&limit=`,
+//! records newest first, a page at a time (`next_before` for the next).
+//! `docs/CONSOLE.md`, "The trail".
+
+use super::AppState;
+use super::api::Params;
+use super::console::{Answer, ok};
+use crate::error::Error;
+use crate::service::{parse_rfc3339, rfc3339};
+use crate::trail::search::{Filter, search};
+use axum::extract::State;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+const DAY_MS: i64 = 24 * 3600 * 1000;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RecordsQuery {
+    actor: Option<String>,
+    action: Option<String>,
+    from: Option<String>,
+    to: Option<String>,
+    before: Option<String>,
+    limit: Option<String>,
+}
+
+fn text(value: &Option<String>) -> Option<String> {
+    value
+        .as_deref()
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned)
+}
+
+/// A bound of the time range: an RFC 3339 time, or a day (`2026-01-31`,
+/// UTC) — its start for `from`, the next day's start for `to` (so the day
+/// is included).
+fn bound(name: &str, value: &Option<String>, end: bool) -> Result<Option<i64>, Error> {
+    let Some(value) = text(value) else {
+        return Ok(None);
+    };
+    if let Ok(date) = time::Date::parse(
+        &value,
+        time::macros::format_description!("[year]-[month]-[day]"),
+    ) {
+        let ms = date.midnight().assume_utc().unix_timestamp() * 1000;
+        return Ok(Some(if end { ms + DAY_MS } else { ms }));
+    }
+    parse_rfc3339(&value).map(Some).map_err(|_| {
+        Error::Validation(format!(
+            "{name}: a day (2026-01-31) or an RFC 3339 time (2026-01-31T12:00:00Z)"
+        ))
+    })
+}
+
+/// A page of trail records matching the query, newest first.
+pub(super) async fn records(
+    State(state): State<AppState>,
+    Params(query): Params<RecordsQuery>,
+) -> Answer {
+    let limit = match text(&query.limit) {
+        None => 50,
+        Some(l) => l
+            .parse::<i64>()
+            .ok()
+            .filter(|l| (1..=200).contains(l))
+            .ok_or_else(|| Error::Validation("limit: a number from 1 to 200".to_owned()))?,
+    };
+    let before_seq = text(&query.before)
+        .map(|b| {
+            b.parse::<i64>()
+                .map_err(|_| Error::Validation("before: a record's number".to_owned()))
+        })
+        .transpose()?;
+    let filter = Filter {
+        actor: text(&query.actor),
+        action: text(&query.action),
+        from_ms: bound("from", &query.from, false)?,
+        to_ms: bound("to", &query.to, true)?,
+        before_seq,
+    };
+    if let (Some(from), Some(to)) = (filter.from_ms, filter.to_ms)
+        && from >= to
+    {
+        return Err(Error::Validation("from: before to".to_owned()).into());
+    }
+    let found = search(&state.service.db.pool, &filter, limit + 1).await?;
+    let more = found.len() as i64 > limit;
+    let records: Vec<Value> = found
+        .iter()
+        .take(limit as usize)
+        .map(|r| {
+            json!({
+                "seq": r.seq,
+                "at": rfc3339(r.at_ms),
+                "actor": r.actor,
+                "action": r.action,
+                "request": serde_json::from_str::<Value>(&r.request).unwrap_or(Value::String(r.request.clone())),
+                "result": serde_json::from_str::<Value>(&r.result).unwrap_or(Value::String(r.result.clone())),
+            })
+        })
+        .collect();
+    let next_before = if more {
+        records.last().map(|r| r["seq"].clone())
+    } else {
+        None
+    };
+    ok(json!({ "records": records, "next_before": next_before }))
+}
