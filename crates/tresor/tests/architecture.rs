@@ -252,14 +252,6 @@ fn folder_graphs() -> BTreeMap<String, BTreeMap<String, BTreeSet<String>>> {
     graphs
 }
 
-/// Circles found before this test and left to the owners of those files
-/// (issue 24): the edges inside each group are not followed. Nothing else
-/// may join them, and no new circle may appear.
-const CIRCLES_LEFT: &[(&str, &[&str])] = &[
-    ("http", &["api", "sessions"]),
-    ("http", &["console", "console_login", "console_money"]),
-];
-
 #[test]
 fn the_files_of_each_folder_use_each_other_with_no_circle() {
     let graphs = folder_graphs();
@@ -268,18 +260,12 @@ fn the_files_of_each_folder_use_each_other_with_no_circle() {
         "the graph sees `use super::x`: {:?}",
         graphs["cli"]
     );
-    let left = |folder: &str, from: &str, to: &str| {
-        CIRCLES_LEFT
-            .iter()
-            .any(|(f, group)| *f == folder && group.contains(&from) && group.contains(&to))
-    };
     let mut circles = Vec::new();
     for (folder, graph) in &graphs {
         // Depth-first search for a back edge, reporting the circle found.
         fn visit<'g>(
             module: &'g str,
             graph: &'g BTreeMap<String, BTreeSet<String>>,
-            follow: &dyn Fn(&str, &str) -> bool,
             path: &mut Vec<&'g str>,
             done: &mut BTreeSet<&'g str>,
             circles: &mut Vec<String>,
@@ -293,25 +279,15 @@ fn the_files_of_each_folder_use_each_other_with_no_circle() {
             }
             path.push(module);
             for next in graph.get(module).into_iter().flatten() {
-                if follow(module, next) {
-                    visit(next, graph, follow, path, done, circles);
-                }
+                visit(next, graph, path, done, circles);
             }
             path.pop();
             done.insert(module);
         }
-        let follow = |from: &str, to: &str| !left(folder, from, to);
         let mut done = BTreeSet::new();
         let mut found = Vec::new();
         for module in graph.keys() {
-            visit(
-                module,
-                graph,
-                &follow,
-                &mut Vec::new(),
-                &mut done,
-                &mut found,
-            );
+            visit(module, graph, &mut Vec::new(), &mut done, &mut found);
         }
         circles.extend(found.into_iter().map(|c| format!("{folder}/: {c}")));
     }

@@ -375,3 +375,81 @@ on_both!(the_players_listener_never_serves_a_document, |app| {
     let text = app.get("/api/account/documents").await.1.to_string();
     assert!(!text.contains("JFIF") && !text.contains("sealed"), "{text}");
 });
+
+on_both!(
+    the_command_line_reviews_documents_before_it_verifies_the_account,
+    |app| {
+        open_account(&app, "ana").await;
+        let (_, identity) = upload(&app, "identity", "passport.jpg", JPEG).await;
+        let (_, proof) = upload(&app, "iban_proof", "rib.png", PNG).await;
+        let (identity, proof) = (
+            identity["id"].as_i64().unwrap().to_string(),
+            proof["id"].as_i64().unwrap().to_string(),
+        );
+        let text =
+            |output: std::process::Output| String::from_utf8_lossy(&output.stdout).into_owned();
+
+        // Listed, then opened to a new file: the bytes sent.
+        let listed = text(app.db.tresor_ok(&["document", "list", "--username", "ana"]));
+        assert!(
+            listed.contains("passport.jpg") && listed.contains("pending"),
+            "{listed}"
+        );
+        let folder = tempfile::tempdir().unwrap();
+        let out = folder.path().join("passport.jpg");
+        let out_arg = out.to_str().unwrap();
+        app.db
+            .tresor_ok(&["document", "show", &identity, "--out", out_arg]);
+        assert_eq!(std::fs::read(&out).unwrap(), JPEG);
+        // An existing file is never overwritten.
+        let again = app
+            .db
+            .tresor(&["document", "show", &identity, "--out", out_arg]);
+        assert_ne!(again.status.code(), Some(0));
+
+        // Documents not verified yet: the account is not verified.
+        let early = app
+            .db
+            .tresor(&["account", "verify", "--username", "ana", "--iban", IBAN]);
+        assert_ne!(early.status.code(), Some(0), "verified without documents");
+
+        // A reason too short is a usage error, nothing changed.
+        let short = app
+            .db
+            .tresor(&["document", "refuse", &proof, "--reason", "no"]);
+        assert_eq!(short.status.code(), Some(2));
+        assert_eq!(my_documents(&app).await[0]["status"], "pending");
+        app.db.tresor_ok(&[
+            "document",
+            "refuse",
+            &proof,
+            "--reason",
+            "The IBAN on this page is not yours",
+        ]);
+        let refused = my_documents(&app).await;
+        let refused = refused.iter().find(|d| d["kind"] == "iban_proof").unwrap();
+        assert_eq!(refused["status"], "refused");
+        assert_eq!(refused["reason"], "The IBAN on this page is not yours");
+        // A decided document is not reviewed again.
+        assert_ne!(
+            app.db.tresor(&["document", "verify", &proof]).status.code(),
+            Some(0)
+        );
+
+        // Sent again, both verified: the account is verified.
+        let (_, proof) = upload(&app, "iban_proof", "rib.pdf", PDF).await;
+        let proof = proof["id"].as_i64().unwrap().to_string();
+        app.db.tresor_ok(&["document", "verify", &identity]);
+        app.db.tresor_ok(&["document", "verify", &proof]);
+        app.db
+            .tresor_ok(&["account", "verify", "--username", "ana", "--iban", IBAN]);
+        assert_eq!(
+            count(
+                &app,
+                "SELECT COUNT(*) FROM trail WHERE action IN ('document_verified', 'document_refused') AND actor = 'operator'"
+            )
+            .await,
+            3
+        );
+    }
+);

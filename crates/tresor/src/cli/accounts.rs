@@ -297,7 +297,7 @@ pub struct ReservesArgs {
     pub db: DbArgs,
 }
 
-fn refusal(error: Error) -> anyhow::Error {
+pub(super) fn refusal(error: Error) -> anyhow::Error {
     match error {
         Error::Validation(message) => Usage(message).into(),
         Error::NotFound => Usage("not found".to_owned()).into(),
@@ -307,7 +307,7 @@ fn refusal(error: Error) -> anyhow::Error {
     }
 }
 
-async fn service(db: &DbArgs) -> anyhow::Result<Service> {
+pub(super) async fn service(db: &DbArgs) -> anyhow::Result<Service> {
     open_service(db, Settings::default()).await
 }
 

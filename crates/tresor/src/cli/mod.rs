@@ -8,6 +8,7 @@ pub mod audit;
 pub mod backup;
 pub mod bench;
 pub mod db;
+pub mod documents;
 pub mod game;
 pub mod log;
 pub mod mail;
@@ -69,6 +70,9 @@ pub enum Command {
     /// List, verify, suspend and unsuspend player accounts.
     #[command(subcommand, visible_alias = "accounts")]
     Account(accounts::AccountCommand),
+    /// List players' identity documents, open one, verify or refuse it.
+    #[command(subcommand, visible_alias = "documents")]
+    Document(documents::DocumentCommand),
     /// List, approve and reject withdrawals.
     #[command(subcommand)]
     Withdrawal(accounts::WithdrawalCommand),
@@ -161,6 +165,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Sales(command)) => run_async(operator::run_sales(command)),
         Some(Command::Announce(args)) => run_async(operator::run_announce(args)),
         Some(Command::Account(command)) => run_async(accounts::run_account(command)),
+        Some(Command::Document(command)) => run_async(documents::run_document(command)),
         Some(Command::Withdrawal(command)) => run_async(accounts::run_withdrawal(command)),
         Some(Command::Banlist(command)) => run_async(accounts::run_banlist(command)),
         Some(Command::Rules(command)) => run_async(accounts::run_rules(command)),

@@ -8,7 +8,7 @@ use super::api::{
     ActingPlayer, Body, CurrentPlayer, PageQuery, Params, PathId, cross_site, logged_in,
     require_csrf_proof, session_cookie, session_token,
 };
-use super::sessions::Origin;
+use super::origin::Origin;
 use super::throttle::{ClientAddress, Throttles};
 use super::{ApiError, AppState};
 use crate::account::{Iban, Identity, ReminderMinutes};

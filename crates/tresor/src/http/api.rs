@@ -1,6 +1,6 @@
 //! The JSON API under `/api` (SPEC §6) and `/healthz`.
 
-use super::sessions::Origin;
+use super::origin::Origin;
 use super::throttle::{ClientAddress, Throttles};
 use super::{ApiError, AppState};
 use crate::error::Error;

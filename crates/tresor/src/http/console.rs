@@ -14,7 +14,7 @@ use crate::service::{BlockView, Dashboard, StaffMember, parse_rfc3339, rfc3339};
 use crate::staff::Permission;
 use axum::body::Body as ResponseBody;
 use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
@@ -26,13 +26,9 @@ use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::set_header::SetResponseHeaderLayer;
 use tresor_game::Stake;
 
-/// The console session's cookie.
-pub const CONSOLE_COOKIE: &str = "tresor_console";
-/// The CSRF header's value on the console (the players' is `tresor`).
-pub const CONSOLE_CSRF_VALUE: &str = "tresor-console";
-
 use super::console_documents::{open_document, player_documents, refuse_document, verify_document};
-use super::console_login::{PendingLogins, change_password, login, login_code, logout};
+use super::console_kit::{Answer, CONSOLE_COOKIE, CONSOLE_CSRF_VALUE, cookie, ok};
+use super::console_login::{ConsoleLogins, change_password, login, login_code, logout};
 use super::console_money::{
     accounts, approve, credit, exclude, player, reject, search_players, statement, suspend_player,
     unsuspend_player, verify_player, withdrawals,
@@ -40,11 +36,8 @@ use super::console_money::{
 
 /// What the console's routes share beside the [`AppState`].
 pub struct Console {
-    /// The password step's throttles (per name typed and address).
-    pub(super) throttles: Throttles,
-    /// Logins between their password and their code, and the code
-    /// failures per console account.
-    pub(super) logins: PendingLogins,
+    /// The login's throttles and pending logins (`console_login.rs`).
+    logins: Arc<ConsoleLogins>,
     dashboard: Dashboard,
     /// The writer's batch times alone, to read their buckets.
     batch_registry: prometheus_client::registry::Registry,
@@ -67,8 +60,9 @@ impl Console {
             state.service.writer.stats.batch_seconds.clone(),
         );
         Console {
-            throttles: Throttles::new(&state.service.settings.rate_limits),
-            logins: PendingLogins::default(),
+            logins: Arc::new(ConsoleLogins::new(Throttles::new(
+                &state.service.settings.rate_limits,
+            ))),
             dashboard: Dashboard::default(),
             batch_registry,
             previous_buckets: Mutex::default(),
@@ -242,6 +236,7 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .merge(ban_list)
         .merge(small)
         .layer(middleware::from_fn(require_console_csrf))
+        .layer(Extension(console.logins.clone()))
         .layer(Extension(console))
         .layer(middleware::from_fn(super::json_edge_errors))
         .layer(SetResponseHeaderLayer::if_not_present(
@@ -266,26 +261,6 @@ async fn require_console_csrf(request: Request, next: Next) -> Response {
         Some(refusal) => refusal,
         None => next.run(request).await,
     }
-}
-
-pub(super) fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .find_map(|pair| {
-            let (key, value) = pair.trim().split_once('=')?;
-            (key == name && !value.is_empty()).then(|| value.to_owned())
-        })
-}
-
-pub(super) fn set_cookie(state: &AppState, name: &str, value: &str, max_age_s: i64) -> HeaderValue {
-    let secure = if state.secure_cookies { "; Secure" } else { "" };
-    HeaderValue::from_str(&format!(
-        "{name}={value}; Path=/console; HttpOnly; SameSite=Strict; Max-Age={max_age_s}{secure}"
-    ))
-    .expect("a cookie of hex digits is a valid header")
 }
 
 /// Resolves the console session and checks the route's permission; a
@@ -320,12 +295,6 @@ async fn guard(
     }
     request.extensions_mut().insert(member);
     next.run(request).await
-}
-
-pub(super) type Answer = Result<Response, ApiError>;
-
-pub(super) fn ok(value: Value) -> Answer {
-    Ok(Json(value).into_response())
 }
 
 async fn me(Extension(member): Extension<StaffMember>) -> Answer {

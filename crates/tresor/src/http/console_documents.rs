@@ -6,7 +6,7 @@
 
 use super::AppState;
 use super::api::{Body, PathId};
-use super::console::{Answer, ok};
+use super::console_kit::{Answer, ok};
 use crate::service::{Review, StaffMember};
 use axum::Extension;
 use axum::extract::State;

@@ -6,8 +6,8 @@
 //! [`WRONG_CODES_PER_LOGIN`] wrong codes.
 
 use super::api::Body;
-use super::console::{Answer, CONSOLE_COOKIE, Console, cookie, set_cookie};
-use super::throttle::ClientAddress;
+use super::console_kit::{Answer, CONSOLE_COOKIE, cookie, set_cookie};
+use super::throttle::{ClientAddress, Throttles};
 use super::{ApiError, AppState};
 use crate::error::Error;
 use crate::protect::FailedLogins;
@@ -45,10 +45,28 @@ struct Pending {
     wrong_codes: u32,
 }
 
+/// What the console's login keeps between requests: the password step's
+/// throttles (per name typed and address), and the logins between their
+/// password and their code.
+#[derive(Debug)]
+pub struct ConsoleLogins {
+    throttles: Throttles,
+    logins: PendingLogins,
+}
+
+impl ConsoleLogins {
+    pub fn new(throttles: Throttles) -> ConsoleLogins {
+        ConsoleLogins {
+            throttles,
+            logins: PendingLogins::default(),
+        }
+    }
+}
+
 /// Logins between their password and their code, and the code failures
 /// per console account (in memory, per server, as the players' throttles).
 #[derive(Debug)]
-pub struct PendingLogins {
+struct PendingLogins {
     pending: Mutex<HashMap<String, Pending>>,
     code_failures: FailedLogins,
 }
@@ -124,7 +142,7 @@ fn throttle_key(username: &str) -> String {
 
 pub(super) async fn login(
     State(state): State<AppState>,
-    Extension(console): Extension<Arc<Console>>,
+    Extension(console): Extension<Arc<ConsoleLogins>>,
     address: ClientAddress,
     Body(body): Body<LoginBody>,
 ) -> Answer {
@@ -181,7 +199,7 @@ pub(super) struct CodeBody {
 
 pub(super) async fn login_code(
     State(state): State<AppState>,
-    Extension(console): Extension<Arc<Console>>,
+    Extension(console): Extension<Arc<ConsoleLogins>>,
     headers: HeaderMap,
     Body(body): Body<CodeBody>,
 ) -> Answer {

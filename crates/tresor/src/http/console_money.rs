@@ -7,7 +7,7 @@
 
 use super::AppState;
 use super::api::{Body, PageQuery, Params, PathId};
-use super::console::{Answer, ok};
+use super::console_kit::{Answer, ok};
 use crate::account::Iban;
 use crate::error::Error;
 use crate::protect::ExclusionLength;

@@ -5,7 +5,7 @@
 
 use super::AppState;
 use super::api::Params;
-use super::console::{Answer, ok};
+use super::console_kit::{Answer, ok};
 use crate::error::Error;
 use crate::service::{parse_rfc3339, rfc3339};
 use crate::trail::search::{Filter, search};

@@ -1,14 +1,10 @@
 //! The player's open sessions (`docs/ACCOUNT.md`, "Sessions"): the list,
-//! and ending one or all of the others; and [`Origin`], where a session is
-//! opened from (its User-Agent and the client's address).
+//! and ending one or all of the others.
 
 use super::api::{ActingPlayer, CurrentPlayer, require_csrf_proof, session_token};
-use super::throttle::ClientAddress;
 use super::{ApiError, AppState};
 use crate::error::Error;
-use crate::service::SessionOrigin;
-use axum::extract::{FromRequestParts, Path, State};
-use axum::http::request::Parts;
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::middleware;
 use axum::routing::{get, post};
@@ -26,30 +22,6 @@ pub fn routes() -> Router<AppState> {
             header::CACHE_CONTROL,
             HeaderValue::from_static("no-store"),
         ))
-}
-
-/// Where a session is opened from: the request's User-Agent (at most 300
-/// characters kept) and the client's address (as the throttles see it).
-pub(super) struct Origin(pub SessionOrigin);
-
-impl FromRequestParts<AppState> for Origin {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
-        let Ok(address) = ClientAddress::from_request_parts(parts, state).await;
-        let user_agent = parts
-            .headers
-            .get(header::USER_AGENT)
-            .and_then(|v| v.to_str().ok())
-            .map(|v| v.chars().take(300).collect());
-        Ok(Origin(SessionOrigin {
-            user_agent,
-            address: Some(address.0.to_string()),
-        }))
-    }
 }
 
 fn token(headers: &HeaderMap) -> Result<String, ApiError> {

@@ -1,0 +1,42 @@
+//! What the console's screens share, below all of them: its cookie and CSRF
+//! value, reading and setting a cookie scoped to `/console`, and the
+//! handlers' answer type. `console.rs` (the router), `console_login.rs`,
+//! `console_money.rs`, `console_documents.rs` and `console_trail.rs` use it;
+//! it uses none of them.
+
+use super::{ApiError, AppState};
+use axum::Json;
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+
+/// The console session's cookie.
+pub const CONSOLE_COOKIE: &str = "tresor_console";
+/// The CSRF header's value on the console (the players' is `tresor`).
+pub const CONSOLE_CSRF_VALUE: &str = "tresor-console";
+
+pub(super) fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .find_map(|pair| {
+            let (key, value) = pair.trim().split_once('=')?;
+            (key == name && !value.is_empty()).then(|| value.to_owned())
+        })
+}
+
+pub(super) fn set_cookie(state: &AppState, name: &str, value: &str, max_age_s: i64) -> HeaderValue {
+    let secure = if state.secure_cookies { "; Secure" } else { "" };
+    HeaderValue::from_str(&format!(
+        "{name}={value}; Path=/console; HttpOnly; SameSite=Strict; Max-Age={max_age_s}{secure}"
+    ))
+    .expect("a cookie of hex digits is a valid header")
+}
+
+pub(super) type Answer = Result<Response, ApiError>;
+
+pub(super) fn ok(value: Value) -> Answer {
+    Ok(Json(value).into_response())
+}
