@@ -549,10 +549,20 @@ async fn the_history_shows_the_last_play_at_once_and_replays_a_finished_one(h: &
     let widths = browser
         .execute("return [window.innerWidth, document.documentElement.scrollWidth]")
         .await;
+    // What sticks out, if anything does (named in the failure).
+    let wider = browser
+        .execute(
+            "return [...document.querySelectorAll('body *')]
+               .filter((e) => e.getBoundingClientRect().right > 360.5 && e.getClientRects().length)
+               .slice(0, 8)
+               .map((e) => e.tagName + '#' + e.id + '.' + e.className.toString().slice(0, 40)
+                 + ' ' + Math.round(e.getBoundingClientRect().right))",
+        )
+        .await;
     assert_eq!(
         widths,
         json!([360, 360]),
-        "the page fits a 360 px wide screen"
+        "the page fits a 360 px wide screen; wider: {wider}"
     );
     browser.screenshot("07-phone").await;
     // A compact header (the menu behind a button) and the island at the
