@@ -546,16 +546,27 @@ async fn the_history_shows_the_last_play_at_once_and_replays_a_finished_one(h: &
         .wait_for(&format!("document.querySelector('#screen-game').dataset.playId === '{id}' && document.querySelector('#screen-game').dataset.mode === 'playing'"))
         .await;
     browser.throw_and_wait(1).await;
-    let widths = browser
-        .execute("return [window.innerWidth, document.documentElement.scrollWidth]")
-        .await;
-    // What sticks out, if anything does (named in the failure).
+    // The layout viewport follows the emulated phone at its next layout:
+    // given up to 3 s (a throw's last animation frames included) to settle.
+    let mut widths = json!(null);
+    for _ in 0..30 {
+        widths = browser
+            .execute("return [window.innerWidth, document.documentElement.scrollWidth]")
+            .await;
+        if widths == json!([360, 360]) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // What sticks out, if anything does (named in the failure; the inside of
+    // an SVG drawing is clipped by its box and left out).
     let wider = browser
         .execute(
             "return [...document.querySelectorAll('body *')]
-               .filter((e) => e.getBoundingClientRect().right > 360.5 && e.getClientRects().length)
+               .filter((e) => !(e.ownerSVGElement) && e.getClientRects().length
+                 && e.getBoundingClientRect().right > 360.5)
                .slice(0, 8)
-               .map((e) => e.tagName + '#' + e.id + '.' + e.className.toString().slice(0, 40)
+               .map((e) => e.tagName + '#' + e.id + '.' + (e.getAttribute('class') || '').slice(0, 40)
                  + ' ' + Math.round(e.getBoundingClientRect().right))",
         )
         .await;
