@@ -203,15 +203,7 @@ impl<S: Send + Sync> FromRequestParts<S> for PathId {
 }
 
 pub(super) fn session_token(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .find_map(|pair| {
-            let (name, value) = pair.trim().split_once('=')?;
-            (name == SESSION_COOKIE && !value.is_empty()).then(|| value.to_owned())
-        })
+    super::console_kit::cookie(headers, SESSION_COOKIE)
 }
 
 /// The logged-in player of a request; 401 without a live session.

@@ -2,7 +2,8 @@
 //! value, reading and setting a cookie scoped to `/console`, and the
 //! handlers' answer type. `console.rs` (the router), `console_login.rs`,
 //! `console_money.rs`, `console_documents.rs` and `console_trail.rs` use it;
-//! it uses none of them.
+//! it uses none of them. The players' session cookie is read with its
+//! `cookie` too (`api.rs`).
 
 use super::{ApiError, AppState};
 use axum::Json;
