@@ -168,6 +168,11 @@ impl Metrics {
             writer.batch_seconds.clone(),
         );
         registry.register(
+            "writer_over_budget",
+            "Requests answered unavailable at the outage budget, still waiting for the writer",
+            writer.over_budget.clone(),
+        );
+        registry.register(
             "writer_restarts",
             "Times the writer was started again after a panic or a failed start",
             writer.restarts.clone(),

@@ -32,12 +32,18 @@
 //! error, never running it again. While it is down every request is
 //! answered at once with `unavailable`, and [`Writer::probe`] fails, so
 //! `/readyz` does too.
+//!
+//! **The outage budget** ([`budget`]): a caller waits at most the budget
+//! (5 s unless told), then is answered `unavailable`; a hot command is
+//! abandoned at any time, a rare job only while still queued.
 
 mod batch_loop;
+mod budget;
 mod engine;
 mod faults;
 mod stats;
 
+pub use budget::DEFAULT_OUTAGE_BUDGET;
 pub use faults::Faults;
 pub use stats::{BatchCost, WriterStats};
 
@@ -47,6 +53,7 @@ use crate::store::sql::{self, Conn};
 use crate::store::{Backend, Db};
 use crate::trail;
 use batch_loop::{BatchIds, Loop};
+use budget::{Claim, JobReply, OVER_BUDGET};
 use engine::Engine;
 use faults::PageLimit;
 use futures_util::future::BoxFuture;
@@ -68,7 +75,7 @@ pub type Job =
 /// A request waiting in the writer's queue.
 enum Request {
     Hot(Command, oneshot::Sender<Result<Reply, Error>>),
-    Job(Job, oneshot::Sender<Result<Boxed, Error>>),
+    Job(Job, JobReply),
     /// Readiness: answered by a writer that is up, between two batches.
     Probe(oneshot::Sender<Result<(), Error>>),
 }
@@ -80,6 +87,15 @@ impl Request {
             Request::Hot(_, reply) => reply.is_closed(),
             Request::Job(_, reply) => reply.is_closed(),
             Request::Probe(reply) => reply.is_closed(),
+        }
+    }
+
+    /// The writer takes the request into a batch: `false` when its caller
+    /// is gone or withdrew it (see [`budget`]).
+    fn take(&self) -> bool {
+        match self {
+            Request::Job(_, reply) => reply.take(),
+            request => !request.caller_gone(),
         }
     }
 
@@ -122,6 +138,8 @@ impl Answer {
 pub struct Writer {
     queue: mpsc::Sender<Request>,
     pub stats: Arc<WriterStats>,
+    /// The longest a caller waits (see [`budget`]).
+    budget: Duration,
 }
 
 impl std::fmt::Debug for Request {
@@ -198,39 +216,97 @@ impl Writer {
                 tokio::spawn(loop_.supervise(move || Ok(Engine::Pool(db.clone()))));
             }
         }
-        Writer { queue, stats }
+        Writer {
+            queue,
+            stats,
+            budget: DEFAULT_OUTAGE_BUDGET,
+        }
+    }
+
+    /// This writer's callers waiting at most `budget` (see [`budget`]).
+    pub fn with_outage_budget(mut self, budget: Duration) -> Writer {
+        self.budget = budget;
+        self
     }
 
     /// Runs a rare `job` in the next batch and returns its result once the
     /// batch is durable. A job that returns an error has its changes rolled
-    /// back alone.
+    /// back alone. Still queued at the outage budget, it is withdrawn and
+    /// answered `unavailable`; once the writer took it, its answer is
+    /// awaited (it may take effect).
     pub async fn run<T, F>(&self, job: F) -> Result<T, Error>
     where
         T: Send + 'static,
         F: for<'c> Fn(&'c mut Conn) -> BoxFuture<'c, Result<T, Error>> + Send + Sync + 'static,
     {
-        let job: Job = Box::new(move |conn| {
-            let future = job(conn);
-            Box::pin(async move { future.await.map(|value| Box::new(value) as Boxed) })
-        });
+        let claim = Arc::new(Claim::default());
+        let (reply, mut answer) = oneshot::channel();
+        let request = Request::Job(boxed(job), JobReply::new(reply, Some(claim.clone())));
+        let deadline = tokio::time::Instant::now() + self.budget;
+        match tokio::time::timeout_at(deadline, self.send(request)).await {
+            Ok(sent) => sent?,
+            // Never queued: nothing can happen.
+            Err(_) => return Err(self.over_budget()),
+        }
+        let value = match tokio::time::timeout_at(deadline, &mut answer).await {
+            Ok(value) => value,
+            Err(_) if claim.withdraw() => return Err(self.over_budget()),
+            Err(_) => answer.await,
+        };
+        unboxed(value.map_err(|_| Error::Unavailable("the writer has stopped"))?)
+    }
+
+    /// [`Writer::run`] for a job whose effect may be abandoned at any time
+    /// (it is the same whether it happens or not, like refreshing a
+    /// session's idle timer): answered `unavailable` at the outage budget
+    /// even once taken.
+    pub async fn run_idempotent<T, F>(&self, job: F) -> Result<T, Error>
+    where
+        T: Send + 'static,
+        F: for<'c> Fn(&'c mut Conn) -> BoxFuture<'c, Result<T, Error>> + Send + Sync + 'static,
+    {
         let (reply, answer) = oneshot::channel();
-        self.send(Request::Job(job, reply)).await?;
-        let value = answer
-            .await
-            .map_err(|_| Error::Unavailable("the writer has stopped"))??;
-        Ok(*value
-            .downcast::<T>()
-            .expect("a job's reply has the job's type"))
+        let request = Request::Job(boxed(job), JobReply::new(reply, None));
+        let value = self
+            .within_budget(async {
+                self.send(request).await?;
+                answer
+                    .await
+                    .map_err(|_| Error::Unavailable("the writer has stopped"))?
+            })
+            .await;
+        unboxed(value)
     }
 
     /// Runs a hot command in the next batch's set and returns its result
-    /// once the batch is durable.
+    /// once the batch is durable, or `unavailable` at the outage budget (a
+    /// purchase's idempotency key makes its retry safe).
     pub async fn hot(&self, command: Command) -> Result<Reply, Error> {
         let (reply, answer) = oneshot::channel();
-        self.send(Request::Hot(command, reply)).await?;
-        answer
+        self.within_budget(async {
+            self.send(Request::Hot(command, reply)).await?;
+            answer
+                .await
+                .map_err(|_| Error::Unavailable("the writer has stopped"))?
+        })
+        .await
+    }
+
+    /// `wait`'s result, or `unavailable` once the outage budget is spent
+    /// (`wait` is dropped: its request's caller is gone).
+    async fn within_budget<T>(
+        &self,
+        wait: impl Future<Output = Result<T, Error>>,
+    ) -> Result<T, Error> {
+        tokio::time::timeout(self.budget, wait)
             .await
-            .map_err(|_| Error::Unavailable("the writer has stopped"))?
+            .unwrap_or_else(|_| Err(self.over_budget()))
+    }
+
+    /// Counts a caller answered at the budget, and its answer.
+    fn over_budget(&self) -> Error {
+        self.stats.over_budget.inc();
+        Error::Unavailable(OVER_BUDGET)
     }
 
     async fn send(&self, request: Request) -> Result<(), Error> {
@@ -274,6 +350,25 @@ impl Writer {
     pub fn queued(&self) -> usize {
         self.queue.max_capacity() - self.queue.capacity()
     }
+}
+
+/// A rare job as the queue carries it (its value boxed).
+fn boxed<T, F>(job: F) -> Job
+where
+    T: Send + 'static,
+    F: for<'c> Fn(&'c mut Conn) -> BoxFuture<'c, Result<T, Error>> + Send + Sync + 'static,
+{
+    Box::new(move |conn| {
+        let future = job(conn);
+        Box::pin(async move { future.await.map(|value| Box::new(value) as Boxed) })
+    })
+}
+
+/// A rare job's answer, unboxed.
+fn unboxed<T: 'static>(answer: Result<Boxed, Error>) -> Result<T, Error> {
+    Ok(*answer?
+        .downcast::<T>()
+        .expect("a job's reply has the job's type"))
 }
 
 /// A request counted in [`WriterStats::queue_depth`] that has not entered

@@ -59,6 +59,12 @@ pub struct ServeArgs {
     /// different blocks; the first open block is the fallback.
     #[arg(long, env = "TRESOR_BLOCK_OFFSET", default_value_t = 0)]
     pub block_offset: i64,
+    /// The longest a request waits whatever happens behind it (a COMMIT in
+    /// doubt, a failover): then it is answered 503 `unavailable` with
+    /// `Retry-After: 1`, to be retried under its idempotency key. 100 to
+    /// 600000 ms.
+    #[arg(long, env = "TRESOR_OUTAGE_BUDGET_MS", default_value_t = crate::writer::DEFAULT_OUTAGE_BUDGET.as_millis() as u64)]
+    pub outage_budget_ms: u64,
     /// Fault injection, for tests only: the writer panics in the N-th
     /// batch it begins (see `writer::Faults`).
     #[arg(long, env = "TRESOR_FAULT_WRITER_PANIC_AT_BATCH", hide = true)]
@@ -272,6 +278,19 @@ async fn hold_if_behind(
     Ok(())
 }
 
+/// The outage budget of `--outage-budget-ms`: under 100 ms a request on a
+/// busy server would be refused as an outage; past 10 minutes it is no bound.
+fn outage_budget(ms: u64) -> Result<Duration, Usage> {
+    const ACCEPTED: std::ops::RangeInclusive<u64> = 100..=600_000;
+    if !ACCEPTED.contains(&ms) {
+        return Err(Usage(format!(
+            "--outage-budget-ms (TRESOR_OUTAGE_BUDGET_MS): {ms} is out of range; give 100 to \
+             600000 milliseconds (default 5000)"
+        )));
+    }
+    Ok(Duration::from_millis(ms))
+}
+
 /// Runs the server. `demo_if_created` (plain `tresor` on the default
 /// folder) creates a new database in demo mode even without `--demo`, so
 /// that the README's first command gives a playable game.
@@ -293,6 +312,7 @@ pub async fn run_serve(args: ServeArgs, demo_if_created: bool) -> anyhow::Result
         }
     }
     let edge = args.edge.to_settings()?;
+    let outage_budget = outage_budget(args.outage_budget_ms)?;
     // One server per SQLite folder: taken before the database is touched.
     let _lock = match &args.db.database_url {
         None => Some(lock_data_dir(&args.db.data)?),
@@ -326,6 +346,7 @@ pub async fn run_serve(args: ServeArgs, demo_if_created: bool) -> anyhow::Result
         rate_limits: args.rate_limits.to_settings(),
         writer_max_batch: args.max_batch,
         block_offset: args.block_offset.max(0),
+        outage_budget,
         writer_faults: crate::writer::Faults {
             panic_at_batch: args.fault_writer_panic_at_batch,
             panics: args.fault_writer_panics,

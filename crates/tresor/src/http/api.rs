@@ -42,7 +42,7 @@ pub fn routes() -> Router<AppState> {
         .route("/api/logout", post(logout))
         .route("/api/me", get(me))
         .route("/api/demo/deposit", post(demo_deposit))
-        .route("/api/plays", post(buy).get(history))
+        .route("/api/plays", post(buy_within_budget).get(history))
         .route("/api/plays/{id}", get(play))
         .route("/api/plays/{id}/throws", post(throw))
         .route("/api/plays/{id}/receipt", get(receipt))
@@ -426,6 +426,26 @@ async fn demo_deposit(
 #[serde(deny_unknown_fields)]
 struct BuyBody {
     stake_cents: i64,
+}
+
+/// `POST /api/plays` answered within the outage budget, whatever happens
+/// behind it (the session's read and refresh, the pool, the writer): past it
+/// 503 `unavailable` with `Retry-After: 1`, and the retry under the same
+/// `Idempotency-Key` buys once.
+async fn buy_within_budget(State(state): State<AppState>, request: Request) -> Response {
+    let budget = state.service.settings.outage_budget;
+    let answer = axum::handler::Handler::call(buy, request, state.clone());
+    match tokio::time::timeout(budget, answer).await {
+        Ok(response) => response,
+        Err(_) => {
+            state.service.writer.stats.over_budget.inc();
+            ApiError::from(Error::Unavailable(
+                "no answer within the outage budget; try again shortly with the same \
+                 Idempotency-Key (the purchase is bought once)",
+            ))
+            .into_response()
+        }
+    }
 }
 
 async fn buy(

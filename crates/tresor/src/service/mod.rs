@@ -81,6 +81,10 @@ pub struct Settings {
     pub writer_max_batch: usize,
     /// Faults injected into the writer, for tests (none by default).
     pub writer_faults: crate::writer::Faults,
+    /// The longest a request waits whatever happens behind it (a COMMIT in
+    /// doubt, a failover, a batch run again request by request): then it is
+    /// answered `unavailable`, to be retried under its idempotency key.
+    pub outage_budget: std::time::Duration,
     /// A provisional account with an identity may stake this many days
     /// unverified (fixed for each account when it opens).
     pub provisional_days: i64,
@@ -133,6 +137,7 @@ impl Default for Settings {
             block_offset: 0,
             writer_max_batch: crate::writer::DEFAULT_MAX_BATCH,
             writer_faults: crate::writer::Faults::default(),
+            outage_budget: crate::writer::DEFAULT_OUTAGE_BUDGET,
             provisional_days: crate::account::DEFAULT_PROVISIONAL_DAYS,
             payments: Payments::default(),
             four_eyes: FourEyes::default(),
@@ -181,6 +186,8 @@ pub fn sha256_hex(data: &[u8]) -> String {
 
 impl Service {
     pub fn new(db: Db, clock: Arc<dyn Clock>, mut settings: Settings) -> Service {
+        // Waiting for a connection counts against the budget too.
+        let db = db.with_outage_budget(settings.outage_budget);
         // Without a configured secret no provider can sign a webhook: only
         // the demo's sandbox, which asks this server, can.
         settings
@@ -198,7 +205,8 @@ impl Service {
             settings.writer_max_batch,
             context,
             settings.writer_faults.clone(),
-        );
+        )
+        .with_outage_budget(settings.outage_budget);
         Service {
             db,
             writer,

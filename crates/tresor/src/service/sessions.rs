@@ -117,8 +117,10 @@ impl Service {
             now_ms,
         )?;
         // Refreshing the idle timer costs a write; once a minute is enough.
+        // Done or not, it is the same to the next refresh: abandoned at the
+        // outage budget even once the writer took it.
         if now_ms - last_seen_at_ms > 60_000 {
-            self.write(move |conn| {
+            self.writer.run_idempotent(move |conn| {
                 let token_hash = token_hash.clone();
                 Box::pin(async move {
                     sql::query("UPDATE sessions SET last_seen_at_ms = $1 WHERE token_hash = $2")

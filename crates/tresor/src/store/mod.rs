@@ -58,6 +58,10 @@ pub struct Db {
     /// The key that signs the log's checkpoints, kept outside the database
     /// (`crate::trail::key`).
     pub log_key: Option<crate::logkey::LogKey>,
+    /// The longest a connection (or a transaction's BEGIN) is waited for:
+    /// the pool's own timeout, cut to the outage budget
+    /// ([`Db::with_outage_budget`]).
+    acquire_within: Duration,
 }
 
 /// A PostgreSQL pool's link to its follower ([`primary::follow`]), which
@@ -74,6 +78,8 @@ const SLOW_ACQUIRE: Duration = Duration::from_millis(500);
 /// How long a request waits for a PostgreSQL connection before it is
 /// answered "unavailable" (an outage, not a slow query, makes it wait).
 const POSTGRES_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
+/// The same on SQLite, whose pool only waits for its own connections.
+const SQLITE_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A connection for reads that share the writer's SQL ([`sql`]); a SQLite
 /// one goes back to [`Db`]'s idle list when dropped.
@@ -137,12 +143,13 @@ impl Db {
             None => AnyConnectOptions::from_str(url).context("invalid database URL")?,
             Some(hosts) => Self::first_primary(hosts).await?,
         };
+        let acquire_within = match backend {
+            Backend::Sqlite => SQLITE_ACQUIRE_TIMEOUT,
+            Backend::Postgres => POSTGRES_ACQUIRE_TIMEOUT,
+        };
         let pool_options = AnyPoolOptions::new()
             .max_connections(if backend == Backend::Sqlite { 8 } else { 16 })
-            .acquire_timeout(match backend {
-                Backend::Sqlite => Duration::from_secs(30),
-                Backend::Postgres => POSTGRES_ACQUIRE_TIMEOUT,
-            });
+            .acquire_timeout(acquire_within);
         let watch = hosts
             .as_ref()
             .map(|hosts| Arc::new(primary::Watch::new(hosts.attrs)));
@@ -222,12 +229,22 @@ impl Db {
             secrets_key: None,
             writer: Arc::from("server"),
             log_key: None,
+            acquire_within,
         })
     }
 
     /// This database with the key of its block secrets.
     pub fn with_secrets_key(mut self, key: SecretsKey) -> Db {
         self.secrets_key = Some(key);
+        self
+    }
+
+    /// This database waiting at most `budget` for a connection (never longer
+    /// than the pool's own timeout): a request must be answered within the
+    /// outage budget, so its wait for a connection cannot take all of it
+    /// and more.
+    pub fn with_outage_budget(mut self, budget: Duration) -> Db {
+        self.acquire_within = self.acquire_within.min(budget);
         self
     }
 
@@ -321,8 +338,21 @@ impl Db {
         &self,
         future: impl Future<Output = Result<T, sqlx::Error>>,
     ) -> Result<T, Error> {
+        // Past the budget the wait counts as the pool's own timeout: an outage.
+        let result = tokio::time::timeout(self.acquire_within, self.followed(future))
+            .await
+            .unwrap_or(Err(sqlx::Error::PoolTimedOut));
+        result.map_err(|error| self.noticed(error.into()))
+    }
+
+    /// Waits for `future`, waking the follower of the primary when it takes
+    /// longer than [`SLOW_ACQUIRE`].
+    async fn followed<T>(
+        &self,
+        future: impl Future<Output = Result<T, sqlx::Error>>,
+    ) -> Result<T, sqlx::Error> {
         let mut future = std::pin::pin!(future);
-        let result = match tokio::time::timeout(SLOW_ACQUIRE, &mut future).await {
+        match tokio::time::timeout(SLOW_ACQUIRE, &mut future).await {
             Ok(result) => result,
             Err(_) => {
                 if let Some(following) = &self.primary {
@@ -330,8 +360,7 @@ impl Db {
                 }
                 future.await
             }
-        };
-        result.map_err(|error| self.noticed(error.into()))
+        }
     }
 
     /// A transaction on the pool (the writer's on PostgreSQL), on the primary.

@@ -6,7 +6,7 @@
 use super::engine::Engine;
 use super::faults::{Faults, PageLimit};
 use super::stats::{BatchCost, WriterStats};
-use super::{Answer, Boxed, Job, OUTAGE, Request};
+use super::{Answer, Boxed, Job, OUTAGE, OVER_BUDGET, Request};
 use crate::batch::{self, Command, Reply};
 use crate::error::Error;
 use crate::store::sql::{self, Conn};
@@ -143,7 +143,9 @@ impl Loop {
         let mut batches = 0;
         while self.receive(&mut batch).await > 0 {
             let before = batch.len();
-            batch.retain(|request| !request.caller_gone());
+            // Taken now: a rare job its caller withdrew at the outage budget
+            // is dropped, one taken is run and its caller waits for it.
+            batch.retain(Request::take);
             self.stats.dropped.inc_by((before - batch.len()) as u64);
             // Probes are answered here: the writer is up and between batches.
             for probe in batch.extract_if(.., |request| matches!(request, Request::Probe(_))) {
@@ -251,6 +253,12 @@ impl Loop {
         let mut attempt = 0;
         loop {
             attempt += 1;
+            // A caller gone (past the outage budget) is not run again: a
+            // batch re-run request by request does not make each wait in turn.
+            if request.caller_gone() {
+                self.stats.dropped.inc();
+                return Answer::failed(Error::Unavailable(OVER_BUDGET), request);
+            }
             match self.attempt(engine, std::slice::from_ref(request)).await {
                 Ok(mut answers) => return answers.pop().expect("one answer"),
                 Err(error) if error.is_outage() => {
@@ -337,6 +345,7 @@ impl Loop {
             self.log.edge = edge;
             return Ok(answers);
         }
+        self.faults.stall_before_commit().await;
         let committed = engine.end(conn, true).await;
         if committed.is_ok() {
             // A COMMIT resolved below leaves the edge to be read again.

@@ -2,7 +2,8 @@
 //! SQLite page limit they drive.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 /// Faults a test injects into the real writer (fault-injection hooks, all
 /// off by default; `tresor serve` sets the first two from hidden flags).
@@ -18,6 +19,10 @@ pub struct Faults {
     /// every batch, so a test fills the "disk" and frees it while the
     /// server runs (0: SQLite's own limit).
     pub sqlite_max_page_count: Arc<AtomicU64>,
+    /// Holds each batch that wrote before its COMMIT for this many ms
+    /// (read again while holding, so setting 0 releases it at once): a
+    /// COMMIT slow to come, for the outage budget's tests (0: none).
+    pub stall_before_commit_ms: Arc<AtomicU64>,
 }
 
 impl Faults {
@@ -26,6 +31,17 @@ impl Faults {
             && (at..at + self.panics.max(1)).contains(&batch_number)
         {
             panic!("fault injection: the writer panics in batch {batch_number}");
+        }
+    }
+
+    /// Holds the writer before a COMMIT as long as
+    /// [`Faults::stall_before_commit_ms`] says.
+    pub(super) async fn stall_before_commit(&self) {
+        let started = Instant::now();
+        while started.elapsed()
+            < Duration::from_millis(self.stall_before_commit_ms.load(Ordering::SeqCst))
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
 }

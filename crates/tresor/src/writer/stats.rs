@@ -38,6 +38,9 @@ pub struct WriterStats {
     pub commits_resolved: Counter,
     /// Times the writer was started again, after a panic or a failed start.
     pub restarts: Counter,
+    /// Callers answered `unavailable` at the outage budget (their request
+    /// still queued, or in a batch not yet answered).
+    pub over_budget: Counter,
     /// Requests waiting for the writer now: from the moment a caller hands
     /// one over (including while it waits for room in a full queue) to the
     /// moment the writer takes it into a batch. 0 when the writer keeps up.
@@ -65,6 +68,7 @@ impl Default for WriterStats {
             queued: Counter::default(),
             commits_resolved: Counter::default(),
             restarts: Counter::default(),
+            over_budget: Counter::default(),
             queue_depth: Gauge::default(),
             // 50 µs to 6.5 s, as the HTTP latency.
             batch_seconds: Histogram::new(exponential_buckets(0.000_05, 2.0, 18)),
