@@ -12,7 +12,7 @@ use common::{
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tresor::protect::Limits;
 use tresor::service::{IdempotencyKey, ManualClock, Purchase, Registration, Service, Settings};
 use tresor_game::{LEVELS, Stake};
@@ -40,17 +40,20 @@ async fn acknowledged_purchases_survive_a_kill(h: &Harness) {
         tasks.push(tokio::spawn(async move {
             let mut acknowledged: Vec<(String, i64, Value)> = Vec::new();
             let mut attempted = Vec::new();
+            let mut longest_wait = Duration::ZERO;
             for n in 0.. {
                 let key = format!("p{p}-n{n}");
                 attempted.push(key.clone());
-                match post(
+                let sent = Instant::now();
+                let answer = post(
                     &client,
                     &format!("{base}/api/plays"),
                     &json!({"stake_cents": 50}),
                     Some(&key),
                 )
-                .await
-                {
+                .await;
+                longest_wait = longest_wait.max(sent.elapsed());
+                match answer {
                     Some((201, play)) => {
                         acknowledged.push((key, play["id"].as_i64().unwrap(), play["unit"].clone()))
                     }
@@ -58,7 +61,7 @@ async fn acknowledged_purchases_survive_a_kill(h: &Harness) {
                     None => break,
                 }
             }
-            (acknowledged, attempted)
+            (acknowledged, attempted, longest_wait)
         }));
     }
     tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -67,14 +70,22 @@ async fn acknowledged_purchases_survive_a_kill(h: &Harness) {
     for task in tasks {
         results.push(task.await.unwrap());
     }
-    let acknowledged: usize = results.iter().map(|(a, _)| a.len()).sum();
+    let acknowledged: usize = results.iter().map(|(a, _, _)| a.len()).sum();
     assert!(
         acknowledged > 10,
         "purchases were made before the kill ({acknowledged})"
     );
+    // Under load and through the kill, no request waited past the outage
+    // budget (5 s) and a second.
+    let longest_wait = results.iter().map(|(_, _, w)| *w).max().unwrap();
+    println!("{:?}: {acknowledged} acknowledged before the kill; longest wait {longest_wait:?}", h.backend);
+    assert!(
+        longest_wait <= Duration::from_secs(6),
+        "every purchase answered within the outage budget: one waited {longest_wait:?}"
+    );
 
     let server = h.server_at(port, &unthrottled_flags()).await;
-    for (client, (acknowledged, attempted)) in clients.iter().zip(&results) {
+    for (client, (acknowledged, attempted, _)) in clients.iter().zip(&results) {
         // Sessions live in the database: the same cookie still works.
         for (_, id, unit) in acknowledged {
             let play = get_json(client, &format!("{base}/api/plays/{id}")).await;
@@ -108,7 +119,7 @@ async fn acknowledged_purchases_survive_a_kill(h: &Harness) {
     let store = h.connect().await;
     assert_ledger_balances(&store).await;
     let plays: i64 = scalar(&store.pool, "SELECT COUNT(*) FROM plays").await;
-    let attempted: usize = results.iter().map(|(_, a)| a.len()).sum();
+    let attempted: usize = results.iter().map(|(_, a, _)| a.len()).sum();
     assert_eq!(plays as usize, attempted, "one play per key, none twice");
     store.pool.close().await;
 }

@@ -60,6 +60,8 @@ fn plain_tresor_by_environment(db: &TestDb, port: u16, admin_port: u16) -> Runni
         .env("TRESOR_LISTEN", format!("127.0.0.1:{port}"))
         .env("TRESOR_ADMIN_LISTEN", format!("127.0.0.1:{admin_port}"))
         .env("TRESOR_SESSION_IDLE_S", "120")
+        // An outage budget within its range is taken.
+        .env("TRESOR_OUTAGE_BUDGET_MS", "2000")
         // Real money needs the provider's page and a secret shared with it.
         .env("TRESOR_PAYMENT_WEBHOOK_SECRET", SECRET)
         .env("TRESOR_PAYMENT_PAY_URL", PAY_URL)
@@ -255,6 +257,21 @@ async fn every_unsafe_setting_is_refused_at_start_naming_it(db: &TestDb) {
     ] {
         refused_at_start(db, &with(&[flag, "0"]), &[], named);
     }
+    // An outage budget out of 100..=600000 ms, by flag or by environment.
+    for budget in ["0", "99", "600001"] {
+        refused_at_start(
+            db,
+            &with(&["--outage-budget-ms", budget]),
+            &[],
+            "--outage-budget-ms",
+        );
+    }
+    refused_at_start(
+        db,
+        &real,
+        &[("TRESOR_OUTAGE_BUDGET_MS", "50")],
+        "TRESOR_OUTAGE_BUDGET_MS",
+    );
     // A short secret is refused in demo mode too; the database is untouched.
     refused_at_start(
         db,
