@@ -78,7 +78,10 @@ async fn acknowledged_purchases_survive_a_kill(h: &Harness) {
     // Under load and through the kill, no request waited past the outage
     // budget (5 s) and a second.
     let longest_wait = results.iter().map(|(_, _, w)| *w).max().unwrap();
-    println!("{:?}: {acknowledged} acknowledged before the kill; longest wait {longest_wait:?}", h.backend);
+    println!(
+        "{:?}: {acknowledged} acknowledged before the kill; longest wait {longest_wait:?}",
+        h.backend
+    );
     assert!(
         longest_wait <= Duration::from_secs(6),
         "every purchase answered within the outage budget: one waited {longest_wait:?}"

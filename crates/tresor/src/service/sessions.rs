@@ -120,18 +120,21 @@ impl Service {
         // Done or not, it is the same to the next refresh: abandoned at the
         // outage budget even once the writer took it.
         if now_ms - last_seen_at_ms > 60_000 {
-            self.writer.run_idempotent(move |conn| {
-                let token_hash = token_hash.clone();
-                Box::pin(async move {
-                    sql::query("UPDATE sessions SET last_seen_at_ms = $1 WHERE token_hash = $2")
+            self.writer
+                .run_idempotent(move |conn| {
+                    let token_hash = token_hash.clone();
+                    Box::pin(async move {
+                        sql::query(
+                            "UPDATE sessions SET last_seen_at_ms = $1 WHERE token_hash = $2",
+                        )
                         .bind(now_ms)
                         .bind(token_hash)
                         .execute(&mut *conn)
                         .await?;
-                    Ok(())
+                        Ok(())
+                    })
                 })
-            })
-            .await?;
+                .await?;
         }
         Ok(Player {
             id: row.try_get("id")?,
