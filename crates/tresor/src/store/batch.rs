@@ -161,7 +161,7 @@ pub async fn sales_gate(conn: &mut Conn) -> Result<SalesGate, Error> {
 /// the newest key (not from the clock, so that a clock set wrong forgets no
 /// key early): 7 days. A key older than that is forgotten at the next prune
 /// ([`prune_purchase_keys`]), and the same key then buys a new unit, as a
-/// key never seen would (docs/ACCOUNT.md, "Idempotency keys").
+/// key never seen would (ARCHITECTURE.md, "Invariants").
 pub const PURCHASE_KEYS_KEEP_MS: i64 = 7 * 24 * 3600 * 1000;
 
 /// Earlier purchases under these (player, idempotency key) pairs, from the
