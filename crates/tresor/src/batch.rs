@@ -745,6 +745,7 @@ impl Book<'_> {
 
 async fn write(conn: &mut Conn, sqlite: bool, writes: &Writes) -> Result<(), Error> {
     store::insert_plays(conn, sqlite, &writes.new_plays).await?;
+    store::insert_purchase_keys(conn, sqlite, &writes.new_plays).await?;
     store::update_plays(conn, sqlite, &writes.play_updates).await?;
     store::insert_transfers(conn, sqlite, &writes.transfers).await?;
     store::add_to_balances(conn, sqlite, &writes.deltas).await?;

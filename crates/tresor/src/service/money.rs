@@ -132,8 +132,12 @@ impl Service {
 
     pub async fn me(&self, player: &Player) -> Result<Me, Error> {
         let balance_cents = self.balance_cents(player.account_id).await?;
+        // A player's play in progress is their latest (a purchase settles
+        // the one before): one read of plays_by_player, however long the
+        // history.
         let current_play_id: Option<i64> = sql::query_scalar(
-            "SELECT id FROM plays WHERE player_id = $1 AND state = 'in_progress' ORDER BY id DESC LIMIT 1",
+            "SELECT id FROM plays WHERE state = 'in_progress' \
+             AND id = (SELECT MAX(id) FROM plays WHERE player_id = $1)",
         )
         .bind(player.id)
         .fetch_optional(&mut *self.db.conn().await?)

@@ -535,10 +535,12 @@ pub async fn balance(conn: &mut Conn, account_id: i64) -> Result<i64, Error> {
         .await
 }
 
-/// Whether the player has a play in progress.
+/// Whether the player has a play in progress: their latest play, if any
+/// is (a purchase settles the one before), read by MAX(id).
 pub async fn play_in_progress(conn: &mut Conn, player_id: i64) -> Result<bool, Error> {
     let found: Option<i64> = sql::query_scalar(
-        "SELECT id FROM plays WHERE player_id = $1 AND state = 'in_progress' LIMIT 1",
+        "SELECT id FROM plays WHERE state = 'in_progress' \
+         AND id = (SELECT MAX(id) FROM plays WHERE player_id = $1)",
     )
     .bind(player_id)
     .fetch_optional(conn)

@@ -157,8 +157,16 @@ pub async fn sales_gate(conn: &mut Conn) -> Result<SalesGate, Error> {
     Ok(gate)
 }
 
-/// Earlier purchases under these (player, idempotency key) pairs:
-/// (player, key, play id, request hash).
+/// How long a purchase's idempotency key is remembered, counted back from
+/// the newest key (not from the clock, so that a clock set wrong forgets no
+/// key early): 7 days. A key older than that is forgotten at the next prune
+/// ([`prune_purchase_keys`]), and the same key then buys a new unit, as a
+/// key never seen would (ARCHITECTURE.md, "Invariants").
+pub const PURCHASE_KEYS_KEEP_MS: i64 = 7 * 24 * 3600 * 1000;
+
+/// Earlier purchases under these (player, idempotency key) pairs, from the
+/// keys remembered (`purchase_keys`): (player, key, play id, request hash).
+/// The request hash is the play's, read by its id.
 pub async fn earlier_purchases(
     conn: &mut Conn,
     sqlite: bool,
@@ -166,8 +174,9 @@ pub async fn earlier_purchases(
 ) -> Result<Vec<(i64, String, i64, String)>, Error> {
     let table = sql::json_rows(sqlite, 1, &[("player_id", Int), ("key", Text)]);
     let rows = sql::query(&format!(
-        "SELECT p.player_id, p.idempotency_key, p.id, p.request_hash FROM plays p \
-         JOIN {table} AS d ON p.player_id = d.player_id AND p.idempotency_key = d.key"
+        "SELECT k.player_id, k.key, k.play_id, p.request_hash FROM purchase_keys k \
+         JOIN {table} AS d ON k.player_id = d.player_id AND k.key = d.key \
+         JOIN plays p ON p.id = k.play_id"
     ))
     .bind(json_table(keys, |k| *k))
     .fetch_all(conn)
@@ -182,6 +191,19 @@ pub async fn earlier_purchases(
             ))
         })
         .collect()
+}
+
+/// Forgets the purchase keys older than [`PURCHASE_KEYS_KEEP_MS`] before
+/// the newest one. The writer runs it now and then (`writer::batch_loop`);
+/// the index on `at_ms` finds both the newest key and the old ones.
+pub async fn prune_purchase_keys(conn: &mut Conn) -> Result<u64, Error> {
+    sql::query(
+        "DELETE FROM purchase_keys \
+         WHERE at_ms < (SELECT MAX(at_ms) FROM purchase_keys) - $1",
+    )
+    .bind(PURCHASE_KEYS_KEEP_MS)
+    .execute(conn)
+    .await
 }
 
 /// The first `window` open blocks with units left of each stake, by id.
@@ -382,6 +404,36 @@ pub async fn insert_plays(conn: &mut Conn, sqlite: bool, rows: &[NewPlayRow]) ->
     .execute(conn)
     .await?;
     expect_rows("plays", inserted, rows.len())
+}
+
+/// Remembers the new plays' idempotency keys ([`earlier_purchases`] reads
+/// them), from the same rows as [`insert_plays`].
+pub async fn insert_purchase_keys(
+    conn: &mut Conn,
+    sqlite: bool,
+    rows: &[NewPlayRow],
+) -> Result<(), Error> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let table = sql::json_rows(
+        sqlite,
+        1,
+        &[
+            ("id", Int),
+            ("player_id", Int),
+            ("key", Text),
+            ("created_at_ms", Int),
+        ],
+    );
+    let inserted = sql::query(&format!(
+        "INSERT INTO purchase_keys (player_id, key, play_id, at_ms) \
+         SELECT player_id, key, id, created_at_ms FROM {table} AS d"
+    ))
+    .bind(json_table(rows, |row| (row.0, row.1, &row.9, row.11)))
+    .execute(conn)
+    .await?;
+    expect_rows("purchase_keys", inserted, rows.len())
 }
 
 pub async fn update_plays(conn: &mut Conn, sqlite: bool, rows: &[PlayUpdate]) -> Result<(), Error> {

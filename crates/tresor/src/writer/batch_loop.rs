@@ -23,6 +23,9 @@ const MAX_ATTEMPTS: usize = 8;
 /// takes to be resolved.
 const KEEP_BATCH_IDS_MS: i64 = 24 * 3600 * 1000;
 
+/// Purchase keys past their window are forgotten every this many batches.
+const PRUNE_KEYS_EVERY: u64 = 4096;
+
 /// Names batches uniquely across servers and restarts: a random prefix per
 /// writer, then a counter.
 pub(super) struct BatchIds {
@@ -331,6 +334,11 @@ impl Loop {
                         .execute(&mut conn)
                         .await?;
                 }
+            }
+            if wrote && number % PRUNE_KEYS_EVERY == 1 {
+                // Purchase keys past their window are forgotten at the
+                // writer's first batch and every 4,096 after.
+                crate::store::batch::prune_purchase_keys(&mut conn).await?;
             }
             Ok::<_, Error>((answers, wrote, edge))
         })
