@@ -277,7 +277,7 @@ impl Loop {
         self.apply_page_limit(engine).await?;
         let started = std::time::Instant::now();
         let mut conn = engine.begin().await?;
-        let (inside, statements) = sql::counting(async {
+        let (inside, counts) = sql::counting(async {
             let kept = self.log.edge.take();
             let head = trail::log::lock(&mut conn, &self.log.name, kept, now_ms).await?;
             let (outcome, head) =
@@ -314,15 +314,21 @@ impl Loop {
                 sql::query("INSERT INTO writer_batches (id, committed_at_ms) VALUES ($1, $2)")
                     .bind(&id)
                     .bind(now_ms)
-                    .execute(&mut conn)
+                    .defer(&mut conn)
                     .await?;
                 if number % 4096 == 0 {
                     // Old identities are pruned now and then.
                     sql::query("DELETE FROM writer_batches WHERE committed_at_ms < $1")
                         .bind(now_ms - KEEP_BATCH_IDS_MS)
-                        .execute(&mut conn)
+                        .defer(&mut conn)
                         .await?;
                 }
+            }
+            // The writes held back go now, in one round trip, so that a
+            // failure of any of them fails the batch here, as it would have
+            // run alone, and never looks like a lost COMMIT.
+            if wrote {
+                conn.flush().await?;
             }
             Ok::<_, Error>((answers, wrote, edge))
         })
@@ -368,7 +374,8 @@ impl Loop {
         self.stats.batch_seconds.observe(elapsed.as_secs_f64());
         self.stats.record(BatchCost {
             requests: batch.len(),
-            statements,
+            statements: counts.statements,
+            round_trips: counts.round_trips,
             elapsed,
         });
         Ok(answers)
