@@ -500,7 +500,7 @@ impl StakeAllowance {
 /// Read by [`read_stake_allowances`], run with the batch's other reads.
 pub(crate) fn stake_allowances(sqlite: bool, players: &[i64], now_ms: i64) -> sql::Query<'static> {
     let table = sql::json_rows(sqlite, 1, &[("id", sql::ColumnType::Int)]);
-    sql::query(format!(
+    sql::query_owned(format!(
         "SELECT d.id, p.stake_limit_cents, p.stake_pending_cents, p.stake_pending_at_ms,          p.excluded_until_ms,          (SELECT CAST(COALESCE(SUM(m.amount_cents), 0) AS BIGINT) FROM movement_hours m           WHERE m.player_id = d.id AND m.kind = 'stake' AND m.hour_ms > $2) AS used_cents,          (SELECT MIN(m.hour_ms) FROM movement_hours m           WHERE m.player_id = d.id AND m.kind = 'stake' AND m.hour_ms > $2) AS oldest_hour_ms,          a.status, a.provisional_until_ms, a.opened_at_ms, a.suspended_at_ms, a.banned_at_ms, a.rules_version,          (SELECT value FROM settings WHERE key = 'rules_version') AS rules_current,          (SELECT i.duplicate_of FROM identities i WHERE i.player_id = d.id) AS duplicate_of          FROM {table} AS d LEFT JOIN protections p ON p.player_id = d.id          LEFT JOIN player_accounts a ON a.player_id = d.id"
     ))
     .bind(serde_json::to_string(&players.iter().map(|id| [*id]).collect::<Vec<_>>()).expect("ids"))

@@ -303,7 +303,7 @@ fn records_insert(sqlite: bool, records: &[Record]) -> Option<sql::Query<'static
             )
         })
         .collect();
-    let insert = sql::query(format!(
+    let insert = sql::query_owned(format!(
         "INSERT INTO trail (at_ms, actor, action, request, result, prev_hash, hash, log_id, idx, \
          salt) SELECT at_ms, actor, action, request, result, prev_hash, hash, log_id, idx, salt \
          FROM {table} AS d ORDER BY idx"

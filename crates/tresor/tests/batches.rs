@@ -627,6 +627,9 @@ async fn a_batch_of_purchases_takes_a_few_round_trips_whatever_its_size(db: &Tes
     assert_trail_verifies(&service.db).await;
 }
 
+/// A row of the odd values' table: (n, t, b).
+type OddRow = (Option<i64>, Option<String>, Option<Vec<u8>>);
+
 /// Odd values that a held-back write carries as literals.
 fn odd_texts() -> Vec<String> {
     vec![
@@ -682,11 +685,10 @@ async fn held_back_writes_keep_every_value_and_fail_as_they_did(db: &TestDb) {
     written.expect("held-back writes");
     assert_eq!(counts.round_trips, 1, "{counts:?}");
     assert_eq!(counts.statements, texts.len() as u64 + 1, "{counts:?}");
-    let rows: Vec<(Option<i64>, Option<String>, Option<Vec<u8>>)> =
-        sql::query_as("SELECT n, t, b FROM odd ORDER BY k")
-            .fetch_all(&mut conn)
-            .await
-            .expect("read back");
+    let rows: Vec<OddRow> = sql::query_as("SELECT n, t, b FROM odd ORDER BY k")
+        .fetch_all(&mut conn)
+        .await
+        .expect("read back");
     for (k, text) in texts.iter().enumerate() {
         let expected = (
             Some(ints[k % ints.len()]),

@@ -166,7 +166,7 @@ pub fn read_sales_gate(rows: &[Row]) -> Result<SalesGate, Error> {
 /// (player, key, play id, request hash), read by [`read_earlier_purchases`].
 pub fn earlier_purchases(sqlite: bool, keys: &[(i64, &str)]) -> Query<'static> {
     let table = sql::json_rows(sqlite, 1, &[("player_id", Int), ("key", Text)]);
-    sql::query(format!(
+    sql::query_owned(format!(
         "SELECT p.player_id, p.idempotency_key, p.id, p.request_hash FROM plays p \
          JOIN {table} AS d ON p.player_id = d.player_id AND p.idempotency_key = d.key"
     ))
@@ -190,7 +190,7 @@ pub fn read_earlier_purchases(rows: &[Row]) -> Result<Vec<(i64, String, i64, Str
 /// (read by [`read_blocks_on_sale`]).
 pub fn blocks_on_sale(sqlite: bool, stakes: &[i64], window: i64) -> Query<'static> {
     let table = sql::json_rows(sqlite, 1, &[("stake", Int)]);
-    sql::query(format!(
+    sql::query_owned(format!(
         "SELECT id, emission_id, stake_cents, units_sold, sealed_secret FROM ( \
              SELECT b.id, b.emission_id, b.stake_cents, b.units_sold, b.sealed_secret, \
              ROW_NUMBER() OVER (PARTITION BY b.stake_cents ORDER BY b.id) AS position \
@@ -269,7 +269,7 @@ pub fn plays_for_batch(sqlite: bool, play_ids: &[i64], buyers: &[i64]) -> Query<
     use plays::{COLUMNS, FROM};
     let ids = sql::json_rows(sqlite, 1, &[("id", Int)]);
     let players = sql::json_rows(sqlite, 2, &[("id", Int)]);
-    sql::query(format!(
+    sql::query_owned(format!(
         "SELECT {COLUMNS}, 0 AS of_buyer FROM {FROM} \
          WHERE p.id IN (SELECT id FROM {ids} AS d) \
          UNION ALL \
@@ -309,7 +309,7 @@ pub fn lock_players(sqlite: bool, players: &[i64]) -> Option<Query<'static>> {
     }
     let table = sql::json_rows(sqlite, 1, &[("id", Int)]);
     Some(
-        sql::query(format!(
+        sql::query_owned(format!(
             "SELECT id FROM players WHERE id IN (SELECT id FROM {table} AS d) ORDER BY id FOR UPDATE"
         ))
         .bind(json_table(players, |id| [*id])),
@@ -323,7 +323,7 @@ pub fn lock_players(sqlite: bool, players: &[i64]) -> Option<Query<'static>> {
 pub fn balances(sqlite: bool, accounts: &[i64], play_ids: &[i64]) -> Query<'static> {
     let table = sql::json_rows(sqlite, 1, &[("id", Int)]);
     let plays = sql::json_rows(sqlite, 2, &[("id", Int)]);
-    sql::query(format!(
+    sql::query_owned(format!(
         "SELECT id, balance_cents FROM accounts WHERE id IN (\
          SELECT id FROM {table} AS d UNION \
          SELECT pl.account_id FROM plays p JOIN players pl ON pl.id = p.player_id \

@@ -64,9 +64,7 @@ impl Conn {
             return Ok(());
         };
         count_round_trip();
-        any_many(&mut **tx, &message)
-            .await
-            .map_err(deferred::map_error)?;
+        any_many(tx, &message).await.map_err(deferred::map_error)?;
         Ok(())
     }
 
@@ -456,11 +454,17 @@ pub struct Query<'q> {
     args: Vec<Arg>,
 }
 
-/// A statement, its text borrowed (`&str`) or owned (`String`, for a query
-/// built now and run later: [`fetch_each`]).
-pub fn query<'q>(sql: impl Into<Cow<'q, str>>) -> Query<'q> {
+pub fn query(sql: &str) -> Query<'_> {
     Query {
-        sql: sql.into(),
+        sql: Cow::Borrowed(sql),
+        args: Vec::new(),
+    }
+}
+
+/// A statement whose text it owns: built now, run later ([`fetch_each`]).
+pub fn query_owned(sql: String) -> Query<'static> {
+    Query {
+        sql: Cow::Owned(sql),
         args: Vec::new(),
     }
 }
