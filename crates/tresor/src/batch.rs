@@ -7,7 +7,9 @@
 //! cost per batch, not per request).
 //!
 //! The writer runs this inside its transaction, after locking its own log's
-//! row. On PostgreSQL the prefetch first locks the buyers' rows (in id
+//! row. On PostgreSQL the prefetch's reads go in one round trip and the
+//! writes are held back, to go with the log's in one more before COMMIT
+//! (`store::deferred`). The prefetch first locks the buyers' rows (in id
 //! order), so a player's purchases on two servers decide one after the
 //! other; what other players do cannot change a buyer's decision. The
 //! updates still check what they overwrite (units sold, throws made,
@@ -17,12 +19,12 @@ use crate::blocks::BlockCache;
 use crate::error::Error;
 use crate::model::{IdempotencyKey, Player};
 use crate::protect::{self, StakeAllowance};
-use crate::store::Conn;
 use crate::store::batch as store;
 pub use crate::store::batch::PlayState;
 use crate::store::batch::{
     BlockOnSale, BlockUpdate, HourCount, LoadedPlay, NewPlayRow, PlayUpdate, TransferRow,
 };
+use crate::store::{Conn, sql};
 use crate::trail::{self, Actor, Head, Record};
 use serde_json::json;
 use std::collections::{HashMap, HashSet};
@@ -172,26 +174,49 @@ async fn prefetch(
             Command::Settle(settle) => play_ids.extend(&settle.play_ids),
         }
     }
-    let mut state = State::default();
     let mut buyers: Vec<i64> = buys.iter().map(|b| b.player.id).collect();
     buyers.sort_unstable();
     buyers.dedup();
+    let mut stakes: Vec<i64> = buys.iter().map(|b| b.stake.cents()).collect();
+    stakes.sort_unstable();
+    stakes.dedup();
+    let accounts: Vec<i64> = buys.iter().map(|b| b.player.account_id).collect();
+    let keys: Vec<(i64, &str)> = buys
+        .iter()
+        .map(|b| (b.player.id, b.idempotency_key.as_str()))
+        .collect();
+    let reads_plays = !play_ids.is_empty() || !buyers.is_empty();
+
+    // Every read in one round trip on PostgreSQL, the buyers' lock first:
+    // the reads after it run once it is granted, and see what the batches
+    // that held it committed.
+    let mut queries = Vec::new();
     if !buys.is_empty() {
-        store::lock_players(conn, sqlite, &buyers).await?;
-        state.sales = store::sales_gate(conn).await?;
-        let keys: Vec<(i64, &str)> = buys
-            .iter()
-            .map(|b| (b.player.id, b.idempotency_key.as_str()))
-            .collect();
-        for (player_id, key, play_id, hash) in store::earlier_purchases(conn, sqlite, &keys).await?
-        {
+        queries.extend(store::lock_players(sqlite, &buyers));
+        queries.push(store::sales_gate());
+        queries.push(store::earlier_purchases(sqlite, &keys));
+        queries.push(protect::stake_allowances(sqlite, &buyers, min_now_ms));
+        queries.push(store::blocks_on_sale(sqlite, &stakes, block_window));
+        queries.push(store::new_play_ids(sqlite, buys.len()));
+    }
+    if reads_plays {
+        queries.push(store::plays_for_batch(sqlite, &play_ids, &buyers));
+        queries.push(store::balances(sqlite, &accounts, &play_ids));
+    }
+    let mut results = sql::fetch_each(conn, queries).await?.into_iter();
+    let mut next = move || results.next().expect("one result per read");
+
+    let mut state = State::default();
+    if !buys.is_empty() {
+        if !sqlite {
+            next(); // the lock
+        }
+        state.sales = store::read_sales_gate(&next())?;
+        for (player_id, key, play_id, hash) in store::read_earlier_purchases(&next())? {
             state.earlier.insert((player_id, key), (play_id, hash));
         }
-        state.allowances = protect::stake_allowances(conn, sqlite, &buyers, min_now_ms).await?;
-        let mut stakes: Vec<i64> = buys.iter().map(|b| b.stake.cents()).collect();
-        stakes.sort_unstable();
-        stakes.dedup();
-        for block in store::blocks_on_sale(conn, sqlite, &stakes, block_window).await? {
+        state.allowances = protect::read_stake_allowances(&next())?;
+        for block in store::read_blocks_on_sale(&next())? {
             state
                 .blocks
                 .entry(block.stake_cents)
@@ -202,26 +227,13 @@ async fn prefetch(
         for (blocks, full) in state.blocks.values_mut() {
             *full = blocks.len() as i64 >= block_window;
         }
-        let without: Vec<i64> = stakes
-            .iter()
-            .copied()
-            .filter(|stake| !state.blocks.contains_key(stake))
-            .collect();
-        if !without.is_empty() {
-            let with_blocks = store::stakes_with_blocks(conn, sqlite, &without).await?;
-            state.never_on_sale = without
-                .into_iter()
-                .filter(|stake| !with_blocks.contains(stake))
-                .collect();
-        }
-        state.new_play_ids = store::new_play_ids(conn, sqlite, buys.len()).await?;
+        state.new_play_ids = store::read_new_play_ids(sqlite, buys.len(), &next())?;
     }
-    let mut accounts: Vec<i64> = buys.iter().map(|b| b.player.account_id).collect();
-    if !play_ids.is_empty() || !buyers.is_empty() {
+    if reads_plays {
         for LoadedPlay {
             play,
             in_progress_of_buyer,
-        } in store::plays_for_batch(conn, sqlite, &play_ids, &buyers).await?
+        } in store::read_plays_for_batch(&next())?
         {
             if in_progress_of_buyer && !play.finished {
                 state
@@ -230,18 +242,26 @@ async fn prefetch(
                     .or_default()
                     .push(play.id);
             }
-            accounts.push(play.account_id);
             state.plays.insert(play.id, play);
         }
+        state.balances = store::read_balances(&next())?;
     }
     for list in state.unfinished.values_mut() {
         list.sort_unstable();
         list.dedup();
     }
-    accounts.sort_unstable();
-    accounts.dedup();
-    if !accounts.is_empty() {
-        state.balances = store::balances(conn, sqlite, &accounts).await?;
+    // Rare: a stake with no block on sale, never on sale or sold out?
+    let without: Vec<i64> = stakes
+        .iter()
+        .copied()
+        .filter(|stake| !state.blocks.contains_key(stake))
+        .collect();
+    if !without.is_empty() {
+        let with_blocks = store::stakes_with_blocks(conn, sqlite, &without).await?;
+        state.never_on_sale = without
+            .into_iter()
+            .filter(|stake| !with_blocks.contains(stake))
+            .collect();
     }
     // The blocks sold from must be shuffled: normally the service has warmed
     // the cache before the purchase reached the writer.
@@ -751,6 +771,6 @@ async fn write(conn: &mut Conn, sqlite: bool, writes: &Writes) -> Result<(), Err
     store::add_to_balances(conn, sqlite, &writes.deltas).await?;
     store::update_blocks(conn, sqlite, &writes.block_updates).await?;
     store::count_stake_hours(conn, sqlite, &writes.hours).await?;
-    trail::insert_records(conn, sqlite, &writes.records).await?;
+    trail::defer_records(conn, sqlite, &writes.records).await?;
     Ok(())
 }

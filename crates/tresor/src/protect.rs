@@ -496,20 +496,20 @@ impl StakeAllowance {
 /// The stake allowances of `players` in the window that ends at `now_ms`
 /// (the batch's earliest time: a later command may count an hour that has
 /// just left its window, erring on the player's side, as [`used`] does).
-pub(crate) async fn stake_allowances(
-    conn: &mut Conn,
-    sqlite: bool,
-    players: &[i64],
-    now_ms: i64,
-) -> Result<std::collections::HashMap<i64, StakeAllowance>, Error> {
+///
+/// Read by [`read_stake_allowances`], run with the batch's other reads.
+pub(crate) fn stake_allowances(sqlite: bool, players: &[i64], now_ms: i64) -> sql::Query<'static> {
     let table = sql::json_rows(sqlite, 1, &[("id", sql::ColumnType::Int)]);
-    let rows = sql::query(&format!(
+    sql::query_owned(format!(
         "SELECT d.id, p.stake_limit_cents, p.stake_pending_cents, p.stake_pending_at_ms,          p.excluded_until_ms,          (SELECT CAST(COALESCE(SUM(m.amount_cents), 0) AS BIGINT) FROM movement_hours m           WHERE m.player_id = d.id AND m.kind = 'stake' AND m.hour_ms > $2) AS used_cents,          (SELECT MIN(m.hour_ms) FROM movement_hours m           WHERE m.player_id = d.id AND m.kind = 'stake' AND m.hour_ms > $2) AS oldest_hour_ms,          a.status, a.provisional_until_ms, a.opened_at_ms, a.suspended_at_ms, a.banned_at_ms, a.rules_version,          (SELECT value FROM settings WHERE key = 'rules_version') AS rules_current,          (SELECT i.duplicate_of FROM identities i WHERE i.player_id = d.id) AS duplicate_of          FROM {table} AS d LEFT JOIN protections p ON p.player_id = d.id          LEFT JOIN player_accounts a ON a.player_id = d.id"
     ))
     .bind(serde_json::to_string(&players.iter().map(|id| [*id]).collect::<Vec<_>>()).expect("ids"))
     .bind(now_ms - WINDOW_MS - HOUR_MS)
-    .fetch_all(conn)
-    .await?;
+}
+
+pub(crate) fn read_stake_allowances(
+    rows: &[sql::Row],
+) -> Result<std::collections::HashMap<i64, StakeAllowance>, Error> {
     let mut allowances = std::collections::HashMap::with_capacity(rows.len());
     for row in rows {
         let limit_cents: Option<i64> = row.try_get("stake_limit_cents")?;

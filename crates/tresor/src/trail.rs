@@ -243,14 +243,31 @@ pub async fn append(
     Ok(idx)
 }
 
-/// Inserts records chained in memory, in one statement.
+/// Inserts records chained in memory, in one statement run now.
 pub async fn insert_records(
     conn: &mut Conn,
     sqlite: bool,
     records: &[Record],
 ) -> Result<(), Error> {
+    match records_insert(sqlite, records) {
+        Some(insert) => insert.execute(conn).await.map(drop),
+        None => Ok(()),
+    }
+}
+
+/// As [`insert_records`], the statement held back with the batch's other
+/// writes until COMMIT (`Query::defer`).
+pub async fn defer_records(conn: &mut Conn, sqlite: bool, records: &[Record]) -> Result<(), Error> {
+    match records_insert(sqlite, records) {
+        Some(insert) => insert.defer(conn).await,
+        None => Ok(()),
+    }
+}
+
+/// The statement that inserts `records` (`None` for none).
+fn records_insert(sqlite: bool, records: &[Record]) -> Option<sql::Query<'static>> {
     if records.is_empty() {
-        return Ok(());
+        return None;
     }
     use sql::ColumnType::{Int, Text};
     let table = sql::json_rows(
@@ -286,15 +303,13 @@ pub async fn insert_records(
             )
         })
         .collect();
-    sql::query(&format!(
+    let insert = sql::query_owned(format!(
         "INSERT INTO trail (at_ms, actor, action, request, result, prev_hash, hash, log_id, idx, \
          salt) SELECT at_ms, actor, action, request, result, prev_hash, hash, log_id, idx, salt \
          FROM {table} AS d ORDER BY idx"
     ))
-    .bind(serde_json::to_string(&rows).expect("records serialise"))
-    .execute(conn)
-    .await?;
-    Ok(())
+    .bind(serde_json::to_string(&rows).expect("records serialise"));
+    Some(insert)
 }
 
 /// What `verify` found.

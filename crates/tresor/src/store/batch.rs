@@ -1,11 +1,16 @@
 //! The set-oriented SQL of the hot batch (`crate::batch`): each function is
 //! one statement over all the batch's rows, passed as one JSON parameter
 //! ([`sql::json_rows`]), so its cost is per batch, not per command.
+//!
+//! Reads come in two halves: a builder (the query, run later with the
+//! batch's other reads by [`sql::fetch_each`], in one round trip on
+//! PostgreSQL) and a parser (its rows into structs). Writes are held back
+//! (`Query::defer`) and sent together before COMMIT.
 
 use crate::error::Error;
 use crate::store::plays;
 pub use crate::store::plays::PlayState;
-use crate::store::sql::{self, ColumnType::Int, ColumnType::Text, Conn};
+use crate::store::sql::{self, ColumnType::Int, ColumnType::Text, Conn, Query, Row};
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -141,14 +146,14 @@ pub struct SalesGate {
     pub held_after_restore: bool,
 }
 
-pub async fn sales_gate(conn: &mut Conn) -> Result<SalesGate, Error> {
-    let rows: Vec<(String, String)> = sql::query_as(
-        "SELECT key, value FROM settings WHERE key IN ('sales_open_at_ms', 'restore_hold')",
-    )
-    .fetch_all(conn)
-    .await?;
+pub fn sales_gate() -> Query<'static> {
+    sql::query("SELECT key, value FROM settings WHERE key IN ('sales_open_at_ms', 'restore_hold')")
+}
+
+pub fn read_sales_gate(rows: &[Row]) -> Result<SalesGate, Error> {
     let mut gate = SalesGate::default();
-    for (key, value) in rows {
+    for row in rows {
+        let (key, value): (String, String) = sql::FromRow::from_row(row)?;
         match key.as_str() {
             "sales_open_at_ms" => gate.opens_at_ms = value.parse().ok(),
             _ => gate.held_after_restore = true,
@@ -165,22 +170,20 @@ pub async fn sales_gate(conn: &mut Conn) -> Result<SalesGate, Error> {
 pub const PURCHASE_KEYS_KEEP_MS: i64 = 7 * 24 * 3600 * 1000;
 
 /// Earlier purchases under these (player, idempotency key) pairs, from the
-/// keys remembered (`purchase_keys`): (player, key, play id, request hash).
-/// The request hash is the play's, read by its id.
-pub async fn earlier_purchases(
-    conn: &mut Conn,
-    sqlite: bool,
-    keys: &[(i64, &str)],
-) -> Result<Vec<(i64, String, i64, String)>, Error> {
+/// keys remembered (`purchase_keys`): (player, key, play id, request hash),
+/// read by [`read_earlier_purchases`]. The request hash is the play's, read
+/// by its id.
+pub fn earlier_purchases(sqlite: bool, keys: &[(i64, &str)]) -> Query<'static> {
     let table = sql::json_rows(sqlite, 1, &[("player_id", Int), ("key", Text)]);
-    let rows = sql::query(&format!(
+    sql::query_owned(format!(
         "SELECT k.player_id, k.key, k.play_id, p.request_hash FROM purchase_keys k \
          JOIN {table} AS d ON k.player_id = d.player_id AND k.key = d.key \
          JOIN plays p ON p.id = k.play_id"
     ))
     .bind(json_table(keys, |k| *k))
-    .fetch_all(conn)
-    .await?;
+}
+
+pub fn read_earlier_purchases(rows: &[Row]) -> Result<Vec<(i64, String, i64, String)>, Error> {
     rows.iter()
         .map(|row| {
             Ok((
@@ -194,27 +197,24 @@ pub async fn earlier_purchases(
 }
 
 /// Forgets the purchase keys older than [`PURCHASE_KEYS_KEEP_MS`] before
-/// the newest one. The writer runs it now and then (`writer::batch_loop`);
-/// the index on `at_ms` finds both the newest key and the old ones.
-pub async fn prune_purchase_keys(conn: &mut Conn) -> Result<u64, Error> {
+/// the newest one, held back with the batch's writes. The writer runs it now
+/// and then (`writer::batch_loop`); the index on `at_ms` finds both the
+/// newest key and the old ones.
+pub async fn prune_purchase_keys(conn: &mut Conn) -> Result<(), Error> {
     sql::query(
         "DELETE FROM purchase_keys \
          WHERE at_ms < (SELECT MAX(at_ms) FROM purchase_keys) - $1",
     )
     .bind(PURCHASE_KEYS_KEEP_MS)
-    .execute(conn)
+    .defer(conn)
     .await
 }
 
-/// The first `window` open blocks with units left of each stake, by id.
-pub async fn blocks_on_sale(
-    conn: &mut Conn,
-    sqlite: bool,
-    stakes: &[i64],
-    window: i64,
-) -> Result<Vec<BlockOnSale>, Error> {
+/// The first `window` open blocks with units left of each stake, by id
+/// (read by [`read_blocks_on_sale`]).
+pub fn blocks_on_sale(sqlite: bool, stakes: &[i64], window: i64) -> Query<'static> {
     let table = sql::json_rows(sqlite, 1, &[("stake", Int)]);
-    let rows = sql::query(&format!(
+    sql::query_owned(format!(
         "SELECT id, emission_id, stake_cents, units_sold, sealed_secret FROM ( \
              SELECT b.id, b.emission_id, b.stake_cents, b.units_sold, b.sealed_secret, \
              ROW_NUMBER() OVER (PARTITION BY b.stake_cents ORDER BY b.id) AS position \
@@ -226,8 +226,9 @@ pub async fn blocks_on_sale(
     .bind(json_table(stakes, |s| [*s]))
     .bind(i64::from(tresor_game::UNITS_PER_BLOCK))
     .bind(window)
-    .fetch_all(conn)
-    .await?;
+}
+
+pub fn read_blocks_on_sale(rows: &[Row]) -> Result<Vec<BlockOnSale>, Error> {
     rows.iter()
         .map(|row| {
             let sealed: Option<Vec<u8>> = row.try_get("sealed_secret")?;
@@ -258,22 +259,24 @@ pub async fn stakes_with_blocks(
     .await
 }
 
-/// `count` fresh play ids. On PostgreSQL from the plays' sequence (several
-/// servers may insert); on SQLite after the largest, which the writer's
-/// `BEGIN IMMEDIATE` keeps to itself until it commits.
-pub async fn new_play_ids(conn: &mut Conn, sqlite: bool, count: usize) -> Result<Vec<i64>, Error> {
+/// `count` fresh play ids (read by [`read_new_play_ids`]). On PostgreSQL
+/// from the plays' sequence (several servers may insert); on SQLite after
+/// the largest, which the writer's `BEGIN IMMEDIATE` keeps to itself until
+/// it commits.
+pub fn new_play_ids(sqlite: bool, count: usize) -> Query<'static> {
     if sqlite {
-        let last: i64 = sql::query_scalar("SELECT COALESCE(MAX(id), 0) FROM plays")
-            .fetch_one(conn)
-            .await?;
+        return sql::query("SELECT COALESCE(MAX(id), 0) FROM plays");
+    }
+    sql::query("SELECT nextval(pg_get_serial_sequence('plays', 'id')) FROM generate_series(1, $1)")
+        .bind(count as i64)
+}
+
+pub fn read_new_play_ids(sqlite: bool, count: usize, rows: &[Row]) -> Result<Vec<i64>, Error> {
+    if sqlite {
+        let last: i64 = rows.first().map_or(Ok(0), |row| row.try_get(0usize))?;
         return Ok((1..=count as i64).map(|n| last + n).collect());
     }
-    sql::query_scalar(
-        "SELECT nextval(pg_get_serial_sequence('plays', 'id')) FROM generate_series(1, $1)",
-    )
-    .bind(count as i64)
-    .fetch_all(conn)
-    .await
+    rows.iter().map(|row| row.try_get(0usize)).collect()
 }
 
 /// The plays named by id (throws, settlements) and the play in progress of
@@ -284,16 +287,13 @@ pub async fn new_play_ids(conn: &mut Conn, sqlite: bool, count: usize) -> Result
 /// entries for settled plays stay until a vacuum: under a steady load each
 /// look-up through it visited every play the player had settled since
 /// (0.36 ms at 1,400 plays a player, found selling a whole block).
-pub async fn plays_for_batch(
-    conn: &mut Conn,
-    sqlite: bool,
-    play_ids: &[i64],
-    buyers: &[i64],
-) -> Result<Vec<LoadedPlay>, Error> {
+///
+/// Read by [`read_plays_for_batch`].
+pub fn plays_for_batch(sqlite: bool, play_ids: &[i64], buyers: &[i64]) -> Query<'static> {
     use plays::{COLUMNS, FROM};
     let ids = sql::json_rows(sqlite, 1, &[("id", Int)]);
     let players = sql::json_rows(sqlite, 2, &[("id", Int)]);
-    let rows = sql::query(&format!(
+    sql::query_owned(format!(
         "SELECT {COLUMNS}, 0 AS of_buyer FROM {FROM} \
          WHERE p.id IN (SELECT id FROM {ids} AS d) \
          UNION ALL \
@@ -303,8 +303,9 @@ pub async fn plays_for_batch(
     ))
     .bind(json_table(play_ids, |id| [*id]))
     .bind(json_table(buyers, |id| [*id]))
-    .fetch_all(conn)
-    .await?;
+}
+
+pub fn read_plays_for_batch(rows: &[Row]) -> Result<Vec<LoadedPlay>, Error> {
     rows.iter()
         .map(|row| {
             let of_buyer: i64 = row.try_get("of_buyer")?;
@@ -323,52 +324,43 @@ pub async fn plays_for_batch(
 /// lock makes a player's purchases on two servers at once decide one after
 /// the other, each on what the other committed (the 7-day caps, the balance,
 /// exclusions, an idempotency key).
-pub async fn lock_players(conn: &mut Conn, sqlite: bool, players: &[i64]) -> Result<(), Error> {
+///
+/// `None` where there is nothing to lock (SQLite, no buyer); its rows are
+/// not read. Sent first among the batch's reads, which run after it.
+pub fn lock_players(sqlite: bool, players: &[i64]) -> Option<Query<'static>> {
     if sqlite || players.is_empty() {
-        return Ok(());
+        return None;
     }
     let table = sql::json_rows(sqlite, 1, &[("id", Int)]);
-    sql::query(&format!(
-        "SELECT id FROM players WHERE id IN (SELECT id FROM {table} AS d) ORDER BY id FOR UPDATE"
-    ))
-    .bind(json_table(players, |id| [*id]))
-    .fetch_all(conn)
-    .await?;
-    Ok(())
+    Some(
+        sql::query_owned(format!(
+            "SELECT id FROM players WHERE id IN (SELECT id FROM {table} AS d) ORDER BY id FOR UPDATE"
+        ))
+        .bind(json_table(players, |id| [*id])),
+    )
 }
 
-/// The balances of these accounts.
-pub async fn balances(
-    conn: &mut Conn,
-    sqlite: bool,
-    accounts: &[i64],
-) -> Result<HashMap<i64, i64>, Error> {
+/// The balances of the buyers' `accounts` and of the accounts of the plays
+/// named by id (thrown, settled), read by [`read_balances`]: the plays'
+/// accounts are found here rather than from the plays read, so that this
+/// read goes with the others.
+pub fn balances(sqlite: bool, accounts: &[i64], play_ids: &[i64]) -> Query<'static> {
     let table = sql::json_rows(sqlite, 1, &[("id", Int)]);
-    let rows: Vec<(i64, i64)> = sql::query_as(&format!(
-        "SELECT id, balance_cents FROM accounts WHERE id IN (SELECT id FROM {table} AS d)"
+    let plays = sql::json_rows(sqlite, 2, &[("id", Int)]);
+    sql::query_owned(format!(
+        "SELECT id, balance_cents FROM accounts WHERE id IN (\
+         SELECT id FROM {table} AS d UNION \
+         SELECT pl.account_id FROM plays p JOIN players pl ON pl.id = p.player_id \
+         WHERE p.id IN (SELECT id FROM {plays} AS e))"
     ))
     .bind(json_table(accounts, |id| [*id]))
-    .fetch_all(conn)
-    .await?;
-    Ok(rows.into_iter().collect())
+    .bind(json_table(play_ids, |id| [*id]))
 }
 
-/// Refuses the batch when an update found fewer rows than it expected: the
-/// batch's reads no longer hold (a buyer's rows cannot change under the
-/// players' locks, a block's units are checked as they are written; this
-/// guards that reasoning).
-fn expect_rows(table: &'static str, changed: u64, expected: usize) -> Result<(), Error> {
-    if changed as usize == expected {
-        Ok(())
-    } else {
-        tracing::error!(
-            table,
-            changed,
-            expected,
-            "a batch update found other rows than it read"
-        );
-        Err(Error::Unavailable("the batch's reads changed under it"))
-    }
+pub fn read_balances(rows: &[Row]) -> Result<HashMap<i64, i64>, Error> {
+    rows.iter()
+        .map(<(i64, i64) as sql::FromRow>::from_row)
+        .collect()
 }
 
 pub async fn insert_plays(conn: &mut Conn, sqlite: bool, rows: &[NewPlayRow]) -> Result<(), Error> {
@@ -394,16 +386,15 @@ pub async fn insert_plays(conn: &mut Conn, sqlite: bool, rows: &[NewPlayRow]) ->
             ("finished_at_ms", Int),
         ],
     );
-    let inserted = sql::query(&format!(
+    sql::query(&format!(
         "INSERT INTO plays (id, player_id, block_id, unit_index, stake_cents, level, prize_cents, \
          throws_made, state, idempotency_key, request_hash, created_at_ms, finished_at_ms) \
          SELECT id, player_id, block_id, unit_index, stake_cents, level, prize_cents, throws_made, \
          state, idempotency_key, request_hash, created_at_ms, finished_at_ms FROM {table} AS d"
     ))
     .bind(json_table(rows, |row| row))
-    .execute(conn)
-    .await?;
-    expect_rows("plays", inserted, rows.len())
+    .defer_expecting(conn, "plays", rows.len())
+    .await
 }
 
 /// Remembers the new plays' idempotency keys ([`earlier_purchases`] reads
@@ -426,14 +417,13 @@ pub async fn insert_purchase_keys(
             ("created_at_ms", Int),
         ],
     );
-    let inserted = sql::query(&format!(
+    sql::query(&format!(
         "INSERT INTO purchase_keys (player_id, key, play_id, at_ms) \
          SELECT player_id, key, id, created_at_ms FROM {table} AS d"
     ))
     .bind(json_table(rows, |row| (row.0, row.1, &row.9, row.11)))
-    .execute(conn)
-    .await?;
-    expect_rows("purchase_keys", inserted, rows.len())
+    .defer_expecting(conn, "purchase_keys", rows.len())
+    .await
 }
 
 pub async fn update_plays(conn: &mut Conn, sqlite: bool, rows: &[PlayUpdate]) -> Result<(), Error> {
@@ -451,7 +441,7 @@ pub async fn update_plays(conn: &mut Conn, sqlite: bool, rows: &[PlayUpdate]) ->
             ("finished_at_ms", Int),
         ],
     );
-    let updated = sql::query(&format!(
+    sql::query(&format!(
         "UPDATE plays SET throws_made = d.throws_made, state = d.state, \
          finished_at_ms = d.finished_at_ms FROM {table} AS d \
          WHERE plays.id = d.id AND plays.throws_made = d.throws_before \
@@ -466,9 +456,8 @@ pub async fn update_plays(conn: &mut Conn, sqlite: bool, rows: &[PlayUpdate]) ->
             u.finished_at_ms,
         )
     }))
-    .execute(conn)
-    .await?;
-    expect_rows("plays", updated, rows.len())
+    .defer_expecting(conn, "plays", rows.len())
+    .await
 }
 
 pub async fn insert_transfers(
@@ -506,9 +495,8 @@ pub async fn insert_transfers(
             t.created_at_ms,
         )
     }))
-    .execute(conn)
-    .await?;
-    Ok(())
+    .defer(conn)
+    .await
 }
 
 /// Adds each (account, delta) to the account's balance. A player's balance
@@ -522,14 +510,13 @@ pub async fn add_to_balances(
         return Ok(());
     }
     let table = sql::json_rows(sqlite, 1, &[("id", Int), ("delta", Int)]);
-    let updated = sql::query(&format!(
+    sql::query(&format!(
         "UPDATE accounts SET balance_cents = accounts.balance_cents + d.delta \
          FROM {table} AS d WHERE accounts.id = d.id"
     ))
     .bind(json_table(deltas, |d| *d))
-    .execute(conn)
-    .await?;
-    expect_rows("accounts", updated, deltas.len())
+    .defer_expecting(conn, "accounts", deltas.len())
+    .await
 }
 
 /// Moves the blocks' counts of units sold; a block that sold its last unit
@@ -552,7 +539,7 @@ pub async fn update_blocks(
             ("sold_out_at_ms", Int),
         ],
     );
-    let updated = sql::query(&format!(
+    sql::query(&format!(
         "UPDATE blocks SET units_sold = d.units_sold, \
          state = CASE WHEN d.sold_out_at_ms IS NULL THEN blocks.state ELSE 'sold_out' END, \
          published_at_ms = COALESCE(d.sold_out_at_ms, blocks.published_at_ms) \
@@ -562,9 +549,8 @@ pub async fn update_blocks(
     .bind(json_table(rows, |b| {
         (b.id, b.units_sold_before, b.units_sold, b.sold_out_at_ms)
     }))
-    .execute(conn)
-    .await?;
-    expect_rows("blocks", updated, rows.len())
+    .defer_expecting(conn, "blocks", rows.len())
+    .await
 }
 
 /// Counts stakes in the players' hours (the 7-day caps read them).
@@ -591,7 +577,6 @@ pub async fn count_stake_hours(
     .bind(json_table(rows, |h| {
         (h.player_id, h.hour_ms, h.amount_cents)
     }))
-    .execute(conn)
-    .await?;
-    Ok(())
+    .defer(conn)
+    .await
 }

@@ -3,7 +3,9 @@
 //! writer runs (`sql`, `batch`).
 
 pub mod accounts;
+pub mod arg;
 pub mod batch;
+pub mod deferred;
 pub mod documents;
 pub mod lock;
 pub mod oversight;

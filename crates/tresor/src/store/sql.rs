@@ -8,13 +8,21 @@
 //! and two context switches per statement, which is where the time went; see
 //! BENCHMARKS.md). On PostgreSQL, and for reads outside the writer, the same
 //! calls go through sqlx.
+//!
+//! On the writer's PostgreSQL transaction ([`Conn::Batch`]) a batch's writes
+//! are held back (`Query::defer`) and its reads sent together
+//! ([`fetch_each`]): a batch then costs a few round trips whatever its size
+//! (`store::deferred` says how).
 
+pub use super::arg::Arg;
+use super::deferred::{self, Held};
 use crate::error::Error;
 use futures_util::future::BoxFuture;
-use rusqlite::types::{ToSqlOutput, Value as LiteValue};
+use rusqlite::types::Value as LiteValue;
 use sqlx::any::AnyRow;
 use sqlx::pool::PoolConnection;
 use sqlx::{Any, AnyConnection, Column as _, Row as _};
+use std::borrow::Cow;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -29,15 +37,35 @@ pub enum Conn {
     Tx(sqlx::Transaction<'static, Any>),
     /// A pooled connection, for reads outside the writer.
     Pooled(PoolConnection<Any>),
+    /// The writer's transaction on PostgreSQL: as `Tx`, but the writes
+    /// deferred (`Query::defer`) are held back and sent together by
+    /// [`Conn::flush`], which every other statement runs first, so that each
+    /// statement still sees what the ones before it wrote.
+    Batch(sqlx::Transaction<'static, Any>, Held),
 }
 
 impl Conn {
     fn any(&mut self) -> Option<&mut AnyConnection> {
         match self {
             Conn::Lite(_) => None,
-            Conn::Tx(tx) => Some(&mut **tx),
+            Conn::Tx(tx) | Conn::Batch(tx, _) => Some(&mut **tx),
             Conn::Pooled(conn) => Some(&mut **conn),
         }
+    }
+
+    /// Sends the writes held back, all in one round trip (nothing when none
+    /// is held, or off [`Conn::Batch`]). A failure is the error the failed
+    /// statement gives run alone; the transaction is then aborted.
+    pub async fn flush(&mut self) -> Result<(), Error> {
+        let Conn::Batch(tx, held) = self else {
+            return Ok(());
+        };
+        let Some(message) = held.take() else {
+            return Ok(());
+        };
+        count_round_trip();
+        any_many(tx, &message).await.map_err(deferred::map_error)?;
+        Ok(())
     }
 
     /// Whether this is a SQLite connection (the writer's own or sqlx's):
@@ -56,6 +84,8 @@ impl Conn {
         if let Conn::Lite(conn) = self {
             return Ok(conn.execute_batch(sql)?);
         }
+        self.flush().await?;
+        count_round_trip();
         Ok(any_raw(self.any().expect("not SQLite"), sql).await?)
     }
 
@@ -69,6 +99,8 @@ impl Conn {
         if let Conn::Lite(conn) = self {
             return Ok(lite_rows(conn, sql, &args, limit)?);
         }
+        self.flush().await?;
+        count_round_trip();
         let conn = self.any().expect("not SQLite");
         let query = any_query(sql, args);
         let future: BoxFuture<'_, Result<Vec<AnyRow>, sqlx::Error>> = match limit {
@@ -86,6 +118,8 @@ impl Conn {
             lite_rows(conn, sql, &args, None)?;
             return Ok(conn.changes());
         }
+        self.flush().await?;
+        count_round_trip();
         let conn = self.any().expect("not SQLite");
         let future: BoxFuture<'_, Result<_, sqlx::Error>> =
             Box::pin(any_query(sql, args).execute(conn));
@@ -93,24 +127,80 @@ impl Conn {
     }
 }
 
+/// What [`counting`] counts.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    /// Statements run or held back.
+    pub statements: u64,
+    /// Messages sent to the database server and waited for (none on the
+    /// writer's own SQLite connection, whose statements are function calls).
+    pub round_trips: u64,
+}
+
 tokio::task_local! {
-    /// Statements run inside [`counting`]: the writer counts each batch's,
-    /// which must not grow with the number of jobs in it.
-    static STATEMENTS: std::cell::Cell<u64>;
+    /// What runs inside [`counting`]: the writer counts each batch's
+    /// statements and round trips, which must not grow with its jobs.
+    static COUNTS: std::cell::Cell<Counts>;
 }
 
 fn count_statement() {
-    let _ = STATEMENTS.try_with(|count| count.set(count.get() + 1));
+    let _ = COUNTS.try_with(|counts| {
+        let mut now = counts.get();
+        now.statements += 1;
+        counts.set(now);
+    });
 }
 
-/// Runs `future` and counts the statements it runs.
-pub async fn counting<F: std::future::Future>(future: F) -> (F::Output, u64) {
-    STATEMENTS
-        .scope(std::cell::Cell::new(0), async move {
+fn count_round_trip() {
+    let _ = COUNTS.try_with(|counts| {
+        let mut now = counts.get();
+        now.round_trips += 1;
+        counts.set(now);
+    });
+}
+
+/// Runs `future` and counts the statements and round trips it makes.
+pub async fn counting<F: std::future::Future>(future: F) -> (F::Output, Counts) {
+    COUNTS
+        .scope(std::cell::Cell::new(Counts::default()), async move {
             let output = future.await;
-            (output, STATEMENTS.with(std::cell::Cell::get))
+            (output, COUNTS.with(std::cell::Cell::get))
         })
         .await
+}
+
+/// Runs `queries` (reads) and returns each one's rows, in order. On
+/// PostgreSQL they go as one message, in one round trip, run one after the
+/// other as they would be one by one (each sees what the one before it
+/// locked or wrote); elsewhere they run in turn.
+pub async fn fetch_each(conn: &mut Conn, queries: Vec<Query<'_>>) -> Result<Vec<Vec<Row>>, Error> {
+    if queries.is_empty() {
+        return Ok(Vec::new());
+    }
+    if conn.is_sqlite() {
+        let mut results = Vec::with_capacity(queries.len());
+        for query in queries {
+            results.push(query.fetch_all(conn).await?);
+        }
+        return Ok(results);
+    }
+    conn.flush().await?;
+    let mut statements = Vec::with_capacity(queries.len());
+    for query in &queries {
+        count_statement();
+        statements.push(deferred::inline(&query.sql, &query.args)?);
+    }
+    count_round_trip();
+    let message = statements.join(";\n");
+    let results = any_many(conn.any().expect("not SQLite"), &message).await?;
+    if results.len() != queries.len() {
+        return Err(Error::Database(sqlx::Error::Protocol(format!(
+            "{} reads sent together answered {} results",
+            queries.len(),
+            results.len()
+        ))));
+    }
+    Ok(results)
 }
 
 /// The type of a column of [`json_rows`].
@@ -154,6 +244,27 @@ fn any_raw<'a>(
     Box::pin(async move {
         future.await?;
         Ok(())
+    })
+}
+
+/// Several statements in one message (the simple-query protocol): each
+/// one's rows, in order.
+fn any_many<'a>(
+    conn: &'a mut AnyConnection,
+    message: &'a str,
+) -> BoxFuture<'a, Result<Vec<Vec<Row>>, sqlx::Error>> {
+    use futures_util::TryStreamExt as _;
+    Box::pin(async move {
+        let mut stream = sqlx::raw_sql(message).fetch_many(conn);
+        let (mut results, mut rows) = (Vec::new(), Vec::new());
+        while let Some(item) = stream.try_next().await? {
+            match item {
+                // Each statement ends with its command's completion.
+                sqlx::Either::Left(_) => results.push(std::mem::take(&mut rows)),
+                sqlx::Either::Right(row) => rows.push(Row::Any(row)),
+            }
+        }
+        Ok(results)
     })
 }
 
@@ -215,73 +326,6 @@ fn lite_rows(
         }
     }
     Ok(out)
-}
-
-/// A value bound to a statement's parameter.
-#[derive(Debug, Clone)]
-pub enum Arg {
-    Int(i64),
-    Text(String),
-    Blob(Vec<u8>),
-    NullInt,
-    NullText,
-}
-
-impl rusqlite::ToSql for Arg {
-    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-        Ok(match self {
-            Arg::Int(value) => ToSqlOutput::from(*value),
-            Arg::Text(value) => ToSqlOutput::from(value.as_str()),
-            Arg::Blob(value) => ToSqlOutput::from(value.as_slice()),
-            Arg::NullInt | Arg::NullText => ToSqlOutput::from(rusqlite::types::Null),
-        })
-    }
-}
-
-impl From<i64> for Arg {
-    fn from(value: i64) -> Self {
-        Arg::Int(value)
-    }
-}
-impl From<Option<i64>> for Arg {
-    fn from(value: Option<i64>) -> Self {
-        value.map_or(Arg::NullInt, Arg::Int)
-    }
-}
-impl From<&str> for Arg {
-    fn from(value: &str) -> Self {
-        Arg::Text(value.to_owned())
-    }
-}
-impl From<String> for Arg {
-    fn from(value: String) -> Self {
-        Arg::Text(value)
-    }
-}
-impl From<&String> for Arg {
-    fn from(value: &String) -> Self {
-        Arg::Text(value.clone())
-    }
-}
-impl From<Option<String>> for Arg {
-    fn from(value: Option<String>) -> Self {
-        value.map_or(Arg::NullText, Arg::Text)
-    }
-}
-impl From<Option<&str>> for Arg {
-    fn from(value: Option<&str>) -> Self {
-        value.map_or(Arg::NullText, |v| Arg::Text(v.to_owned()))
-    }
-}
-impl From<Vec<u8>> for Arg {
-    fn from(value: Vec<u8>) -> Self {
-        Arg::Blob(value)
-    }
-}
-impl From<&[u8]> for Arg {
-    fn from(value: &[u8]) -> Self {
-        Arg::Blob(value.to_vec())
-    }
 }
 
 /// A row read by the writer's SQL.
@@ -406,13 +450,21 @@ impl<A: Decode, B: Decode, C: Decode> FromRow for (A, B, C) {
 /// A statement and its arguments.
 #[derive(Debug)]
 pub struct Query<'q> {
-    sql: &'q str,
+    sql: Cow<'q, str>,
     args: Vec<Arg>,
 }
 
 pub fn query(sql: &str) -> Query<'_> {
     Query {
-        sql,
+        sql: Cow::Borrowed(sql),
+        args: Vec::new(),
+    }
+}
+
+/// A statement whose text it owns: built now, run later ([`fetch_each`]).
+pub fn query_owned(sql: String) -> Query<'static> {
+    Query {
+        sql: Cow::Owned(sql),
         args: Vec::new(),
     }
 }
@@ -424,12 +476,48 @@ impl<'q> Query<'q> {
     }
 
     pub async fn execute(self, conn: &mut Conn) -> Result<u64, Error> {
-        conn.execute(self.sql, self.args).await
+        conn.execute(&self.sql, self.args).await
+    }
+
+    /// Holds the write back until [`Conn::flush`] on the writer's
+    /// PostgreSQL transaction; runs it now anywhere else.
+    pub async fn defer(self, conn: &mut Conn) -> Result<(), Error> {
+        match conn {
+            Conn::Batch(_, held) => {
+                count_statement();
+                held.push(deferred::inline(&self.sql, &self.args)?);
+                Ok(())
+            }
+            _ => self.execute(conn).await.map(drop),
+        }
+    }
+
+    /// As [`Query::defer`], for a write that must change exactly `rows`
+    /// rows of `table`: otherwise the batch fails (`deferred::rows_changed`),
+    /// when it runs now as when it is flushed.
+    pub async fn defer_expecting(
+        self,
+        conn: &mut Conn,
+        table: &'static str,
+        rows: usize,
+    ) -> Result<(), Error> {
+        match conn {
+            Conn::Batch(_, held) => {
+                count_statement();
+                let write = deferred::inline(&self.sql, &self.args)?;
+                held.push(deferred::expecting(&write, table, rows));
+                Ok(())
+            }
+            _ => {
+                let changed = self.execute(conn).await?;
+                deferred::check_rows(table, changed, rows)
+            }
+        }
     }
 
     pub async fn fetch_optional(self, conn: &mut Conn) -> Result<Option<Row>, Error> {
         Ok(conn
-            .run(self.sql, self.args, Some(1))
+            .run(&self.sql, self.args, Some(1))
             .await?
             .into_iter()
             .next())
@@ -442,7 +530,7 @@ impl<'q> Query<'q> {
     }
 
     pub async fn fetch_all(self, conn: &mut Conn) -> Result<Vec<Row>, Error> {
-        conn.run(self.sql, self.args, None).await
+        conn.run(&self.sql, self.args, None).await
     }
 }
 

@@ -309,7 +309,8 @@ pub async fn read_hashes(
 }
 
 /// Writes what the transaction appended: the new stored hashes, the log's
-/// size and, with a key, the signed checkpoint of the new tree. Returns the
+/// size and, with a key, the signed checkpoint of the new tree, held back
+/// with the batch's other writes until COMMIT (`Query::defer`). Returns the
 /// right edge to keep and the checkpoint's note.
 pub async fn store(
     conn: &mut Conn,
@@ -339,12 +340,12 @@ pub async fn store(
     ))
     .bind(head.log_id)
     .bind(serde_json::to_string(&rows).expect("hashes serialise"))
-    .execute(conn)
+    .defer(conn)
     .await?;
     sql::query("UPDATE logs SET size = $1 WHERE id = $2")
         .bind(head.size as i64)
         .bind(head.log_id)
-        .execute(conn)
+        .defer(conn)
         .await?;
     let note = match key {
         Some(key) => {
@@ -356,7 +357,7 @@ pub async fn store(
             .bind(head.size as i64)
             .bind(now_ms)
             .bind(note.clone())
-            .execute(conn)
+            .defer(conn)
             .await?;
             Some(note)
         }

@@ -288,7 +288,7 @@ impl Loop {
         self.apply_page_limit(engine).await?;
         let started = std::time::Instant::now();
         let mut conn = engine.begin().await?;
-        let (inside, statements) = sql::counting(async {
+        let (inside, counts) = sql::counting(async {
             let kept = self.log.edge.take();
             let head = trail::log::lock(&mut conn, &self.log.name, kept, now_ms).await?;
             let (outcome, head) =
@@ -325,13 +325,13 @@ impl Loop {
                 sql::query("INSERT INTO writer_batches (id, committed_at_ms) VALUES ($1, $2)")
                     .bind(&id)
                     .bind(now_ms)
-                    .execute(&mut conn)
+                    .defer(&mut conn)
                     .await?;
                 if number % 4096 == 0 {
                     // Old identities are pruned now and then.
                     sql::query("DELETE FROM writer_batches WHERE committed_at_ms < $1")
                         .bind(now_ms - KEEP_BATCH_IDS_MS)
-                        .execute(&mut conn)
+                        .defer(&mut conn)
                         .await?;
                 }
             }
@@ -339,6 +339,12 @@ impl Loop {
                 // Purchase keys past their window are forgotten at the
                 // writer's first batch and every 4,096 after.
                 crate::store::batch::prune_purchase_keys(&mut conn).await?;
+            }
+            // The writes held back go now, in one round trip, so that a
+            // failure of any of them fails the batch here, as it would have
+            // run alone, and never looks like a lost COMMIT.
+            if wrote {
+                conn.flush().await?;
             }
             Ok::<_, Error>((answers, wrote, edge))
         })
@@ -385,7 +391,8 @@ impl Loop {
         self.stats.batch_seconds.observe(elapsed.as_secs_f64());
         self.stats.record(BatchCost {
             requests: batch.len(),
-            statements,
+            statements: counts.statements,
+            round_trips: counts.round_trips,
             elapsed,
         });
         Ok(answers)

@@ -4,6 +4,7 @@
 
 use crate::error::Error;
 use crate::store::Db;
+use crate::store::deferred::Held;
 use crate::store::sql::{self, Conn};
 
 /// Where the writer's transactions come from.
@@ -25,13 +26,23 @@ impl Engine {
                 }
                 Ok(conn)
             }
-            Engine::Pool(db) => Ok(Conn::Tx(db.begin().await?)),
+            Engine::Pool(db) => Ok(Conn::Batch(db.begin().await?, Held::default())),
         }
     }
 
+    /// Commits (sending first the writes still held back) or rolls back
+    /// (dropping them).
     pub(super) async fn end(&mut self, mut conn: Conn, commit: bool) -> Result<(), Error> {
+        if commit && let Err(error) = conn.flush().await {
+            // Nothing is committed: the transaction is rolled back below.
+            let _ = Box::pin(self.end(conn, false)).await;
+            return Err(match self {
+                Engine::Pool(db) => db.noticed(error),
+                Engine::Lite(_) => error,
+            });
+        }
         match conn {
-            Conn::Tx(tx) => {
+            Conn::Batch(tx, _) | Conn::Tx(tx) => {
                 let outcome = if commit {
                     tx.commit().await
                 } else {

@@ -16,6 +16,11 @@ pub struct BatchCost {
     pub requests: usize,
     /// Statements the batch ran, from its first to its COMMIT excluded.
     pub statements: u64,
+    /// Messages the batch sent to PostgreSQL and waited for, from its
+    /// BEGIN to its COMMIT, both excluded: each statement run now is one,
+    /// the reads sent together one, the writes held back one (0 on SQLite,
+    /// whose statements are function calls).
+    pub round_trips: u64,
     /// From its BEGIN to its COMMIT answered, as in
     /// [`WriterStats::batch_seconds`] (whose buckets give no quantiles back:
     /// the recent batches' times do).

@@ -27,7 +27,9 @@ const RECORDS_PER_INSERT: usize = 5_000;
 fn tx(conn: &mut Conn) -> &mut sqlx::AnyConnection {
     match conn {
         Conn::Tx(transaction) => transaction,
-        Conn::Lite(_) | Conn::Pooled(_) => unreachable!("the preload runs in a transaction"),
+        Conn::Lite(_) | Conn::Pooled(_) | Conn::Batch(..) => {
+            unreachable!("the preload runs in a transaction")
+        }
     }
 }
 
