@@ -655,8 +655,10 @@ on_sqlite!(
         }
         let per_purchase = pages as f64 / purchases as f64;
         eprintln!("{pages} pages written for {purchases} purchases: {per_purchase:.2} a purchase");
+        // 1.26-1.28 measured (five runs); 2.07 before. The bound leaves
+        // room for the trail's records, whose size varies a little.
         assert!(
-            per_purchase < 1.3,
+            per_purchase < 1.5,
             "{per_purchase:.2} pages written a purchase ({pages} for {purchases})"
         );
         assert_ledger_balances(&service.db).await;
