@@ -198,6 +198,19 @@ async fn buy_until_acknowledged(
 }
 
 /// `tresor serve` on `url`, unthrottled, selling first from its own block.
+/// Two servers on `url`, selling from blocks of their own, under load until
+/// it is steady.
+async fn two_servers_under_load(url: &str) -> ([Server; 2], Load) {
+    let servers = [
+        serve(url, free_port(), 0).await,
+        serve(url, free_port(), 1).await,
+    ];
+    let bases: Vec<String> = servers.iter().map(|s| s.base.clone()).collect();
+    let load = Load::start(&bases).await;
+    tokio::time::sleep(STEADY).await;
+    (servers, load)
+}
+
 async fn serve(url: &str, port: u16, block_offset: usize) -> Server {
     let mut flags = vec!["--block-offset".to_owned(), block_offset.to_string()];
     flags.extend(unthrottled_flags());
@@ -295,13 +308,7 @@ async fn the_primary_killed_under_load_and_its_synchronous_standby_promoted_lose
         return;
     };
     let url = cluster.url("read-write");
-    let servers = [
-        serve(&url, free_port(), 0).await,
-        serve(&url, free_port(), 1).await,
-    ];
-    let bases: Vec<String> = servers.iter().map(|s| s.base.clone()).collect();
-    let load = Load::start(&bases).await;
-    tokio::time::sleep(STEADY).await;
+    let (_servers, load) = two_servers_under_load(&url).await;
 
     let fault = Instant::now();
     tokio::task::block_in_place(|| {
@@ -328,13 +335,7 @@ async fn a_commit_whose_answer_the_killed_primary_never_sent_is_found_on_the_pro
         return;
     };
     let url = cluster.url("read-write");
-    let servers = [
-        serve(&url, free_port(), 0).await,
-        serve(&url, free_port(), 1).await,
-    ];
-    let bases: Vec<String> = servers.iter().map(|s| s.base.clone()).collect();
-    let load = Load::start(&bases).await;
-    tokio::time::sleep(STEADY).await;
+    let (servers, load) = two_servers_under_load(&url).await;
 
     // The standby stops taking WAL: every COMMIT waits for it, so each
     // server's writer is soon waiting on one. The primary's sessions are
@@ -415,13 +416,7 @@ async fn postgresql_restarted_mid_load_resumes_by_itself_and_loses_nothing_ackno
         return;
     };
     let url = format!("postgres://postgres@{}/postgres", cluster.primary.host());
-    let servers = [
-        serve(&url, free_port(), 0).await,
-        serve(&url, free_port(), 1).await,
-    ];
-    let bases: Vec<String> = servers.iter().map(|s| s.base.clone()).collect();
-    let load = Load::start(&bases).await;
-    tokio::time::sleep(STEADY).await;
+    let (_servers, load) = two_servers_under_load(&url).await;
 
     let fault = Instant::now();
     tokio::task::block_in_place(|| cluster.restart_immediate());
@@ -476,13 +471,7 @@ async fn a_standby_promoted_20_s_after_the_primary_died_keeps_every_request_with
         return;
     };
     let url = cluster.url("read-write");
-    let servers = [
-        serve(&url, free_port(), 0).await,
-        serve(&url, free_port(), 1).await,
-    ];
-    let bases: Vec<String> = servers.iter().map(|s| s.base.clone()).collect();
-    let load = Load::start(&bases).await;
-    tokio::time::sleep(STEADY).await;
+    let (_servers, load) = two_servers_under_load(&url).await;
 
     // No primary for 20 s: COMMITs in doubt, batches failing and run again,
     // requests queued behind them; each is answered within the budget.
