@@ -4,7 +4,7 @@
 //! open, rendered by `GET /metrics` on the operator listener only (wins paid
 //! would tell a watcher when a top prize was found). `docs/ops/README.md`
 //! says what each means; `docs/ops/alerts.yml` and
-//! `docs/ops/grafana-dashboard.json` use them (`tests/ops.rs` holds them to
+//! `docs/ops/grafana-dashboard.json` use them (`tests/it/ops.rs` holds them to
 //! the names exported here).
 //!
 //! The hot path only increments atomics: labelled series that requests add

@@ -1,5 +1,5 @@
 //! `--servers N`: N spawned servers on one fresh PostgreSQL database, as
-//! `tests/multi_server.rs` runs them (writer `server<i>`, block offset `i`),
+//! `tests/it/multi_server.rs` runs them (writer `server<i>`, block offset `i`),
 //! each loaded by its share of the players at the same time; each server's
 //! result is printed, then their sum, beside one server's run.
 

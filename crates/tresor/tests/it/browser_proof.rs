@@ -1,0 +1,232 @@
+//! The page checks a play's receipt in the browser (WebCrypto's SHA-256 and
+//! Ed25519, `web/assets/js/proof.js`) against the key `/log/` publishes, and
+//! says so beside the play: checked for a real receipt, failed for one
+//! altered in transit (one byte of the answer's record changed by a proxy
+//! of the test between the browser and the real server), in French and in
+//! English.
+
+use crate::common::Harness;
+use crate::common::browser::{Browser, ONE_AT_A_TIME, browser_paths};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+on_both!(a_plays_receipt_shows_checked_and_one_altered_in_transit_shows_failed);
+
+/// An HTTP proxy in front of the real server that, when `alter` is set,
+/// changes one byte of the record in a purchase's answer.
+struct Tamper {
+    upstream: String,
+    client: reqwest::Client,
+    alter: AtomicBool,
+}
+
+async fn forward(tamper: Arc<Tamper>, request: axum::extract::Request) -> axum::response::Response {
+    use axum::http::header;
+    let (parts, body) = request.into_parts();
+    let body = axum::body::to_bytes(body, 1 << 20).await.unwrap();
+    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let mut outgoing = tamper
+        .client
+        .request(parts.method.clone(), format!("{}{path}", tamper.upstream))
+        .body(body);
+    for (name, value) in &parts.headers {
+        if name != header::CONTENT_LENGTH {
+            outgoing = outgoing.header(name, value);
+        }
+    }
+    let answer = outgoing.send().await.unwrap();
+    let status = answer.status();
+    let headers = answer.headers().clone();
+    let mut bytes = answer.bytes().await.unwrap().to_vec();
+    let purchase = parts.method == axum::http::Method::POST
+        && parts.uri.path() == "/api/plays"
+        && status.is_success();
+    if purchase {
+        let play: Value = serde_json::from_slice(&bytes).unwrap();
+        assert!(
+            play["receipt"].is_object(),
+            "a purchase's answer carries its receipt: {play}"
+        );
+    }
+    if tamper.alter.load(Ordering::Relaxed) && purchase {
+        let mut play: Value = serde_json::from_slice(&bytes).unwrap();
+        let record = &mut play["receipt"]["record"];
+        let salt = record["salt"]
+            .as_str()
+            .expect("a receipt's salt")
+            .to_owned();
+        // One hex digit of the salt, changed: one byte of the leaf's data.
+        let flipped = if salt.starts_with('0') { "1" } else { "0" };
+        record["salt"] = Value::String(format!("{flipped}{}", &salt[1..]));
+        bytes = serde_json::to_vec(&play).unwrap();
+    }
+    let mut response = axum::response::Response::new(axum::body::Body::from(bytes));
+    *response.status_mut() = status;
+    for (name, value) in &headers {
+        if name != header::CONTENT_LENGTH
+            && name != header::TRANSFER_ENCODING
+            && name != header::CONNECTION
+        {
+            response.headers_mut().append(name, value.clone());
+        }
+    }
+    response
+}
+
+async fn start_proxy(upstream: &str) -> (String, Arc<Tamper>) {
+    let tamper = Arc::new(Tamper {
+        upstream: upstream.to_owned(),
+        client: reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap(),
+        alter: AtomicBool::new(false),
+    });
+    let shared = tamper.clone();
+    let app = axum::Router::new().fallback(move |request| forward(shared.clone(), request));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (base, tamper)
+}
+
+async fn register(browser: &Browser, base: &str) {
+    browser.goto(&format!("{base}/?fast=1#/")).await;
+    let script = "const done = arguments[arguments.length - 1];
+         const post = (path, body) => fetch(path, {method: 'POST', credentials: 'same-origin',
+           headers: {'Content-Type': 'application/json', 'X-Requested-With': 'tresor'},
+           body: JSON.stringify(body)});
+         post('/api/register', {username: 'prover', password: 'a long enough password', adult: true, accept_rules: true})
+           .then(() => post('/api/demo/deposit', {amount_cents: 5000}))
+           .then((r) => { localStorage.setItem('tresor.session', '1'); done(r.status); })
+           .catch((e) => done(String(e)));";
+    assert_eq!(browser.execute_async(script).await, json!(200));
+    browser
+        .execute("document.body.dataset.ready = ''; location.reload();")
+        .await;
+    browser
+        .wait_for("document.body.dataset.ready === 'true'")
+        .await;
+    browser
+        .wait_for("document.body.dataset.user === 'in'")
+        .await;
+}
+
+/// Buys a unit with the mouse and waits for the proof's verdict.
+async fn buy(browser: &Browser, state: &str) -> String {
+    browser.click("[data-testid=play]").await;
+    browser
+        .wait_for("document.querySelector('#dlg-howto').open")
+        .await;
+    browser.click("[data-testid=howto-close]").await;
+    browser
+        .wait_for("document.querySelector('#screen-game').dataset.mode === 'playing'")
+        .await;
+    proof_text(browser, state).await
+}
+
+async fn proof_text(browser: &Browser, state: &str) -> String {
+    browser
+        .wait_for(&format!(
+            "(() => {{ const p = document.querySelector('[data-testid=play-proof]');
+               return !p.hidden && p.dataset.state === '{state}' && p.textContent; }})()"
+        ))
+        .await
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+async fn switch_language(browser: &Browser, lang: &str) {
+    browser.click("[data-testid=lang]").await;
+    browser
+        .wait_for(&format!("document.documentElement.lang === '{lang}'"))
+        .await;
+}
+
+/// Plays the four throws out, closing the congratulations if they come.
+async fn finish(browser: &Browser) {
+    for number in 1..=4 {
+        browser.click("[data-testid=throw]").await;
+        browser
+            .wait_for(&format!(
+                "document.querySelector('#pips').dataset.used === '{number}' &&
+                 !document.querySelector('[data-testid=throw]').disabled ||
+                 document.querySelector('#screen-game').dataset.mode === 'finished'"
+            ))
+            .await;
+    }
+    browser
+        .wait_for("document.querySelector('#screen-game').dataset.mode === 'finished'")
+        .await;
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let won = browser
+        .execute("return document.querySelector('#dlg-win').open")
+        .await;
+    if won == json!(true) {
+        browser.click("[data-testid=win-close]").await;
+    }
+    browser
+        .wait_for("!document.querySelector('#dlg-win').open && !document.querySelector('[data-testid=play]').disabled")
+        .await;
+}
+
+async fn a_plays_receipt_shows_checked_and_one_altered_in_transit_shows_failed(h: &Harness) {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let Some((chromium, chromedriver)) = browser_paths() else {
+        return;
+    };
+    let server = h.server(&[]).await;
+    let (base, tamper) = start_proxy(&server.base).await;
+    let browser = Browser::start(&chromium, &chromedriver, 1280, 900).await;
+    register(&browser, &base).await;
+
+    // A real receipt: checked, said in words and with a sign.
+    let text = buy(&browser, "checked").await;
+    assert!(text.contains("Dans le registre public, vérifié"), "{text}");
+    assert!(text.contains('✓'), "{text}");
+    browser.screenshot("proof-checked-fr").await;
+    switch_language(&browser, "en").await;
+    let text = proof_text(&browser, "checked").await;
+    assert!(text.contains("In the public log, checked"), "{text}");
+    finish(&browser).await;
+
+    // One byte of the next answer's record changed on its way: failed.
+    tamper.alter.store(true, Ordering::Relaxed);
+    let text = buy(&browser, "failed").await;
+    assert!(text.contains("Proof failed"), "{text}");
+    assert!(text.contains('✗'), "{text}");
+    browser.screenshot("proof-failed-en").await;
+    switch_language(&browser, "fr").await;
+    let text = proof_text(&browser, "failed").await;
+    assert!(text.contains("Preuve invalide"), "{text}");
+    // The element is a live status region: a screen reader says it too.
+    assert_eq!(
+        browser
+            .execute(
+                "return document.querySelector('[data-testid=play-proof]').getAttribute('role')"
+            )
+            .await,
+        json!("status")
+    );
+    finish(&browser).await;
+    tamper.alter.store(false, Ordering::Relaxed);
+
+    // The fairness page shows the key and the latest checkpoint.
+    browser.click("[data-testid=nav-fairness]").await;
+    let key = browser
+        .wait_for("document.querySelector('[data-testid=log-key]').textContent.startsWith('tresor/') && document.querySelector('[data-testid=log-key]').textContent")
+        .await;
+    let published: Value = reqwest::get(format!("{}/log/", server.base))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(key, published["key"]);
+    browser
+        .wait_for("document.querySelector('[data-testid=log-checkpoint]')?.textContent.includes('— tresor/')")
+        .await;
+    browser.close().await;
+}

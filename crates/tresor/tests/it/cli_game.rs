@@ -1,0 +1,204 @@
+//! The game-core commands through the real binary: `block generate|verify`,
+//! `scenario`, `simulate`, and one clear line with exit code 2 for bad input.
+
+use crate::common::{tresor, tresor_command};
+use sha2::{Digest, Sha256};
+use std::process::{Output, Stdio};
+
+const ZEROS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+const COUNTING: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+
+/// The known answers pinned in docs/AUDIT.md: sha256 of the exact stdout of
+/// `tresor block generate --secret … --stake 50`.
+const GENERATE_SHA256_ZEROS: &str =
+    "67ed517a6d2a115769e0a88a6c4351f38ce273eda0c9de934e9325342f8c38aa";
+const GENERATE_SHA256_COUNTING: &str =
+    "9dc6d4103932c8243600cb082c0b6c65066ca9a1b8eedbbee8848bc7ac2e3a54";
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).expect("stdout is UTF-8")
+}
+
+/// Asserts a refusal: exit code 2 and exactly one line on stderr.
+fn assert_refused(args: &[&str], mentions: &str) {
+    let output = tresor(args);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+    assert!(stderr.contains(mentions), "{args:?}: {stderr}");
+    assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+}
+
+#[test]
+fn block_generate_prints_the_commitment_then_every_level_and_matches_the_pinned_hash() {
+    for (secret, pinned) in [
+        (ZEROS, GENERATE_SHA256_ZEROS),
+        (COUNTING, GENERATE_SHA256_COUNTING),
+    ] {
+        let output = tresor(&["block", "generate", "--secret", secret, "--stake", "50"]);
+        assert!(output.status.success());
+        let text = stdout(&output);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 450_001);
+        assert_eq!(
+            lines[0],
+            hex::encode(Sha256::digest(hex::decode(secret).unwrap()))
+        );
+        assert_eq!(lines[1..].iter().filter(|l| **l == "1").count(), 1);
+        assert_eq!(lines[1..].iter().filter(|l| **l == "0").count(), 330_396);
+        assert_eq!(hex::encode(Sha256::digest(&output.stdout)), pinned);
+    }
+}
+
+#[test]
+fn block_generate_does_not_depend_on_the_stake() {
+    let at = |stake| tresor(&["block", "generate", "--secret", COUNTING, "--stake", stake]).stdout;
+    assert_eq!(at("50"), at("200"));
+}
+
+#[test]
+fn block_generate_into_a_closed_pipe_does_not_panic() {
+    let mut child = tresor_command()
+        .args(["block", "generate", "--secret", ZEROS, "--stake", "50"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // A reader that stops early (`| head`) is no error: exit 0, nothing said.
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr, "", "silence on stderr");
+}
+
+#[test]
+fn block_verify_accepts_a_block_that_matches_its_commitment() {
+    let commitment = hex::encode(Sha256::digest([0u8; 32]));
+    let output = tresor(&[
+        "block",
+        "verify",
+        "--secret",
+        ZEROS,
+        "--commitment",
+        &commitment,
+        "--stake",
+        "100",
+    ]);
+    assert_eq!(output.status.code(), Some(0));
+    assert!(stdout(&output).starts_with("OK"));
+}
+
+#[test]
+fn block_verify_rejects_a_wrong_commitment_with_exit_code_one() {
+    let output = tresor(&[
+        "block",
+        "verify",
+        "--secret",
+        COUNTING,
+        "--commitment",
+        &"ab".repeat(32),
+        "--stake",
+        "50",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stdout(&output).contains("commitment"));
+}
+
+#[test]
+fn scenario_prints_the_units_game_as_pretty_json() {
+    let output = tresor(&[
+        "scenario", "--secret", COUNTING, "--stake", "200", "--index", "17",
+    ]);
+    assert!(output.status.success());
+    let text = stdout(&output);
+    assert!(text.contains("\n  \"outcome\""), "pretty-printed");
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(json["throws"].as_array().unwrap().len(), 4);
+    assert_eq!(json["chests"].as_array().unwrap().len(), 9);
+    assert_eq!(json["map"]["width"], 14);
+    let level = json["outcome"]["level"].as_u64().unwrap();
+    let generate = tresor(&["block", "generate", "--secret", COUNTING, "--stake", "200"]);
+    let levels = stdout(&generate);
+    assert_eq!(levels.lines().nth(1 + 17).unwrap(), level.to_string());
+}
+
+#[test]
+fn simulate_reports_the_exact_table_for_every_block() {
+    let output = tresor(&["simulate", "--stake", "50", "--blocks", "3"]);
+    let text = stdout(&output);
+    assert!(output.status.success(), "{text}");
+    for block in 1..=3 {
+        assert!(
+            text.contains(&format!("block {block} (commitment"))
+                && text
+                    .lines()
+                    .filter(|l| l.starts_with(&format!("block {block} ")))
+                    .all(|l| l.contains("level counts equal the table")),
+            "{text}"
+        );
+    }
+    assert!(
+        text.contains("blocks holding exactly the table: 3 of 3"),
+        "{text}"
+    );
+    assert!(
+        text.contains("does not evaluate to the unit's level: 0"),
+        "{text}"
+    );
+    assert!(text.contains("= 70.0000 %"), "{text}");
+    assert!(text.contains("chi-square"), "{text}");
+}
+
+#[test]
+fn bad_secrets_stakes_and_indexes_get_one_line_and_exit_code_two() {
+    assert_refused(
+        &["block", "generate", "--secret", "abc", "--stake", "50"],
+        "64 hexadecimal",
+    );
+    assert_refused(
+        &["block", "generate", "--secret", ZEROS, "--stake", "75"],
+        "stake",
+    );
+    assert_refused(
+        &[
+            "block",
+            "verify",
+            "--secret",
+            ZEROS,
+            "--commitment",
+            "xyz",
+            "--stake",
+            "50",
+        ],
+        "--commitment",
+    );
+    assert_refused(
+        &[
+            "scenario", "--secret", ZEROS, "--stake", "50", "--index", "450000",
+        ],
+        "--index",
+    );
+    assert_refused(
+        &[
+            "scenario",
+            "--secret",
+            &"g".repeat(64),
+            "--stake",
+            "50",
+            "--index",
+            "1",
+        ],
+        "64 hexadecimal",
+    );
+    assert_refused(
+        &["scenario", "--secret", ZEROS, "--stake", "50"],
+        "required",
+    );
+    assert_refused(&["simulate", "--stake", "50", "--blocks", "0"], "--blocks");
+    assert_refused(
+        &["simulate", "--stake", "50", "--blocks", "1", "--seed", "zz"],
+        "--seed",
+    );
+    assert_refused(&["block", "generate", "--secret", ZEROS], "required");
+}

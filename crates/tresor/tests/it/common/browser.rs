@@ -1,0 +1,425 @@
+//! The WebDriver client every browser test shares: a real headless Chromium
+//! driven through chromedriver, a few lines over `reqwest`, so nothing is
+//! downloaded. Without Chromium and chromedriver a test says it was skipped,
+//! unless `TRESOR_REQUIRE_BROWSER=1` (as in CI), where it fails instead.
+//! Screenshots go to `target/screenshots/`.
+
+use super::free_port;
+use serde_json::{Value, json};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// One browser test at a time: each runs a server, chromedriver and a
+/// Chromium, which is plenty for a two-core machine.
+pub static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+pub fn screenshots_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/screenshots");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Where Chromium and chromedriver are, or `None` when the tests must be skipped.
+pub fn browser_paths() -> Option<(PathBuf, PathBuf)> {
+    let chromium = std::env::var_os("CHROMIUM")
+        .map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from);
+    let driver = std::env::var_os("CHROMEDRIVER")
+        .map_or_else(|| PathBuf::from("/usr/bin/chromedriver"), PathBuf::from);
+    if chromium.exists() && driver.exists() {
+        return Some((chromium, driver));
+    }
+    assert!(
+        std::env::var("TRESOR_REQUIRE_BROWSER").as_deref() != Ok("1"),
+        "TRESOR_REQUIRE_BROWSER=1 but {} or {} is missing (apt-get install chromium chromium-driver)",
+        chromium.display(),
+        driver.display()
+    );
+    eprintln!("browser tests skipped: chromium or chromedriver is not installed");
+    None
+}
+
+/// Chromedriver, started in its own process group: on drop the whole group
+/// (chromedriver and every Chromium it started) is killed, so no browser
+/// process outlives the test.
+struct DriverProcess(Child);
+
+impl Drop for DriverProcess {
+    fn drop(&mut self) {
+        let pid = self.0.id();
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{pid}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+        // Chromium's helpers, orphaned by the kill, stay listed until the
+        // system reaps them: wait (a bounded while) until the group is gone.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while group_is_listed(pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// Whether any process, a zombie included, is still in process group `pgid`.
+fn group_is_listed(pgid: u32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        std::fs::read_to_string(entry.path().join("stat")).is_ok_and(|stat| {
+            // After "pid (comm)": state, ppid, pgrp.
+            stat.rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(2)?.parse::<u32>().ok())
+                == Some(pgid)
+        })
+    })
+}
+
+/// Ends a WebDriver session with a blocking raw HTTP/1.1 request (drop
+/// cannot await, and may run outside any async runtime). Chromedriver then
+/// closes its Chromium cleanly.
+fn delete_session(driver: &str, session: &str) {
+    let Some(authority) = driver.strip_prefix("http://") else {
+        return;
+    };
+    let Ok(addr) = authority.parse::<std::net::SocketAddr>() else {
+        return;
+    };
+    let timeout = Duration::from_secs(5);
+    let Ok(mut stream) = TcpStream::connect_timeout(&addr, timeout) else {
+        return;
+    };
+    let _ = stream.set_read_timeout(Some(timeout));
+    let _ = stream.set_write_timeout(Some(timeout));
+    let request = format!(
+        "DELETE /session/{session} HTTP/1.1\r\nHost: {authority}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    );
+    if stream.write_all(request.as_bytes()).is_ok() {
+        let mut sink = Vec::new();
+        let _ = stream.read_to_end(&mut sink);
+    }
+}
+
+/// A WebDriver session on a fresh headless Chromium.
+pub struct Browser {
+    http: reqwest::Client,
+    session: String,
+    driver: String,
+    _process: DriverProcess,
+    _profile: tempfile::TempDir,
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        // Fields drop after this: the session ends first, then the
+        // chromedriver process group is killed.
+        if !self.session.is_empty() {
+            delete_session(&self.driver, &self.session);
+        }
+    }
+}
+
+impl Browser {
+    /// Waits until the balance shown is `cents`.
+    pub async fn wait_balance(&self, cents: i64) {
+        self.wait_for(&format!(
+            "document.querySelector('[data-testid=balance]').dataset.cents === '{cents}'"
+        ))
+        .await;
+    }
+
+    pub async fn balance_cents(&self) -> i64 {
+        let value = self
+            .wait_for("document.querySelector('[data-testid=balance]').dataset.cents")
+            .await;
+        value.as_str().unwrap().parse().unwrap()
+    }
+
+    pub async fn start(chromium: &Path, chromedriver: &Path, width: u32, height: u32) -> Browser {
+        let port = free_port();
+        let child = Command::new(chromedriver)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("chromedriver starts");
+        let process = DriverProcess(child);
+        let driver = format!("http://127.0.0.1:{port}");
+        let http = reqwest::Client::new();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while http.get(format!("{driver}/status")).send().await.is_err() {
+            assert!(Instant::now() < deadline, "chromedriver never answered");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let profile = tempfile::tempdir().unwrap();
+        let args = vec![
+            "--headless=new".to_owned(),
+            "--no-sandbox".to_owned(),
+            "--disable-gpu".to_owned(),
+            "--disable-dev-shm-usage".to_owned(),
+            "--disable-quic".to_owned(),
+            "--no-first-run".to_owned(),
+            "--disable-background-networking".to_owned(),
+            "--disable-component-update".to_owned(),
+            "--disable-sync".to_owned(),
+            "--hide-scrollbars".to_owned(),
+            format!("--window-size={width},{height}"),
+            format!("--user-data-dir={}", profile.path().display()),
+        ];
+        let capabilities = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {"binary": chromium, "args": args},
+            "goog:loggingPrefs": {"browser": "ALL"},
+        }}});
+        let response: Value = http
+            .post(format!("{driver}/session"))
+            .json(&capabilities)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let session = response["value"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no WebDriver session: {response}"))
+            .to_owned();
+        Browser {
+            http,
+            session,
+            driver,
+            _process: process,
+            _profile: profile,
+        }
+    }
+
+    pub async fn command(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        let url = format!("{}/session/{}{}", self.driver, self.session, path);
+        let mut request = self.http.request(method, url);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response: Value = request.send().await.unwrap().json().await.unwrap();
+        let value = response["value"].clone();
+        if let Some(error) = value.get("error") {
+            panic!("WebDriver {path}: {error}: {}", value["message"]);
+        }
+        value
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> Value {
+        self.command(reqwest::Method::POST, path, Some(body)).await
+    }
+
+    pub async fn goto(&self, url: &str) {
+        self.post("/url", json!({ "url": url })).await;
+        self.wait_for("document.body.dataset.ready === 'true'")
+            .await;
+    }
+
+    pub async fn execute(&self, script: &str) -> Value {
+        self.post("/execute/sync", json!({ "script": script, "args": [] }))
+            .await
+    }
+
+    /// Runs an async script: its last argument is the callback to call with the result.
+    pub async fn execute_async(&self, script: &str) -> Value {
+        self.post("/execute/async", json!({ "script": script, "args": [] }))
+            .await
+    }
+
+    pub async fn find(&self, css: &str) -> String {
+        let value = self
+            .post("/element", json!({ "using": "css selector", "value": css }))
+            .await;
+        value
+            .as_object()
+            .unwrap()
+            .values()
+            .next()
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// Clicks `css`, waiting (a bounded while) for it to become clickable:
+    /// under load an element may still be fading in or under a closing dialog.
+    pub async fn click(&self, css: &str) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let element = self.find(css).await;
+            let url = format!(
+                "{}/session/{}/element/{element}/click",
+                self.driver, self.session
+            );
+            let response: Value = self
+                .http
+                .post(url)
+                .json(&json!({}))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            let Some(error) = response["value"].get("error") else {
+                return;
+            };
+            let retry = matches!(
+                error.as_str(),
+                Some(
+                    "element not interactable"
+                        | "element click intercepted"
+                        | "stale element reference"
+                )
+            );
+            assert!(
+                retry && Instant::now() < deadline,
+                "WebDriver click on {css}: {error}: {}",
+                response["value"]["message"]
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    pub async fn type_into(&self, css: &str, text: &str) {
+        let element = self.find(css).await;
+        self.post(
+            &format!("/element/{element}/value"),
+            json!({ "text": text }),
+        )
+        .await;
+    }
+
+    /// Presses keys (WebDriver key codes, e.g. "\u{E004}" for Tab) one after another.
+    pub async fn press(&self, keys: &[&str]) {
+        let actions: Vec<Value> = keys
+            .iter()
+            .flat_map(|k| {
+                [
+                    json!({"type": "keyDown", "value": k}),
+                    json!({"type": "keyUp", "value": k}),
+                ]
+            })
+            .collect();
+        self.post(
+            "/actions",
+            json!({"actions": [{"type": "key", "id": "keyboard", "actions": actions}]}),
+        )
+        .await;
+    }
+
+    /// Waits until the JavaScript expression is truthy, and returns its value.
+    pub async fn wait_for(&self, expression: &str) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let value = self.execute(&format!("return ({expression});")).await;
+            if !(value.is_null()
+                || value == json!(false)
+                || value == json!("")
+                || value == json!(0))
+            {
+                return value;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {expression}"
+            );
+            tokio::time::sleep(Duration::from_millis(40)).await;
+        }
+    }
+
+    pub async fn screenshot(&self, name: &str) {
+        let data = self
+            .command(reqwest::Method::GET, "/screenshot", None)
+            .await;
+        let png = base64_decode(data.as_str().unwrap());
+        std::fs::write(screenshots_dir().join(format!("{name}.png")), png).unwrap();
+    }
+
+    /// A phone's screen, `width` × `height` CSS pixels. Headless Chromium
+    /// keeps its window 500 px wide at least, so the page's viewport is set
+    /// through the DevTools protocol, as the browser's own device mode does.
+    pub async fn phone(&self, width: u32, height: u32) {
+        self.post(
+            "/goog/cdp/execute",
+            json!({"cmd": "Emulation.setDeviceMetricsOverride", "params": {
+                "width": width, "height": height, "deviceScaleFactor": 1, "mobile": true,
+            }}),
+        )
+        .await;
+    }
+
+    pub async fn set_window(&self, width: u32, height: u32) {
+        self.post("/window/rect", json!({"width": width, "height": height}))
+            .await;
+    }
+
+    /// The browser console's errors since the last call.
+    pub async fn console_errors(&self) -> Vec<String> {
+        let logs = self.post("/se/log", json!({"type": "browser"})).await;
+        logs.as_array()
+            .into_iter()
+            .flatten()
+            .filter(|entry| entry["level"] == "SEVERE")
+            .map(|entry| entry["message"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    }
+
+    pub async fn close(mut self) {
+        let _ = self
+            .http
+            .delete(format!("{}/session/{}", self.driver, self.session))
+            .send()
+            .await;
+        // Ended: the drop has only the process group left to kill.
+        self.session.clear();
+    }
+
+    /// Checks that the console showed no error, then ends the session.
+    pub async fn close_without_console_errors(self) {
+        let errors = self.console_errors().await;
+        assert!(errors.is_empty(), "console errors: {errors:?}");
+        self.close().await;
+    }
+}
+
+pub fn base64_decode(text: &str) -> Vec<u8> {
+    let value = |c: u8| -> u32 {
+        match c {
+            b'A'..=b'Z' => u32::from(c - b'A'),
+            b'a'..=b'z' => u32::from(c - b'a') + 26,
+            b'0'..=b'9' => u32::from(c - b'0') + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => panic!("not base64: {c}"),
+        }
+    };
+    let clean: Vec<u8> = text
+        .bytes()
+        .filter(|c| !c.is_ascii_whitespace() && *c != b'=')
+        .collect();
+    let mut out = Vec::with_capacity(clean.len() * 3 / 4);
+    for chunk in clean.chunks(4) {
+        let mut bits = 0u32;
+        for (i, c) in chunk.iter().enumerate() {
+            bits |= value(*c) << (18 - 6 * i);
+        }
+        out.push((bits >> 16) as u8);
+        if chunk.len() > 2 {
+            out.push((bits >> 8) as u8);
+        }
+        if chunk.len() > 3 {
+            out.push(bits as u8);
+        }
+    }
+    out
+}

@@ -1,0 +1,43 @@
+//! The integration tests, one binary: each module is an area (its own
+//! database per test, its own servers), all sharing the one harness in
+//! `common/`. One binary links the crate graph once, where one per area
+//! linked it thirty-three times (issue 33).
+//!
+//! Run one area with a filter: `cargo test --test it -- account::`.
+
+#[macro_use]
+mod common;
+
+mod account;
+mod account_fixes;
+mod api;
+mod architecture;
+mod audit;
+mod backup;
+mod batches;
+mod bench;
+mod browser;
+mod browser_account;
+mod browser_console;
+mod browser_proof;
+mod cli_game;
+mod console_api;
+mod documents;
+mod durability;
+mod failover;
+mod faults;
+mod hostile;
+mod identity;
+mod multi_server;
+mod operate;
+mod ops;
+mod passwords;
+mod pg_locks;
+mod protect;
+mod secrets;
+mod settings;
+mod slowloris;
+mod suspension;
+mod tlog;
+mod tlog_interop;
+mod watch;

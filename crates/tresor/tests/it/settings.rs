@@ -1,0 +1,410 @@
+//! How `tresor` starts: plain `tresor` serves with `tresor serve`'s flags
+//! and TRESOR_* settings; demo mode only for a new database that asks for it
+//! (or plain `tresor` creating the default one), never switched on for an
+//! existing database; one server per SQLite folder; the operator's listener
+//! apart from the players', on loopback unless told otherwise.
+
+use crate::common::{Server, TestDb, cookie_client, describe, free_port, now_ms, post};
+use serde_json::Value;
+use serde_json::json;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+/// A webhook secret of 32 bytes and a provider's page, as a real-money
+/// server needs them.
+const SECRET: &str = "8f3c2a71d94be6050a1f7c3e9d2b84f6a0c5e1d7b3f9284c6e0a5d1b7c3f9e2a";
+const PAY_URL: &str = "https://pay.example/checkout?ref={deposit_id}";
+
+/// A `tresor` process killed when dropped.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Waits until `url` answers 200, or panics naming it.
+async fn wait_for(url: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !reqwest::get(url)
+        .await
+        .is_ok_and(|r| r.status().is_success())
+    {
+        assert!(Instant::now() < deadline, "{url} never answered");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn status(base: &str) -> Value {
+    reqwest::get(format!("{base}/api/status"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// `tresor` with no command, configured only by the environment.
+fn plain_tresor_by_environment(db: &TestDb, port: u16, admin_port: u16) -> Running {
+    let mut command = crate::common::tresor_command();
+    db.env(&mut command);
+    match db.data_dir() {
+        Some(dir) => command.env("TRESOR_DATA", dir),
+        None => command.env("TRESOR_DATABASE_URL", &db.url),
+    };
+    command
+        .env("TRESOR_LISTEN", format!("127.0.0.1:{port}"))
+        .env("TRESOR_ADMIN_LISTEN", format!("127.0.0.1:{admin_port}"))
+        .env("TRESOR_SESSION_IDLE_S", "120")
+        // An outage budget within its range is taken.
+        .env("TRESOR_OUTAGE_BUDGET_MS", "2000")
+        // Real money needs the provider's page and a secret shared with it.
+        .env("TRESOR_PAYMENT_WEBHOOK_SECRET", SECRET)
+        .env("TRESOR_PAYMENT_PAY_URL", PAY_URL)
+        .stdout(Stdio::null());
+    Running(command.spawn().expect("start tresor"))
+}
+
+async fn plain_tresor_serves_with_the_settings_of_tresor_serve(db: &TestDb) {
+    let (port, admin_port) = (free_port(), free_port());
+    let _server = plain_tresor_by_environment(db, port, admin_port);
+    let base = format!("http://127.0.0.1:{port}");
+    wait_for(&format!("{base}/healthz")).await;
+    wait_for(&format!("http://127.0.0.1:{admin_port}/metrics")).await;
+    // A database that is not the default one is not created in demo mode.
+    assert_eq!(status(&base).await["demo"], false);
+
+    // TRESOR_SESSION_IDLE_S=120: a session unused for 110 s still holds
+    // (so does one under the default 30 minutes), one unused for 121 s has
+    // ended (under the default it would hold). The session is aged in the
+    // database rather than by waiting.
+    let player = cookie_client();
+    // Not a demo database: an account is opened with an identity.
+    let opening = json!({
+        "username": "ana", "password": "a long password", "accept_rules": true,
+        "iban": "FR7630006000011234567890189",
+        "identity": {"birth_name": "Martin", "first_names": "Ana", "birth_date": "1990-02-03",
+                     "birth_place": "Lyon", "address": "2 rue du Port, Lyon"},
+    });
+    let (code, body) = post(&player, &format!("{base}/api/account/open"), &opening, None)
+        .await
+        .expect("the server answers the registration");
+    assert_eq!(code, 201, "{body}");
+    let store = db.connect().await;
+    let age = |seconds: i64| {
+        let pool = store.pool.clone();
+        async move {
+            let aged = sqlx::query("UPDATE sessions SET last_seen_at_ms = $1")
+                .bind(now_ms() - seconds * 1000)
+                .execute(&pool)
+                .await
+                .expect("age the session");
+            assert_eq!(aged.rows_affected(), 1, "one session");
+        }
+    };
+    age(110).await;
+    let me = player.get(format!("{base}/api/me")).send().await.unwrap();
+    assert_eq!(me.status(), 200, "a session unused for 110 s still holds");
+    age(121).await;
+    let me = player.get(format!("{base}/api/me")).send().await.unwrap();
+    assert_eq!(me.status(), 401, "a session unused for 121 s has ended");
+    let error: Value = me.json().await.unwrap();
+    assert_eq!(error["error"]["reason"], "session_idle", "{error}");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("after 2 minutes without activity"),
+        "{error}"
+    );
+    store.pool.close().await;
+}
+
+async fn demo_mode_is_never_switched_on_for_an_existing_database_created_without_it(db: &TestDb) {
+    db.tresor_ok(&["emission", "list"]);
+    let out = db.tresor(&[
+        "serve",
+        "--demo",
+        "--listen",
+        "127.0.0.1:0",
+        "--admin-listen",
+        "127.0.0.1:0",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("created without demo mode"),
+        "{}",
+        describe(&out)
+    );
+    let (service, _) = db.service().await;
+    assert!(
+        !service.is_demo().await.unwrap(),
+        "still not a demo database"
+    );
+    assert!(
+        service.emissions().await.unwrap().is_empty(),
+        "no demo emission"
+    );
+    // Plain `tresor` on it serves it as it is.
+    let (port, admin_port) = (free_port(), free_port());
+    let _server = plain_tresor_by_environment(db, port, admin_port);
+    let base = format!("http://127.0.0.1:{port}");
+    wait_for(&format!("{base}/healthz")).await;
+    assert_eq!(status(&base).await["demo"], false);
+}
+
+async fn serve_demo_creates_a_new_database_in_demo_mode(db: &TestDb) {
+    let server = Server::start(db, free_port(), &[]).await;
+    let shown = status(&server.base).await;
+    assert_eq!(shown["demo"], true, "{shown}");
+    assert_eq!(shown["stakes"], serde_json::json!([50, 100, 200]));
+}
+
+/// Runs `tresor serve` on `db`'s database with `args` and `env`, its
+/// players' listener on `host` at a free port, and checks that it exits 2
+/// naming `named`, with nothing listening: a server that starts fails the test.
+fn refused_on(db: &TestDb, host: &str, args: &[&str], env: &[(&str, &str)], named: &str) {
+    let port = free_port();
+    let mut command = crate::common::tresor_command();
+    command
+        .args(["serve", "--listen", &format!("{host}:{port}")])
+        .args(["--admin-listen", "127.0.0.1:0"])
+        .args(args)
+        .args(db.db_args())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    db.env(&mut command);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let mut child = command.spawn().expect("start tresor serve");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        let listening = std::net::TcpStream::connect(("127.0.0.1", port)).is_ok();
+        if listening || Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!("tresor serve {args:?} {env:?} started: {}", describe(&out));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(2),
+        "{args:?} {env:?}: {}",
+        describe(&out)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(named),
+        "{args:?} {env:?} names {named}: {stderr}"
+    );
+}
+
+fn refused_at_start(db: &TestDb, args: &[&str], env: &[(&str, &str)], named: &str) {
+    refused_on(db, "127.0.0.1", args, env, named);
+}
+
+async fn every_unsafe_setting_is_refused_at_start_naming_it(db: &TestDb) {
+    let secret = ["--payment-webhook-secret", SECRET];
+    let pay_url = ["--payment-pay-url", PAY_URL];
+    let real = [&secret[..], &pay_url[..]].concat();
+    let with = |extra: &[&'static str]| [&real[..], extra].concat();
+    // The webhook's secret: empty (by flag or by an unset variable), short, missing.
+    for args in [
+        [&pay_url[..], &["--payment-webhook-secret", ""]].concat(),
+        [&pay_url[..], &["--payment-webhook-secret", "00"]].concat(),
+        [&pay_url[..], &["--payment-webhook-secret", &SECRET[..62]]].concat(),
+        pay_url.to_vec(),
+    ] {
+        refused_at_start(db, &args, &[], "--payment-webhook-secret");
+    }
+    refused_at_start(
+        db,
+        &pay_url,
+        &[("TRESOR_PAYMENT_WEBHOOK_SECRET", "")],
+        "TRESOR_PAYMENT_WEBHOOK_SECRET",
+    );
+    // The sandbox's page outside demo mode.
+    refused_at_start(db, &secret, &[], "--payment-pay-url");
+    // Session cookies in clear off loopback.
+    refused_on(db, "0.0.0.0", &real, &[], "--secure-cookies");
+    // The operator's listener off loopback (tested below with its own message).
+    // Settings no operator means: zero timeouts, caps or session lengths.
+    for (flag, named) in [
+        ("--session-idle-s", "--session-idle-s"),
+        ("--auto-settle-after-s", "--auto-settle-after-s"),
+        ("--header-read-timeout-s", "--header-read-timeout-s"),
+        ("--idle-timeout-s", "--idle-timeout-s"),
+        ("--max-connections", "--max-connections"),
+        (
+            "--max-connections-per-address",
+            "--max-connections-per-address",
+        ),
+        ("--admin-max-connections", "--admin-max-connections"),
+        (
+            "--admin-max-connections-per-address",
+            "--admin-max-connections-per-address",
+        ),
+    ] {
+        refused_at_start(db, &with(&[flag, "0"]), &[], named);
+    }
+    // An outage budget out of 100..=600000 ms, by flag or by environment.
+    for budget in ["0", "99", "600001"] {
+        refused_at_start(
+            db,
+            &with(&["--outage-budget-ms", budget]),
+            &[],
+            "--outage-budget-ms",
+        );
+    }
+    refused_at_start(
+        db,
+        &real,
+        &[("TRESOR_OUTAGE_BUDGET_MS", "50")],
+        "TRESOR_OUTAGE_BUDGET_MS",
+    );
+    // A short secret is refused in demo mode too; the database is untouched.
+    refused_at_start(
+        db,
+        &["--demo", "--payment-webhook-secret", "00"],
+        &[],
+        "--payment-webhook-secret",
+    );
+    let (service, _) = db.service().await;
+    assert!(!service.is_demo().await.unwrap());
+    // With all of them right, it serves.
+    let (port, admin_port) = (free_port(), free_port());
+    let _server = plain_tresor_by_environment(db, port, admin_port);
+    wait_for(&format!("http://127.0.0.1:{port}/healthz")).await;
+}
+
+on_both!(
+    every_unsafe_setting_is_refused_at_start_naming_it,
+    plain_tresor_serves_with_the_settings_of_tresor_serve,
+    demo_mode_is_never_switched_on_for_an_existing_database_created_without_it,
+    serve_demo_creates_a_new_database_in_demo_mode,
+);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_tresor_in_a_fresh_folder_creates_the_default_database_in_demo_mode() {
+    let folder = tempfile::tempdir().unwrap();
+    let (port, admin_port) = (free_port(), free_port());
+    let child = crate::common::tresor_command()
+        .current_dir(folder.path())
+        .env_remove("TRESOR_DATA")
+        .env_remove("TRESOR_DATABASE_URL")
+        .env_remove("TRESOR_SECRETS_KEY")
+        .env_remove("TRESOR_SECRETS_KEY_FILE")
+        .env("TRESOR_LISTEN", format!("127.0.0.1:{port}"))
+        .env("TRESOR_ADMIN_LISTEN", format!("127.0.0.1:{admin_port}"))
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let server = Running(child);
+    let base = format!("http://127.0.0.1:{port}");
+    wait_for(&format!("{base}/healthz")).await;
+    let shown = status(&base).await;
+    assert_eq!(shown["demo"], true, "{shown}");
+    assert_eq!(shown["stakes"], serde_json::json!([50, 100, 200]));
+    drop(server);
+    // The key beside the data folder, not in it; both the owner's only.
+    let key = folder.path().join("tresor-secrets.key");
+    assert!(key.exists());
+    assert!(!folder.path().join("data/tresor-secrets.key").exists());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&key), 0o600);
+        assert_eq!(mode(&folder.path().join("data")), 0o700);
+        assert_eq!(mode(&folder.path().join("data/tresor.db")), 0o600);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_server_on_the_same_folder_exits_naming_the_first() {
+    let db = TestDb::sqlite().await;
+    let first = Server::start(&db, free_port(), &[]).await;
+    let out = db.tresor(&[
+        "serve",
+        "--listen",
+        &format!("127.0.0.1:{}", free_port()),
+        "--admin-listen",
+        "127.0.0.1:0",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("pid {}", first.pid())),
+        "names the holder: {stderr}"
+    );
+    // Operator commands still work beside the server.
+    db.tresor_ok(&["emission", "create", "--blocks", "1"]);
+    db.tresor_ok(&["announce", "Bienvenue"]);
+    assert_eq!(status(&first.base).await["message"], "Bienvenue");
+    // Once the first is gone (even killed), the folder can be served again.
+    first.kill();
+    let again = Server::start(&db, free_port(), &[]).await;
+    assert_eq!(status(&again.base).await["message"], "Bienvenue");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_metrics_are_served_on_the_operator_listener_and_not_to_players() {
+    let db = TestDb::sqlite().await;
+    let server = Server::start(&db, free_port(), &[]).await;
+    let public = reqwest::get(format!("{}/metrics", server.base))
+        .await
+        .unwrap();
+    assert_eq!(public.status(), 404);
+    let admin = reqwest::get(format!("{}/metrics", server.admin_base))
+        .await
+        .unwrap();
+    assert_eq!(admin.status(), 200);
+    assert!(
+        admin
+            .text()
+            .await
+            .unwrap()
+            .contains("tresor_wins_paid_cents")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_listener_off_loopback_is_refused_unless_allowed() {
+    let db = TestDb::sqlite().await;
+    let out = db.tresor(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--admin-listen",
+        "0.0.0.0:0",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a loopback address"));
+
+    // Allowed: it serves the metrics on every address, 127.0.0.1 included.
+    let (port, admin_port) = (free_port(), free_port());
+    let mut command = crate::common::tresor_command();
+    command
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["--admin-listen", &format!("0.0.0.0:{admin_port}")])
+        .arg("--admin-allow-remote")
+        .args(db.db_args())
+        // Real money needs the provider's page and a secret shared with it.
+        .env("TRESOR_PAYMENT_WEBHOOK_SECRET", SECRET)
+        .env("TRESOR_PAYMENT_PAY_URL", PAY_URL)
+        .stdout(Stdio::null());
+    db.env(&mut command);
+    let _server = Running(command.spawn().expect("start tresor"));
+    wait_for(&format!("http://127.0.0.1:{admin_port}/metrics")).await;
+    wait_for(&format!("http://127.0.0.1:{port}/healthz")).await;
+}

@@ -1,0 +1,269 @@
+//! Slow clients against the real `tresor serve` (issue 19, finding 5):
+//! thousands of connections that begin a request's headers and never end
+//! them, from one address, against a server with fewer file descriptors than
+//! that, leave both listeners' `/healthz` answering within a second (the
+//! connections over the caps are closed at once, the operator's listener
+//! has caps of its own); and connections that stall (mid-headers, silent,
+//! or idle between requests) are closed after the timeouts the flags set.
+
+use crate::common::{TestDb, free_port};
+use std::net::{IpAddr, Ipv4Addr};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// The start of a request whose headers never end.
+const PARTIAL: &[u8] = b"GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ";
+
+/// A `tresor serve --demo` process, under `ulimit -n nofile`, killed when dropped.
+struct Running {
+    child: Child,
+    base: String,
+    admin_base: String,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts the server on `db` with at most `nofile` open files and `env`,
+/// and waits until it answers.
+async fn start(db: &TestDb, nofile: u32, env: &[(&str, &str)]) -> Running {
+    let (port, admin_port) = (free_port(), free_port());
+    let tresor = crate::common::tresor_command();
+    let mut command = Command::new("sh");
+    command
+        .args(["-c", &format!("ulimit -n {nofile} && exec \"$@\""), "sh"])
+        .arg(tresor.get_program())
+        .args(["serve", "--demo", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["--admin-listen", &format!("127.0.0.1:{admin_port}")])
+        .args(db.db_args())
+        .stdout(Stdio::null());
+    for (name, value) in tresor.get_envs() {
+        match value {
+            Some(value) => command.env(name, value),
+            None => command.env_remove(name),
+        };
+    }
+    db.env(&mut command);
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let server = Running {
+        child: command.spawn().expect("start tresor serve"),
+        base: format!("http://127.0.0.1:{port}"),
+        admin_base: format!("http://127.0.0.1:{admin_port}"),
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !reqwest::get(format!("{}/healthz", server.base))
+        .await
+        .is_ok_and(|r| r.status().is_success())
+    {
+        assert!(Instant::now() < deadline, "the server never answered");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    server
+}
+
+/// Opens `count` connections to `base` that send [`PARTIAL`] and no more;
+/// they stay open as long as the returned streams live (a connection the
+/// server closes at once counts too: it was opened).
+async fn slow_connections(base: &str, count: usize) -> Vec<TcpStream> {
+    let address = base.trim_start_matches("http://").to_owned();
+    let mut streams = Vec::with_capacity(count);
+    for _ in 0..count {
+        let Ok(mut stream) = TcpStream::connect(&address).await else {
+            continue;
+        };
+        let _ = stream.write_all(PARTIAL).await;
+        streams.push(stream);
+    }
+    streams
+}
+
+/// `GET url` from the local address `from`, which must answer 200 within a
+/// second; returns how long it took.
+async fn answers_within_a_second(url: &str, from: IpAddr) -> Duration {
+    let client = reqwest::Client::builder()
+        .local_address(from)
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let answer = tokio::time::timeout(Duration::from_secs(1), client.get(url).send()).await;
+    let took = started.elapsed();
+    match answer {
+        Ok(Ok(response)) => assert!(response.status().is_success(), "{url}: {response:?}"),
+        Ok(Err(error)) => panic!("{url} from {from} failed after {took:?}: {error}"),
+        Err(_) => panic!("{url} from {from} did not answer within a second"),
+    }
+    took
+}
+
+async fn thousands_of_slow_headers_leave_both_listeners_answering(db: &TestDb) {
+    // Fewer file descriptors than the connections opened below: without
+    // caps, accepting them takes every descriptor the process has.
+    let server = start(
+        db,
+        3000,
+        &[
+            ("TRESOR_MAX_CONNECTIONS", "2800"),
+            ("TRESOR_MAX_CONNECTIONS_PER_ADDRESS", "2600"),
+            ("TRESOR_HEADER_READ_TIMEOUT_S", "300"),
+            ("TRESOR_IDLE_TIMEOUT_S", "300"),
+        ],
+    )
+    .await;
+    let started = Instant::now();
+    let held = slow_connections(&server.base, 3000).await;
+    let opened = started.elapsed();
+    assert!(held.len() >= 2900, "opened {} connections", held.len());
+    // The players' listener, for another address (127.0.0.1 has used its
+    // share), and the operator's, for 127.0.0.1 itself (its caps are its
+    // own): both answer.
+    let other = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
+    let local = IpAddr::V4(Ipv4Addr::LOCALHOST);
+    let players = answers_within_a_second(&format!("{}/healthz", server.base), other).await;
+    let operator = answers_within_a_second(&format!("{}/healthz", server.admin_base), local).await;
+    // A real request beside them, from another address, is served too.
+    let client = reqwest::Client::builder()
+        .local_address(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 3)))
+        .build()
+        .unwrap();
+    let status = client
+        .get(format!("{}/api/status", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status.status(), 200);
+    println!(
+        "{} slow connections to the players' listener opened in {opened:?}; \
+         /healthz answered in {players:?} (players') and {operator:?} (operator's)",
+        held.len(),
+    );
+    // The connections past 127.0.0.1's share were closed at once: reading
+    // one of the last gives its end, not a wait.
+    let last = held.len() - 1;
+    let mut probe = [0u8; 1];
+    let mut ended = held.into_iter().skip(last);
+    let mut stream = ended.next().unwrap();
+    let read = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut probe)).await;
+    assert!(
+        matches!(read, Ok(Ok(0)) | Ok(Err(_))),
+        "a connection over the per-address cap is closed: {read:?}"
+    );
+}
+
+on_both!(thousands_of_slow_headers_leave_both_listeners_answering);
+
+/// Reads `stream` to its end within `deadline`; `Err` if it stays open.
+async fn closed_by_the_server(
+    mut stream: TcpStream,
+    deadline: Instant,
+) -> Result<Duration, String> {
+    let started = Instant::now();
+    let mut sink = Vec::new();
+    match tokio::time::timeout_at(deadline.into(), stream.read_to_end(&mut sink)).await {
+        Ok(_) => Ok(started.elapsed()),
+        Err(_) => Err(format!(
+            "still open after {:?} ({} bytes read)",
+            started.elapsed(),
+            sink.len()
+        )),
+    }
+}
+
+async fn stalled_connections_are_closed_after_the_timeouts(db: &TestDb) {
+    let server = start(
+        db,
+        20_000,
+        &[
+            ("TRESOR_HEADER_READ_TIMEOUT_S", "1"),
+            ("TRESOR_IDLE_TIMEOUT_S", "2"),
+        ],
+    )
+    .await;
+    for base in [&server.base, &server.admin_base] {
+        let address = base.trim_start_matches("http://").to_owned();
+        let mut kinds: Vec<(&str, TcpStream)> = Vec::new();
+        for _ in 0..50 {
+            // Headers begun and never ended.
+            let mut slow = TcpStream::connect(&address).await.unwrap();
+            slow.write_all(PARTIAL).await.unwrap();
+            kinds.push(("mid-headers", slow));
+            // Nothing sent at all.
+            kinds.push(("silent", TcpStream::connect(&address).await.unwrap()));
+            // One request answered, then idle on a kept-alive connection.
+            let mut idle = TcpStream::connect(&address).await.unwrap();
+            idle.write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                .await
+                .unwrap();
+            kinds.push(("idle after a request", idle));
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let outcomes =
+            futures_util::future::join_all(kinds.into_iter().map(|(kind, stream)| async move {
+                (kind, closed_by_the_server(stream, deadline).await)
+            }))
+            .await;
+        let mut longest = std::collections::BTreeMap::<&str, Duration>::new();
+        for (kind, outcome) in outcomes {
+            match outcome {
+                Ok(took) => {
+                    let entry = longest.entry(kind).or_default();
+                    *entry = (*entry).max(took);
+                }
+                Err(why) => panic!("{base}: a {kind} connection is {why}"),
+            }
+        }
+        println!("{base}: closed within (longest) {longest:?}");
+    }
+    // The server still serves.
+    let status = reqwest::get(format!("{}/healthz", server.base))
+        .await
+        .unwrap();
+    assert!(status.status().is_success(), "{status:?}");
+}
+
+on_both!(stalled_connections_are_closed_after_the_timeouts);
+
+async fn sigterm_still_ends_the_server_gracefully_with_connections_open(db: &TestDb) {
+    let mut server = start(db, 20_000, &[]).await;
+    // A connection kept alive after a request, and one mid-headers.
+    let address = server.base.trim_start_matches("http://").to_owned();
+    let mut idle = TcpStream::connect(&address).await.unwrap();
+    idle.write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = [0u8; 12];
+    idle.read_exact(&mut answer).await.unwrap();
+    assert_eq!(&answer, b"HTTP/1.1 200");
+    let _slow = slow_connections(&server.base, 10).await;
+    let killed = Command::new("kill")
+        .args(["-TERM", &server.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    // The idle connection is closed at once, the server exits 0 (the
+    // mid-headers ones end with their timeout at the latest: 10 s).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut rest = Vec::new();
+    let closed = tokio::time::timeout_at(deadline.into(), idle.read_to_end(&mut rest)).await;
+    assert!(closed.is_ok(), "the idle connection was closed");
+    let status = loop {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server did not exit after SIGTERM"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(status.code(), Some(0), "{status:?}");
+}
+
+on_both!(sigterm_still_ends_the_server_gracefully_with_connections_open);

@@ -1,0 +1,222 @@
+//! The operator's suspension of a player account (issue 22), on both
+//! databases: through the console's API and `tresor accounts
+//! suspend|unsuspend`, a reason required (and kept from the player), the
+//! player's sessions ended, logins, deposits (asked, confirmed by the
+//! provider, credited by an operator) and stakes (through the writer's
+//! batch) refused with a neutral `account_suspended`, then lifted; both in
+//! the trail.
+
+use crate::common::opening::{
+    PASSWORD, assert_refused, console, console_get, console_post, count, deposit, open_account,
+    webhook,
+};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use tresor::error::Error;
+use tresor::model::IdempotencyKey;
+use tresor::service::Purchase;
+use tresor_game::Stake;
+
+const REASON: &str = "chargeback under review, case 4411";
+
+fn purchase(key: &str) -> Purchase {
+    Purchase {
+        stake: Stake::try_from(100).unwrap(),
+        idempotency_key: IdempotencyKey::parse(key).unwrap(),
+    }
+}
+
+on_both!(
+    a_suspended_player_is_refused_logins_deposits_and_stakes_until_lifted,
+    |app| {
+        open_account(&app, "sam").await;
+        deposit(&app, 5000).await;
+        // A deposit asked before the suspension, confirmed after it.
+        let (status, asked) = app
+            .post("/api/account/deposits", json!({"amount_cents": 1000}))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{asked}");
+        let sam = app.service.player_by_username("sam").await.unwrap();
+        let path = format!("/console/api/players/{}", sam.id);
+        let vera = console(&app, "vera").await;
+
+        // A reason is required: without one, nothing changes.
+        let trail = count(&app, "SELECT COUNT(*) FROM trail").await;
+        for reason in ["", "  ", "no"] {
+            let refused = console_post(
+                &vera,
+                &app,
+                &format!("{path}/suspend"),
+                json!({"reason": reason}),
+            )
+            .await;
+            assert_refused(&refused, StatusCode::UNPROCESSABLE_ENTITY, "validation");
+        }
+        let refused = console_post(&vera, &app, &format!("{path}/suspend"), json!({})).await;
+        assert_eq!(refused.0, StatusCode::UNPROCESSABLE_ENTITY, "{}", refused.1);
+        assert_eq!(count(&app, "SELECT COUNT(*) FROM trail").await, trail);
+        assert_eq!(app.get("/api/account").await.0, StatusCode::OK);
+
+        let (status, body) = console_post(
+            &vera,
+            &app,
+            &format!("{path}/suspend"),
+            json!({"reason": REASON}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(body["suspension"]["reason"], REASON);
+        assert_eq!(body["suspension"]["suspended_by"], "staff:vera");
+        let detail = console_get(&vera, &app, &path).await;
+        assert_eq!(detail["suspension"]["reason"], REASON, "{detail}");
+        // Twice is refused.
+        let again = console_post(
+            &vera,
+            &app,
+            &format!("{path}/suspend"),
+            json!({"reason": REASON}),
+        )
+        .await;
+        assert_refused(&again, StatusCode::UNPROCESSABLE_ENTITY, "validation");
+
+        // The session ended; a login is refused, neutrally.
+        let (status, body) = app.get("/api/account").await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+        let refused = app.login("sam", PASSWORD).await;
+        assert_refused(&refused, StatusCode::FORBIDDEN, "account_suspended");
+        let message = refused.1["error"]["message"].as_str().unwrap();
+        assert!(!message.contains("chargeback"), "{message}");
+        // A wrong password says nothing of the suspension.
+        let wrong = app.login("sam", "not the password").await;
+        assert_refused(&wrong, StatusCode::UNAUTHORIZED, "invalid_credentials");
+
+        // Deposits, credits and stakes (through the writer's batch): refused.
+        let balances = count(
+            &app,
+            "SELECT CAST(SUM(balance_cents) AS BIGINT) FROM accounts WHERE id > 0",
+        )
+        .await;
+        assert!(matches!(
+            app.service.ask_deposit(&sam, 1000).await,
+            Err(Error::AccountSuspended)
+        ));
+        assert!(matches!(
+            app.service.credit(&sam, 1000).await,
+            Err(Error::AccountSuspended)
+        ));
+        assert!(matches!(
+            app.service.buy(&sam, purchase("while-suspended")).await,
+            Err(Error::AccountSuspended)
+        ));
+        // The provider's confirmation of the deposit asked before: to refund.
+        let id = asked["id"].as_i64().unwrap();
+        let (status, confirmed) = webhook(
+            &app,
+            &json!({"deposit_id": id, "transaction_id": "tx-late", "amount_cents": 1000,
+                    "status": "succeeded"}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{confirmed}");
+        assert_eq!(confirmed["outcome"], "to_refund");
+        assert_eq!(confirmed["reason"], "account_suspended");
+        assert_eq!(
+            count(
+                &app,
+                "SELECT CAST(SUM(balance_cents) AS BIGINT) FROM accounts WHERE id > 0"
+            )
+            .await,
+            balances
+        );
+
+        // Lifted (a reason required too): all of it open again.
+        let refused = console_post(
+            &vera,
+            &app,
+            &format!("{path}/unsuspend"),
+            json!({"reason": ""}),
+        )
+        .await;
+        assert_refused(&refused, StatusCode::UNPROCESSABLE_ENTITY, "validation");
+        let (status, body) = console_post(
+            &vera,
+            &app,
+            &format!("{path}/unsuspend"),
+            json!({"reason": "chargeback withdrawn"}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(
+            console_get(&vera, &app, &path).await["suspension"],
+            Value::Null
+        );
+        let again = console_post(
+            &vera,
+            &app,
+            &format!("{path}/unsuspend"),
+            json!({"reason": "chargeback withdrawn"}),
+        )
+        .await;
+        assert_refused(&again, StatusCode::UNPROCESSABLE_ENTITY, "validation");
+        assert_eq!(app.login("sam", PASSWORD).await.0, StatusCode::OK);
+        assert_eq!(app.buy(100).await.0, StatusCode::CREATED);
+        deposit(&app, 1000).await;
+
+        let records: Vec<(String, String, String)> = sqlx::query_as(
+            "SELECT actor, action, request FROM trail \
+             WHERE action IN ('account_suspended', 'account_unsuspended') ORDER BY seq",
+        )
+        .fetch_all(&app.service.db.pool)
+        .await
+        .unwrap();
+        assert_eq!(records.len(), 2, "{records:?}");
+        assert_eq!(records[0].0, "staff:vera");
+        assert_eq!(records[0].1, "account_suspended");
+        assert!(records[0].2.contains(REASON), "{records:?}");
+        assert_eq!(records[1].1, "account_unsuspended");
+        assert!(records[1].2.contains("chargeback withdrawn"), "{records:?}");
+        app.assert_ledger_balances().await;
+        app.db.tresor_ok(&["audit", "verify"]);
+    }
+);
+
+on_both!(the_command_line_suspends_and_lifts_with_a_reason, |app| {
+    open_account(&app, "cli").await;
+    // No reason: clap refuses it (exit 2), nothing changes.
+    let refused = app.db.tresor(&["accounts", "suspend", "cli"]);
+    assert_eq!(
+        refused.status.code(),
+        Some(2),
+        "{}",
+        crate::common::describe(&refused)
+    );
+    let refused = app
+        .db
+        .tresor(&["accounts", "suspend", "cli", "--reason", " "]);
+    assert_eq!(
+        refused.status.code(),
+        Some(2),
+        "{}",
+        crate::common::describe(&refused)
+    );
+    assert_eq!(app.get("/api/account").await.0, StatusCode::OK);
+    app.db
+        .tresor_ok(&["accounts", "suspend", "cli", "--reason", REASON]);
+    assert_eq!(app.get("/api/account").await.0, StatusCode::UNAUTHORIZED);
+    assert_refused(
+        &app.login("cli", PASSWORD).await,
+        StatusCode::FORBIDDEN,
+        "account_suspended",
+    );
+    app.db
+        .tresor_ok(&["account", "unsuspend", "cli", "--reason", "cleared"]);
+    assert_eq!(app.login("cli", PASSWORD).await.0, StatusCode::OK);
+    assert_eq!(
+        count(
+            &app,
+            "SELECT COUNT(*) FROM trail WHERE actor = 'operator' \
+             AND action IN ('account_suspended', 'account_unsuspended')"
+        )
+        .await,
+        2
+    );
+});

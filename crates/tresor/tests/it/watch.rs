@@ -1,0 +1,294 @@
+//! The monitor, `tresor audit watch`, against a real `tresor serve`: an
+//! honest log under load passes every poll and is mirrored; a forked log, a
+//! rewritten one, a shrunk one and a checkpoint signed by another key are
+//! each refused with a clear message. Tampered logs are served by a tiny
+//! HTTP server of the test from an altered copy of the monitor's mirror
+//! (built with `common/rfc9162.rs` and signed with the server's key, which
+//! the test holds), or made by editing the database.
+
+use crate::common::rfc9162::{self as r, H};
+use crate::common::{Harness, buy_and_play, cookie_client, describe, register_and_deposit};
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+on_both!(
+    an_honest_log_under_load_passes_every_poll,
+    a_fork_a_rewrite_a_shrink_and_another_key_are_each_refused,
+);
+
+/// `tresor audit watch --once` (blocking, on a thread of its own).
+async fn watch(url: &str, state: &Path, mirror: Option<&Path>, key: Option<&str>) -> Output {
+    let mut args: Vec<String> = ["audit", "watch", "--once", "--url", url, "--state"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    args.push(state.display().to_string());
+    if let Some(mirror) = mirror {
+        args.push("--mirror".into());
+        args.push(mirror.display().to_string());
+    }
+    if let Some(key) = key {
+        args.push("--key".into());
+        args.push(key.to_owned());
+    }
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        crate::common::tresor(&args)
+    })
+    .await
+    .unwrap()
+}
+
+fn passes(output: &Output) -> String {
+    assert_eq!(output.status.code(), Some(0), "{}", describe(output));
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn refused(output: &Output, words: &str) {
+    assert_eq!(output.status.code(), Some(1), "{}", describe(output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(words),
+        "expected «{words}»: {}",
+        describe(output)
+    );
+}
+
+/// The seed of the key every test server signs with (the test holds it,
+/// as a thief of the key would).
+fn log_seed() -> [u8; 32] {
+    hex::decode(crate::common::db::TEST_LOG_KEY)
+        .unwrap()
+        .try_into()
+        .unwrap()
+}
+
+async fn players(base: &str, prefix: &str, n: usize) -> Vec<reqwest::Client> {
+    let mut clients = Vec::new();
+    for i in 0..n {
+        let client = cookie_client();
+        register_and_deposit(&client, base, &format!("{prefix}{i}"), 100_000).await;
+        clients.push(client);
+    }
+    clients
+}
+
+async fn play_rounds(clients: &[reqwest::Client], base: &str, rounds: usize) {
+    for _ in 0..rounds {
+        futures_util::future::join_all(clients.iter().map(|c| buy_and_play(c, base, 100))).await;
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// The leaf hashes of a mirrored log (its level-0 tiles), and its body.
+fn mirrored(mirror: &Path, key: &r::Vkey) -> (Vec<H>, r::Body) {
+    let note = std::fs::read_to_string(mirror.join("server/checkpoint")).unwrap();
+    let body = r::open_note(&note, key).expect("the mirror's checkpoint verifies");
+    let mut leaves = Vec::new();
+    for k in 0..body.size.div_ceil(256) {
+        let width = (body.size - k * 256).min(256);
+        let bytes = std::fs::read(mirror.join("server").join(r::tile_path(0, k, width))).unwrap();
+        leaves.extend(bytes.chunks(32).map(|c| <H>::try_from(c).unwrap()));
+    }
+    assert_eq!(
+        r::mth(&leaves),
+        body.root,
+        "the mirror's tiles hash to its checkpoint"
+    );
+    (leaves, body)
+}
+
+/// A tiny HTTP server of the test serving a folder laid out as a mirror:
+/// `/log/` is its `index.json`, `/log/<path>` its `<path>`.
+async fn serve_folder(folder: PathBuf) -> String {
+    use axum::extract::Request;
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    let app = axum::Router::new().fallback(move |request: Request| {
+        let folder = folder.clone();
+        async move {
+            let path = request.uri().path().to_owned();
+            let Some(rest) = path.strip_prefix("/log/") else {
+                return StatusCode::NOT_FOUND.into_response();
+            };
+            let file = if rest.is_empty() {
+                folder.join("index.json")
+            } else {
+                folder.join(rest)
+            };
+            match std::fs::read(file) {
+                Ok(bytes) => bytes.into_response(),
+                Err(_) => StatusCode::NOT_FOUND.into_response(),
+            }
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    base
+}
+
+async fn an_honest_log_under_load_passes_every_poll(h: &Harness) {
+    let server = h.server(&crate::common::unthrottled_flags()).await;
+    let base = server.base.clone();
+    let clients = players(&base, "load", 4).await;
+    play_rounds(&clients, &base, 2).await;
+    let dir = tempfile::tempdir().unwrap();
+    let (state, mirror) = (dir.path().join("state"), dir.path().join("mirror"));
+    let stop = Arc::new(AtomicBool::new(false));
+    let load = {
+        let (stop, base) = (stop.clone(), base.clone());
+        tokio::spawn(async move {
+            let mut rounds = 0;
+            while !stop.load(Ordering::Relaxed) {
+                play_rounds(&clients, &base, 1).await;
+                rounds += 1;
+            }
+            rounds
+        })
+    };
+    let mut grew = 0;
+    for poll in 0..6 {
+        let out = passes(&watch(&base, &state, Some(&mirror), None).await);
+        if poll == 0 {
+            assert!(out.contains("first checkpoint kept"), "{out}");
+        }
+        grew += usize::from(out.contains("consistent with the"));
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    let rounds = load.await.unwrap();
+    assert!(rounds > 0);
+    assert!(grew > 0, "the log grew between polls");
+    passes(&watch(&base, &state, Some(&mirror), None).await);
+
+    // The mirror holds the site's latest checkpoint and tiles enough to
+    // check it without the site.
+    let served = reqwest::get(format!("{base}/log/server/checkpoint"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(mirror.join("server/checkpoint")).unwrap(),
+        served
+    );
+    let vkey = std::fs::read_to_string(state.join("key")).unwrap();
+    let (leaves, body) = mirrored(&mirror, &r::parse_vkey(&vkey));
+    for (path, bytes) in r::tiles(&leaves) {
+        assert_eq!(
+            std::fs::read(mirror.join("server").join(&path)).unwrap(),
+            bytes,
+            "{path}"
+        );
+    }
+    // The mirror served as a site passes too (the tampering tests' control).
+    let copy = serve_folder(mirror.clone()).await;
+    passes(&watch(&copy, &state, None, None).await);
+    assert!(body.size > 0);
+}
+
+async fn a_fork_a_rewrite_a_shrink_and_another_key_are_each_refused(h: &Harness) {
+    let seed = log_seed();
+    let server = h.server(&crate::common::unthrottled_flags()).await;
+    let base = server.base.clone();
+    let clients = players(&base, "fork", 3).await;
+    play_rounds(&clients, &base, 3).await;
+    let dir = tempfile::tempdir().unwrap();
+    let (state, mirror) = (dir.path().join("state"), dir.path().join("mirror"));
+    passes(&watch(&base, &state, Some(&mirror), None).await);
+    let old_state = dir.path().join("state-old");
+    copy_dir(&state, &old_state);
+    play_rounds(&clients, &base, 3).await;
+    passes(&watch(&base, &state, Some(&mirror), None).await);
+
+    let vkey = std::fs::read_to_string(state.join("key")).unwrap();
+    let pinned = r::parse_vkey(&vkey);
+    let (leaves, body) = mirrored(&mirror, &pinned);
+    let old = r::open_note(
+        &std::fs::read_to_string(old_state.join("server.checkpoint")).unwrap(),
+        &pinned,
+    )
+    .unwrap();
+    assert!(old.size < body.size);
+    // The key the server signs with is the test's (the vkey pinned from
+    // /log/ is the one the seed makes).
+    assert_eq!(r::sign_note(&body, &pinned.name, &seed).1, vkey.trim());
+
+    let tampered = |name: &str| {
+        let folder = dir.path().join(name);
+        copy_dir(&mirror, &folder);
+        folder
+    };
+    let write_note = |folder: &Path, note: &str| {
+        std::fs::write(folder.join("server/checkpoint"), note).unwrap();
+    };
+
+    // Another key: the very checkpoint, signed by a key of the same name.
+    let folder = tampered("another-key");
+    let mut other = [0u8; 32];
+    getrandom::fill(&mut other).unwrap();
+    write_note(&folder, &r::sign_note(&body, &pinned.name, &other).0);
+    let site = serve_folder(folder).await;
+    refused(
+        &watch(&site, &state, None, None).await,
+        "not signed by the pinned key",
+    );
+
+    // A fork: a checkpoint of the same size, another root, signed by the key.
+    let folder = tampered("fork");
+    let mut forked = body.clone();
+    forked.root = r::mth(&leaves[1..]);
+    write_note(&folder, &r::sign_note(&forked, &pinned.name, &seed).0);
+    let site = serve_folder(folder).await;
+    refused(&watch(&site, &state, None, None).await, "forked");
+
+    // A rewrite: one early leaf changed, every tile and the root recomputed
+    // and signed by the key; a monitor that kept the older checkpoint sees
+    // that the new tree does not extend it.
+    let folder = tampered("rewrite");
+    let mut rewritten = leaves.clone();
+    rewritten[1][0] ^= 1;
+    for (path, bytes) in r::tiles(&rewritten) {
+        std::fs::write(folder.join("server").join(path), bytes).unwrap();
+    }
+    let mut new = body.clone();
+    new.root = r::mth(&rewritten);
+    write_note(&folder, &r::sign_note(&new, &pinned.name, &seed).0);
+    let site = serve_folder(folder.clone()).await;
+    refused(&watch(&site, &old_state, None, None).await, "rewritten");
+    // The same tampered copy passes a monitor with no memory: what catches
+    // the rewrite is the checkpoint it kept.
+    let fresh = dir.path().join("state-fresh");
+    passes(&watch(&site, &fresh, None, Some(vkey.trim())).await);
+
+    // A shrink, by editing the database: its newer checkpoints deleted (a
+    // restored backup, a rollback), the site serves an older one.
+    let db = h.connect().await;
+    sqlx::query(&format!(
+        "DELETE FROM checkpoints WHERE size > {}",
+        old.size
+    ))
+    .execute(&db.pool)
+    .await
+    .expect("an insider deletes the newer checkpoints");
+    refused(&watch(&base, &state, None, None).await, "shrank");
+
+    // And the honest site still passes a monitor that kept the older one.
+    passes(&watch(&base, &old_state, None, None).await);
+}
