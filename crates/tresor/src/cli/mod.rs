@@ -7,6 +7,7 @@ pub mod accounts;
 pub mod audit;
 pub mod backup;
 pub mod bench;
+pub mod catalog;
 pub mod db;
 pub mod documents;
 pub mod game;
@@ -53,6 +54,9 @@ pub enum Command {
     /// its sales.
     #[command(subcommand)]
     Block(BlockCli),
+    /// Check game definition files and print their payout rates.
+    #[command(subcommand)]
+    Game(catalog::GameCommand),
     /// Print one unit's outcome and scenario as JSON.
     Scenario(game::ScenarioArgs),
     /// Deal whole blocks through the generator and evaluator and report.
@@ -158,6 +162,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Block(BlockCli::Resume(args))) => {
             run_async(operator::run_block_control(args, false))
         }
+        Some(Command::Game(command)) => catalog::run_game(command),
         Some(Command::Scenario(args)) => game::run_scenario(args),
         Some(Command::Simulate(args)) => game::run_simulate(args),
         Some(Command::Audit(command)) => run_async(audit::run_audit(command)),
