@@ -22,8 +22,9 @@ use std::fmt;
 /// block commitments are `sha256(secret)`, as before there was a catalogue.
 pub const ISLAND_ID: &str = "ile-au-tresor";
 
-/// The most units a block of any game may hold.
-pub const MAX_UNITS_PER_BLOCK: u32 = 1_000_000;
+/// The most units a block of any game may hold: the island's, the most
+/// the database takes (`plays.unit_index` is at most 449,999).
+pub const MAX_UNITS_PER_BLOCK: u32 = 450_000;
 
 /// A checked game definition.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -16,6 +16,7 @@ pub mod mail;
 pub mod monitor;
 pub mod operator;
 pub mod serve;
+pub mod simulate;
 pub mod staff;
 
 use clap::{Parser, Subcommand};
@@ -60,7 +61,7 @@ pub enum Command {
     /// Print one unit's outcome and scenario as JSON.
     Scenario(game::ScenarioArgs),
     /// Deal whole blocks through the generator and evaluator and report.
-    Simulate(game::SimulateArgs),
+    Simulate(simulate::SimulateArgs),
     /// Check or export the game trail.
     #[command(subcommand)]
     Audit(audit::AuditCommand),
@@ -164,7 +165,7 @@ pub fn run(cli: Cli) -> ExitCode {
         }
         Some(Command::Game(command)) => catalog::run_game(command),
         Some(Command::Scenario(args)) => game::run_scenario(args),
-        Some(Command::Simulate(args)) => game::run_simulate(args),
+        Some(Command::Simulate(args)) => simulate::run_simulate(args),
         Some(Command::Audit(command)) => run_async(audit::run_audit(command)),
         Some(Command::Report(args)) => run_async(audit::run_report(args)),
         Some(Command::Sales(command)) => run_async(operator::run_sales(command)),
