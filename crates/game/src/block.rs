@@ -67,6 +67,10 @@ impl fmt::Debug for BlockSecret {
 pub struct Commitment([u8; 32]);
 
 impl Commitment {
+    pub const fn from_bytes(bytes: [u8; 32]) -> Self {
+        Commitment(bytes)
+    }
+
     pub fn parse_hex(text: &str) -> Result<Self, SecretError> {
         let mut bytes = [0u8; 32];
         hex::decode_to_slice(text.trim(), &mut bytes).map_err(|_| SecretError)?;
@@ -97,9 +101,9 @@ fn uniform(rng: &mut ChaCha20Rng, n: u32) -> u32 {
     }
 }
 
-/// The outcome level of every unit of the block, unit 0 first: the canonical
-/// list (level 1 first, …, level 9, then the losing units) shuffled by
-/// Fisher–Yates on the ChaCha20 stream keyed by the secret.
+/// The outcome level of every unit of a block of « L'Ile au Trésor », unit 0
+/// first: the canonical list (level 1 first, …, level 9, then the losing
+/// units) shuffled by `shuffle`.
 pub fn block_outcomes(secret: &BlockSecret) -> Vec<Level> {
     let mut outcomes = Vec::with_capacity(UNITS_PER_BLOCK as usize);
     for spec in &LEVELS {
@@ -107,9 +111,15 @@ pub fn block_outcomes(secret: &BlockSecret) -> Vec<Level> {
         outcomes.extend(std::iter::repeat_n(level, spec.units_per_block as usize));
     }
     outcomes.resize(UNITS_PER_BLOCK as usize, Level::LOSE);
+    shuffle(outcomes, secret)
+}
 
+/// Shuffles a block's canonical outcome list by Fisher–Yates on the ChaCha20
+/// stream keyed by the secret (SPEC §2): for i from the last index down to 1,
+/// j = uniform(i + 1), swap.
+pub(crate) fn shuffle(mut outcomes: Vec<Level>, secret: &BlockSecret) -> Vec<Level> {
     let mut rng = ChaCha20Rng::from_seed(secret.0);
-    for i in (1..UNITS_PER_BLOCK).rev() {
+    for i in (1..outcomes.len() as u32).rev() {
         let j = uniform(&mut rng, i + 1);
         outcomes.swap(i as usize, j as usize);
     }

@@ -1,21 +1,31 @@
-//! The rules of « L'Ile au Trésor » as pure functions and plain data.
+//! The rules of the catalogue's instant games as pure functions and plain
+//! data: game definitions (`definition`), the block shuffle, and the scene
+//! kinds — « L'Ile au Trésor »'s island and the scratch card.
 //!
 //! Nothing in this crate reads a clock, the OS random generator, a file or the
-//! network: block secrets, seeds and times come in as arguments, so every
-//! result can be replayed and audited.
+//! network: block secrets, seeds, times and definition texts come in as
+//! arguments, so every result can be replayed and audited.
 
 mod block;
+mod definition;
 mod math;
+mod rng;
 mod scenario;
+mod scratch;
 
 pub use block::{
     BlockSecret, Commitment, ScenarioSeeder, SecretError, UNITS_PER_BLOCK, block_outcomes,
     scenario_seed,
 };
+pub use definition::{
+    DefinitionError, Game, ISLAND_DEFINITION, ISLAND_ID, MAX_UNITS_PER_BLOCK, Payout, Prize,
+    PrizeTable, Rule, Scene, SceneRules, ile_au_tresor,
+};
 pub use math::{
     Evaluation, InvalidReveal, LEVELS, Level, LevelSpec, Stake, StakeError, Symbol, evaluate,
 };
 pub use scenario::{
-    Chest, Content, Direction, Island, Opened, Outcome, Scenario, ScenarioView, Square, Throw,
-    generate_scenario, island,
+    Chest, Combination, Content, Direction, FallbackWalk, Island, IslandRules, Opened, Outcome,
+    Scenario, ScenarioView, Square, Throw, generate_scenario, island,
 };
+pub use scratch::{Card, InvalidCard, ScratchRules};

@@ -99,7 +99,7 @@ impl Symbol {
         Symbol::Skull,
     ];
 
-    const fn slot(self) -> usize {
+    pub(crate) const fn slot(self) -> usize {
         match self {
             Symbol::Candlestick => 0,
             Symbol::Monkey => 1,

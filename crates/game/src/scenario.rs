@@ -17,10 +17,17 @@
 //! Every draw comes from ChaCha8 keyed by the unit's seed and uses integers
 //! only, so the same seed gives the same scene on every machine. Every loop is
 //! bounded and ends in a fallback that is still a valid scene.
+//!
+//! The map, the symbols, the winning combinations and the fallback walk are a
+//! game definition's (`IslandRules`, docs/GAMES.md); « L'Ile au Trésor »'s are
+//! in `games/ile-au-tresor.toml`.
+
+mod map;
+
+pub use map::Island;
 
 use crate::math::{Level, Stake, Symbol};
-use rand_chacha::ChaCha8Rng;
-use rand_core::{RngCore, SeedableRng};
+use crate::rng::SceneRng;
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Serialize, Serializer};
 
@@ -28,115 +35,19 @@ use serde::{Deserialize, Serialize, Serializer};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Square(pub i16, pub i16);
 
-/// The island: a rectangular grid of `width` × `height` squares, of which
-/// `land` are the island's and the rest is sea.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Island {
-    pub width: i16,
-    pub height: i16,
-    pub land: Vec<Square>,
-}
-
-/// The map, north at the top: `#` is land, `.` is sea. A sea border all round,
-/// a bay cut into the north coast at (9, 2) and a lagoon in the middle, so that
-/// straight throws must go around water and games differ in shape.
-const MAP: [&str; 10] = [
-    "..............",
-    "...#####..##..",
-    "..#######.###.",
-    ".####..######.",
-    ".###....#####.",
-    ".###...######.",
-    "..###.######..",
-    "..##########..",
-    "...####..##...",
-    "..............",
-];
-
-const WIDTH: usize = MAP[0].len();
-const HEIGHT: usize = MAP.len();
-
-const fn is_land_char(map: &[&str; HEIGHT], x: usize, y: usize) -> bool {
-    map[y].as_bytes()[x] == b'#'
-}
-
-const fn count_land() -> usize {
-    let mut count = 0;
-    let mut y = 0;
-    while y < HEIGHT {
-        assert!(MAP[y].len() == WIDTH, "every row of the map is as wide");
-        let mut x = 0;
-        while x < WIDTH {
-            if is_land_char(&MAP, x, y) {
-                count += 1;
-            }
-            x += 1;
-        }
-        y += 1;
-    }
-    count
-}
-
-/// How many land squares the island has.
-const LAND_COUNT: usize = count_land();
-
-// The free-square sets below are `u128` bitmaps over land indices.
-const _: () = assert!(LAND_COUNT <= 128 && LAND_COUNT >= 60);
-
-/// The land squares in reading order (row by row, west to east).
-const LAND: [Square; LAND_COUNT] = {
-    let mut land = [Square(0, 0); LAND_COUNT];
-    let mut i = 0;
-    let mut y = 0;
-    while y < HEIGHT {
-        let mut x = 0;
-        while x < WIDTH {
-            if is_land_char(&MAP, x, y) {
-                land[i] = Square(x as i16, y as i16);
-                i += 1;
-            }
-            x += 1;
-        }
-        y += 1;
-    }
-    land
-};
-
-/// A sea square's entry in `LAND_INDEX`.
-const SEA: u8 = u8::MAX;
-
-/// For each square, its index in `LAND`, or `SEA`.
-const LAND_INDEX: [[u8; WIDTH]; HEIGHT] = {
-    let mut index = [[SEA; WIDTH]; HEIGHT];
-    let mut i = 0;
-    while i < LAND_COUNT {
-        let Square(x, y) = LAND[i];
-        index[y as usize][x as usize] = i as u8;
-        i += 1;
-    }
-    index
-};
-
-/// The land index of `square`, `None` for sea or off the map.
-fn land_index(square: Square) -> Option<usize> {
-    let Square(x, y) = square;
-    if x < 0 || y < 0 || x as usize >= WIDTH || y as usize >= HEIGHT {
-        return None;
-    }
-    match LAND_INDEX[y as usize][x as usize] {
-        SEA => None,
-        i => Some(usize::from(i)),
-    }
-}
-
-/// The one island every game is played on.
+/// The one island of « L'Ile au Trésor », read from its definition file.
 pub fn island() -> &'static Island {
-    static ISLAND: std::sync::OnceLock<Island> = std::sync::OnceLock::new();
-    ISLAND.get_or_init(|| Island {
-        width: WIDTH as i16,
-        height: HEIGHT as i16,
-        land: LAND.to_vec(),
-    })
+    &ile_au_tresor_rules().map
+}
+
+/// The island scene of « L'Ile au Trésor » (`games/ile-au-tresor.toml`).
+fn ile_au_tresor_rules() -> &'static IslandRules {
+    match crate::definition::ile_au_tresor().scene() {
+        crate::definition::SceneRules::Island(rules) => rules,
+        crate::definition::SceneRules::Scratch(_) => {
+            unreachable!("the island's scene is an island")
+        }
+    }
 }
 
 /// The eight compass directions a throw can show.
@@ -325,6 +236,8 @@ pub struct Scenario {
     pub start: Square,
     pub chests: [Square; 9],
     pub throws: [Throw; 4],
+    /// The rules the scene was staged by: its map and combinations.
+    rules: &'static IslandRules,
 }
 
 /// The JSON shape of a scenario, with only the first `throws` throws revealed.
@@ -342,7 +255,7 @@ impl Scenario {
     pub fn view(&self, throws: usize) -> ScenarioView<'_> {
         ScenarioView {
             outcome: self.outcome,
-            map: island(),
+            map: &self.rules.map,
             start: self.start,
             chests: &self.chests,
             throws: &self.throws[..throws.min(4)],
@@ -367,54 +280,17 @@ impl Scenario {
     /// The throw (0 to 3) during which a winning unit's combination became
     /// complete; `None` for a losing unit.
     pub fn decisive_throw(&self) -> Option<usize> {
-        let spec = self.outcome.level.spec()?;
+        let combination = self.rules.combination(self.outcome.level)?;
         let mut seen = 0;
         for (t, opened) in self.opened() {
-            if opened.content.symbol() == Some(spec.symbol) {
+            if opened.content.symbol() == Some(combination.symbol) {
                 seen += 1;
-                if seen == spec.count {
+                if seen == combination.count {
                     return Some(t);
                 }
             }
         }
         None
-    }
-}
-
-/// The scene generator's random draws: the ChaCha8 keystream keyed by the
-/// unit's seed (key = seed, zero nonce, counter from 0), read as LE `u32`
-/// words.
-struct SceneRng(ChaCha8Rng);
-
-impl SceneRng {
-    fn new(seed: &[u8; 32]) -> Self {
-        SceneRng(ChaCha8Rng::from_seed(*seed))
-    }
-
-    /// A uniform integer in `0..n`, by Lemire's multiply-and-shift with
-    /// rejection: `m = r * n` (64-bit); the low 32 bits of `m` below
-    /// `2^32 mod n` are redrawn; the answer is `m >> 32`. Exactly uniform, and
-    /// unlike the block shuffle's `uniform` it needs no division in the
-    /// common case, which matters at a million scenes per second.
-    fn below(&mut self, n: u32) -> u32 {
-        debug_assert!(n > 0);
-        let mut m = u64::from(self.0.next_u32()) * u64::from(n);
-        if (m as u32) < n {
-            let threshold = n.wrapping_neg() % n;
-            while (m as u32) < threshold {
-                m = u64::from(self.0.next_u32()) * u64::from(n);
-            }
-        }
-        (m >> 32) as u32
-    }
-
-    /// Picks a count from a table of cumulative weights out of 20.
-    fn weighted(&mut self, cumulative: &[u32]) -> usize {
-        let r = self.below(20);
-        cumulative
-            .iter()
-            .position(|&c| r < c)
-            .unwrap_or(cumulative.len())
     }
 }
 
@@ -439,26 +315,27 @@ impl Reveal {
     }
 }
 
-/// Step 2: what the `room` or fewer chests that open show. A lone monkey, sapphire or skull
-/// matches no combination, and the unit's own symbol never appears outside its
-/// combination, so the reveal evaluates to exactly `level`. Lone symbols and
-/// empty chests are left out when the walk has no room for them.
-fn draw_reveal(rng: &mut SceneRng, level: Level, room: usize) -> Reveal {
+/// Step 2: what the `room` or fewer chests that open show. A lone symbol is
+/// one that no one-symbol combination uses (on the island a monkey, a sapphire
+/// or a skull: a lone candlestick would win level 9), so it matches nothing,
+/// and the unit's own symbol never appears outside its combination, so the
+/// reveal evaluates to exactly `level`. Lone symbols and empty chests are left
+/// out when the walk has no room for them.
+fn draw_reveal(rules: &IslandRules, rng: &mut SceneRng, level: Level, room: usize) -> Reveal {
     let mut reveal = Reveal {
         items: [Content::Empty; MAX_OPENED],
         len: 0,
     };
-    let target = level.spec().map(|spec| (spec.symbol, spec.count));
+    let target = rules.combination(level).map(|c| (c.symbol, c.count));
     if let Some((symbol, count)) = target {
         for _ in 0..count {
             reveal.push(symbol.into());
         }
     }
 
-    // A lone candlestick would win level 9, so only these may stand alone.
-    let mut lone = [Symbol::Monkey, Symbol::Sapphire, Symbol::Skull];
+    let mut lone = rules.lone;
     let mut lone_len = 0;
-    for i in 0..lone.len() {
+    for i in 0..rules.lone_len {
         if target.map(|(symbol, _)| symbol) != Some(lone[i]) {
             lone[lone_len] = lone[i];
             lone_len += 1;
@@ -492,7 +369,7 @@ fn draw_reveal(rng: &mut SceneRng, level: Level, room: usize) -> Reveal {
 }
 
 /// The totem's four throws and the distinct squares they enter.
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Walk {
     start: Square,
     throws: [(Direction, u8); 4],
@@ -509,22 +386,28 @@ const THROW_ATTEMPTS: usize = 16;
 const WALK_ATTEMPTS: usize = 8;
 
 /// The squares a throw enters, or `None` if one of them is sea.
-fn throw_path(from: Square, direction: Direction, steps: u8) -> Option<[Square; MAX_STEPS_USIZE]> {
+fn throw_path(
+    map: &Island,
+    from: Square,
+    direction: Direction,
+    steps: u8,
+) -> Option<[Square; MAX_STEPS_USIZE]> {
     let (dx, dy) = direction.delta();
     // Unused slots stay at the origin so that equal throws compare equal.
     let mut path = [Square(0, 0); MAX_STEPS_USIZE];
     let mut at = from;
     for slot in path.iter_mut().take(usize::from(steps)) {
         at = Square(at.0 + dx, at.1 + dy);
-        land_index(at)?;
+        map.land_index(at)?;
         *slot = at;
     }
     Some(path)
 }
 
 impl Walk {
-    /// Builds a walk from its throws, which must stay on land.
-    fn from_throws(start: Square, throws: [(Direction, u8); 4]) -> Walk {
+    /// Builds a walk from its throws, or `None` if it leaves land.
+    fn from_throws(map: &Island, start: Square, throws: [(Direction, u8); 4]) -> Option<Walk> {
+        map.land_index(start)?;
         let mut walk = Walk {
             start,
             throws,
@@ -534,7 +417,10 @@ impl Walk {
         };
         let mut at = start;
         for (t, &(direction, steps)) in throws.iter().enumerate() {
-            let path = throw_path(at, direction, steps).expect("a walk stays on land");
+            if steps == 0 || steps > MAX_STEPS {
+                return None;
+            }
+            let path = throw_path(map, at, direction, steps)?;
             for &square in &path[..usize::from(steps)] {
                 if square != start && !walk.distinct[..walk.distinct_len].contains(&square) {
                     walk.distinct[walk.distinct_len] = square;
@@ -544,14 +430,14 @@ impl Walk {
             walk.paths[t] = path;
             at = path[usize::from(steps) - 1];
         }
-        walk
+        Some(walk)
     }
 
     /// Step 1: a random start and four random throws, each redrawn while it
     /// would leave land; after `THROW_ATTEMPTS` misses the throw is the first
     /// single step onto land clockwise from north (every land square has one).
-    fn draw(rng: &mut SceneRng) -> Walk {
-        let start = LAND[rng.below(LAND_COUNT as u32) as usize];
+    fn draw(map: &Island, rng: &mut SceneRng) -> Walk {
+        let start = map.land[rng.below(map.land_count() as u32) as usize];
         let mut throws = [(Direction::N, 1); 4];
         let mut at = start;
         for throw in &mut throws {
@@ -559,33 +445,19 @@ impl Walk {
                 .find_map(|_| {
                     let direction = Direction::ALL[rng.below(8) as usize];
                     let steps = 1 + rng.below(u32::from(MAX_STEPS)) as u8;
-                    throw_path(at, direction, steps).map(|_| (direction, steps))
+                    throw_path(map, at, direction, steps).map(|_| (direction, steps))
                 })
                 .unwrap_or_else(|| {
                     let direction = Direction::ALL
                         .into_iter()
-                        .find(|&d| throw_path(at, d, 1).is_some())
+                        .find(|&d| throw_path(map, at, d, 1).is_some())
                         .expect("every land square has a land neighbour");
                     (direction, 1)
                 });
-            let path = throw_path(at, throw.0, throw.1).expect("the throw was checked");
+            let path = throw_path(map, at, throw.0, throw.1).expect("the throw was checked");
             at = path[usize::from(throw.1) - 1];
         }
-        Walk::from_throws(start, throws)
-    }
-
-    /// The walk used when no drawn walk entered enough squares: twelve
-    /// distinct squares along the south coast and up the east.
-    fn fallback() -> Walk {
-        Walk::from_throws(
-            Square(2, 7),
-            [
-                (Direction::E, 3),
-                (Direction::E, 3),
-                (Direction::NE, 3),
-                (Direction::N, 3),
-            ],
-        )
+        Walk::from_throws(map, start, throws).expect("a drawn walk stays on land")
     }
 }
 
@@ -605,76 +477,104 @@ fn nth_set_bit(set: u128, r: u32) -> usize {
     base + word.trailing_zeros() as usize
 }
 
-/// The bit of `square` in a land bitmap.
-fn land_bit(square: Square) -> u128 {
-    1u128 << land_index(square).expect("only land squares are in a bitmap")
-}
-
-/// Stages `level` as a game drawn from `seed`; `stake` only sets the prize.
+/// Stages `level` of « L'Ile au Trésor » as a game drawn from `seed`;
+/// `stake` only sets the prize.
 pub fn generate_scenario(stake: Stake, level: Level, seed: &[u8; 32]) -> Scenario {
-    stage(stake, level, seed).0
+    ile_au_tresor_rules()
+        .stage(level, stake.prize_cents(level), seed)
+        .expect("the island's scenes can always be staged")
 }
 
-/// The scene, and whether the fallback walk was needed (for the tests).
-fn stage(stake: Stake, level: Level, seed: &[u8; 32]) -> (Scenario, bool) {
-    let mut rng = SceneRng::new(seed);
-    let combination = level.spec().map_or(0, |spec| usize::from(spec.count));
-    let drawn = (0..WALK_ATTEMPTS)
-        .map(|_| Walk::draw(&mut rng))
-        .find(|walk| walk.distinct_len >= combination);
-    let used_fallback = drawn.is_none();
-    let walk = drawn.unwrap_or_else(Walk::fallback);
-    let reveal = draw_reveal(&mut rng, level, walk.distinct_len);
-    assert!(
-        walk.distinct_len >= reveal.len,
-        "every opened chest has a square"
-    );
+impl IslandRules {
+    /// Stages `level`, which pays `prize_cents`, as a game drawn from `seed`;
+    /// `None` only when the map has no room for the nine chests (a definition
+    /// with such a map is refused when checked).
+    pub fn stage(
+        &'static self,
+        level: Level,
+        prize_cents: i64,
+        seed: &[u8; 32],
+    ) -> Option<Scenario> {
+        self.stage_noting_fallback(level, prize_cents, seed)
+            .map(|(scenario, _)| scenario)
+    }
 
-    // Step 3: `reveal.len` of the walk's squares get the chests that open,
-    // chosen by selection sampling so they come out in order of first entry.
-    let mut chests = [walk.start; 9];
-    let mut contents: [Option<Content>; 9] = [None; 9];
-    let mut placed = 0;
-    let mut needed = reveal.len;
-    for (i, &square) in walk.distinct[..walk.distinct_len].iter().enumerate() {
-        if needed == 0 {
-            break;
+    /// The scene, and whether the fallback walk was needed (for the tests).
+    fn stage_noting_fallback(
+        &'static self,
+        level: Level,
+        prize_cents: i64,
+        seed: &[u8; 32],
+    ) -> Option<(Scenario, bool)> {
+        let map = &self.map;
+        let mut rng = SceneRng::new(seed);
+        let combination = self.combination(level).map_or(0, |c| usize::from(c.count));
+        let drawn = (0..WALK_ATTEMPTS)
+            .map(|_| Walk::draw(map, &mut rng))
+            .find(|walk| walk.distinct_len >= combination);
+        let used_fallback = drawn.is_none();
+        let walk = drawn.unwrap_or(self.fallback);
+        let reveal = draw_reveal(self, &mut rng, level, walk.distinct_len);
+        assert!(
+            walk.distinct_len >= reveal.len,
+            "every opened chest has a square"
+        );
+
+        // Step 3: `reveal.len` of the walk's squares get the chests that open,
+        // chosen by selection sampling so they come out in order of first entry.
+        let mut chests = [walk.start; 9];
+        let mut contents: [Option<Content>; 9] = [None; 9];
+        let mut placed = 0;
+        let mut needed = reveal.len;
+        for (i, &square) in walk.distinct[..walk.distinct_len].iter().enumerate() {
+            if needed == 0 {
+                break;
+            }
+            if (rng.below((walk.distinct_len - i) as u32) as usize) < needed {
+                chests[placed] = square;
+                contents[placed] = Some(reveal.items[placed]);
+                placed += 1;
+                needed -= 1;
+            }
         }
-        if (rng.below((walk.distinct_len - i) as u32) as usize) < needed {
-            chests[placed] = square;
-            contents[placed] = Some(reveal.items[placed]);
-            placed += 1;
-            needed -= 1;
+        debug_assert_eq!(placed, reveal.len);
+
+        // The others go on land the totem never enters, and never on the start.
+        let mut free = map.all_land() & !map.land_bit(walk.start);
+        for &square in &walk.distinct[..walk.distinct_len] {
+            free &= !map.land_bit(square);
         }
-    }
-    debug_assert_eq!(placed, reveal.len);
+        for chest in &mut chests[placed..] {
+            if free == 0 {
+                return None;
+            }
+            let i = nth_set_bit(free, rng.below(free.count_ones()));
+            free &= !(1u128 << i);
+            *chest = map.land[i];
+        }
 
-    // The others go on land the totem never enters, and never on the start.
-    let mut free: u128 = if LAND_COUNT == 128 {
-        u128::MAX
-    } else {
-        (1u128 << LAND_COUNT) - 1
-    };
-    free &= !land_bit(walk.start);
-    for &square in &walk.distinct[..walk.distinct_len] {
-        free &= !land_bit(square);
-    }
-    for chest in &mut chests[placed..] {
-        let i = nth_set_bit(free, rng.below(free.count_ones()));
-        free &= !(1u128 << i);
-        *chest = LAND[i];
-    }
+        // Shuffle, so that a chest's index says nothing about whether it opens.
+        for i in (1..9).rev() {
+            let j = rng.below(i as u32 + 1) as usize;
+            chests.swap(i, j);
+            contents.swap(i, j);
+        }
 
-    // Shuffle, so that a chest's index says nothing about whether it opens.
-    for i in (1..9).rev() {
-        let j = rng.below(i as u32 + 1) as usize;
-        chests.swap(i, j);
-        contents.swap(i, j);
+        let scenario = Scenario {
+            outcome: Outcome { level, prize_cents },
+            start: walk.start,
+            chests,
+            throws: replay(&walk, &chests, &contents),
+            rules: self,
+        };
+        Some((scenario, used_fallback))
     }
+}
 
-    // Step 4: replay the walk and open each chest when first entered.
+/// Step 4: replays the walk and opens each chest when first entered.
+fn replay(walk: &Walk, chests: &[Square; 9], contents: &[Option<Content>; 9]) -> [Throw; 4] {
     let mut open = [false; 9];
-    let throws: [Throw; 4] = std::array::from_fn(|t| {
+    std::array::from_fn(|t| {
         let (direction, steps) = walk.throws[t];
         let mut throw = Throw {
             direction,
@@ -695,19 +595,12 @@ fn stage(stake: Stake, level: Level, seed: &[u8; 32]) -> (Scenario, bool) {
             }
         }
         throw
-    });
-
-    let scenario = Scenario {
-        outcome: Outcome {
-            level,
-            prize_cents: stake.prize_cents(level),
-        },
-        start: walk.start,
-        chests,
-        throws,
-    };
-    (scenario, used_fallback)
+    })
 }
+
+mod rules;
+
+pub use rules::{Combination, FallbackWalk, IslandRules};
 
 #[cfg(test)]
 mod tests;

@@ -15,11 +15,12 @@ fn the_island_has_a_sea_border_and_a_plausible_size() {
 
 #[test]
 fn every_land_square_has_a_land_neighbour() {
-    for &square in &LAND {
+    let map = island();
+    for &square in &map.land {
         assert!(
             Direction::ALL
                 .iter()
-                .any(|&d| throw_path(square, d, 1).is_some()),
+                .any(|&d| throw_path(map, square, d, 1).is_some()),
             "{square:?} is cut off"
         );
     }
@@ -27,23 +28,61 @@ fn every_land_square_has_a_land_neighbour() {
 
 #[test]
 fn the_land_index_matches_the_land_list() {
-    for (i, &square) in LAND.iter().enumerate() {
-        assert_eq!(land_index(square), Some(i));
+    let map = island();
+    assert_eq!(map.land_count(), 69);
+    for (i, &square) in map.land.iter().enumerate() {
+        assert_eq!(map.land_index(square), Some(i));
     }
-    assert_eq!(land_index(Square(0, 0)), None);
-    assert_eq!(land_index(Square(-1, 3)), None);
-    assert_eq!(land_index(Square(14, 3)), None);
-    assert_eq!(land_index(Square(9, 2)), None, "the bay is sea");
-    assert_eq!(land_index(Square(5, 4)), None, "the lagoon is sea");
+    assert_eq!(map.land_index(Square(0, 0)), None);
+    assert_eq!(map.land_index(Square(-1, 3)), None);
+    assert_eq!(map.land_index(Square(14, 3)), None);
+    assert_eq!(map.land_index(Square(9, 2)), None, "the bay is sea");
+    assert_eq!(map.land_index(Square(5, 4)), None, "the lagoon is sea");
 }
 
 #[test]
 fn the_fallback_walk_stays_on_land_and_enters_enough_squares() {
-    let walk = Walk::fallback();
+    let walk = ile_au_tresor_rules().fallback;
+    assert_eq!(walk.start, Square(2, 7));
+    assert_eq!(
+        walk.throws,
+        [
+            (Direction::E, 3),
+            (Direction::E, 3),
+            (Direction::NE, 3),
+            (Direction::N, 3)
+        ]
+    );
     assert_eq!(walk.distinct_len, 12);
     assert!(walk.distinct_len >= MAX_OPENED);
     // There is room off the walk for all nine chests.
-    assert!(LAND_COUNT - 1 - walk.distinct_len >= 9);
+    assert!(island().land_count() - 1 - walk.distinct_len >= 9);
+}
+
+#[test]
+fn maps_that_are_not_islands_are_refused() {
+    assert!(
+        Island::from_rows(&["..", ".#"])
+            .unwrap_err()
+            .contains("no land neighbour")
+    );
+    assert!(
+        Island::from_rows(&["##", "#"])
+            .unwrap_err()
+            .contains("rectangle")
+    );
+    assert!(
+        Island::from_rows(&["#x"])
+            .unwrap_err()
+            .contains("`#` (land) or `.` (sea)")
+    );
+    assert!(
+        Island::from_rows(&["..."])
+            .unwrap_err()
+            .contains("at least one land")
+    );
+    let big = vec!["#".repeat(12); 11];
+    assert!(Island::from_rows(&big).unwrap_err().contains("at most 128"));
 }
 
 #[test]
@@ -57,13 +96,13 @@ fn nth_set_bit_counts_across_both_halves() {
 
 #[test]
 fn the_fallback_walk_is_almost_never_needed() {
-    let stake = Stake::try_from(50).unwrap();
+    let rules = ile_au_tresor_rules();
     let mut fallbacks = 0;
     for i in 0u32..20_000 {
         let mut seed = [0u8; 32];
         seed[..4].copy_from_slice(&i.to_le_bytes());
         for level in [Level::LOSE, Level::new(1).unwrap(), Level::new(4).unwrap()] {
-            if stage(stake, level, &seed).1 {
+            if rules.stage_noting_fallback(level, 0, &seed).unwrap().1 {
                 fallbacks += 1;
             }
         }

@@ -7,6 +7,7 @@ pub mod accounts;
 pub mod audit;
 pub mod backup;
 pub mod bench;
+pub mod catalog;
 pub mod db;
 pub mod documents;
 pub mod game;
@@ -15,6 +16,7 @@ pub mod mail;
 pub mod monitor;
 pub mod operator;
 pub mod serve;
+pub mod simulate;
 pub mod staff;
 
 use clap::{Parser, Subcommand};
@@ -53,10 +55,13 @@ pub enum Command {
     /// its sales.
     #[command(subcommand)]
     Block(BlockCli),
+    /// Check game definition files and print their payout rates.
+    #[command(subcommand)]
+    Game(catalog::GameCommand),
     /// Print one unit's outcome and scenario as JSON.
     Scenario(game::ScenarioArgs),
     /// Deal whole blocks through the generator and evaluator and report.
-    Simulate(game::SimulateArgs),
+    Simulate(simulate::SimulateArgs),
     /// Check or export the game trail.
     #[command(subcommand)]
     Audit(audit::AuditCommand),
@@ -158,8 +163,9 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Block(BlockCli::Resume(args))) => {
             run_async(operator::run_block_control(args, false))
         }
+        Some(Command::Game(command)) => catalog::run_game(command),
         Some(Command::Scenario(args)) => game::run_scenario(args),
-        Some(Command::Simulate(args)) => game::run_simulate(args),
+        Some(Command::Simulate(args)) => simulate::run_simulate(args),
         Some(Command::Audit(command)) => run_async(audit::run_audit(command)),
         Some(Command::Report(args)) => run_async(audit::run_report(args)),
         Some(Command::Sales(command)) => run_async(operator::run_sales(command)),

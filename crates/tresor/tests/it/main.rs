@@ -20,6 +20,7 @@ mod browser;
 mod browser_account;
 mod browser_console;
 mod browser_proof;
+mod catalog;
 mod cli_game;
 mod console_api;
 mod documents;
