@@ -34,6 +34,7 @@ mod intake;
 mod multi_server;
 mod no_store;
 mod operate;
+mod outbox;
 mod ops;
 mod passwords;
 mod pg_locks;
