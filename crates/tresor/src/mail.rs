@@ -150,7 +150,7 @@ impl Mailer {
 /// even one anyone may write to, is refused.
 pub fn private_folder(dir: &Path) -> std::io::Result<()> {
     use std::io::{Error, ErrorKind};
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
     if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)?;
     }
