@@ -302,9 +302,7 @@ pub fn tile_in_tree(tile: &Tile, size: u64) -> Option<bool> {
     let level_size = size
         .checked_shr(u32::from(tile.level()) * u32::from(TILE_HEIGHT))
         .unwrap_or(0);
-    let start = tile
-        .level_index()
-        .checked_mul(1 << TILE_HEIGHT)?;
+    let start = tile.level_index().checked_mul(1 << TILE_HEIGHT)?;
     let end = start.checked_add(u64::from(tile.width()))?;
     if tile.width() == 0 || end > level_size {
         return None;

@@ -68,7 +68,8 @@ impl Mailer {
     /// Messages written as `.eml` files (0600) to `dir`, a private folder
     /// ([`private_folder`]: made 0700 if missing).
     pub fn outbox(dir: &Path, from: &str, site_url: &str) -> Result<Mailer, String> {
-        private_folder(dir).map_err(|error| format!("the mail outbox {}: {error}", dir.display()))?;
+        private_folder(dir)
+            .map_err(|error| format!("the mail outbox {}: {error}", dir.display()))?;
         Ok(Mailer {
             from: mailbox(from, "--mail-from")?,
             site_url: site_url.trim_end_matches('/').to_owned(),

@@ -13,13 +13,13 @@ use crate::account::documents::{DocumentKind, too_large};
 use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use tower_http::set_header::SetResponseHeaderLayer;
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::json;
+use tower_http::set_header::SetResponseHeaderLayer;
 
 pub fn routes() -> Router<AppState> {
     Router::new()

@@ -28,7 +28,10 @@ async fn session_cookie(app: &TestApp, username: &str) -> String {
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
-    let cookie = response.headers()["set-cookie"].to_str().unwrap().to_owned();
+    let cookie = response.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .to_owned();
     cookie.split(';').next().unwrap().to_owned()
 }
 
@@ -52,7 +55,10 @@ on_both!(a_documents_name_loses_its_format_characters, |app| {
         .post(format!("{}/api/account/documents", app.address))
         .query(&[
             ("kind", "iban_proof"),
-            ("name", "\u{2067}rib\u{200B}\u{00AD}\u{FEFF}\u{0007}.pdf\u{2069}"),
+            (
+                "name",
+                "\u{2067}rib\u{200B}\u{00AD}\u{FEFF}\u{0007}.pdf\u{2069}",
+            ),
         ])
         .header("cookie", &cookie)
         .header("x-requested-with", "tresor")
@@ -79,59 +85,72 @@ on_both!(a_documents_name_loses_its_format_characters, |app| {
     names.sort();
     assert_eq!(names, ["passwdfdp.exe", "rib.pdf"], "{listed}");
     // Stored without them: what the console and the trail show.
-    let stored: Vec<String> = sqlx::query_scalar("SELECT name FROM identity_documents ORDER BY name")
-        .fetch_all(&app.service.db.pool)
-        .await
-        .unwrap();
+    let stored: Vec<String> =
+        sqlx::query_scalar("SELECT name FROM identity_documents ORDER BY name")
+            .fetch_all(&app.service.db.pool)
+            .await
+            .unwrap();
     assert_eq!(stored, ["passwdfdp.exe", "rib.pdf"]);
     for name in &stored {
         assert!(
-            !name.chars().any(|c| c.is_control() || ('\u{200B}'..='\u{206F}').contains(&c)),
+            !name
+                .chars()
+                .any(|c| c.is_control() || ('\u{200B}'..='\u{206F}').contains(&c)),
             "{name:?}"
         );
     }
 });
 
-on_both!(an_upload_announcing_too_large_a_body_is_refused_at_once, |app| {
-    open_account(&app, "big").await;
-    let cookie = session_cookie(&app, "big").await;
-    let host = app.address.trim_start_matches("http://").to_owned();
-    let max = app.service.max_document_bytes();
-    for announced in [max as u64 + 1, 10_000_000_000, 1_000_000_000_000_000] {
-        let mut stream = tokio::net::TcpStream::connect(&host).await.unwrap();
-        // The headers and the body's first bytes; the rest never comes.
-        let request = format!(
-            "POST /api/account/documents?kind=identity HTTP/1.1\r\nHost: {host}\r\n\
+on_both!(
+    an_upload_announcing_too_large_a_body_is_refused_at_once,
+    |app| {
+        open_account(&app, "big").await;
+        let cookie = session_cookie(&app, "big").await;
+        let host = app.address.trim_start_matches("http://").to_owned();
+        let max = app.service.max_document_bytes();
+        for announced in [max as u64 + 1, 10_000_000_000, 1_000_000_000_000_000] {
+            let mut stream = tokio::net::TcpStream::connect(&host).await.unwrap();
+            // The headers and the body's first bytes; the rest never comes.
+            let request = format!(
+                "POST /api/account/documents?kind=identity HTTP/1.1\r\nHost: {host}\r\n\
              Cookie: {cookie}\r\nX-Requested-With: tresor\r\n\
              Content-Length: {announced}\r\n\r\n%PDF-1.4\n"
+            );
+            stream.write_all(request.as_bytes()).await.unwrap();
+            let started = Instant::now();
+            let mut answer = vec![0u8; 4096];
+            let read = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut answer))
+                .await
+                .expect("an answer within 10 s, not at the 30 s timeout")
+                .unwrap();
+            let answer = String::from_utf8_lossy(&answer[..read]).into_owned();
+            assert!(answer.starts_with("HTTP/1.1 413"), "{announced}: {answer}");
+            assert!(answer.contains("document_too_large"), "{answer}");
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "{:?}",
+                started.elapsed()
+            );
+        }
+        assert_eq!(
+            count(&app, "SELECT COUNT(*) FROM identity_documents").await,
+            0
         );
-        stream.write_all(request.as_bytes()).await.unwrap();
-        let started = Instant::now();
-        let mut answer = vec![0u8; 4096];
-        let read = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut answer))
+        // A file within the limit is still taken.
+        let response = reqwest::Client::new()
+            .post(format!(
+                "{}/api/account/documents?kind=identity",
+                app.address
+            ))
+            .header("cookie", &cookie)
+            .header("x-requested-with", "tresor")
+            .body(crate::common::opening::PDF.to_vec())
+            .send()
             .await
-            .expect("an answer within 10 s, not at the 30 s timeout")
             .unwrap();
-        let answer = String::from_utf8_lossy(&answer[..read]).into_owned();
-        assert!(
-            answer.starts_with("HTTP/1.1 413"),
-            "{announced}: {answer}"
-        );
-        assert!(answer.contains("document_too_large"), "{answer}");
-        assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+        assert_eq!(response.status(), StatusCode::CREATED);
     }
-    assert_eq!(count(&app, "SELECT COUNT(*) FROM identity_documents").await, 0);
-    // A file within the limit is still taken.
-    let response = reqwest::Client::new()
-        .post(format!("{}/api/account/documents?kind=identity", app.address))
-        .header("cookie", &cookie)
-        .header("x-requested-with", "tresor")
-        .body(crate::common::opening::PDF.to_vec())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), StatusCode::CREATED);
-});
+);
 
 on_both!(a_viewers_refusals_are_recorded_once_a_minute, |app| {
     app.player("bob", 1_000).await;
@@ -186,6 +205,9 @@ on_both!(a_viewers_refusals_are_recorded_once_a_minute, |app| {
         1
     );
     // The balance never moved, and the trail verifies.
-    assert_eq!(app.service.balance_cents(bob.account_id).await.unwrap(), 1_000);
+    assert_eq!(
+        app.service.balance_cents(bob.account_id).await.unwrap(),
+        1_000
+    );
     app.db.tresor_ok(&["audit", "verify"]);
 });

@@ -64,8 +64,9 @@ fn declared_routes(prefix: &str) -> Vec<(Method, String)> {
                 ("any(", Method::GET),
             ] {
                 let found = call.match_indices(word).any(|(i, _)| {
-                    i == 0 || !call.as_bytes()[i - 1].is_ascii_alphanumeric()
-                        && call.as_bytes()[i - 1] != b'_'
+                    i == 0
+                        || !call.as_bytes()[i - 1].is_ascii_alphanumeric()
+                            && call.as_bytes()[i - 1] != b'_'
                 });
                 if found {
                     routes.push((method, path.clone()));
@@ -181,10 +182,17 @@ on_both!(every_account_and_console_answer_is_no_store, |app| {
         "{routes:?}"
     );
     routes.extend(edge_refusals("/api/account", "documents"));
-    let statuses = every_answer_is_no_store(&player, &app.address, "tresor", &routes, "player").await;
+    let statuses =
+        every_answer_is_no_store(&player, &app.address, "tresor", &routes, "player").await;
     assert!(statuses.contains(&200), "{statuses:?}");
-    every_answer_is_no_store(&cookie_client(), &app.address, "tresor", &routes, "no session")
-        .await;
+    every_answer_is_no_store(
+        &cookie_client(),
+        &app.address,
+        "tresor",
+        &routes,
+        "no session",
+    )
+    .await;
     // A body over the site's 64 KiB, refused before any handler.
     let response = player
         .put(format!("{}/api/account/marketing", app.address))
@@ -207,9 +215,14 @@ on_both!(every_account_and_console_answer_is_no_store, |app| {
     );
     routes.extend(edge_refusals("/console/api", "withdrawals"));
     let operator = console(&app, "olga").await;
-    let statuses =
-        every_answer_is_no_store(&operator, &app.admin_address, "tresor-console", &routes, "operator")
-            .await;
+    let statuses = every_answer_is_no_store(
+        &operator,
+        &app.admin_address,
+        "tresor-console",
+        &routes,
+        "operator",
+    )
+    .await;
     assert!(statuses.contains(&200), "{statuses:?}");
     every_answer_is_no_store(
         &cookie_client(),

@@ -111,9 +111,7 @@ fn refused(db: &TestDb, args: &[&str], named: &[&str]) {
     let mut child = command.spawn().expect("start tresor serve");
     let deadline = Instant::now() + Duration::from_secs(60);
     while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline
-            || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-        {
+        if Instant::now() > deadline || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
             let _ = child.kill();
             let out = child.wait_with_output().unwrap();
             panic!("tresor serve {args:?} started: {}", describe(&out));
@@ -140,9 +138,10 @@ async fn open_with_email(base: &str, username: &str) {
             "email": format!("{username}@example.org"),
         },
     });
-    let (status, answer) = crate::common::post(&client, &format!("{base}/api/account/open"), &body, None)
-        .await
-        .expect("a JSON answer");
+    let (status, answer) =
+        crate::common::post(&client, &format!("{base}/api/account/open"), &body, None)
+            .await
+            .expect("a JSON answer");
     assert_eq!(status, 201, "{answer}");
 }
 
@@ -175,7 +174,10 @@ async fn the_demos_outbox_is_private_by_default(db: &TestDb) {
         None => {
             assert_eq!(outbox.parent(), Some(std::env::temp_dir().as_path()));
             let name = outbox.file_name().unwrap().to_str().unwrap();
-            assert!(name.starts_with("tresor-outbox-") && name.len() > 30, "{name}");
+            assert!(
+                name.starts_with("tresor-outbox-") && name.len() > 30,
+                "{name}"
+            );
         }
     }
     open_with_email(&server.base, "mia").await;
@@ -224,7 +226,11 @@ async fn a_named_outbox_is_made_private_and_another_users_is_refused(db: &TestDb
     let owner = if nix_uid() == 0 { 65534 } else { 0 };
     if std::os::unix::fs::chown(&theirs, Some(owner), Some(owner)).is_ok() {
         let arg = theirs.display().to_string();
-        refused(db, &["--demo", "--mail-outbox", &arg], &["another user", &arg]);
+        refused(
+            db,
+            &["--demo", "--mail-outbox", &arg],
+            &["another user", &arg],
+        );
         assert_eq!(std::fs::read_dir(&theirs).unwrap().count(), 0);
     } else {
         eprintln!("(not root: the folder of another user is checked by the unit test only)");
@@ -246,7 +252,12 @@ fn nix_uid() -> u32 {
 async fn outside_demo_mode_mail_must_be_named(db: &TestDb) {
     // A database for real money (made by an operator's command).
     db.tresor_ok(&["emission", "list"]);
-    let money = ["--payment-webhook-secret", SECRET, "--payment-pay-url", PAY_URL];
+    let money = [
+        "--payment-webhook-secret",
+        SECRET,
+        "--payment-pay-url",
+        PAY_URL,
+    ];
     refused(db, &money, &["--smtp-url", "--mail-outbox"]);
     // Named, it serves.
     let root = tempfile::tempdir().unwrap();

@@ -111,7 +111,11 @@ on_both!(
         assert_eq!(state_of(&app, id).await, before);
         assert_eq!(before.0, "pending");
         assert_eq!(
-            count(&app, "SELECT COUNT(*) FROM trail WHERE action = 'withdrawal_paid'").await,
+            count(
+                &app,
+                "SELECT COUNT(*) FROM trail WHERE action = 'withdrawal_paid'"
+            )
+            .await,
             0
         );
 

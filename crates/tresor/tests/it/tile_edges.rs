@@ -27,7 +27,11 @@ on_both!(tile_paths_at_the_edges_of_the_index_are_not_found, |app| {
     };
     // The first tile exists (partial): the route itself works.
     let note = client
-        .get(format!("{}{}", app.address, log["checkpoint"].as_str().unwrap()))
+        .get(format!(
+            "{}{}",
+            app.address,
+            log["checkpoint"].as_str().unwrap()
+        ))
         .send()
         .await
         .unwrap()
@@ -54,7 +58,9 @@ on_both!(tile_paths_at_the_edges_of_the_index_are_not_found, |app| {
         paths.push(format!("{level}/x018/x446/x744/x073/x709/x551/615"));
         paths.push(format!("{level}/x018/x446/x744/x073/x709/x551/616"));
         // Too many groups, with and without a value.
-        paths.push(format!("{level}/x000/x000/x000/x000/x000/x000/x000/x000/001"));
+        paths.push(format!(
+            "{level}/x000/x000/x000/x000/x000/x000/x000/x000/001"
+        ));
         paths.push(format!("{level}/{}001", "x999/".repeat(40)));
     }
     for path in paths {
