@@ -44,7 +44,8 @@ impl From<&DocumentRow> for DocumentView {
         DocumentView {
             id: d.id,
             kind: d.kind.clone(),
-            name: d.name.clone(),
+            // Cleaned again: names stored before format characters were.
+            name: documents::display_name(&d.name),
             size_bytes: d.size_bytes,
             uploaded_at: rfc3339(d.uploaded_at_ms),
             status: d.status.clone(),

@@ -574,6 +574,9 @@ on_both!(
                 if role.permissions().iter().any(|p| p.as_str() == *permission) {
                     continue;
                 }
+                // A minute apart: one refusal per account and minute is
+                // recorded (tests/it/intake.rs counts the others).
+                app.clock.advance_ms(61_000);
                 let before = state_of(&app).await;
                 let trail_before = trail(&app).await;
                 let answer = console.send(method, path, body.clone(), true).await;
