@@ -39,12 +39,7 @@ struct Sent {
 
 /// Refuses a change past a quota: [`Error::MailQuota`], with the seconds
 /// until the oldest change counted leaves the window.
-async fn check_quota(
-    conn: &mut Conn,
-    player_id: i64,
-    key: &str,
-    now_ms: i64,
-) -> Result<(), Error> {
+async fn check_quota(conn: &mut Conn, player_id: i64, key: &str, now_ms: i64) -> Result<(), Error> {
     let since = now_ms - QUOTA_WINDOW_MS;
     let by_player = sql::query(
         "SELECT COUNT(*) AS n, MIN(changed_at_ms) AS oldest FROM email_changes \
@@ -212,17 +207,13 @@ impl Service {
 }
 
 /// The change itself, inside its writer job.
-async fn change(
-    conn: &mut Conn,
-    player: &Player,
-    email: &str,
-    now_ms: i64,
-) -> Result<Sent, Error> {
-    let row = sql::query("SELECT email, email_confirmed_at_ms FROM identities WHERE player_id = $1")
-        .bind(player.id)
-        .fetch_optional(&mut *conn)
-        .await?
-        .ok_or(Error::IdentityRequired)?;
+async fn change(conn: &mut Conn, player: &Player, email: &str, now_ms: i64) -> Result<Sent, Error> {
+    let row =
+        sql::query("SELECT email, email_confirmed_at_ms FROM identities WHERE player_id = $1")
+            .bind(player.id)
+            .fetch_optional(&mut *conn)
+            .await?
+            .ok_or(Error::IdentityRequired)?;
     let old: Option<String> = row.try_get("email")?;
     let old_confirmed: Option<i64> = row.try_get("email_confirmed_at_ms")?;
     let key = address_key(email);
