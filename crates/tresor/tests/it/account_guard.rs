@@ -479,8 +479,9 @@ on_both!(
             1
         );
         // Counted with failed logins: the password step waits here.
-        let waits = console_login(&app, "olga", CONSOLE_PASSWORD, &secret).await;
-        let waits = waits.err().expect("a wait");
+        let waits = console_login(&app, "olga", CONSOLE_PASSWORD, &secret)
+            .await
+            .expect_err("a wait");
         assert_refused(&waits, StatusCode::TOO_MANY_REQUESTS, "rate_limited");
         // A second later (and a new code), the owner logs in.
         app.clock.advance_ms(31_000);
