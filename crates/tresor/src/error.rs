@@ -226,6 +226,10 @@ pub enum Error {
     Forbidden { permission: &'static str },
     #[error("service unavailable: {0}")]
     Unavailable(&'static str),
+    /// A writer's log that does not hold against its last signed checkpoint
+    /// (`trail::log::check_signed`): rewritten by someone without the key.
+    #[error("{0}")]
+    LogDoesNotHold(String),
     /// The database has no room left (SQLite's `SQLITE_FULL`, PostgreSQL's
     /// `53100 disk_full`, or the OS's `ENOSPC`): the request's transaction
     /// was rolled back whole.

@@ -13,7 +13,7 @@ use clap::Args;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::Usage;
+use super::{LogDoesNotHold, Usage};
 
 /// Where the data lives.
 #[derive(Debug, Clone, Args)]
@@ -107,6 +107,10 @@ impl DbArgs {
             Usage(format!(
                 "{e:#}: give the installation's log key with --log-key FILE                  (TRESOR_LOG_KEY_FILE) or TRESOR_LOG_KEY"
             ))
+        })?;
+        db.check_logs().await.map_err(|e| match e {
+            crate::error::Error::LogDoesNotHold(why) => anyhow::Error::new(LogDoesNotHold(why)),
+            other => anyhow::Error::new(other),
         })?;
         Ok(db)
     }

@@ -190,6 +190,12 @@ pub fn run(cli: Cli) -> ExitCode {
 #[error("{0}")]
 pub struct Usage(pub String);
 
+/// A writer's log that does not hold against its last signed checkpoint
+/// (someone without the key rewrote it): exit code 3, nothing started.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct LogDoesNotHold(pub String);
+
 /// A check that did not hold: exit code 1 (not a usage error).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -211,6 +217,8 @@ fn run_async(command: impl std::future::Future<Output = anyhow::Result<()>>) -> 
             eprintln!("error: {error:#}");
             if error.downcast_ref::<Usage>().is_some() {
                 ExitCode::from(2)
+            } else if error.downcast_ref::<LogDoesNotHold>().is_some() {
+                ExitCode::from(3)
             } else {
                 ExitCode::FAILURE
             }

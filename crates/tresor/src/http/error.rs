@@ -104,6 +104,7 @@ impl From<Error> for ApiError {
             Error::Forbidden { .. } => (StatusCode::FORBIDDEN, "forbidden"),
             Error::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             Error::StorageFull => (StatusCode::SERVICE_UNAVAILABLE, "storage_full"),
+            Error::LogDoesNotHold(_) => (StatusCode::SERVICE_UNAVAILABLE, "log_does_not_hold"),
             Error::NotReady(_) => (StatusCode::SERVICE_UNAVAILABLE, "not_ready"),
             // The database is down or failing over: nothing was changed.
             Error::Database(_) | Error::Sqlite(_) if error.is_outage() => {
@@ -129,6 +130,10 @@ impl From<Error> for ApiError {
             Error::Secrets(cause) => {
                 tracing::error!(error = %cause, "block secrets");
                 "internal error".to_owned()
+            }
+            Error::LogDoesNotHold(why) => {
+                tracing::error!(error = %why, "the trail's log does not hold");
+                "service unavailable: the trail cannot be extended; nothing was changed".to_owned()
             }
             Error::SalesClosed {
                 opens_at_ms: Some(t),

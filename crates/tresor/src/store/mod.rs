@@ -289,6 +289,18 @@ impl Db {
                 key.vkey()
             ),
             None => {
+                // An installation whose logs were signed names its key: a
+                // list emptied by hand would let any key be taken for the
+                // installation's first.
+                let signed: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM checkpoints")
+                    .fetch_one(&self.pool)
+                    .await?;
+                if signed > 0 {
+                    anyhow::bail!(
+                        "the database holds {signed} signed checkpoints but names no log key \
+                         (log_keys is empty): it was edited; run tresor audit verify"
+                    );
+                }
                 sqlx::query("INSERT INTO log_keys (vkey, since_ms) VALUES ($1, $2)")
                     .bind(key.vkey())
                     .bind(now_ms)
@@ -297,6 +309,14 @@ impl Db {
                 Ok(())
             }
         }
+    }
+
+    /// Checks every log against its last signed checkpoint
+    /// (`trail::log::check_all_signed`): what a command that writes does
+    /// before it starts.
+    pub async fn check_logs(&self) -> Result<(), Error> {
+        let mut conn = self.conn().await?;
+        crate::trail::log::check_all_signed(&mut conn).await
     }
 
     /// The key check this database keeps (see `crate::seal`), if any.

@@ -168,11 +168,17 @@ pub struct Writer {
 /// with the same writer name may have appended: then it is read again).
 /// Without a kept edge (the writer's first transaction, or after a rollback)
 /// the writer's stakes and prizes accounts are found, or made.
+///
+/// With `signed` (the writer signs checkpoints), a log read from the
+/// database is first checked against its last signed checkpoint
+/// ([`check_signed`]): a writer never extends a log that someone without the
+/// key has rewritten.
 pub async fn lock(
     conn: &mut Conn,
     writer: &str,
     kept: Option<Edge>,
     now_ms: i64,
+    signed: bool,
 ) -> Result<Head, Error> {
     const LOCK: &str = "UPDATE logs SET size = size WHERE writer = $1 RETURNING id, origin, size";
     let row = match sql::query(LOCK).bind(writer).fetch_optional(conn).await? {
@@ -191,7 +197,13 @@ pub async fn lock(
     };
     let hashes = match kept {
         Some(edge) if edge.log_id == log_id && edge.size == size => edge.hashes,
-        _ => read_hashes(conn, log_id, &edge_indexes(size)).await?,
+        _ => {
+            let hashes = read_hashes(conn, log_id, &edge_indexes(size)).await?;
+            if signed {
+                check_signed(conn, log_id, &origin, size, &hashes, true).await?;
+            }
+            hashes
+        }
     };
     let mut head = Head {
         log_id,
@@ -205,6 +217,106 @@ pub async fn lock(
         seal_v1(conn, &mut head, now_ms).await?;
     }
     Ok(head)
+}
+
+/// Checks a log as its writer finds it in the database against its last
+/// signed checkpoint: the checkpoint covers every record (a transaction that
+/// appends signs the checkpoint of its records before it commits, so records
+/// past the last checkpoint were written by someone without the key), its
+/// signature is by a key of the installation (`log_keys`), and its root is
+/// the root of the log's stored hashes. `edge` holds the stored hashes of
+/// the tree of `size` (its right edge). `locked`: the caller holds the log's
+/// row, so no checkpoint past `size` can be committing (one past it means
+/// records were cut off). Costs two reads and one signature
+/// check, when a writer takes its log: at its first transaction, after a
+/// rollback, or when another process of the same name appended.
+pub async fn check_signed(
+    conn: &mut Conn,
+    log_id: i64,
+    origin: &str,
+    size: u64,
+    edge: &BTreeMap<u64, Hash>,
+    locked: bool,
+) -> Result<(), Error> {
+    if size == 0 {
+        return Ok(());
+    }
+    let refuse = |why: String| {
+        Error::LogDoesNotHold(format!(
+            "the log {origin} does not hold: {why}; nothing more is written to it. \
+             Run `tresor audit verify` to find the record that changed"
+        ))
+    };
+    if locked {
+        let longer: Option<i64> = sql::query_scalar(
+            "SELECT size FROM checkpoints WHERE log_id = $1 AND size > $2 LIMIT 1",
+        )
+        .bind(log_id)
+        .bind(size as i64)
+        .fetch_optional(&mut *conn)
+        .await?;
+        if let Some(signed) = longer {
+            return Err(refuse(format!(
+                "it holds {size} records, fewer than a checkpoint signed ({signed})"
+            )));
+        }
+    }
+    let last: Option<(i64, String)> = sql::query_as(
+        "SELECT size, note FROM checkpoints WHERE log_id = $1 AND size <= $2 \
+         ORDER BY size DESC LIMIT 1",
+    )
+    .bind(log_id)
+    .bind(size as i64)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some((signed_size, note)) = last else {
+        return Err(refuse(format!(
+            "its {size} records are covered by no signed checkpoint"
+        )));
+    };
+    let signed_size = signed_size as u64;
+    if signed_size < size {
+        return Err(refuse(format!(
+            "its records {signed_size} to {} are covered by no signed checkpoint \
+             (written without the log's key)",
+            size - 1
+        )));
+    }
+    let vkeys: Vec<String> = sql::query_scalar("SELECT vkey FROM log_keys ORDER BY id")
+        .fetch_all(&mut *conn)
+        .await?;
+    let vkeys: Vec<&str> = vkeys.iter().map(String::as_str).collect();
+    let (_, checkpoint) = super::audit::open_note(&note, &vkeys).map_err(|why| {
+        refuse(format!(
+            "its last checkpoint (size {size}) does not verify: {why}"
+        ))
+    })?;
+    let root = tlog_tiles::tree_hash(size, &MapReader(edge))
+        .map_err(|_| refuse("its stored hashes are incomplete".to_owned()))?;
+    if checkpoint.origin() != origin || checkpoint.size() != size || *checkpoint.hash() != root {
+        return Err(refuse(format!(
+            "its last checkpoint (size {size}) names another tree than its stored hashes"
+        )));
+    }
+    Ok(())
+}
+
+/// Every log of the database checked as [`check_signed`] does: what a
+/// command that writes runs before it starts (`tresor serve` and the
+/// others), so that a rewritten log stops the installation at once. Outside
+/// the writers' transactions: another server may be appending meanwhile, so
+/// a checkpoint past the size read is not taken for a cut.
+pub async fn check_all_signed(conn: &mut Conn) -> Result<(), Error> {
+    let logs: Vec<(i64, String, i64)> =
+        sql::query_as("SELECT id, origin, size FROM logs ORDER BY id")
+            .fetch_all(&mut *conn)
+            .await?;
+    for (log_id, origin, size) in logs {
+        let size = size as u64;
+        let edge = read_hashes(conn, log_id, &edge_indexes(size)).await?;
+        check_signed(conn, log_id, &origin, size, &edge, false).await?;
+    }
+    Ok(())
 }
 
 /// Makes the log of `writer`: origin `tresor/<installation id>/<writer>`.

@@ -290,7 +290,14 @@ impl Loop {
         let mut conn = engine.begin().await?;
         let (inside, counts) = sql::counting(async {
             let kept = self.log.edge.take();
-            let head = trail::log::lock(&mut conn, &self.log.name, kept, now_ms).await?;
+            let head = trail::log::lock(
+                &mut conn,
+                &self.log.name,
+                kept,
+                now_ms,
+                self.log_key.is_some(),
+            )
+            .await?;
             let (outcome, head) =
                 trail::with_batch_head(head, requests(&mut conn, &self.context, batch)).await;
             let (mut answers, wrote) = outcome?;
@@ -500,7 +507,11 @@ fn system_now_ms() -> i64 {
 fn is_failure(error: &Error) -> bool {
     matches!(
         error,
-        Error::Database(_) | Error::Sqlite(_) | Error::Unavailable(_) | Error::StorageFull
+        Error::Database(_)
+            | Error::Sqlite(_)
+            | Error::Unavailable(_)
+            | Error::StorageFull
+            | Error::LogDoesNotHold(_)
     )
 }
 

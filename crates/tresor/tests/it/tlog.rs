@@ -265,6 +265,124 @@ async fn two_reordered_records_are_named_with_the_later_checkpoints_removed(db: 
     the_insider_is_caught(db, Tamper::Reorder, true).await;
 }
 
+/// Issue 32, finding 13: the insider edits a log, recomputes what the
+/// database holds and (with `cut`) deletes the checkpoints that no longer
+/// hold, then restarts the installation. Nothing signs a checkpoint over
+/// the rewritten log: a command that writes refuses to start (exit 3), a
+/// writer refuses to extend it, and plain `audit verify` still says broken.
+async fn a_rewritten_log_is_never_signed_again(db: &TestDb, tamper: Tamper, cut: bool) {
+    let (service, _clock) = db.service().await;
+    some_activity(&service).await;
+    let pool = service.db.pool.clone();
+    drop(service);
+    let (log_id, origin) = server_log(&pool).await;
+    let mut records = log_records(&pool, log_id).await;
+    let i = records
+        .iter()
+        .rposition(|r| r.action == "credit")
+        .expect("a credit");
+    match tamper {
+        Tamper::Edit => records[i].result = "{}".to_owned(),
+        Tamper::Remove => {
+            records.remove(i);
+        }
+        Tamper::Insert => {
+            let mut forged = records[i].clone();
+            forged.seq = 1_000_000;
+            records.insert(i, forged);
+        }
+        Tamper::Reorder => records.swap(i, i + 1),
+    }
+    drop_guards(&pool, db.backend).await;
+    rewrite(&pool, log_id, &origin, records, cut.then_some(i as u64)).await;
+    let (code, out) = verify(db, &[]);
+    assert_eq!(code, Some(1), "broken before the restart: {out}");
+
+    // The next start: a command that writes (as `tresor serve` does).
+    let output = db.tresor(&["emission", "list"]);
+    let text = describe(&output);
+    assert_eq!(
+        output.status.code(),
+        Some(3),
+        "{tamper:?}, cut {cut}: {text}"
+    );
+    assert!(
+        text.contains(&format!("the log {origin} does not hold"))
+            && text.contains("tresor audit verify"),
+        "{text}"
+    );
+    // A writer taking the log (a server started without the check) refuses
+    // to extend it from its first transaction on, and nothing is written.
+    let size: i64 = sqlx::query_scalar("SELECT size FROM logs WHERE id = $1")
+        .bind(log_id)
+        .fetch_one(&pool)
+        .await
+        .expect("the size");
+    let service = Service::new(
+        db.connect().await,
+        std::sync::Arc::new(tresor::service::ManualClock::new(crate::common::START_MS)),
+        Default::default(),
+    );
+    let refused = match service.open_secrets().await {
+        Err(error) => error,
+        Ok(_) => service
+            .set_announcement(Some("Après".to_owned()))
+            .await
+            .expect_err("the writer refuses the rewritten log"),
+    };
+    assert!(
+        matches!(refused, tresor::error::Error::LogDoesNotHold(_)),
+        "{refused:?}"
+    );
+    drop(service);
+    let after: i64 = sqlx::query_scalar("SELECT size FROM logs WHERE id = $1")
+        .bind(log_id)
+        .fetch_one(&pool)
+        .await
+        .expect("the size");
+    assert_eq!(after, size, "nothing was appended");
+    let (code, out) = verify(db, &[]);
+    assert_eq!(code, Some(1), "still broken after: {out}");
+}
+
+async fn an_edited_log_is_never_signed_again(db: &TestDb) {
+    a_rewritten_log_is_never_signed_again(db, Tamper::Edit, false).await;
+}
+async fn an_edited_log_with_its_checkpoints_removed_is_never_signed_again(db: &TestDb) {
+    a_rewritten_log_is_never_signed_again(db, Tamper::Edit, true).await;
+}
+async fn a_log_with_a_record_removed_is_never_signed_again(db: &TestDb) {
+    a_rewritten_log_is_never_signed_again(db, Tamper::Remove, true).await;
+}
+async fn a_log_with_a_record_inserted_is_never_signed_again(db: &TestDb) {
+    a_rewritten_log_is_never_signed_again(db, Tamper::Insert, true).await;
+}
+async fn a_reordered_log_is_never_signed_again(db: &TestDb) {
+    a_rewritten_log_is_never_signed_again(db, Tamper::Reorder, true).await;
+}
+
+/// The insider empties `log_keys`: the installation's key would otherwise
+/// be listed again as the first of a database that was signed long ago.
+async fn an_emptied_key_list_is_refused_at_start(db: &TestDb) {
+    let (service, _clock) = db.service().await;
+    some_activity(&service).await;
+    let pool = service.db.pool.clone();
+    drop(service);
+    sqlx::query("DELETE FROM log_keys")
+        .execute(&pool)
+        .await
+        .expect("empty the key list");
+    let output = db.tresor(&["emission", "list"]);
+    let text = describe(&output);
+    assert_eq!(output.status.code(), Some(2), "{text}");
+    assert!(text.contains("names no log key"), "{text}");
+    let listed: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM log_keys")
+        .fetch_one(&pool)
+        .await
+        .expect("the list");
+    assert_eq!(listed, 0, "no key was listed");
+}
+
 /// Records cut from the end, with their checkpoints: the database is then
 /// consistent with itself, and only a checkpoint kept outside catches it.
 async fn a_log_cut_short_is_caught_by_a_kept_checkpoint(db: &TestDb) {
@@ -643,4 +761,10 @@ on_both!(
     checkpoints_signed_with_another_key_are_refused,
     a_rotated_key_is_followed,
     a_missing_or_wrong_key_is_refused_at_start,
+    an_edited_log_is_never_signed_again,
+    an_edited_log_with_its_checkpoints_removed_is_never_signed_again,
+    a_log_with_a_record_removed_is_never_signed_again,
+    a_log_with_a_record_inserted_is_never_signed_again,
+    a_reordered_log_is_never_signed_again,
+    an_emptied_key_list_is_refused_at_start,
 );

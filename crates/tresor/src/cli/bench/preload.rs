@@ -89,7 +89,14 @@ pub(super) async fn preload(data: &std::path::Path, target: u64) -> anyhow::Resu
         let players = (count as u64).div_ceil(PER_PLAYER) as i64;
         let mut conn = Conn::Tx(db.begin().await?);
         // The log's row first, as the writer locks it.
-        let mut head = trail::log::lock(&mut conn, &db.writer, edge.take(), now_ms).await?;
+        let mut head = trail::log::lock(
+            &mut conn,
+            &db.writer,
+            edge.take(),
+            now_ms,
+            db.log_key.is_some(),
+        )
+        .await?;
         let secret = os_random_32();
         let block_id: i64 = sqlx::query_scalar(
             "INSERT INTO blocks (emission_id, stake_cents, secret, commitment, units_sold, state, \
