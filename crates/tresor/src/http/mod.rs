@@ -19,6 +19,7 @@ mod error;
 mod log;
 mod origin;
 mod password;
+mod reauth;
 mod sessions;
 pub mod throttle;
 pub mod web;

@@ -10,6 +10,7 @@ mod common;
 
 mod account;
 mod account_fixes;
+mod account_guard;
 mod api;
 mod architecture;
 mod audit;
