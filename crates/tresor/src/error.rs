@@ -14,6 +14,8 @@ pub enum SessionEnd {
     MaxAge { after_s: i64 },
     /// Ended on the server: logout, a later login, or an exclusion.
     Ended,
+    /// Ended after too many wrong current passwords given in it.
+    WrongPasswords,
 }
 
 impl SessionEnd {
@@ -23,6 +25,7 @@ impl SessionEnd {
             SessionEnd::Idle { .. } => "session_idle",
             SessionEnd::MaxAge { .. } => "session_max_age",
             SessionEnd::Ended => "session_ended",
+            SessionEnd::WrongPasswords => "wrong_passwords",
         }
     }
 }
@@ -41,6 +44,9 @@ impl std::fmt::Display for SessionEnd {
                 after_s / 3600
             ),
             SessionEnd::Ended => f.write_str("this session has ended: please log in again"),
+            SessionEnd::WrongPasswords => f.write_str(
+                "this session has ended after too many wrong passwords: please log in again",
+            ),
         }
     }
 }
@@ -128,6 +134,14 @@ pub enum Error {
     ExclusionShorter { until_ms: i64, asked_until_ms: i64 },
     #[error("too many attempts: try again in {retry_after_s} seconds")]
     RateLimited { retry_after_s: u64 },
+    /// The current password asked before a change is wrong (counted: the
+    /// session ends after a few).
+    #[error("current_password: this is not your password")]
+    WrongPassword,
+    /// Too many address changes lately, by this player or to this address:
+    /// nothing changed, no mail sent.
+    #[error("{message}")]
+    MailQuota { message: String, retry_after_s: u64 },
     /// Outside demo mode an account is opened with an identity.
     #[error("an identity is required to open an account: use /api/account/open")]
     IdentityRequired,

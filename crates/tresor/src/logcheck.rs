@@ -296,10 +296,14 @@ pub fn tiles_of(size: u64) -> Vec<Tile> {
 
 /// Whether `tile` exists in a tree of `size` leaves, and whether it is full
 /// there (then it never changes).
+/// Computed without overflow: a client names any index below 2^56, whose
+/// first hash (the index times 256) is near 2^64.
 pub fn tile_in_tree(tile: &Tile, size: u64) -> Option<bool> {
-    let level_size = size >> (u32::from(tile.level()) * u32::from(TILE_HEIGHT));
-    let start = tile.level_index() << TILE_HEIGHT;
-    let end = start + u64::from(tile.width());
+    let level_size = size
+        .checked_shr(u32::from(tile.level()) * u32::from(TILE_HEIGHT))
+        .unwrap_or(0);
+    let start = tile.level_index().checked_mul(1 << TILE_HEIGHT)?;
+    let end = start.checked_add(u64::from(tile.width()))?;
     if tile.width() == 0 || end > level_size {
         return None;
     }
@@ -468,6 +472,12 @@ mod tests {
         assert_eq!(tile_in_tree(&t(1, 0, 1), 256), Some(false));
         assert_eq!(tile_in_tree(&t(1, 0, 2), 256), None);
         assert_eq!(tiles_of(300).len(), 3);
+        // Indexes whose hashes are past 2^64 (issue 32): no tile, no overflow.
+        let last = (1u64 << 56) - 1;
+        assert_eq!(tile_in_tree(&t(0, last, 256), u64::MAX), None);
+        assert_eq!(tile_in_tree(&t(0, last, 255), 1 << 40), None);
+        assert_eq!(tile_in_tree(&t(7, last, 256), u64::MAX), None);
+        assert_eq!(tile_in_tree(&t(0, last - 1, 256), u64::MAX), Some(true));
     }
 
     #[test]

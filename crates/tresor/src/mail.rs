@@ -2,8 +2,15 @@
 //! confirmations, notifications of money and verification), sent with
 //! `lettre`: over SMTP when a server is configured (`--smtp-url`,
 //! `TRESOR_SMTP_URL`), otherwise written as RFC 5322 files (`.eml`) to an
-//! outbox folder (`--mail-outbox`, `<data>/outbox` by default) that the demo
-//! and the tests read. A leaf: it knows nothing of the rest of the crate.
+//! outbox folder (`--mail-outbox`; in demo mode `<data>/outbox` by default)
+//! that the demo and the tests read. A leaf: it knows nothing of the rest of
+//! the crate.
+//!
+//! The outbox holds reset links: it is private. Its folder is made 0700, or,
+//! already there, taken only if this user owns it (a folder another user
+//! made first, or a symbolic link, is refused; this user's own is made
+//! 0700); each message is written 0600 under a random name, then renamed
+//! into place whole.
 //!
 //! Mail leaves after the change it tells of has committed, from a task of
 //! its own ([`Mailer::send_later`]): a request never waits on the mail
@@ -11,7 +18,7 @@
 
 use lettre::message::header::ContentType;
 use lettre::message::{Body, Mailbox};
-use lettre::{AsyncFileTransport, AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -25,7 +32,7 @@ pub struct Mail {
 }
 
 enum Sender {
-    Outbox(AsyncFileTransport<Tokio1Executor>, PathBuf),
+    Outbox(PathBuf),
     Smtp(AsyncSmtpTransport<Tokio1Executor>),
 }
 
@@ -41,7 +48,7 @@ pub struct Mailer {
 impl fmt::Debug for Mailer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let how = match &*self.sender {
-            Sender::Outbox(_, dir) => format!("outbox {}", dir.display()),
+            Sender::Outbox(dir) => format!("outbox {}", dir.display()),
             Sender::Smtp(_) => "smtp".to_owned(),
         };
         f.debug_struct("Mailer")
@@ -58,17 +65,15 @@ fn mailbox(text: &str, what: &str) -> Result<Mailbox, String> {
 }
 
 impl Mailer {
-    /// Messages written as `.eml` files to `dir` (made if missing).
+    /// Messages written as `.eml` files (0600) to `dir`, a private folder
+    /// ([`private_folder`]: made 0700 if missing).
     pub fn outbox(dir: &Path, from: &str, site_url: &str) -> Result<Mailer, String> {
-        std::fs::create_dir_all(dir)
+        private_folder(dir)
             .map_err(|error| format!("the mail outbox {}: {error}", dir.display()))?;
         Ok(Mailer {
             from: mailbox(from, "--mail-from")?,
             site_url: site_url.trim_end_matches('/').to_owned(),
-            sender: Arc::new(Sender::Outbox(
-                AsyncFileTransport::new(dir),
-                dir.to_path_buf(),
-            )),
+            sender: Arc::new(Sender::Outbox(dir.to_path_buf())),
         })
     }
 
@@ -94,7 +99,7 @@ impl Mailer {
     /// The outbox folder, when messages go there.
     pub fn outbox_dir(&self) -> Option<&Path> {
         match &*self.sender {
-            Sender::Outbox(_, dir) => Some(dir),
+            Sender::Outbox(dir) => Some(dir),
             Sender::Smtp(_) => None,
         }
     }
@@ -112,11 +117,13 @@ impl Mailer {
             .body(body)
             .map_err(|error| format!("the message: {error}"))?;
         match &*self.sender {
-            Sender::Outbox(transport, _) => transport
-                .send(message)
-                .await
-                .map(|_| ())
-                .map_err(|error| error.to_string()),
+            Sender::Outbox(dir) => {
+                let (dir, bytes) = (dir.clone(), message.formatted());
+                tokio::task::spawn_blocking(move || write_private(&dir, &bytes))
+                    .await
+                    .map_err(|error| error.to_string())?
+                    .map_err(|error| format!("the mail outbox: {error}"))
+            }
             Sender::Smtp(transport) => transport
                 .send(message)
                 .await
@@ -134,5 +141,125 @@ impl Mailer {
                 tracing::warn!(error = %error, subject = %mail.subject, "a message could not be sent");
             }
         });
+    }
+}
+
+/// Makes `dir` a folder only this user reads: created 0700 (its parents as
+/// usual) if missing; if it is there, it must be a folder (not a symbolic
+/// link) that this user owns (a probe file made inside it must have the
+/// folder's owner), and it is made 0700. A folder another user made first,
+/// even one anyone may write to, is refused.
+pub fn private_folder(dir: &Path) -> std::io::Result<()> {
+    use std::io::{Error, ErrorKind};
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(error) if error.kind() == ErrorKind::AlreadyExists => {}
+        Err(error) => return Err(error),
+    }
+    let found = std::fs::symlink_metadata(dir)?;
+    if !found.file_type().is_dir() {
+        return Err(Error::other(
+            "not a folder (a symbolic link or a file is refused): name a folder of this user's",
+        ));
+    }
+    // Whose it is, told by a file this process makes in it.
+    let probe = dir.join(format!(".owner-{}", random_name()));
+    let made = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&probe)
+        .and_then(|file| file.metadata());
+    let _ = std::fs::remove_file(&probe);
+    let mine = made?.uid();
+    if found.uid() != mine {
+        return Err(Error::other(format!(
+            "the folder belongs to another user (uid {}, this server runs as uid {mine}): \
+             anyone who made it first could read the reset links; name a folder of this user's",
+            found.uid()
+        )));
+    }
+    if found.mode() & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
+/// 128 random bits, in a UUID's spelling.
+fn random_name() -> String {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).expect("the operating system's random generator works");
+    let hex = hex::encode(bytes);
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
+}
+
+/// Writes one message to `dir` as `<random>.eml`, 0600: first under a
+/// hidden name, then renamed, so that a reader never sees half of it.
+fn write_private(dir: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let name = random_name();
+    let partial = dir.join(format!(".{name}.partial"));
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&partial)?;
+    file.write_all(bytes)?;
+    drop(file);
+    std::fs::rename(&partial, dir.join(format!("{name}.eml")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn the_outbox_is_made_private_and_a_link_is_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("a/b/outbox");
+        private_folder(&dir).unwrap();
+        assert_eq!(mode(&dir), 0o700);
+        // This user's own folder, too open: made private.
+        let open = root.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        private_folder(&open).unwrap();
+        assert_eq!(mode(&open), 0o700);
+        // A symbolic link, even to a folder of this user's, is refused.
+        let link = root.path().join("link");
+        std::os::unix::fs::symlink(&open, &link).unwrap();
+        assert!(private_folder(&link).is_err());
+        // No probe left behind.
+        assert_eq!(std::fs::read_dir(&open).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_message_is_written_whole_and_private() {
+        let root = tempfile::tempdir().unwrap();
+        write_private(root.path(), b"To: a@b.c\r\n\r\nhello").unwrap();
+        let files: Vec<_> = std::fs::read_dir(root.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(files.len(), 1);
+        assert_eq!(files[0].extension().unwrap(), "eml");
+        assert_eq!(mode(&files[0]), 0o600);
     }
 }

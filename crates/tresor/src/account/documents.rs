@@ -113,11 +113,17 @@ pub fn too_large(max_bytes: usize) -> Error {
 }
 
 /// The name shown for the file: what the player's browser gave, without
-/// folders or control characters, at most 120 characters; `document` for
-/// none.
+/// folders, control characters or format characters (Unicode category Cf:
+/// a right-to-left override shows `passwd\u{202E}fdp.exe` as
+/// "passwdexe.pdf"), at most 120 characters; `document` for none.
 pub fn display_name(name: &str) -> String {
+    use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
     let base = name.rsplit(['/', '\\']).next().unwrap_or("");
-    let clean: String = base.chars().filter(|c| !c.is_control()).take(120).collect();
+    let clean: String = base
+        .chars()
+        .filter(|c| !c.is_control() && c.general_category() != GeneralCategory::Format)
+        .take(120)
+        .collect();
     let clean = clean.trim();
     if clean.is_empty() {
         "document".to_owned()
@@ -160,5 +166,14 @@ mod tests {
         assert_eq!(display_name("../../etc/pass\u{7}wd"), "passwd");
         assert_eq!(display_name("  "), "document");
         assert_eq!(display_name(&"x".repeat(300)).len(), 120);
+        // Format characters (Cf): bidirectional overrides and isolates,
+        // zero-width ones, the soft hyphen, a BOM.
+        assert_eq!(display_name("passwd\u{202E}fdp.exe"), "passwdfdp.exe");
+        assert_eq!(
+            display_name("\u{2066}a\u{200B}b\u{00AD}c\u{FEFF}.pdf\u{2069}"),
+            "abc.pdf"
+        );
+        assert_eq!(display_name("\u{202E}\u{200D}"), "document");
+        assert_eq!(display_name("carte d'identité.pdf"), "carte d'identité.pdf");
     }
 }

@@ -21,9 +21,12 @@ pub struct MailArgs {
         default_value = "L'Ile au Tresor <no-reply@localhost>"
     )]
     pub smtp_from: String,
-    /// Where messages are written with no SMTP server (default: the data
-    /// folder's `outbox`; with `--database-url`, `outbox` in the system's
-    /// temporary folder's `tresor-mail`).
+    /// The outbox folder, where messages are written as `.eml` files with
+    /// no SMTP server: private (0700, its files 0600; a folder another user
+    /// made first is refused). Outside demo mode the server starts only
+    /// with this or `--smtp-url`. In demo mode it defaults to the data
+    /// folder's `outbox`, or, with `--database-url`, a new folder of random
+    /// name in the system's temporary folder (its path printed at start).
     #[arg(long, env = "TRESOR_MAIL_OUTBOX")]
     pub mail_outbox: Option<PathBuf>,
     /// The players' site as players reach it (`https://jeu.example.fr`), for
@@ -45,8 +48,35 @@ impl std::fmt::Debug for MailArgs {
 }
 
 impl MailArgs {
-    /// The mailer these flags describe; `data` is the data folder.
-    pub fn mailer(&self, data: &Path, listen: &str) -> anyhow::Result<Mailer> {
+    /// Whether the operator said where mail goes: an SMTP server or an
+    /// outbox folder (an empty value names none).
+    pub fn named(&self) -> bool {
+        self.smtp_url.as_deref().is_some_and(|url| !url.is_empty())
+            || self
+                .mail_outbox
+                .as_deref()
+                .is_some_and(|dir| !dir.as_os_str().is_empty())
+    }
+
+    /// Refuses to serve real money with mail nobody named: reset links
+    /// would lie in a folder chosen by default.
+    pub fn refuse_outside_demo(&self) -> Result<(), Usage> {
+        if self.named() {
+            return Ok(());
+        }
+        Err(Usage(
+            "outside demo mode, say where mail goes: --smtp-url (TRESOR_SMTP_URL), or an outbox \
+             folder of this user's with --mail-outbox DIR (TRESOR_MAIL_OUTBOX); password reset \
+             links travel by mail"
+                .to_owned(),
+        ))
+    }
+
+    /// The mailer these flags describe. Without `--smtp-url` nor
+    /// `--mail-outbox`, the outbox is `default_outbox` (the data folder's),
+    /// or with none (PostgreSQL) a new private folder of random name in the
+    /// system's temporary folder: never a path someone could make first.
+    pub fn mailer(&self, default_outbox: Option<&Path>, listen: &str) -> anyhow::Result<Mailer> {
         let site = self
             .public_url
             .clone()
@@ -54,16 +84,34 @@ impl MailArgs {
         if !(site.starts_with("http://") || site.starts_with("https://")) {
             return Err(Usage(format!("--public-url: an http(s) URL, not {site}")).into());
         }
-        let mailer = match &self.smtp_url {
-            Some(url) => Mailer::smtp(url, &self.smtp_from, &site),
-            None => {
-                let outbox = self
-                    .mail_outbox
-                    .clone()
-                    .unwrap_or_else(|| data.join("outbox"));
+        let named = |value: &Option<String>| value.clone().filter(|v| !v.is_empty());
+        let mailer = match (named(&self.smtp_url), &self.mail_outbox) {
+            (Some(url), _) => Mailer::smtp(&url, &self.smtp_from, &site),
+            (None, Some(dir)) if !dir.as_os_str().is_empty() => {
+                Mailer::outbox(dir, &self.smtp_from, &site)
+            }
+            (None, _) => {
+                let outbox = match default_outbox {
+                    Some(dir) => dir.to_path_buf(),
+                    None => new_temporary_outbox()?,
+                };
                 Mailer::outbox(&outbox, &self.smtp_from, &site)
             }
         };
         Ok(mailer.map_err(Usage)?)
     }
+}
+
+/// A new folder, 0700, of random name in the system's temporary folder:
+/// made with `mkdir` (never one already there).
+fn new_temporary_outbox() -> anyhow::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    let mut bytes = [0u8; 12];
+    getrandom::fill(&mut bytes).expect("the operating system's random generator works");
+    let dir = std::env::temp_dir().join(format!("tresor-outbox-{}", hex::encode(bytes)));
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&dir)
+        .map_err(|error| Usage(format!("the mail outbox {}: {error}", dir.display())))?;
+    Ok(dir)
 }

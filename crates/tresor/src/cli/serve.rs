@@ -377,13 +377,15 @@ pub async fn run_serve(args: ServeArgs, demo_if_created: bool) -> anyhow::Result
     };
     let settings = args.payments.apply(settings)?;
     let settings = args.four_eyes.apply(settings)?;
-    let mail_root = match &args.db.database_url {
-        None => args.db.data.clone(),
-        // No data folder: the system's temporary folder, not the working one.
-        Some(_) => std::env::temp_dir().join("tresor-mail"),
+    // Without SMTP nor an outbox named: the data folder's `outbox`, or a new
+    // private folder (PostgreSQL) — in demo mode only (checked below).
+    let default_outbox = match &args.db.database_url {
+        None => Some(args.db.data.join("outbox")),
+        Some(_) => None,
     };
+    let mailer = args.mail.mailer(default_outbox.as_deref(), &args.listen)?;
     let settings = Settings {
-        mail: Some(args.mail.mailer(&mail_root, &args.listen)?),
+        mail: Some(mailer.clone()),
         ..settings
     };
     let service =
@@ -426,6 +428,17 @@ pub async fn run_serve(args: ServeArgs, demo_if_created: bool) -> anyhow::Result
     let demo = service.is_demo().await?;
     if !demo {
         args.payments.refuse_outside_demo()?;
+        if let Err(refusal) = args.mail.refuse_outside_demo() {
+            // The folder made for the demo's mail goes if empty.
+            if let Some(dir) = mailer.outbox_dir() {
+                let _ = std::fs::remove_dir(dir);
+            }
+            return Err(refusal.into());
+        }
+    } else if !args.mail.named()
+        && let Some(dir) = mailer.outbox_dir()
+    {
+        println!("mail (password resets) is written to {}", dir.display());
     }
     if let Some(published) = &published {
         hold_if_behind(&service, published).await?;

@@ -210,15 +210,31 @@ async fn set_marketing(
 #[serde(deny_unknown_fields)]
 struct IbanBody {
     iban: String,
+    current_password: String,
 }
 
 async fn set_iban(
     State(state): State<AppState>,
+    Extension(throttles): Extension<Arc<Throttles>>,
+    address: ClientAddress,
+    headers: HeaderMap,
     current: ActingPlayer,
     Body(body): Body<IbanBody>,
 ) -> Result<Json<AccountView>, ApiError> {
     let iban = Iban::parse(&body.iban)?;
-    state.service.set_iban(&current.player, iban).await?;
+    let (confirmed, _) = super::password::confirmed(
+        &state,
+        &throttles,
+        &address,
+        &headers,
+        &current.player,
+        &body.current_password,
+    )
+    .await?;
+    state
+        .service
+        .set_iban(&current.player, confirmed, iban)
+        .await?;
     Ok(Json(state.service.account(&current.player).await?))
 }
 

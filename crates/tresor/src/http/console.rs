@@ -137,9 +137,10 @@ impl Console {
 /// The console API's routes, for the operator listener.
 pub fn routes(state: AppState) -> Router<AppState> {
     let console = Arc::new(Console::new(&state));
+    let refusals = Arc::new(RefusalTrail::default());
     let guarded = |permission: Option<Permission>, router: Router<AppState>| {
         router.route_layer(middleware::from_fn_with_state(
-            (state.clone(), permission),
+            (state.clone(), permission, refusals.clone()),
             guard,
         ))
     };
@@ -263,10 +264,47 @@ async fn require_console_csrf(request: Request, next: Next) -> Response {
     }
 }
 
+/// How often a console account's refusals are written to the trail: the
+/// first of each window, with the count of those left out since the last
+/// record; a viewer refused again and again cannot flood the trail.
+const REFUSAL_WINDOW_MS: i64 = 60_000;
+
+/// When each console account's refusal was last recorded, and how many
+/// were left out since (one entry per console account that was refused).
+#[derive(Debug, Default)]
+struct RefusalTrail {
+    recorded: Mutex<std::collections::HashMap<i64, (i64, u64)>>,
+}
+
+impl RefusalTrail {
+    /// `Some(left out since the last record)` when this refusal of staff
+    /// `id` is recorded, `None` when it only counts.
+    fn admit(&self, id: i64, now_ms: i64) -> Option<u64> {
+        let mut recorded = self.recorded.lock().expect("not poisoned");
+        match recorded.get_mut(&id) {
+            Some((at_ms, left_out)) if now_ms.saturating_sub(*at_ms) < REFUSAL_WINDOW_MS => {
+                *left_out += 1;
+                None
+            }
+            Some(entry) => {
+                let left_out = entry.1;
+                *entry = (now_ms, 0);
+                Some(left_out)
+            }
+            None => {
+                recorded.insert(id, (now_ms, 0));
+                Some(0)
+            }
+        }
+    }
+}
+
 /// Resolves the console session and checks the route's permission; a
-/// refusal of the role is in the trail. The account goes on to the handler.
+/// refusal of the role is in the trail (at most one record per console
+/// account and minute, counting the others). The account goes on to the
+/// handler.
 async fn guard(
-    State((state, permission)): State<(AppState, Option<Permission>)>,
+    State((state, permission, refusals)): State<(AppState, Option<Permission>, Arc<RefusalTrail>)>,
     mut request: Request,
     next: Next,
 ) -> Response {
@@ -281,10 +319,11 @@ async fn guard(
         && !member.role.can(permission)
     {
         let what = format!("{} {}", request.method(), request.uri().path());
-        if let Err(error) = state
-            .service
-            .record_staff_refusal(&member, permission, &what)
-            .await
+        if let Some(left_out) = refusals.admit(member.id, state.service.now_ms())
+            && let Err(error) = state
+                .service
+                .record_staff_refusal(&member, permission, &what, left_out)
+                .await
         {
             tracing::warn!(%error, "recording a console refusal");
         }

@@ -11,7 +11,7 @@ use super::throttle::{ClientAddress, Throttles};
 use super::{ApiError, AppState};
 use crate::error::Error;
 use crate::protect::FailedLogins;
-use crate::service::{StaffMember, os_random_32};
+use crate::service::{PasswordOf, StaffMember, os_random_32};
 use crate::staff::{self, TOTP_SECRET_LEN};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
@@ -295,13 +295,25 @@ pub(super) struct PasswordBody {
 pub(super) async fn change_password(
     State(state): State<AppState>,
     Extension(member): Extension<StaffMember>,
+    Extension(console): Extension<Arc<ConsoleLogins>>,
+    address: ClientAddress,
     headers: HeaderMap,
     Body(body): Body<PasswordBody>,
 ) -> Answer {
     let token = cookie(&headers, CONSOLE_COOKIE).ok_or(Error::Unauthorized)?;
+    let confirmed = super::reauth::confirm(
+        &state,
+        &console.throttles,
+        &address,
+        &throttle_key(&member.username),
+        PasswordOf::Staff(member.id),
+        &token,
+        &body.current_password,
+    )
+    .await?;
     let ended = state
         .service
-        .change_staff_password(&member, &token, &body.current_password, &body.new_password)
+        .change_staff_password(&member, confirmed, &token, &body.new_password)
         .await?;
     Ok(Json(json!({"changed": true, "sessions_ended": ended})).into_response())
 }

@@ -288,6 +288,9 @@ pub(super) async fn withdrawals(
                 "closing": w.closing,
                 "requested_at": rfc3339(w.requested_at_ms),
                 "settled_at": w.settled_at_ms.map(rfc3339),
+                // Approving is refused while the account is suspended.
+                "suspended": w.suspended_at_ms.is_some(),
+                "suspended_at": w.suspended_at_ms.map(rfc3339),
             })
         })
         .collect();

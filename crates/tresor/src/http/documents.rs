@@ -4,19 +4,22 @@
 //! body (up to the installation's limit, outside the site's 64 KiB), `GET
 //! /api/account/documents` lists them. A document's bytes are never served
 //! here: the console's listener alone opens them (`console_documents.rs`).
+//! Every answer is `Cache-Control: no-store`; a body announced over the
+//! limit is refused at once (413), before any of it is read.
 
 use super::api::{ActingPlayer, CurrentPlayer, Params, require_csrf_proof};
 use super::{ApiError, AppState};
 use crate::account::documents::{DocumentKind, too_large};
 use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::json;
+use tower_http::set_header::SetResponseHeaderLayer;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -24,6 +27,11 @@ pub fn routes() -> Router<AppState> {
         // The handler reads the body up to the installation's limit itself.
         .layer(DefaultBodyLimit::disable())
         .layer(middleware::from_fn(require_csrf_proof))
+        // A player's documents (names, refusal reasons) are no cache's.
+        .layer(SetResponseHeaderLayer::overriding(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("no-store"),
+        ))
 }
 
 #[derive(Deserialize)]
@@ -43,10 +51,16 @@ async fn upload(
     State(state): State<AppState>,
     acting: ActingPlayer,
     Params(query): Params<UploadQuery>,
+    headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
     let kind = DocumentKind::parse(&query.kind)?;
     let max = state.service.max_document_bytes();
+    // A length announced over the limit is refused at once, before any of
+    // the body is waited for (issue 32: it waited for the 30 s timeout).
+    if announced_length(&headers).is_some_and(|length| length > max as u64) {
+        return Err(too_large(max).into());
+    }
     let bytes = axum::body::to_bytes(body, max.saturating_add(1))
         .await
         .map_err(|_| too_large(max))?;
@@ -60,6 +74,18 @@ async fn upload(
         )
         .await?;
     Ok((StatusCode::CREATED, Json(view)).into_response())
+}
+
+/// The body's length as the request announces it (`Content-Length`), if
+/// it does in digits.
+fn announced_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 async fn list(

@@ -67,6 +67,9 @@ impl From<Error> for ApiError {
                 (StatusCode::CONFLICT, "exclusion_cannot_be_shortened")
             }
             Error::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
+            // The code pages already show for a wrong field.
+            Error::WrongPassword => (StatusCode::UNPROCESSABLE_ENTITY, "validation"),
+            Error::MailQuota { .. } => (StatusCode::TOO_MANY_REQUESTS, "mail_quota"),
             Error::IdentityRequired => (StatusCode::UNPROCESSABLE_ENTITY, "identity_required"),
             Error::Minor => (StatusCode::FORBIDDEN, "minor"),
             Error::Banned => (StatusCode::FORBIDDEN, "banned"),
@@ -79,7 +82,9 @@ impl From<Error> for ApiError {
                     "document_too_large" => StatusCode::PAYLOAD_TOO_LARGE,
                     "document_type" => StatusCode::UNSUPPORTED_MEDIA_TYPE,
                     "document_empty" => StatusCode::BAD_REQUEST,
-                    "document_already_sent" | "document_decided" => StatusCode::CONFLICT,
+                    "document_already_sent" | "document_decided" | "iban_proof_outdated" => {
+                        StatusCode::CONFLICT
+                    }
                     _ => StatusCode::UNPROCESSABLE_ENTITY,
                 },
                 *code,
@@ -180,6 +185,9 @@ impl From<Error> for ApiError {
                 detail.insert("setting".to_owned(), json!(setting));
             }
             Error::RateLimited { retry_after_s: s } => retry_after_s = Some(*s),
+            Error::MailQuota {
+                retry_after_s: s, ..
+            } => retry_after_s = Some(*s),
             // Space comes back when an operator frees it: not in a second.
             Error::StorageFull => retry_after_s = Some(30),
             Error::Unavailable(_) => retry_after_s = Some(1),

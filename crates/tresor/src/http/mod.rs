@@ -19,6 +19,7 @@ mod error;
 mod log;
 mod origin;
 mod password;
+mod reauth;
 mod sessions;
 pub mod throttle;
 pub mod web;
@@ -88,6 +89,7 @@ fn app_with(state: AppState, throttles: Arc<Throttles>) -> Router {
             Duration::from_secs(30),
         ))
         .layer(middleware::from_fn(json_edge_errors))
+        .layer(middleware::from_fn(no_store_api))
         .layer(tower::util::option_layer(hsts));
     with_security_headers(router).with_state(state)
 }
@@ -174,6 +176,21 @@ pub(super) async fn json_edge_errors(request: Request, next: Next) -> Response {
         }
         _ => response,
     }
+}
+
+/// Every answer under `/api/` (a player's account, plays, documents, and
+/// the refusals at the edge: too large, too slow, no such endpoint) is
+/// `Cache-Control: no-store` unless its route said otherwise: none lingers
+/// in a browser's or a proxy's cache (docs/ACCOUNT.md).
+async fn no_store_api(request: Request, next: Next) -> Response {
+    let api = request.uri().path().starts_with("/api/");
+    let mut response = next.run(request).await;
+    if api && !response.headers().contains_key(header::CACHE_CONTROL) {
+        response
+            .headers_mut()
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    response
 }
 
 /// Counts requests and their latency by route (the matched pattern, or

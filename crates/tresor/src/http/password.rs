@@ -1,12 +1,14 @@
 //! Players' passwords and e-mail (`docs/ACCOUNT.md`, "Passwords and
 //! e-mail"): changing the password, a reset by mail, the address on file
-//! and its confirmation. Every route takes the API's CSRF header.
+//! and its confirmation, the undoing of an address change. A change asks
+//! the current password (`reauth`). Every route takes the API's CSRF header.
 
 use super::api::{ActingPlayer, Body, require_csrf_proof, session_token};
 use super::throttle::{ClientAddress, Throttles};
 use super::{ApiError, AppState};
 use crate::error::Error;
-use crate::service::AccountView;
+use crate::model::{Player, Username};
+use crate::service::{AccountView, PasswordConfirmed, PasswordOf};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware;
@@ -25,6 +27,7 @@ pub fn routes() -> Router<AppState> {
         .route("/api/password/reset", post(ask_reset))
         .route("/api/password/reset/confirm", post(reset))
         .route("/api/email/confirm", post(confirm_email))
+        .route("/api/email/undo", post(undo_email))
         .layer(middleware::from_fn(require_csrf_proof))
         .layer(SetResponseHeaderLayer::overriding(
             header::CACHE_CONTROL,
@@ -39,21 +42,51 @@ struct ChangeBody {
     new_password: String,
 }
 
+/// The current password of the request's player, checked and counted
+/// (`reauth`); the session's token with it.
+pub(super) async fn confirmed(
+    state: &AppState,
+    throttles: &Throttles,
+    address: &ClientAddress,
+    headers: &HeaderMap,
+    player: &Player,
+    current_password: &str,
+) -> Result<(PasswordConfirmed, String), ApiError> {
+    let token = session_token(headers).ok_or(Error::Unauthorized)?;
+    let name = Username::normalise(&player.username);
+    let confirmed = super::reauth::confirm(
+        state,
+        throttles,
+        address,
+        name.skeleton(),
+        PasswordOf::Player(player.id),
+        &token,
+        current_password,
+    )
+    .await?;
+    Ok((confirmed, token))
+}
+
 async fn change_password(
     State(state): State<AppState>,
+    Extension(throttles): Extension<Arc<Throttles>>,
+    address: ClientAddress,
     headers: HeaderMap,
     current: ActingPlayer,
     Body(body): Body<ChangeBody>,
 ) -> Result<Response, ApiError> {
-    let token = session_token(&headers).ok_or(Error::Unauthorized)?;
+    let (confirmed, token) = confirmed(
+        &state,
+        &throttles,
+        &address,
+        &headers,
+        &current.player,
+        &body.current_password,
+    )
+    .await?;
     let ended = state
         .service
-        .change_password(
-            &current.player,
-            &token,
-            &body.current_password,
-            &body.new_password,
-        )
+        .change_password(&current.player, confirmed, &token, &body.new_password)
         .await?;
     Ok(Json(json!({"changed": true, "sessions_ended": ended})).into_response())
 }
@@ -64,14 +97,33 @@ struct EmailBody {
     email: String,
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EmailChangeBody {
+    email: String,
+    current_password: String,
+}
+
 async fn set_email(
     State(state): State<AppState>,
+    Extension(throttles): Extension<Arc<Throttles>>,
+    address: ClientAddress,
+    headers: HeaderMap,
     current: ActingPlayer,
-    Body(body): Body<EmailBody>,
+    Body(body): Body<EmailChangeBody>,
 ) -> Result<Json<AccountView>, ApiError> {
+    let (confirmed, _) = confirmed(
+        &state,
+        &throttles,
+        &address,
+        &headers,
+        &current.player,
+        &body.current_password,
+    )
+    .await?;
     state
         .service
-        .set_email(&current.player, &body.email)
+        .set_email(&current.player, confirmed, &body.email)
         .await?;
     Ok(Json(state.service.account(&current.player).await?))
 }
@@ -131,4 +183,17 @@ async fn confirm_email(
     throttles.login(&address)?;
     state.service.confirm_email(&body.token).await?;
     Ok(Json(json!({"confirmed": true})).into_response())
+}
+
+/// The link mailed to the old address when the address changed: the old
+/// address is back, every session ends (this browser's too).
+async fn undo_email(
+    State(state): State<AppState>,
+    Extension(throttles): Extension<Arc<Throttles>>,
+    address: ClientAddress,
+    Body(body): Body<TokenBody>,
+) -> Result<Response, ApiError> {
+    throttles.login(&address)?;
+    state.service.undo_email_change(&body.token).await?;
+    Ok(Json(json!({"undone": true})).into_response())
 }

@@ -3,6 +3,7 @@
 //! closing, and the operator's side (listing and verifying accounts,
 //! publishing rules, importing the national ban list, the reserves).
 
+use super::reauth::{PasswordConfirmed, PasswordOf};
 use super::{Service, rfc3339, sha256_hex};
 use crate::account::{self, Iban, Identity, ReminderMinutes, Status, parse_ban_csv};
 use crate::error::Error;
@@ -266,39 +267,67 @@ impl Service {
     }
 
     /// Gives the IBAN the operator will check; only before verification
-    /// (after it, the operator changes it with the identity check).
-    pub async fn set_iban(&self, player: &Player, iban: Iban) -> Result<(), Error> {
+    /// (after it, the operator changes it with the identity check), the
+    /// current password `confirmed`. A new IBAN puts its proof back to
+    /// review (it proved the old one), and the player is told by mail.
+    pub async fn set_iban(
+        &self,
+        player: &Player,
+        confirmed: PasswordConfirmed,
+        iban: Iban,
+    ) -> Result<(), Error> {
+        confirmed.check(PasswordOf::Player(player.id))?;
         let now_ms = self.now_ms();
-        let player = player.clone();
-        self.write(move |conn| {
-            let player = player.clone();
-            let iban = iban.clone();
-            Box::pin(async move {
-                let row = store::account(conn, player.id).await?;
-                match row.status {
-                    Status::Closed => return Err(Error::AccountClosed),
-                    Status::Verified => {
-                        return Err(Error::Validation(
-                            "iban: a verified account's IBAN is changed by the operator, with a new check"
-                                .to_owned(),
-                        ));
+        let who = player.clone();
+        let masked = Iban::masked(iban.as_str());
+        let changed = self
+            .write(move |conn| {
+                let player = who.clone();
+                let iban = iban.clone();
+                Box::pin(async move {
+                    let row = store::account(conn, player.id).await?;
+                    match row.status {
+                        Status::Closed => return Err(Error::AccountClosed),
+                        Status::Verified => {
+                            return Err(Error::Validation(
+                                "iban: a verified account's IBAN is changed by the operator, with a new check"
+                                    .to_owned(),
+                            ));
+                        }
+                        Status::Provisional => {}
                     }
-                    Status::Provisional => {}
-                }
-                store::set_iban(conn, player.id, iban.as_str(), now_ms).await?;
-                trail::append(
-                    conn,
-                    now_ms,
-                    &Actor::player(player.id, &player.username),
-                    "iban_set",
-                    json!({"iban": Iban::masked(iban.as_str())}),
-                    json!({}),
-                )
-                .await?;
-                Ok(())
+                    let changed = row.iban.as_deref() != Some(iban.as_str());
+                    store::set_iban(conn, player.id, iban.as_str(), now_ms).await?;
+                    let proof = if changed {
+                        super::documents::iban_proof_back_to_review(conn, &player, now_ms).await?
+                    } else {
+                        None
+                    };
+                    trail::append(
+                        conn,
+                        now_ms,
+                        &Actor::player(player.id, &player.username),
+                        "iban_set",
+                        json!({"iban": Iban::masked(iban.as_str())}),
+                        json!({"changed": changed, "proof_back_to_review": proof}),
+                    )
+                    .await?;
+                    Ok(changed)
+                })
             })
-        })
-        .await
+            .await?;
+        if changed {
+            let username = player.username.clone();
+            self.notify(
+                player.id,
+                super::notify::Notice::IbanChanged {
+                    username,
+                    iban: masked,
+                },
+            )
+            .await;
+        }
+        Ok(())
     }
 
     /// Closes the account: a positive balance becomes a withdrawal to the
@@ -434,9 +463,6 @@ impl Service {
                         "this account has no IBAN yet: the player gives it first".to_owned(),
                     ));
                 };
-                if !super::documents::all_verified(conn, player.id).await? {
-                    return Err(Error::DocumentsRequired);
-                }
                 let changed = || Error::IbanChanged {
                     current: Iban::masked(&iban),
                     set_at_ms: row.iban_set_at_ms.unwrap_or(row.opened_at_ms),
@@ -444,6 +470,16 @@ impl Service {
                 if iban != reviewed.as_str() {
                     return Err(changed());
                 }
+                if !super::documents::all_verified(conn, player.id).await? {
+                    return Err(Error::DocumentsRequired);
+                }
+                // A proof checked before this IBAN was given proves another.
+                super::documents::check_iban_proof_current(
+                    conn,
+                    player.id,
+                    row.iban_set_at_ms.unwrap_or(row.opened_at_ms),
+                )
+                .await?;
                 // The update checks the IBAN again: nothing can slip between.
                 if !store::mark_verified(conn, player.id, &iban, &actor.label(), now_ms).await? {
                     return Err(changed());

@@ -44,7 +44,8 @@ impl From<&DocumentRow> for DocumentView {
         DocumentView {
             id: d.id,
             kind: d.kind.clone(),
-            name: d.name.clone(),
+            // Cleaned again: names stored before format characters were.
+            name: documents::display_name(&d.name),
             size_bytes: d.size_bytes,
             uploaded_at: rfc3339(d.uploaded_at_ms),
             status: d.status.clone(),
@@ -120,6 +121,53 @@ pub(super) async fn all_verified(conn: &mut Conn, player_id: i64) -> Result<bool
         }
     }
     Ok(true)
+}
+
+/// Refuses (`iban_proof_outdated`) a proof of IBAN checked before the IBAN
+/// on file was given (at `iban_set_at_ms`): it proves another IBAN.
+pub(super) async fn check_iban_proof_current(
+    conn: &mut Conn,
+    player_id: i64,
+    iban_set_at_ms: i64,
+) -> Result<(), Error> {
+    let proof = store::latest(conn, player_id, DocumentKind::IbanProof.as_str()).await?;
+    let checked_at = proof.as_ref().and_then(|d| d.decided_at_ms);
+    match checked_at {
+        Some(at) if at >= iban_set_at_ms => Ok(()),
+        _ => Err(Error::Document {
+            code: "iban_proof_outdated",
+            message: format!(
+                "the proof of IBAN was checked{} before the IBAN on file was given ({}): it proves another IBAN; review a proof of this one",
+                checked_at
+                    .map(|at| format!(" at {}", rfc3339(at)))
+                    .unwrap_or_default(),
+                rfc3339(iban_set_at_ms)
+            ),
+        }),
+    }
+}
+
+/// The IBAN changed: its proof, if verified, goes back to review (a
+/// trail record says so); its id.
+pub(super) async fn iban_proof_back_to_review(
+    conn: &mut Conn,
+    player: &Player,
+    now_ms: i64,
+) -> Result<Option<i64>, Error> {
+    let id = store::back_to_review(conn, player.id, DocumentKind::IbanProof.as_str()).await?;
+    if let Some(id) = id {
+        trail::append(
+            conn,
+            now_ms,
+            &Actor::System,
+            "document_back_to_review",
+            json!({"document_id": id, "player_id": player.id, "username": player.username,
+                   "kind": DocumentKind::IbanProof.as_str(), "why": "iban_changed"}),
+            json!({"status": "pending"}),
+        )
+        .await?;
+    }
+    Ok(id)
 }
 
 impl Service {

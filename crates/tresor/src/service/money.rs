@@ -98,6 +98,9 @@ async fn oversight_check(
         return Ok(0);
     }
     let label = actor.label();
+    // Held until COMMIT: this actor's credit on another server waits, then
+    // counts this one.
+    oversight::lock_actor_credits(conn, &label).await?;
     let day_ms = 24 * 3600 * 1000;
     let credited = oversight::credited_since(conn, &label, now_ms - day_ms).await?;
     if credited + amount_cents > limits.credit_max_per_day_cents {

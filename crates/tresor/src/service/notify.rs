@@ -26,6 +26,18 @@ pub enum Notice {
     PasswordChanged {
         username: String,
     },
+    /// To the old address: the address on file changed; `link` undoes it
+    /// until `until`.
+    EmailChanged {
+        username: String,
+        link: String,
+        until: String,
+    },
+    /// The IBAN changed (masked): its proof is reviewed again.
+    IbanChanged {
+        username: String,
+        iban: String,
+    },
     DepositCredited {
         amount_cents: i64,
     },
@@ -78,6 +90,30 @@ impl Notice {
                 ),
                 format!(
                     "Hello {username},\n\nYour account's password has just changed, and your other sessions are closed. If it was not you, ask for a reset and tell the operator."
+                ),
+            ),
+            Notice::EmailChanged {
+                username,
+                link,
+                until,
+            } => (
+                "L'adresse e-mail de votre compte a changé",
+                "Your account's e-mail address changed",
+                format!(
+                    "Bonjour {username},\n\nL'adresse e-mail de votre compte vient d'être remplacée : ce message est le dernier envoyé ici. Si ce n'est pas vous, ouvrez ce lien (valable une fois, jusqu'au {until}) : il remet cette adresse, ferme toutes les sessions, et vous pourrez demander une réinitialisation du mot de passe.\n{link}"
+                ),
+                format!(
+                    "Hello {username},\n\nYour account's e-mail address has just been replaced: this is the last message sent here. If it was not you, open this link (valid once, until {until}): it puts this address back, closes every session, and you may then ask for a password reset.\n{link}"
+                ),
+            ),
+            Notice::IbanChanged { username, iban } => (
+                "L'IBAN de votre compte a changé",
+                "Your account's IBAN changed",
+                format!(
+                    "Bonjour {username},\n\nL'IBAN de votre compte est maintenant {iban}. Son justificatif sera vérifié à nouveau avant tout retrait. Si ce n'est pas vous, changez votre mot de passe et prévenez l'opérateur."
+                ),
+                format!(
+                    "Hello {username},\n\nYour account's IBAN is now {iban}. Its proof will be checked again before any withdrawal. If it was not you, change your password and tell the operator."
                 ),
             ),
             Notice::DepositCredited { amount_cents } => (

@@ -5,7 +5,8 @@
 //! `mail_tokens` (migration 0014).
 
 use super::notify::Notice;
-use super::players::{hash_password, password_rule, verify_password, with_hashing_permit};
+use super::players::{hash_password, password_rule, with_hashing_permit};
+use super::reauth::{PasswordConfirmed, PasswordOf};
 use super::{Service, os_random_32, rfc3339, sha256_hex};
 use crate::error::Error;
 use crate::model::Player;
@@ -21,19 +22,19 @@ pub const RESET_TTL_MS: i64 = 3600 * 1000;
 pub const CONFIRM_TTL_MS: i64 = 7 * 24 * 3600 * 1000;
 
 /// A fresh token: what goes in the link, and its hash (what is stored).
-fn new_token() -> (String, String) {
+pub(super) fn new_token() -> (String, String) {
     let token = hex::encode(os_random_32());
     let hash = sha256_hex(token.as_bytes());
     (token, hash)
 }
 
 /// An address as compared: trimmed, lower case.
-fn address_key(email: &str) -> String {
+pub(super) fn address_key(email: &str) -> String {
     email.trim().to_lowercase()
 }
 
 /// Stores a token sent to `email` for `player_id`.
-async fn insert_token(
+pub(super) async fn insert_token(
     conn: &mut Conn,
     hash: &str,
     purpose: &str,
@@ -98,51 +99,39 @@ async fn set_password_hash(conn: &mut Conn, player_id: i64, hash: &str) -> Resul
     Ok(())
 }
 
-/// Where a password is kept: a player's or a console account's.
-pub(super) enum PasswordOf {
-    Player(i64),
-    Staff(i64),
-}
-
-/// Checks `current` against the password kept for `of` and returns the
-/// hash of `new` (the rule on `new` is checked by the caller): a wrong
-/// current password is a validation error naming its field.
-pub(super) async fn check_and_hash(
-    service: &Service,
-    of: PasswordOf,
-    current: &str,
-    new: &str,
-) -> Result<String, Error> {
-    let (sql, id) = match of {
-        PasswordOf::Player(id) => ("SELECT password_hash FROM players WHERE id = $1", id),
-        PasswordOf::Staff(id) => ("SELECT password_hash FROM staff WHERE id = $1", id),
-    };
-    let stored: String = sql::query_scalar(sql)
-        .bind(id)
-        .fetch_one(&mut *service.db.conn().await?)
-        .await?;
-    let current = current.to_owned();
-    if !with_hashing_permit(move || verify_password(&current, &stored)).await {
-        return Err(Error::Validation(
-            "current_password: this is not your password".to_owned(),
-        ));
-    }
-    let new = new.to_owned();
-    with_hashing_permit(move || hash_password(&new)).await
+/// Spends every outstanding reset link of the player (a password or
+/// address change, an undone address change): a link mailed before no
+/// longer sets a password (issue 32, finding 8). How many it spent.
+pub(super) async fn spend_reset_links(
+    conn: &mut Conn,
+    player_id: i64,
+    now_ms: i64,
+) -> Result<u64, Error> {
+    sql::query(
+        "UPDATE mail_tokens SET used_at_ms = $1 WHERE player_id = $2 \
+         AND purpose = 'password_reset' AND used_at_ms IS NULL",
+    )
+    .bind(now_ms)
+    .bind(player_id)
+    .execute(conn)
+    .await
 }
 
 impl Service {
-    /// Changes the player's password: `current` must be theirs; every other
-    /// session of the player (all but `session_token`'s) ends.
+    /// Changes the player's password, the current one `confirmed`; every
+    /// other session of the player (all but `session_token`'s) ends, and
+    /// every reset link mailed before is spent.
     pub async fn change_password(
         &self,
         player: &Player,
+        confirmed: PasswordConfirmed,
         session_token: &str,
-        current: &str,
         new: &str,
     ) -> Result<u64, Error> {
+        confirmed.check(PasswordOf::Player(player.id))?;
         password_rule("new_password", new)?;
-        let hash = check_and_hash(self, PasswordOf::Player(player.id), current, new).await?;
+        let new = new.to_owned();
+        let hash = with_hashing_permit(move || hash_password(&new)).await?;
         let keep = sha256_hex(session_token.as_bytes());
         let now_ms = self.now_ms();
         let who = player.clone();
@@ -160,13 +149,14 @@ impl Service {
                     .bind(keep)
                     .execute(&mut *conn)
                     .await?;
+                    let links = spend_reset_links(conn, player.id, now_ms).await?;
                     trail::append(
                         conn,
                         now_ms,
                         &Actor::player(player.id, &player.username),
                         "password_changed",
                         json!({}),
-                        json!({"sessions_ended": ended}),
+                        json!({"sessions_ended": ended, "reset_links_spent": links}),
                     )
                     .await?;
                     Ok(ended)
@@ -179,8 +169,9 @@ impl Service {
         Ok(ended)
     }
 
-    /// Asks a password reset for the accounts whose address is `email`:
-    /// each gets a link by mail. The same work and the same answer whether
+    /// Asks a password reset for the accounts whose address is `email`,
+    /// confirmed (an address given but never confirmed gets no link: it may
+    /// be a thief's, set with a stolen session): each gets a link by mail. The same work and the same answer whether
     /// or not an account has that address: the trail records the asking
     /// by the address's SHA-256 only.
     pub async fn ask_password_reset(&self, email: &str) -> Result<(), Error> {
@@ -197,7 +188,8 @@ impl Service {
                 Box::pin(async move {
                     let rows = sql::query(
                         "SELECT p.id, p.username, i.email FROM identities i \
-                         JOIN players p ON p.id = i.player_id WHERE LOWER(i.email) = $1",
+                         JOIN players p ON p.id = i.player_id WHERE LOWER(i.email) = $1 \
+                         AND i.email_confirmed_at_ms IS NOT NULL",
                     )
                     .bind(key.as_str())
                     .fetch_all(&mut *conn)
@@ -314,46 +306,6 @@ impl Service {
         };
         self.send_notice(&email, &notice);
         Ok(())
-    }
-
-    /// Changes the address on file (an account with an identity), which
-    /// then waits for its confirmation; a link goes to the new address.
-    pub async fn set_email(&self, player: &Player, email: &str) -> Result<(), Error> {
-        let parsed =
-            crate::account::Identity::parse("A", "B", "2000-01-01", "C", "D", Some(email))?
-                .email
-                .ok_or_else(|| {
-                    Error::Validation("email: an address such as ana@example.org".to_owned())
-                })?;
-        let now_ms = self.now_ms();
-        let who = player.clone();
-        self.write(move |conn| {
-            let (player, email) = (who.clone(), parsed.clone());
-            Box::pin(async move {
-                let changed = sql::query(
-                    "UPDATE identities SET email = $1, email_confirmed_at_ms = NULL WHERE player_id = $2",
-                )
-                .bind(email.as_str())
-                .bind(player.id)
-                .execute(&mut *conn)
-                .await?;
-                if changed == 0 {
-                    return Err(Error::IdentityRequired);
-                }
-                trail::append(
-                    conn,
-                    now_ms,
-                    &Actor::player(player.id, &player.username),
-                    "email_set",
-                    json!({"email_sha256": sha256_hex(address_key(&email).as_bytes())}),
-                    json!({}),
-                )
-                .await?;
-                Ok(())
-            })
-        })
-        .await?;
-        self.send_email_confirmation(player).await
     }
 
     /// Confirms the address a confirmation link was sent to, if it is still

@@ -547,18 +547,22 @@ impl Service {
         .await
     }
 
-    /// A console request refused for the role: in the trail, nothing else.
+    /// A console request refused for the role: in the trail, nothing else,
+    /// with how many of the account's refusals were left out of it since
+    /// its last such record (the HTTP edge records one per minute).
     pub async fn record_staff_refusal(
         &self,
         member: &StaffMember,
         permission: Permission,
         request: &str,
+        left_out: u64,
     ) -> Result<(), Error> {
         self.record_console_event(
             member.actor(),
             "console_forbidden",
             json!({"request": request, "role": member.role.as_str()}),
-            json!({"error": "forbidden", "permission": permission.as_str()}),
+            json!({"error": "forbidden", "permission": permission.as_str(),
+                   "refusals_not_recorded_before": left_out}),
         )
         .await
     }

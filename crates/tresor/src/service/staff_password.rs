@@ -1,7 +1,8 @@
-//! A console account changes its own password: the current one asked, the
-//! account's other console sessions ended, in the trail.
+//! A console account changes its own password: the current one asked
+//! (`reauth`), the account's other console sessions ended, in the trail.
 
-use super::passwords::{PasswordOf, check_and_hash};
+use super::players::{hash_password, with_hashing_permit};
+use super::reauth::{PasswordConfirmed, PasswordOf};
 use super::staff::check_password_rule;
 use super::{Service, StaffMember, sha256_hex};
 use crate::error::Error;
@@ -10,18 +11,21 @@ use crate::trail;
 use serde_json::json;
 
 impl Service {
-    /// Changes `member`'s password; every other console session of theirs
-    /// (all but `session_token`'s) ends. Returns how many ended.
+    /// Changes `member`'s password, the current one `confirmed`; every
+    /// other console session of theirs (all but `session_token`'s) ends.
+    /// Returns how many ended.
     pub async fn change_staff_password(
         &self,
         member: &StaffMember,
+        confirmed: PasswordConfirmed,
         session_token: &str,
-        current: &str,
         new: &str,
     ) -> Result<u64, Error> {
+        confirmed.check(PasswordOf::Staff(member.id))?;
         check_password_rule(new)
             .map_err(|error| Error::Validation(format!("new_{}", error_text(error))))?;
-        let hash = check_and_hash(self, PasswordOf::Staff(member.id), current, new).await?;
+        let new = new.to_owned();
+        let hash = with_hashing_permit(move || hash_password(&new)).await?;
         let keep = sha256_hex(session_token.as_bytes());
         let now_ms = self.now_ms();
         let member = member.clone();

@@ -6,7 +6,9 @@
 //! once (the job checks it is pending, and a unique index on the transfers
 //! holds it whatever the code does). Four eyes: the approver is neither an
 //! operator who credited the account nor the one who verified it, unless
-//! the installation has a single operator (`super::FourEyes`).
+//! the installation has a single operator (`super::FourEyes`). A suspended
+//! account's withdrawal is not approved (`account_suspended`): it waits
+//! until the suspension is lifted, or is rejected.
 
 use super::Service;
 use crate::account::{Iban, Status};
@@ -209,6 +211,14 @@ impl Service {
                         .ok_or(Error::NotFound)?;
                     // Who else had a hand on this account's money: named in
                     // the approval's record, and never its approver.
+                    // A suspended account is paid nothing: the operator
+                    // lifts the suspension or rejects the withdrawal.
+                    if settlement == Settlement::Paid
+                        && withdrawal.state == "pending"
+                        && withdrawal.suspended_at_ms.is_some()
+                    {
+                        return Err(Error::AccountSuspended);
+                    }
                     let (verified_by, credited_by) = if settlement == Settlement::Paid {
                         let verified_by = store::account(conn, withdrawal.player_id)
                             .await?

@@ -145,6 +145,25 @@ pub async fn get(conn: &mut Conn, id: i64) -> Result<Option<(DocumentRow, Vec<u8
     Ok(Some((row_of(&row)?, row.try_get("sealed")?)))
 }
 
+/// Puts the player's latest verified document of `kind` back to review
+/// (pending, its decision cleared: the trail keeps it); its id, if one was.
+pub async fn back_to_review(
+    conn: &mut Conn,
+    player_id: i64,
+    kind: &str,
+) -> Result<Option<i64>, Error> {
+    sql::query_scalar(
+        "UPDATE identity_documents SET status = 'pending', decided_at_ms = NULL, \
+         decided_by = NULL, reason = NULL \
+         WHERE id = (SELECT MAX(id) FROM identity_documents WHERE player_id = $1 AND kind = $2) \
+         AND status = 'verified' RETURNING id",
+    )
+    .bind(player_id)
+    .bind(kind)
+    .fetch_optional(conn)
+    .await
+}
+
 /// Records the review of a pending document; false when it is no longer
 /// pending (someone decided first).
 pub async fn decide(

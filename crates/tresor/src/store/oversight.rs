@@ -2,9 +2,30 @@
 //! (`operator_credits`), what an operator credited lately (the per-operator
 //! limits), and who credited an account (who may not approve its
 //! withdrawals). Who verified an account is `player_accounts.verified_by`.
+//! On PostgreSQL several servers write: one actor's credits are taken one
+//! after the other ([`lock_actor_credits`]) so that the per-operator limit
+//! counts what the other servers committed.
 
 use super::sql::{self, Conn};
 use crate::error::Error;
+
+/// Takes, until the end of the transaction, the lock of `actor`'s credits
+/// (a PostgreSQL advisory transaction lock keyed on the actor's label):
+/// a credit by the same actor on another server waits for this
+/// transaction's COMMIT, then reads what it credited. SQLite has one server
+/// and one writer per database, which already runs credits one at a time.
+pub async fn lock_actor_credits(conn: &mut Conn, actor: &str) -> Result<(), Error> {
+    if conn.is_sqlite() {
+        return Ok(());
+    }
+    // Two keys: a class of its own (no other advisory lock of the
+    // installation shares it), and the label's 32-bit hash.
+    sql::query("SELECT 1 FROM (SELECT pg_advisory_xact_lock(7432032, hashtext($1))) AS l")
+        .bind(actor)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
 
 /// Records an operator's credit of `amount_cents` to `player_id` by `actor`
 /// (an actor label), in the job that moves the money.

@@ -1,6 +1,7 @@
 //! Withdrawals' storage: a withdrawal asked, read, listed and settled once
 //! (the settling update checks it is still pending). The operator's queue
-//! is paged, pending ones oldest first, so that none is ever out of sight.
+//! is paged, pending ones oldest first, so that none is ever out of sight;
+//! each row says whether its account is suspended now.
 
 use super::sql::{self, Conn};
 use crate::error::Error;
@@ -17,6 +18,9 @@ pub struct WithdrawalRow {
     pub closing: bool,
     pub requested_at_ms: i64,
     pub settled_at_ms: Option<i64>,
+    /// When the operator suspended the account, if it is suspended now: a
+    /// suspended account's withdrawal is not paid (the staff's only).
+    pub suspended_at_ms: Option<i64>,
 }
 
 pub async fn insert_withdrawal(
@@ -41,7 +45,9 @@ pub async fn insert_withdrawal(
 }
 
 const WITHDRAWAL_COLUMNS: &str = "w.id, w.player_id, p.username, w.amount_cents, w.iban, w.state, \
-     w.reason, w.closing, w.requested_at_ms, w.settled_at_ms FROM withdrawals w JOIN players p ON p.id = w.player_id";
+     w.reason, w.closing, w.requested_at_ms, w.settled_at_ms, a.suspended_at_ms \
+     FROM withdrawals w JOIN players p ON p.id = w.player_id \
+     LEFT JOIN player_accounts a ON a.player_id = w.player_id";
 
 fn withdrawal_of(row: &sql::Row) -> Result<WithdrawalRow, Error> {
     Ok(WithdrawalRow {
@@ -55,6 +61,7 @@ fn withdrawal_of(row: &sql::Row) -> Result<WithdrawalRow, Error> {
         closing: row.try_get::<i64, _>("closing")? == 1,
         requested_at_ms: row.try_get("requested_at_ms")?,
         settled_at_ms: row.try_get("settled_at_ms")?,
+        suspended_at_ms: row.try_get("suspended_at_ms")?,
     })
 }
 

@@ -939,6 +939,17 @@ async fn reset_in(
         .await
         .unwrap();
     assert_eq!(opened.status(), reqwest::StatusCode::CREATED);
+    // The address confirmed by its link (a reset goes only to a confirmed one).
+    let confirm = outbox_link(outbox, &email, "/#/confirm-email/").await;
+    let token = confirm.rsplit('/').next().unwrap();
+    let confirmed = client
+        .post(format!("{base}/api/email/confirm"))
+        .header("x-requested-with", "tresor")
+        .json(&json!({"token": token}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(confirmed.status(), reqwest::StatusCode::OK);
     // The page in `lang` (the switch remembered), logged out.
     browser.goto(&format!("{base}/?fast=1#/login")).await;
     browser

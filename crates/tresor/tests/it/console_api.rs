@@ -574,6 +574,9 @@ on_both!(
                 if role.permissions().iter().any(|p| p.as_str() == *permission) {
                     continue;
                 }
+                // A minute apart: one refusal per account and minute is
+                // recorded (tests/it/intake.rs counts the others).
+                app.clock.advance_ms(61_000);
                 let before = state_of(&app).await;
                 let trail_before = trail(&app).await;
                 let answer = console.send(method, path, body.clone(), true).await;
@@ -1297,7 +1300,10 @@ on_both!(the_iban_verified_is_the_iban_reviewed, |app| {
     // Then the player changes it.
     app.clock.advance_ms(60_000);
     let (status, body) = app
-        .put_json("/api/account/iban", json!({"iban": OTHER_IBAN}))
+        .put_json(
+            "/api/account/iban",
+            json!({"iban": OTHER_IBAN, "current_password": "a long password"}),
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     // The change shows in the queue and on the player's page.
@@ -1343,7 +1349,26 @@ on_both!(the_iban_verified_is_the_iban_reviewed, |app| {
     assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
     assert!(String::from_utf8_lossy(&output.stderr).contains("IBAN changed"));
     assert_eq!(state_of(&app).await, before);
-    // The IBAN now on file, reviewed, is verified.
+    // The IBAN now on file, reviewed, is verified once its proof, back to
+    // review since the change, is checked again.
+    let (_, documents) = alice
+        .get(&format!("/console/api/players/{dora}/documents"))
+        .await;
+    let proof = documents["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["kind"] == "iban_proof")
+        .unwrap()
+        .clone();
+    assert_eq!(proof["status"], "pending", "{documents}");
+    let (status, body) = alice
+        .post(
+            &format!("/console/api/documents/{}/verify", proof["id"]),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
     let (status, account) = alice
         .post(
             &format!("/console/api/players/{dora}/verify"),

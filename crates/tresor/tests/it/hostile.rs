@@ -293,7 +293,7 @@ fn templates() -> Vec<Map<String, Value>> {
                "iban": "FR7630006000011234567890189"}),
         json!({"version": 1}),
         json!({"every_minutes": 30}),
-        json!({"iban": "FR7630006000011234567890189"}),
+        json!({"iban": "FR7630006000011234567890189", "current_password": PASSWORD}),
         json!({"confirm": true}),
         json!({"deposit_id": 1, "transaction_id": "tx-1", "amount_cents": 500, "status": "succeeded"}),
     ]

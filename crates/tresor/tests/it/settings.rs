@@ -60,11 +60,21 @@ fn plain_tresor_by_environment(db: &TestDb, port: u16, admin_port: u16) -> Runni
         .env("TRESOR_SESSION_IDLE_S", "120")
         // An outage budget within its range is taken.
         .env("TRESOR_OUTAGE_BUDGET_MS", "2000")
-        // Real money needs the provider's page and a secret shared with it.
+        // Real money needs the provider's page and a secret shared with it,
+        // and mail said where it goes.
         .env("TRESOR_PAYMENT_WEBHOOK_SECRET", SECRET)
         .env("TRESOR_PAYMENT_PAY_URL", PAY_URL)
+        .env("TRESOR_MAIL_OUTBOX", mail_outbox())
         .stdout(Stdio::null());
     Running(command.spawn().expect("start tresor"))
+}
+
+/// A private outbox folder of the test's own, kept for the test's life.
+fn mail_outbox() -> std::path::PathBuf {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("outbox");
+    std::mem::forget(dir);
+    path
 }
 
 async fn plain_tresor_serves_with_the_settings_of_tresor_serve(db: &TestDb) {
@@ -214,7 +224,9 @@ fn refused_at_start(db: &TestDb, args: &[&str], env: &[(&str, &str)], named: &st
 async fn every_unsafe_setting_is_refused_at_start_naming_it(db: &TestDb) {
     let secret = ["--payment-webhook-secret", SECRET];
     let pay_url = ["--payment-pay-url", PAY_URL];
-    let real = [&secret[..], &pay_url[..]].concat();
+    let outbox = mail_outbox().display().to_string();
+    let mail = ["--mail-outbox", outbox.as_str()];
+    let real = [&secret[..], &pay_url[..], &mail[..]].concat();
     let with = |extra: &[&'static str]| [&real[..], extra].concat();
     // The webhook's secret: empty (by flag or by an unset variable), short, missing.
     for args in [
@@ -399,9 +411,11 @@ async fn an_operator_listener_off_loopback_is_refused_unless_allowed() {
         .args(["--admin-listen", &format!("0.0.0.0:{admin_port}")])
         .arg("--admin-allow-remote")
         .args(db.db_args())
-        // Real money needs the provider's page and a secret shared with it.
+        // Real money needs the provider's page and a secret shared with it,
+        // and mail said where it goes.
         .env("TRESOR_PAYMENT_WEBHOOK_SECRET", SECRET)
         .env("TRESOR_PAYMENT_PAY_URL", PAY_URL)
+        .env("TRESOR_MAIL_OUTBOX", mail_outbox())
         .stdout(Stdio::null());
     db.env(&mut command);
     let _server = Running(command.spawn().expect("start tresor"));

@@ -78,6 +78,8 @@ const FR = {
   'cancelled': 'annulé',
   'banned': 'interdit',
   'account closing': 'compte en fermeture',
+  'account suspended': 'compte suspendu',
+  'Not paid while suspended': 'Non payé tant qu\'il est suspendu',
   'given': 'fournie',
 
   // The dashboard.

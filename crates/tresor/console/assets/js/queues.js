@@ -138,14 +138,26 @@ async function loadWithdrawals(more = false) {
         ['Amount', (w) => euros(w.amount_cents), 'num'],
         ['To IBAN', (w) => groupIban(w.iban) ?? '—'],
         ['Asked', (w) => timeNode(when(w, 'requested_at'))],
-        ['Account', (w) => (w.closing ? h('span', { class: 'state closed' }, 'account closing') : '')],
+        [
+          'Account',
+          (w) =>
+            h(
+              'span',
+              {},
+              w.closing ? h('span', { class: 'state closed' }, 'account closing') : null,
+              // Approving is refused while the account is suspended.
+              w.suspended ? h('span', { class: 'state banned', 'data-testid': `suspended-${w.id}` }, 'account suspended') : null,
+            ),
+        ],
         [
           '',
           (w) =>
             h(
               'span',
               { class: 'buttons' },
-              h('button', { type: 'button', class: 'small', 'data-action': 'approve', 'data-id': w.id, 'data-amount': w.amount_cents, 'data-name': w.username ?? '', 'data-testid': `approve-${w.id}` }, 'Approve…'),
+              w.suspended
+                ? h('span', { class: 'hint', 'data-testid': `approve-${w.id}-suspended` }, 'Not paid while suspended')
+                : h('button', { type: 'button', class: 'small', 'data-action': 'approve', 'data-id': w.id, 'data-amount': w.amount_cents, 'data-name': w.username ?? '', 'data-testid': `approve-${w.id}` }, 'Approve…'),
               h('button', { type: 'button', class: 'small danger-quiet', 'data-action': 'reject', 'data-id': w.id, 'data-amount': w.amount_cents, 'data-name': w.username ?? '', 'data-testid': `reject-${w.id}` }, 'Reject…'),
             ),
           'actions',

@@ -227,7 +227,7 @@ pub fn link_in(message: &str, marker: &str) -> String {
 pub const CONSOLE_PASSWORD: &str = "a console password";
 
 /// RFC 4648 base32 without padding, decoded.
-fn base32_decode(text: &str) -> Vec<u8> {
+pub fn base32_decode(text: &str) -> Vec<u8> {
     const ALPHABET: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
     let (mut buffer, mut bits, mut out) = (0u32, 0u32, Vec::new());
     for c in text.chars() {
@@ -249,12 +249,14 @@ pub async fn console(app: &TestApp, name: &str) -> reqwest::Client {
 
 /// [`console`], and the account's TOTP secret (to log in again).
 pub async fn console_enrolled(app: &TestApp, name: &str) -> (reqwest::Client, Vec<u8>) {
+    console_as(app, name, Role::Operator).await
+}
+
+/// A console account named `name` with `role`, enrolled and logged in: a
+/// client with its cookie, and the account's TOTP secret.
+pub async fn console_as(app: &TestApp, name: &str, role: Role) -> (reqwest::Client, Vec<u8>) {
     app.service
-        .add_staff(
-            &StaffName::parse(name).unwrap(),
-            Role::Operator,
-            CONSOLE_PASSWORD,
-        )
+        .add_staff(&StaffName::parse(name).unwrap(), role, CONSOLE_PASSWORD)
         .await
         .unwrap();
     let client = reqwest::Client::builder()

@@ -418,12 +418,15 @@ export function setupMoney(app) {
       return;
     }
     try {
-      app.setAccount(await api.setIban(iban));
+      app.setAccount(await api.setIban(iban, $('#iban-password').value));
       $('#iban-input').value = '';
+      $('#iban-password').value = '';
       setText($('#iban-notice'), 'iban.saved');
       app.say(t('iban.saved'));
     } catch (e) {
-      if (e.code === 'validation') error.textContent = t('open.err.iban');
+      if (e.code === 'validation' && !String(e.message ?? '').startsWith('current_password')) {
+        error.textContent = t('open.err.iban');
+      }
       else app.showError(e, error);
       $('#iban-input').focus();
     }

@@ -99,7 +99,8 @@ export const api = {
   acceptRules: (version) => request('POST', '/api/account/rules', { version }),
   changePassword: (current, next) =>
     request('POST', '/api/account/password', { current_password: current, new_password: next }),
-  setEmail: (email) => request('PUT', '/api/account/email', { email }),
+  setEmail: (email, current) => request('PUT', '/api/account/email', { email, current_password: current }),
+  undoEmail: (token) => request('POST', '/api/email/undo', { token }),
   askReset: (email) => request('POST', '/api/password/reset', { email }),
   resetPassword: (token, password) => request('POST', '/api/password/reset/confirm', { token, new_password: password }),
   confirmEmail: (token) => request('POST', '/api/email/confirm', { token }),
@@ -108,7 +109,7 @@ export const api = {
   endOtherSessions: () => request('POST', '/api/account/sessions/end-others', {}),
   setMarketing: (consent) => request('PUT', '/api/account/marketing', { consent }),
   setReminder: (everyMinutes) => request('PUT', '/api/account/reminder', { every_minutes: everyMinutes }),
-  setIban: (iban) => request('PUT', '/api/account/iban', { iban }),
+  setIban: (iban, current) => request('PUT', '/api/account/iban', { iban, current_password: current }),
   documents: () => request('GET', '/api/account/documents'),
   uploadDocument: upload,
   closeAccount: () => request('POST', '/api/account/close', { confirm: true }),

@@ -219,7 +219,8 @@ async function route() {
   let { name, arg, rest } = currentRoute();
   if (NEEDS_USER.includes(name) && !state.me) name = 'login';
   if ((name === 'login' || name === 'register') && state.me) name = 'game';
-  if (name === 'confirm-email') name = 'confirm';
+  const undo = name === 'undo-email';
+  if (name === 'confirm-email' || undo) name = 'confirm';
   if (name === 'forgot' && state.me) name = 'account';
   const screen = name === 'replay' ? 'game' : SCREENS.includes(name) ? name : 'game';
   for (const id of SCREENS) $(`#screen-${id}`).hidden = id !== screen;
@@ -241,7 +242,7 @@ async function route() {
     account.render();
     await Promise.all([wallet.show(rest), security.show(), documents.refresh()]);
   } else if (screen === 'reset') security.showReset(arg);
-  else if (screen === 'confirm') await security.confirmEmail(arg); else if (screen === 'statement') await wallet.showStatement();
+  else if (screen === 'confirm' && undo) await security.undoEmail(arg); else if (screen === 'confirm') await security.confirmEmail(arg); else if (screen === 'statement') await wallet.showStatement();
   else if (screen === 'rules') await loadRules($('#rules-text'), currentLang());
   else if (screen === 'fairness') await fairness.show();
 }

@@ -2,8 +2,9 @@
 //! and e-mail", "Sessions"): on the account screen, the password change,
 //! the address on file and its confirmation, the open sessions (ending one
 //! or all the others); the "forgotten password" screen, the screen a reset
-//! link opens (#/reset/TOKEN), and the one a confirmation link opens
-//! (#/confirm-email/TOKEN).
+//! link opens (#/reset/TOKEN), the one a confirmation link opens
+//! (#/confirm-email/TOKEN) and the one that undoes an address change
+//! (#/undo-email/TOKEN, mailed to the old address).
 
 import { api } from './api.js';
 import { t, dateTime, setText } from './i18n.js';
@@ -96,8 +97,9 @@ export function setupSecurity(app) {
     $('#email-error').textContent = '';
     $('#email-notice').textContent = '';
     try {
-      app.setAccount(await api.setEmail($('#email-input').value.trim()));
+      app.setAccount(await api.setEmail($('#email-input').value.trim(), $('#email-password').value));
       $('#email-input').value = '';
+      $('#email-password').value = '';
       setText($('#email-notice'), 'email.sent');
       app.say($('#email-notice').textContent);
       renderEmail();
@@ -156,6 +158,20 @@ export function setupSecurity(app) {
       $('#reset-form').hidden = false;
       $('#reset-notice').textContent = '';
       $('#reset-error').textContent = '';
+    },
+    /** The screen the link mailed to an old address opens: undoes the
+     *  address change at once (every session ends, this one too). */
+    async undoEmail(token) {
+      const node = $('#confirm-text');
+      node.textContent = '';
+      try {
+        await api.undoEmail(token ?? '');
+        setText(node, 'undo.done');
+        node.dataset.kind = 'notice';
+        if (app.state.me) app.loggedOut();
+      } catch (error) {
+        app.showError(error, node);
+      }
     },
     /** The screen a confirmation link opens: confirms at once. */
     async confirmEmail(token) {

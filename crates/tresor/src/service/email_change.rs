@@ -1,0 +1,280 @@
+//! A change of the address on file, which a stolen session alone cannot
+//! make (issue 32, findings 1, 8 and 9): the current password is asked
+//! (`reauth`), the old address is told and gets a link that undoes the
+//! change for [`UNDO_TTL_MS`], the reset links mailed before are spent,
+//! and changes are counted per player and per address (a quota, so that
+//! no one sends mail to an address again and again). Changes are kept in
+//! `email_changes` (migration 0018).
+
+use super::notify::Notice;
+use super::passwords::{CONFIRM_TTL_MS, address_key, insert_token, new_token, spend_reset_links};
+use super::reauth::{PasswordConfirmed, PasswordOf};
+use super::{Service, rfc3339, sha256_hex};
+use crate::error::Error;
+use crate::model::Player;
+use crate::store::Conn;
+use crate::store::accounts::end_sessions;
+use crate::store::sql;
+use crate::trail::{self, Actor};
+use serde_json::json;
+
+/// The link mailed to the old address undoes a change this long.
+pub const UNDO_TTL_MS: i64 = 7 * 24 * 3600 * 1000;
+/// The window the quotas count in.
+pub const QUOTA_WINDOW_MS: i64 = 24 * 3600 * 1000;
+/// Address changes (a confirmation asked again included) a player may make
+/// in [`QUOTA_WINDOW_MS`].
+pub const CHANGES_PER_PLAYER: i64 = 5;
+/// Changes to one address, by any player, in [`QUOTA_WINDOW_MS`].
+pub const CHANGES_PER_ADDRESS: i64 = 3;
+
+/// What a change sends once committed.
+struct Sent {
+    username: String,
+    new_email: String,
+    confirm_token: Option<String>,
+    /// The old address and its undo link's token, when the address changed.
+    undo: Option<(String, String)>,
+}
+
+/// Refuses a change past a quota: [`Error::MailQuota`], with the seconds
+/// until the oldest change counted leaves the window.
+async fn check_quota(conn: &mut Conn, player_id: i64, key: &str, now_ms: i64) -> Result<(), Error> {
+    let since = now_ms - QUOTA_WINDOW_MS;
+    let by_player = sql::query(
+        "SELECT COUNT(*) AS n, MIN(changed_at_ms) AS oldest FROM email_changes \
+         WHERE player_id = $1 AND changed_at_ms > $2",
+    )
+    .bind(player_id)
+    .bind(since)
+    .fetch_one(&mut *conn)
+    .await?;
+    let to_address = sql::query(
+        "SELECT COUNT(*) AS n, MIN(changed_at_ms) AS oldest FROM email_changes \
+         WHERE new_email = $1 AND changed_at_ms > $2",
+    )
+    .bind(key)
+    .bind(since)
+    .fetch_one(&mut *conn)
+    .await?;
+    for (row, most, why) in [
+        (
+            by_player,
+            CHANGES_PER_PLAYER,
+            format!("you changed your address {CHANGES_PER_PLAYER} times in 24 hours"),
+        ),
+        (
+            to_address,
+            CHANGES_PER_ADDRESS,
+            format!("this address was given {CHANGES_PER_ADDRESS} times in 24 hours"),
+        ),
+    ] {
+        let count: i64 = row.try_get("n")?;
+        if count >= most {
+            let oldest: Option<i64> = row.try_get("oldest")?;
+            let wait_ms = (oldest.unwrap_or(now_ms) + QUOTA_WINDOW_MS - now_ms).max(1000);
+            let retry_after_s = (wait_ms as u64).div_ceil(1000);
+            return Err(Error::MailQuota {
+                message: format!(
+                    "{why}: nothing was changed and no mail sent; try again in {retry_after_s} seconds"
+                ),
+                retry_after_s,
+            });
+        }
+    }
+    Ok(())
+}
+
+impl Service {
+    /// Changes the address on file (an account with an identity), the
+    /// current password `confirmed`: the new address waits for its
+    /// confirmation (a link goes to it), the old one is told and gets a
+    /// link that undoes the change for [`UNDO_TTL_MS`], and the reset links
+    /// mailed before are spent. The same address again asks its
+    /// confirmation again. Past a quota, [`Error::MailQuota`] and nothing
+    /// changes.
+    pub async fn set_email(
+        &self,
+        player: &Player,
+        confirmed: PasswordConfirmed,
+        email: &str,
+    ) -> Result<(), Error> {
+        confirmed.check(PasswordOf::Player(player.id))?;
+        let parsed =
+            crate::account::Identity::parse("A", "B", "2000-01-01", "C", "D", Some(email))?
+                .email
+                .ok_or_else(|| {
+                    Error::Validation("email: an address such as ana@example.org".to_owned())
+                })?;
+        let now_ms = self.now_ms();
+        let who = player.clone();
+        let sent = self
+            .write(move |conn| {
+                let (player, email) = (who.clone(), parsed.clone());
+                Box::pin(async move { change(conn, &player, &email, now_ms).await })
+            })
+            .await?;
+        let site = self.site_url().unwrap_or_default();
+        if let Some(token) = &sent.confirm_token {
+            let notice = Notice::ConfirmEmail {
+                username: sent.username.clone(),
+                link: format!("{site}/#/confirm-email/{token}"),
+            };
+            self.send_notice(&sent.new_email, &notice);
+        }
+        if let Some((old, token)) = &sent.undo {
+            let notice = Notice::EmailChanged {
+                username: sent.username.clone(),
+                link: format!("{site}/#/undo-email/{token}"),
+                until: rfc3339(now_ms + UNDO_TTL_MS),
+            };
+            self.send_notice(old, &notice);
+        }
+        Ok(())
+    }
+
+    /// Undoes an address change with the link mailed to the old address:
+    /// once, within [`UNDO_TTL_MS`]. The old address is back, confirmed
+    /// (the link reached it); the links of that change and of every later
+    /// one are spent, as are the reset and confirmation links; every
+    /// session of the player ends.
+    pub async fn undo_email_change(&self, token: &str) -> Result<(), Error> {
+        let hash = sha256_hex(token.trim().as_bytes());
+        let now_ms = self.now_ms();
+        self.write(move |conn| {
+            let hash = hash.clone();
+            Box::pin(async move {
+                let row = sql::query(
+                    "SELECT id, player_id, old_email FROM email_changes \
+                     WHERE undo_token_hash = $1 AND undone_at_ms IS NULL AND undo_until_ms > $2",
+                )
+                .bind(hash.as_str())
+                .bind(now_ms)
+                .fetch_optional(&mut *conn)
+                .await?
+                .ok_or(Error::InvalidToken)?;
+                let id: i64 = row.try_get("id")?;
+                let player_id: i64 = row.try_get("player_id")?;
+                // No old address: no link was ever mailed for this change.
+                let old: String = row
+                    .try_get::<Option<String>, _>("old_email")?
+                    .ok_or(Error::InvalidToken)?;
+                sql::query(
+                    "UPDATE email_changes SET undone_at_ms = $1 \
+                     WHERE player_id = $2 AND id >= $3 AND undone_at_ms IS NULL",
+                )
+                .bind(now_ms)
+                .bind(player_id)
+                .bind(id)
+                .execute(&mut *conn)
+                .await?;
+                sql::query(
+                    "UPDATE identities SET email = $1, email_confirmed_at_ms = $2 WHERE player_id = $3",
+                )
+                .bind(old.as_str())
+                .bind(now_ms)
+                .bind(player_id)
+                .execute(&mut *conn)
+                .await?;
+                sql::query(
+                    "UPDATE mail_tokens SET used_at_ms = $1 WHERE player_id = $2 \
+                     AND used_at_ms IS NULL",
+                )
+                .bind(now_ms)
+                .bind(player_id)
+                .execute(&mut *conn)
+                .await?;
+                let ended = end_sessions(conn, player_id, now_ms).await?;
+                let username: String =
+                    sql::query_scalar("SELECT username FROM players WHERE id = $1")
+                        .bind(player_id)
+                        .fetch_one(&mut *conn)
+                        .await?;
+                trail::append(
+                    conn,
+                    now_ms,
+                    &Actor::player(player_id, &username),
+                    "email_change_undone",
+                    json!({"email_sha256": sha256_hex(address_key(&old).as_bytes())}),
+                    json!({"sessions_ended": ended}),
+                )
+                .await?;
+                Ok(())
+            })
+        })
+        .await
+    }
+}
+
+/// The change itself, inside its writer job.
+async fn change(conn: &mut Conn, player: &Player, email: &str, now_ms: i64) -> Result<Sent, Error> {
+    let row =
+        sql::query("SELECT email, email_confirmed_at_ms FROM identities WHERE player_id = $1")
+            .bind(player.id)
+            .fetch_optional(&mut *conn)
+            .await?
+            .ok_or(Error::IdentityRequired)?;
+    let old: Option<String> = row.try_get("email")?;
+    let old_confirmed: Option<i64> = row.try_get("email_confirmed_at_ms")?;
+    let key = address_key(email);
+    check_quota(conn, player.id, &key, now_ms).await?;
+    let same = old.as_deref().map(address_key).as_deref() == Some(key.as_str());
+    let (undo_token, undo_hash) = new_token();
+    sql::query(
+        "INSERT INTO email_changes (player_id, old_email, old_confirmed_at_ms, new_email, \
+         changed_at_ms, undo_token_hash, undo_until_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+    )
+    .bind(player.id)
+    .bind(old.clone())
+    .bind(old_confirmed)
+    .bind(key.as_str())
+    .bind(now_ms)
+    .bind(undo_hash.as_str())
+    .bind(now_ms + UNDO_TTL_MS)
+    .execute(&mut *conn)
+    .await?;
+    let mut links_spent = 0;
+    if !same {
+        sql::query(
+            "UPDATE identities SET email = $1, email_confirmed_at_ms = NULL WHERE player_id = $2",
+        )
+        .bind(email)
+        .bind(player.id)
+        .execute(&mut *conn)
+        .await?;
+        links_spent = spend_reset_links(conn, player.id, now_ms).await?;
+    }
+    // The same address, confirmed already: nothing to confirm again.
+    let confirm_token = if same && old_confirmed.is_some() {
+        None
+    } else {
+        let (token, hash) = new_token();
+        insert_token(
+            conn,
+            &hash,
+            "email_confirm",
+            player.id,
+            email,
+            now_ms,
+            CONFIRM_TTL_MS,
+        )
+        .await?;
+        Some(token)
+    };
+    trail::append(
+        conn,
+        now_ms,
+        &Actor::player(player.id, &player.username),
+        "email_set",
+        json!({"email_sha256": sha256_hex(key.as_bytes())}),
+        json!({"changed": !same, "reset_links_spent": links_spent,
+               "undo_until": (!same && old.is_some()).then(|| rfc3339(now_ms + UNDO_TTL_MS))}),
+    )
+    .await?;
+    Ok(Sent {
+        username: player.username.clone(),
+        new_email: email.to_owned(),
+        confirm_token,
+        undo: old.filter(|_| !same).map(|old| (old, undo_token)),
+    })
+}

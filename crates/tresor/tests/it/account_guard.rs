@@ -1,0 +1,592 @@
+//! Issue 32, findings 1, 2, 7, 8 and 9, each as its reproduction, through
+//! the HTTP API on both databases, reading the mail the server writes to its
+//! outbox: a stolen session (the owner's cookie only) cannot take the
+//! account by its address, a proof of one IBAN does not verify another,
+//! the current password cannot be guessed where it is asked, a reset link
+//! dies with a password or address change, and address changes have a
+//! quota.
+
+use crate::common::TestApp;
+use crate::common::opening::{
+    CONSOLE_PASSWORD, DAY_MS, PASSWORD, PDF, assert_refused, console, console_enrolled,
+    console_login, console_post, console_status, count, documents_verified, link_in, mails_to,
+    open_account,
+};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use tresor::protect::RateLimits;
+use tresor::service::Settings;
+
+const THIEF: &str = "thief@example.net";
+const OTHER_IBAN: &str = "DE89 3704 0044 0532 0130 00";
+
+/// The token at the end of a link.
+fn token_of(link: &str) -> String {
+    link.rsplit('/').next().unwrap().to_owned()
+}
+
+/// Confirms `email`, the address `app`'s player opened with, by the link
+/// mailed to it (the honest owner's first step).
+async fn confirm_address(app: &TestApp, email: &str) {
+    let mails = mails_to(app, email, 1).await;
+    let token = token_of(&link_in(&mails[0], "/#/confirm-email/"));
+    let (status, body) = app
+        .post("/api/email/confirm", json!({"token": token}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}
+
+/// Reset links stored for the player `username`, used or not.
+async fn reset_links(app: &TestApp, username: &str) -> i64 {
+    count(
+        app,
+        &format!(
+            "SELECT COUNT(*) FROM mail_tokens t JOIN players p ON p.id = t.player_id \
+             WHERE t.purpose = 'password_reset' AND p.username = '{username}'"
+        ),
+    )
+    .await
+}
+
+async fn trail_count(app: &TestApp, action: &str) -> i64 {
+    count(
+        app,
+        &format!("SELECT COUNT(*) FROM trail WHERE action = '{action}'"),
+    )
+    .await
+}
+
+on_both!(a_stolen_session_cannot_take_the_account, |app| {
+    open_account(&app, "owen").await;
+    confirm_address(&app, "owen@example.org").await;
+    let elsewhere = app.another_client();
+    assert_eq!(elsewhere.login("owen", PASSWORD).await.0, StatusCode::OK);
+    // The thief holds the owner's cookie (app's client), not the password:
+    // the change as the report made it, then with a guess, is refused.
+    let refused = app
+        .put_json("/api/account/email", json!({"email": THIEF}))
+        .await;
+    assert_refused(&refused, StatusCode::UNPROCESSABLE_ENTITY, "validation");
+    let refused = app
+        .put_json(
+            "/api/account/email",
+            json!({"email": THIEF, "current_password": "a guess at it"}),
+        )
+        .await;
+    assert_refused(&refused, StatusCode::UNPROCESSABLE_ENTITY, "validation");
+    assert!(
+        refused.1["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("current_password"),
+        "{}",
+        refused.1
+    );
+    let (_, account) = app.get("/api/account").await;
+    assert_eq!(account["identity"]["email"], "owen@example.org");
+    assert!(account["email_confirmed_at"].is_string(), "{account}");
+    // A reset for the thief's address sends nothing (no account has it).
+    let (status, _) = app
+        .post("/api/password/reset", json!({"email": THIEF}))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    assert_eq!(reset_links(&app, "owen").await, 0);
+
+    // With the password too (a thief who has it, or the owner), the new
+    // address is not confirmed: a reset does not go to it.
+    let (status, account) = app
+        .put_json(
+            "/api/account/email",
+            json!({"email": THIEF, "current_password": PASSWORD}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{account}");
+    assert_eq!(account["identity"]["email"], THIEF);
+    let (status, _) = app
+        .post("/api/password/reset", json!({"email": THIEF}))
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    assert_eq!(
+        reset_links(&app, "owen").await,
+        0,
+        "no reset to an unconfirmed address"
+    );
+    // The old address is told, with a link that undoes the change.
+    let told = mails_to(&app, "owen@example.org", 2).await;
+    let notice = told
+        .iter()
+        .find(|m| m.contains("/#/undo-email/"))
+        .unwrap_or_else(|| panic!("no undo link in {told:?}"));
+    assert!(notice.contains("valid once, until"), "{notice}");
+    let undo = token_of(&link_in(notice, "/#/undo-email/"));
+    let thief_confirm = token_of(&link_in(
+        &mails_to(&app, THIEF, 1).await[0],
+        "/#/confirm-email/",
+    ));
+    // The owner opens it (no session needed): the address is back,
+    // confirmed, and every session ended, the thief's first.
+    let owner = app.another_client();
+    let (status, body) = owner.post("/api/email/undo", json!({"token": undo})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(app.get("/api/account").await.0, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        elsewhere.get("/api/account").await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(owner.login("owen", PASSWORD).await.0, StatusCode::OK);
+    let (_, account) = owner.get("/api/account").await;
+    assert_eq!(account["identity"]["email"], "owen@example.org");
+    assert!(account["email_confirmed_at"].is_string(), "{account}");
+    assert_eq!(trail_count(&app, "email_change_undone").await, 1);
+    // The link works once; the thief's confirmation link is spent.
+    assert_refused(
+        &owner.post("/api/email/undo", json!({"token": undo})).await,
+        StatusCode::BAD_REQUEST,
+        "invalid_token",
+    );
+    assert_refused(
+        &owner
+            .post("/api/email/confirm", json!({"token": thief_confirm}))
+            .await,
+        StatusCode::BAD_REQUEST,
+        "invalid_token",
+    );
+    // A reset goes to the owner's confirmed address again.
+    owner
+        .post("/api/password/reset", json!({"email": "owen@example.org"}))
+        .await;
+    assert_eq!(reset_links(&app, "owen").await, 1);
+});
+
+on_both!(an_address_change_is_undone_within_seven_days_only, |app| {
+    open_account(&app, "una").await;
+    let (status, body) = app
+        .put_json(
+            "/api/account/email",
+            json!({"email": "una@example.net", "current_password": PASSWORD}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let told = mails_to(&app, "una@example.org", 2).await;
+    let notice = told.iter().find(|m| m.contains("/#/undo-email/")).unwrap();
+    let undo = token_of(&link_in(notice, "/#/undo-email/"));
+    app.clock.advance_ms(7 * DAY_MS + 60_000);
+    assert_refused(
+        &app.post("/api/email/undo", json!({"token": undo})).await,
+        StatusCode::BAD_REQUEST,
+        "invalid_token",
+    );
+    let owner = app.another_client();
+    assert_eq!(owner.login("una", PASSWORD).await.0, StatusCode::OK);
+    let (_, account) = owner.get("/api/account").await;
+    assert_eq!(account["identity"]["email"], "una@example.net");
+});
+
+on_both!(a_reset_link_dies_with_a_password_or_address_change, |app| {
+    open_account(&app, "rhea").await;
+    confirm_address(&app, "rhea@example.org").await;
+    let reset_link = |n: usize| {
+        let app = &app;
+        async move {
+            app.post("/api/password/reset", json!({"email": "rhea@example.org"}))
+                .await;
+            let mails = mails_to(app, "rhea@example.org", n).await;
+            let mail = mails
+                .iter()
+                .rev()
+                .find(|m| m.contains("/#/reset/"))
+                .unwrap();
+            token_of(&link_in(mail, "/#/reset/"))
+        }
+    };
+    // A link asked, then the password changed (by the owner, say after a
+    // thief asked it): the link no longer sets a password.
+    let first = reset_link(2).await;
+    let (status, body) = app
+        .post(
+            "/api/account/password",
+            json!({"current_password": PASSWORD, "new_password": "the owner's new one"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_refused(
+        &app.post(
+            "/api/password/reset/confirm",
+            json!({"token": first, "new_password": "the thief's password"}),
+        )
+        .await,
+        StatusCode::BAD_REQUEST,
+        "invalid_token",
+    );
+    // Then the address changed: the link asked before dies too.
+    let second = reset_link(4).await;
+    let (status, body) = app
+        .put_json(
+            "/api/account/email",
+            json!({"email": "rhea@example.net", "current_password": "the owner's new one"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_refused(
+        &app.post(
+            "/api/password/reset/confirm",
+            json!({"token": second, "new_password": "the thief's password"}),
+        )
+        .await,
+        StatusCode::BAD_REQUEST,
+        "invalid_token",
+    );
+    assert_refused(
+        &app.another_client()
+            .login("rhea", "the thief's password")
+            .await,
+        StatusCode::UNAUTHORIZED,
+        "invalid_credentials",
+    );
+    assert_eq!(
+        app.another_client()
+            .login("rhea", "the owner's new one")
+            .await
+            .0,
+        StatusCode::OK
+    );
+});
+
+on_both!(a_proof_of_one_iban_does_not_verify_another, |app| {
+    open_account(&app, "ines").await;
+    documents_verified(&app.service, "ines").await;
+    let ines = app.service.player_by_username("ines").await.unwrap().id;
+    let vera = console(&app, "vera").await;
+    let verify = format!("/console/api/players/{ines}/verify");
+    // Without the password, or with a wrong one, the IBAN stays.
+    for body in [
+        json!({"iban": OTHER_IBAN}),
+        json!({"iban": OTHER_IBAN, "current_password": "a guess at it"}),
+    ] {
+        let refused = app.put_json("/api/account/iban", body).await;
+        assert_refused(&refused, StatusCode::UNPROCESSABLE_ENTITY, "validation");
+    }
+    let (_, account) = app.get("/api/account").await;
+    assert_eq!(account["iban"], "FR76 •••• 0189", "{account}");
+    // The player changes it, with the password.
+    app.clock.advance_ms(60_000);
+    let (status, account) = app
+        .put_json(
+            "/api/account/iban",
+            json!({"iban": OTHER_IBAN, "current_password": PASSWORD}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{account}");
+    // Its proof is back to review, and the player is told.
+    let (_, documents) = app.get("/api/account/documents").await;
+    let proof = documents["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["kind"] == "iban_proof")
+        .unwrap()
+        .clone();
+    assert_eq!(proof["status"], "pending", "{documents}");
+    let mails = mails_to(&app, "ines@example.org", 2).await.join("\n");
+    assert!(mails.contains("Your account's IBAN is now DE89"), "{mails}");
+    assert_eq!(trail_count(&app, "document_back_to_review").await, 1);
+    // A second operator verifies the account with the new IBAN: refused,
+    // nothing changed.
+    let answer = console_post(&vera, &app, &verify, json!({"iban": OTHER_IBAN})).await;
+    assert_refused(&answer, StatusCode::CONFLICT, "documents_required");
+    // A proof checked before the IBAN was given (what a database from
+    // before this change holds) is refused by its own code.
+    sqlx::query(
+        "UPDATE identity_documents SET status = 'verified', decided_by = 'staff:docs', \
+         decided_at_ms = (SELECT iban_set_at_ms - 1 FROM player_accounts a \
+         WHERE a.player_id = identity_documents.player_id) WHERE kind = 'iban_proof'",
+    )
+    .execute(&app.service.db.pool)
+    .await
+    .unwrap();
+    let answer = console_post(&vera, &app, &verify, json!({"iban": OTHER_IBAN})).await;
+    assert_refused(&answer, StatusCode::CONFLICT, "iban_proof_outdated");
+    assert_eq!(
+        app.get("/api/account").await.1["status"],
+        "provisional",
+        "nothing verified"
+    );
+    sqlx::query(
+        "UPDATE identity_documents SET status = 'pending', decided_by = NULL, \
+         decided_at_ms = NULL WHERE kind = 'iban_proof'",
+    )
+    .execute(&app.service.db.pool)
+    .await
+    .unwrap();
+    // The honest path: the old proof is refused, a proof of the new IBAN
+    // is sent and verified, and the account is verified with it.
+    let old = proof["id"].as_i64().unwrap();
+    let (status, body) = console_post(
+        &vera,
+        &app,
+        &format!("/console/api/documents/{old}/refuse"),
+        json!({"reason": "this proof shows another IBAN"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let player = app.service.player_by_username("ines").await.unwrap();
+    let new = app
+        .service
+        .upload_document(
+            &player,
+            tresor::account::documents::DocumentKind::IbanProof,
+            "rib.pdf",
+            PDF.to_vec(),
+        )
+        .await
+        .unwrap();
+    let (status, body) = console_post(
+        &vera,
+        &app,
+        &format!("/console/api/documents/{}/verify", new.id),
+        json!({}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = console_post(&vera, &app, &verify, json!({"iban": OTHER_IBAN})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(app.get("/api/account").await.1["status"], "verified");
+});
+
+/// Failed logins counted as the server's defaults do (five free per name
+/// and address), every other throttle off.
+fn login_throttle() -> Settings {
+    Settings {
+        rate_limits: RateLimits {
+            failed_logins_free_per_name_and_address: 5,
+            failed_logins_free_per_address: 50,
+            ..RateLimits::unthrottled()
+        },
+        ..Settings::default()
+    }
+}
+
+on_both!(
+    wrong_current_passwords_are_counted_and_end_the_session,
+    login_throttle(),
+    |app| {
+        open_account(&app, "gus").await;
+        let elsewhere = app.another_client();
+        assert_eq!(elsewhere.login("gus", PASSWORD).await.0, StatusCode::OK);
+        // A thief with the cookie guesses where the password is asked: the
+        // password, the address and the IBAN changes count together.
+        let guesses = [
+            (
+                "POST",
+                "/api/account/password",
+                json!({"current_password": "guess 1", "new_password": "a brand new password"}),
+            ),
+            (
+                "POST",
+                "/api/account/password",
+                json!({"current_password": "guess 2", "new_password": "a brand new password"}),
+            ),
+            (
+                "PUT",
+                "/api/account/email",
+                json!({"current_password": "guess 3", "email": THIEF}),
+            ),
+            (
+                "PUT",
+                "/api/account/email",
+                json!({"current_password": "guess 4", "email": THIEF}),
+            ),
+            (
+                "PUT",
+                "/api/account/iban",
+                json!({"current_password": "guess 5", "iban": OTHER_IBAN}),
+            ),
+            (
+                "POST",
+                "/api/account/password",
+                json!({"current_password": "guess 6", "new_password": "a brand new password"}),
+            ),
+        ];
+        for (i, (method, path, body)) in guesses.into_iter().enumerate() {
+            let answer = if method == "PUT" {
+                app.put_json(path, body).await
+            } else {
+                app.post(path, body).await
+            };
+            match i {
+                0..4 => assert_refused(&answer, StatusCode::UNPROCESSABLE_ENTITY, "validation"),
+                4 => {
+                    assert_refused(&answer, StatusCode::UNAUTHORIZED, "unauthorized");
+                    assert_eq!(
+                        answer.1["error"]["reason"], "wrong_passwords",
+                        "{}",
+                        answer.1
+                    );
+                }
+                _ => assert_eq!(answer.0, StatusCode::UNAUTHORIZED, "{}", answer.1),
+            }
+        }
+        assert_eq!(app.get("/api/account").await.0, StatusCode::UNAUTHORIZED);
+        assert_eq!(trail_count(&app, "session_ended_wrong_passwords").await, 1);
+        // The owner's other session stays, and nothing changed.
+        let (status, account) = elsewhere.get("/api/account").await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(account["identity"]["email"], "gus@example.org");
+        assert_eq!(account["iban"], "FR76 •••• 0189");
+        // Counted with failed logins: from this address, a login waits.
+        let waits = app.login("gus", PASSWORD).await;
+        assert_refused(&waits, StatusCode::TOO_MANY_REQUESTS, "rate_limited");
+        app.clock.advance_ms(1000);
+        assert_eq!(app.login("gus", PASSWORD).await.0, StatusCode::OK);
+    }
+);
+
+on_both!(
+    a_console_session_ends_after_wrong_current_passwords,
+    login_throttle(),
+    |app| {
+        let (olga, secret) = console_enrolled(&app, "olga").await;
+        for i in 0..5 {
+            let answer = console_post(
+                &olga,
+                &app,
+                "/console/api/password",
+                json!({"current_password": format!("guess {i}"), "new_password": "a new console password"}),
+            )
+            .await;
+            if i < 4 {
+                assert_refused(&answer, StatusCode::UNPROCESSABLE_ENTITY, "validation");
+            } else {
+                assert_refused(&answer, StatusCode::UNAUTHORIZED, "unauthorized");
+                assert_eq!(
+                    answer.1["error"]["reason"], "wrong_passwords",
+                    "{}",
+                    answer.1
+                );
+            }
+        }
+        assert_eq!(
+            console_status(&olga, &app, "/console/api/me").await,
+            StatusCode::UNAUTHORIZED
+        );
+        assert_eq!(
+            count(
+                &app,
+                "SELECT COUNT(*) FROM trail WHERE action = 'session_ended_wrong_passwords' \
+                 AND actor = 'staff:olga'"
+            )
+            .await,
+            1
+        );
+        // Counted with failed logins: the password step waits here.
+        let waits = console_login(&app, "olga", CONSOLE_PASSWORD, &secret)
+            .await
+            .expect_err("a wait");
+        assert_refused(&waits, StatusCode::TOO_MANY_REQUESTS, "rate_limited");
+        // A second later (and a new code), the owner logs in.
+        app.clock.advance_ms(31_000);
+        assert!(
+            console_login(&app, "olga", CONSOLE_PASSWORD, &secret)
+                .await
+                .is_ok()
+        );
+    }
+);
+
+/// A browser of its own logged in as `username`: its answers' headers too.
+async fn logged_in(app: &TestApp, username: &str) -> reqwest::Client {
+    let client = reqwest::Client::builder()
+        .cookie_store(true)
+        .build()
+        .unwrap();
+    let response = client
+        .post(format!("{}/api/login", app.address))
+        .header("x-requested-with", "tresor")
+        .json(&json!({"username": username, "password": PASSWORD}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    client
+}
+
+/// PUTs a new address with the password; the status, the Retry-After and
+/// the body.
+async fn change_address(
+    app: &TestApp,
+    client: &reqwest::Client,
+    email: &str,
+) -> (StatusCode, Option<u64>, Value) {
+    let response = client
+        .put(format!("{}/api/account/email", app.address))
+        .header("x-requested-with", "tresor")
+        .json(&json!({"email": email, "current_password": PASSWORD}))
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    let retry = response
+        .headers()
+        .get("retry-after")
+        .map(|v| v.to_str().unwrap().parse().unwrap());
+    (status, retry, response.json().await.unwrap())
+}
+
+on_both!(
+    address_changes_have_a_quota_per_player_and_per_address,
+    |app| {
+        open_account(&app, "quin").await;
+        let quin = logged_in(&app, "quin").await;
+        for i in 0..5 {
+            let (status, _, body) =
+                change_address(&app, &quin, &format!("quin{i}@example.net")).await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+        }
+        let (status, retry, body) = change_address(&app, &quin, "quin5@example.net").await;
+        assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{body}");
+        assert_eq!(body["error"]["code"], "mail_quota", "{body}");
+        assert!(
+            retry.is_some_and(|s| (1..=24 * 3600).contains(&s)),
+            "{retry:?}"
+        );
+        // Nothing changed, no mail to the refused address.
+        let (_, account) = app.get("/api/account").await;
+        assert_eq!(account["identity"]["email"], "quin4@example.net");
+        assert_eq!(
+            count(
+                &app,
+                "SELECT COUNT(*) FROM mail_tokens WHERE email = 'quin5@example.net'"
+            )
+            .await,
+            0
+        );
+        // A day later the player may again (in a new session: one lasts 12 hours).
+        app.clock.advance_ms(DAY_MS);
+        let quin = logged_in(&app, "quin").await;
+        let (status, _, body) = change_address(&app, &quin, "quin5@example.net").await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+
+        // Per address: three players give the same one; the fourth is refused.
+        for (i, name) in ["vic", "val", "ved", "von"].into_iter().enumerate() {
+            let browser = app.another_client();
+            open_account(&browser, name).await;
+            let client = logged_in(&app, name).await;
+            let (status, retry, body) = change_address(&app, &client, "victim@example.com").await;
+            if i < 3 {
+                assert_eq!(status, StatusCode::OK, "{body}");
+            } else {
+                assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{body}");
+                assert_eq!(body["error"]["code"], "mail_quota", "{body}");
+                assert!(retry.is_some(), "Retry-After");
+            }
+        }
+        assert_eq!(
+            count(
+                &app,
+                "SELECT COUNT(*) FROM mail_tokens WHERE email = 'victim@example.com'"
+            )
+            .await,
+            3
+        );
+    }
+);

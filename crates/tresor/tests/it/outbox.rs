@@ -1,0 +1,275 @@
+//! Issue 32, finding 5: the mail outbox (password reset links, address
+//! confirmations) is private, on both databases. The reproduction: without
+//! `--smtp-url`, `tresor serve` wrote mail to a shared, predictable folder
+//! of the temporary folder (PostgreSQL) or the data folder's `outbox`,
+//! folders 0755 and files 0644: any local user read any reset link.
+//!
+//! Now: the folder is 0700 and each message 0600; a folder another user
+//! made first, or a symbolic link, is refused at start (exit 2, naming
+//! it); with PostgreSQL and no folder named, the demo's outbox is a new
+//! folder of random name; and outside demo mode the server starts only
+//! with `--smtp-url` or `--mail-outbox` named (exit 2 otherwise).
+
+use crate::common::{TestDb, describe, free_port, tresor_command};
+use serde_json::json;
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+const SECRET: &str = "8f3c2a71d94be6050a1f7c3e9d2b84f6a0c5e1d7b3f9284c6e0a5d1b7c3f9e2a";
+const PAY_URL: &str = "https://pay.example/checkout?ref={deposit_id}";
+
+fn mode(path: &Path) -> u32 {
+    std::fs::symlink_metadata(path)
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+/// A `tresor serve` process, killed when dropped.
+struct Serving {
+    child: Child,
+    base: String,
+    /// Where it said mail goes, when no folder was named.
+    said_outbox: Option<PathBuf>,
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `tresor serve` on `db` with `args`, once it answers `/healthz`.
+async fn serve(db: &TestDb, args: &[&str]) -> Serving {
+    let port = free_port();
+    let mut command = tresor_command();
+    command
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["--admin-listen", "127.0.0.1:0"])
+        .args(args)
+        .args(db.db_args())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    db.env(&mut command);
+    let mut child = command.spawn().expect("start tresor serve");
+    // What it prints before it serves, read on a thread of its own.
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let base = format!("http://127.0.0.1:{port}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !reqwest::get(format!("{base}/healthz"))
+        .await
+        .is_ok_and(|r| r.status().is_success())
+    {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "tresor serve {args:?} exited"
+        );
+        assert!(Instant::now() < deadline, "{base} never answered");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Its lines up to the one that says it is open.
+    let mut said_outbox = None;
+    while let Ok(line) = rx.recv_timeout(Duration::from_secs(5)) {
+        if let Some(dir) = line.strip_prefix("mail (password resets) is written to ") {
+            said_outbox = Some(PathBuf::from(dir));
+        }
+        if line.starts_with("L'Ile au Trésor is open") {
+            break;
+        }
+    }
+    Serving {
+        child,
+        base,
+        said_outbox,
+    }
+}
+
+/// `tresor serve` on `db` with `args` exits 2 naming each of `named`,
+/// without serving.
+fn refused(db: &TestDb, args: &[&str], named: &[&str]) {
+    let port = free_port();
+    let mut command = tresor_command();
+    command
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["--admin-listen", "127.0.0.1:0"])
+        .args(args)
+        .args(db.db_args())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    db.env(&mut command);
+    let mut child = command.spawn().expect("start tresor serve");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!("tresor serve {args:?} started: {}", describe(&out));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {}", describe(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for name in named {
+        assert!(stderr.contains(name), "{args:?} names {name}: {stderr}");
+    }
+}
+
+/// Opens an account with an e-mail address: its confirmation is mailed.
+async fn open_with_email(base: &str, username: &str) {
+    let client = crate::common::cookie_client();
+    let body = json!({
+        "username": username, "password": "a long password", "accept_rules": true,
+        "identity": {
+            "birth_name": format!("Name of {username}"), "first_names": "Test",
+            "birth_date": "1990-01-01", "birth_place": "Nantes",
+            "address": "1 rue de la Paix, 75002 Paris",
+            "email": format!("{username}@example.org"),
+        },
+    });
+    let (status, answer) =
+        crate::common::post(&client, &format!("{base}/api/account/open"), &body, None)
+            .await
+            .expect("a JSON answer");
+    assert_eq!(status, 201, "{answer}");
+}
+
+/// The `.eml` files of `dir`, once there are `at_least` (10 s at most).
+async fn messages(dir: &Path, at_least: usize) -> Vec<PathBuf> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let found: Vec<PathBuf> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "eml"))
+            .collect();
+        if found.len() >= at_least || Instant::now() > deadline {
+            return found;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn the_demos_outbox_is_private_by_default(db: &TestDb) {
+    let server = serve(db, &["--demo"]).await;
+    let outbox = server
+        .said_outbox
+        .clone()
+        .expect("the server says where mail goes");
+    match db.data_dir() {
+        // SQLite: the data folder's outbox.
+        Some(data) => assert_eq!(outbox, data.join("outbox")),
+        // PostgreSQL: a new folder of random name, not `tresor-mail`.
+        None => {
+            assert_eq!(outbox.parent(), Some(std::env::temp_dir().as_path()));
+            let name = outbox.file_name().unwrap().to_str().unwrap();
+            assert!(
+                name.starts_with("tresor-outbox-") && name.len() > 30,
+                "{name}"
+            );
+        }
+    }
+    open_with_email(&server.base, "mia").await;
+    let found = messages(&outbox, 1).await;
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(mode(&outbox), 0o700, "{}", outbox.display());
+    assert_eq!(mode(&found[0]), 0o600, "{}", found[0].display());
+    assert!(
+        std::fs::read_to_string(&found[0])
+            .unwrap()
+            .contains("mia@example.org")
+    );
+    drop(server);
+    if db.data_dir().is_none() {
+        // A second start makes a folder of its own.
+        let again = serve(db, &["--demo"]).await;
+        let other = again.said_outbox.clone().unwrap();
+        assert_ne!(other, outbox);
+        assert_eq!(mode(&other), 0o700);
+        drop(again);
+        let _ = std::fs::remove_dir_all(&other);
+        let _ = std::fs::remove_dir_all(&outbox);
+    }
+}
+
+async fn a_named_outbox_is_made_private_and_another_users_is_refused(db: &TestDb) {
+    let root = tempfile::tempdir().unwrap();
+    // This user's own folder, too open (an older installation's): made 0700.
+    let own = root.path().join("own");
+    std::fs::create_dir(&own).unwrap();
+    std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let own_arg = own.display().to_string();
+    let server = serve(db, &["--demo", "--mail-outbox", &own_arg]).await;
+    assert_eq!(server.said_outbox, None, "named: nothing to say");
+    assert_eq!(mode(&own), 0o700);
+    open_with_email(&server.base, "noa").await;
+    let found = messages(&own, 1).await;
+    assert_eq!(found.len(), 1);
+    assert_eq!(mode(&found[0]), 0o600);
+    drop(server);
+
+    // A folder another user made first (anyone may write in it): refused.
+    let theirs = root.path().join("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let owner = if nix_uid() == 0 { 65534 } else { 0 };
+    if std::os::unix::fs::chown(&theirs, Some(owner), Some(owner)).is_ok() {
+        let arg = theirs.display().to_string();
+        refused(
+            db,
+            &["--demo", "--mail-outbox", &arg],
+            &["another user", &arg],
+        );
+        assert_eq!(std::fs::read_dir(&theirs).unwrap().count(), 0);
+    } else {
+        eprintln!("(not root: the folder of another user is checked by the unit test only)");
+    }
+    // A symbolic link, even to this user's folder: refused.
+    let link = root.path().join("link");
+    std::os::unix::fs::symlink(&own, &link).unwrap();
+    let arg = link.display().to_string();
+    refused(db, &["--demo", "--mail-outbox", &arg], &["symbolic link"]);
+}
+
+/// This process's user id (the owner of a file it makes).
+fn nix_uid() -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    let file = tempfile::NamedTempFile::new().unwrap();
+    file.as_file().metadata().unwrap().uid()
+}
+
+async fn outside_demo_mode_mail_must_be_named(db: &TestDb) {
+    // A database for real money (made by an operator's command).
+    db.tresor_ok(&["emission", "list"]);
+    let money = [
+        "--payment-webhook-secret",
+        SECRET,
+        "--payment-pay-url",
+        PAY_URL,
+    ];
+    refused(db, &money, &["--smtp-url", "--mail-outbox"]);
+    // Named, it serves.
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("mail");
+    let arg = dir.display().to_string();
+    let server = serve(db, &[&money[..], &["--mail-outbox", &arg]].concat()).await;
+    assert_eq!(mode(&dir), 0o700);
+    drop(server);
+}
+
+on_both!(
+    the_demos_outbox_is_private_by_default,
+    a_named_outbox_is_made_private_and_another_users_is_refused,
+    outside_demo_mode_mail_must_be_named,
+);
