@@ -14,6 +14,7 @@ pub mod logkey;
 pub mod mail;
 pub mod metrics;
 pub mod model;
+pub mod open_files;
 pub mod protect;
 pub mod report;
 pub mod seal;

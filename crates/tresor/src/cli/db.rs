@@ -108,7 +108,11 @@ impl DbArgs {
                 "{e:#}: give the installation's log key with --log-key FILE                  (TRESOR_LOG_KEY_FILE) or TRESOR_LOG_KEY"
             ))
         })?;
-        db.check_logs().await.map_err(|e| match e {
+        let checked = match db.conn().await {
+            Ok(mut conn) => crate::trail::log::check_all_signed(&mut conn).await,
+            Err(error) => Err(error),
+        };
+        checked.map_err(|e| match e {
             crate::error::Error::LogDoesNotHold(why) => anyhow::Error::new(LogDoesNotHold(why)),
             other => anyhow::Error::new(other),
         })?;

@@ -311,7 +311,28 @@ pub async fn run_serve(args: ServeArgs, demo_if_created: bool) -> anyhow::Result
             return Err(Usage(format!("{flag}: at least 1 second")).into());
         }
     }
-    let edge = args.edge.to_settings()?;
+    // Before anything is opened: the soft limit on open files raised to the
+    // hard one, and the connection caps sized under it (issue 32).
+    let open_files = match crate::open_files::raise() {
+        Ok(open_files) => open_files,
+        Err(error) => {
+            let now = crate::open_files::soft_limit();
+            tracing::warn!(%error, limit = now, "cannot raise the soft limit on open files");
+            crate::open_files::OpenFiles { before: now, now }
+        }
+    };
+    if open_files.now > open_files.before {
+        tracing::info!(
+            from = open_files.before,
+            to = open_files.now,
+            "raised the soft limit on open files to the hard one"
+        );
+    }
+    let (edge, lowered) =
+        crate::open_files::size_caps(args.edge.to_settings()?, open_files.now).map_err(Usage)?;
+    if let Some(lowered) = lowered {
+        tracing::warn!("{lowered}");
+    }
     let outage_budget = outage_budget(args.outage_budget_ms)?;
     // One server per SQLite folder: taken before the database is touched.
     let _lock = match &args.db.database_url {

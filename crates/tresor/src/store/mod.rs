@@ -311,14 +311,6 @@ impl Db {
         }
     }
 
-    /// Checks every log against its last signed checkpoint
-    /// (`trail::log::check_all_signed`): what a command that writes does
-    /// before it starts.
-    pub async fn check_logs(&self) -> Result<(), Error> {
-        let mut conn = self.conn().await?;
-        crate::trail::log::check_all_signed(&mut conn).await
-    }
-
     /// The key check this database keeps (see `crate::seal`), if any.
     pub async fn secrets_key_check(&self) -> anyhow::Result<Option<String>> {
         Ok(

@@ -16,7 +16,7 @@ use tokio::net::TcpStream;
 /// The start of a request whose headers never end.
 const PARTIAL: &[u8] = b"GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ";
 
-/// A `tresor serve --demo` process, under `ulimit -n nofile`, killed when dropped.
+/// A `tresor serve --demo` process, under a `ulimit`, killed when dropped.
 struct Running {
     child: Child,
     base: String,
@@ -30,14 +30,20 @@ impl Drop for Running {
     }
 }
 
-/// Starts the server on `db` with at most `nofile` open files and `env`,
-/// and waits until it answers.
+/// Starts the server on `db` with at most `nofile` open files (soft and
+/// hard limits) and `env`, and waits until it answers.
 async fn start(db: &TestDb, nofile: u32, env: &[(&str, &str)]) -> Running {
+    start_under(db, &format!("-n {nofile}"), env).await
+}
+
+/// Starts the server under `ulimit {limit}` (`-S -n 1024`: only the soft
+/// limit) with `env`, and waits until it answers.
+async fn start_under(db: &TestDb, limit: &str, env: &[(&str, &str)]) -> Running {
     let (port, admin_port) = (free_port(), free_port());
     let tresor = crate::common::tresor_command();
     let mut command = Command::new("sh");
     command
-        .args(["-c", &format!("ulimit -n {nofile} && exec \"$@\""), "sh"])
+        .args(["-c", &format!("ulimit {limit} && exec \"$@\""), "sh"])
         .arg(tresor.get_program())
         .args(["serve", "--demo", "--listen", &format!("127.0.0.1:{port}")])
         .args(["--admin-listen", &format!("127.0.0.1:{admin_port}")])
@@ -83,6 +89,137 @@ async fn slow_connections(base: &str, count: usize) -> Vec<TcpStream> {
         streams.push(stream);
     }
     streams
+}
+
+/// As [`slow_connections`], `count` of them from the local address `from`.
+async fn slow_connections_from(base: &str, from: Ipv4Addr, count: usize) -> Vec<TcpStream> {
+    let address: std::net::SocketAddr = base
+        .trim_start_matches("http://")
+        .parse()
+        .expect("an address");
+    let mut streams = Vec::with_capacity(count);
+    for _ in 0..count {
+        let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
+        socket
+            .bind((from, 0).into())
+            .expect("bind a loopback address");
+        let Ok(mut stream) = socket.connect(address).await else {
+            continue;
+        };
+        let _ = stream.write_all(PARTIAL).await;
+        streams.push(stream);
+    }
+    streams
+}
+
+/// The soft and hard limits on open files of process `pid`.
+fn open_files_of(pid: u32) -> (String, String) {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).expect("its limits");
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .expect("a line on open files");
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    (fields[3].to_owned(), fields[4].to_owned())
+}
+
+/// 2,000 connections that never finish their headers, 250 from each of 8
+/// addresses (under the per-address cap).
+async fn two_thousand_from_eight_addresses(base: &str) -> Vec<TcpStream> {
+    let mut held = Vec::new();
+    for a in 1..=8 {
+        held.extend(slow_connections_from(base, Ipv4Addr::new(127, 0, 0, a), 250).await);
+    }
+    assert!(held.len() >= 1990, "opened {} connections", held.len());
+    held
+}
+
+/// Issue 32, finding 6: under the usual soft limit of 1,024 open files (the
+/// hard one higher), 2,000 slow connections from 8 addresses starved both
+/// listeners ("Too many open files"). The server raises its soft limit to
+/// the hard one at start: both `/healthz` answer, and a real request too.
+async fn slow_connections_from_eight_addresses_under_a_soft_limit_of_1024(db: &TestDb) {
+    let hard: u64 = std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|l| {
+            l.lines()
+                .find(|l| l.starts_with("Max open files"))
+                .and_then(|l| l.split_whitespace().nth(4).map(str::to_owned))
+        })
+        .and_then(|h| h.parse().ok())
+        .unwrap_or(u64::MAX);
+    assert!(
+        hard >= 4096,
+        "the tests need a hard limit of at least 4,096 open files (ulimit -Hn): {hard}"
+    );
+    let slow = [
+        ("TRESOR_HEADER_READ_TIMEOUT_S", "300"),
+        ("TRESOR_IDLE_TIMEOUT_S", "300"),
+    ];
+    let server = start_under(db, "-S -n 1024", &slow).await;
+    let (soft, hard_of_server) = open_files_of(server.child.id());
+    assert_eq!(
+        soft, hard_of_server,
+        "the soft limit raised to the hard one"
+    );
+    let held = two_thousand_from_eight_addresses(&server.base).await;
+    let ninth = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 9));
+    let local = IpAddr::V4(Ipv4Addr::LOCALHOST);
+    let players = answers_within_a_second(&format!("{}/healthz", server.base), ninth).await;
+    let operator = answers_within_a_second(&format!("{}/healthz", server.admin_base), local).await;
+    let client = reqwest::Client::builder()
+        .local_address(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 10)))
+        .build()
+        .unwrap();
+    let status = client
+        .get(format!("{}/api/status", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status.status(), 200);
+    println!(
+        "{} slow connections from 8 addresses at a soft limit of 1,024 (raised to {soft}): \
+         /healthz answered in {players:?} (players') and {operator:?} (operator's)",
+        held.len()
+    );
+}
+
+/// The same 2,000 connections where the hard limit is 1,024 too: the caps
+/// are sized under it at start, with descriptors kept for the operator's
+/// listener and the database, which go on answering.
+async fn slow_connections_under_a_hard_limit_of_1024_leave_the_operator_answering(db: &TestDb) {
+    let slow = [
+        ("TRESOR_HEADER_READ_TIMEOUT_S", "300"),
+        ("TRESOR_IDLE_TIMEOUT_S", "300"),
+    ];
+    let mut server = start_under(db, "-n 1024", &slow).await;
+    let held = two_thousand_from_eight_addresses(&server.base).await;
+    let local = IpAddr::V4(Ipv4Addr::LOCALHOST);
+    for _ in 0..3 {
+        answers_within_a_second(&format!("{}/healthz", server.admin_base), local).await;
+        answers_within_a_second(&format!("{}/metrics", server.admin_base), local).await;
+    }
+    assert!(
+        server
+            .child
+            .try_wait()
+            .expect("the server's state")
+            .is_none(),
+        "the server is still running"
+    );
+    drop(held);
+    // Once the slow clients are gone, players are served again.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let ok = reqwest::get(format!("{}/api/status", server.base))
+            .await
+            .is_ok_and(|r| r.status().is_success());
+        if ok {
+            break;
+        }
+        assert!(Instant::now() < deadline, "players are served again");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// `GET url` from the local address `from`, which must answer 200 within a
@@ -157,7 +294,11 @@ async fn thousands_of_slow_headers_leave_both_listeners_answering(db: &TestDb) {
     );
 }
 
-on_both!(thousands_of_slow_headers_leave_both_listeners_answering);
+on_both!(
+    thousands_of_slow_headers_leave_both_listeners_answering,
+    slow_connections_from_eight_addresses_under_a_soft_limit_of_1024,
+    slow_connections_under_a_hard_limit_of_1024_leave_the_operator_answering,
+);
 
 /// Reads `stream` to its end within `deadline`; `Err` if it stays open.
 async fn closed_by_the_server(
