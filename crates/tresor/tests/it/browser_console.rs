@@ -719,6 +719,47 @@ async fn an_operator_suspends_a_block_verifies_an_account_and_settles_withdrawal
     browser
         .wait_for("document.querySelectorAll('[data-testid=withdrawal-row]').length === 2")
         .await;
+    // Ana's account suspended (issue 32): the queue says so, and offers no
+    // approval; lifted, the approval is back.
+    h.tresor_ok(&[
+        "accounts",
+        "suspend",
+        "ana_martin",
+        "--reason",
+        "chargeback under review",
+    ]);
+    browser.open("emissions").await;
+    browser.open("queues").await;
+    browser
+        .wait_for(&format!(
+            "document.querySelector('[data-testid=suspended-{0}]')?.textContent === 'account suspended'
+             && document.querySelector('[data-testid=approve-{0}-suspended]') !== null
+             && document.querySelector('[data-testid=approve-{0}]') === null
+             && document.querySelector('[data-testid=reject-{0}]') !== null",
+            asked[0]
+        ))
+        .await;
+    shot(&browser, "console-queues-suspended").await;
+    h.tresor_ok(&["accounts", "unsuspend", "ana_martin", "--reason", "cleared"]);
+    // The suspension ended Ana's sessions: she logs in again.
+    let (status, body) = post(
+        &ana,
+        &format!("{base}/api/login"),
+        &json!({"username": "ana_martin", "password": "a long password"}),
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 200, "{body}");
+    browser.open("emissions").await;
+    browser.open("queues").await;
+    browser
+        .wait_for(&format!(
+            "document.querySelector('[data-testid=approve-{0}]') !== null
+             && document.querySelector('[data-testid=suspended-{0}]') === null",
+            asked[0]
+        ))
+        .await;
     browser
         .click(&format!("[data-testid=approve-{}]", asked[0]))
         .await;
