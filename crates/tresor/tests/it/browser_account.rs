@@ -7,7 +7,9 @@
 //! the keyboard alone on a 360 px phone; the time-played reminder; a
 //! forgotten password reset through the link the server wrote to its
 //! outbox, in French and in English; a suspended player's refusals, told
-//! neutrally, in both languages. Screenshots go to `target/screenshots/account-*`.
+//! neutrally, in both languages; the IBAN and the address changed with the
+//! current password, and the change undone from the link mailed to the old
+//! address (issue 32). Screenshots go to `target/screenshots/account-*`.
 //!
 //! Time passes honestly for the reminder: in test mode (`?fast=1`) the page
 //! reads elapsed time from one clock, `util.clock()`, which the test moves
@@ -25,6 +27,7 @@ on_both!(
     a_payment_declined_or_over_the_cap_shows_failed_or_is_refused_and_credits_nothing,
     a_forgotten_password_is_reset_through_the_link_in_the_outbox,
     a_suspended_player_is_told_neutrally_in_both_languages,
+    an_honest_player_changes_iban_and_address_with_the_password_and_the_old_address_undoes_it,
 );
 
 const TAB: &str = "\u{E004}";
@@ -1131,4 +1134,121 @@ async fn a_suspended_player_is_told_neutrally_in_both_languages(h: &Harness) {
     // its ended session (401) and the logins (403).
     browser.close_with_only_refusals(&[401, 403]).await;
     crate::common::assert_ledger_balances(&db).await;
+}
+
+/// Issue 32: the IBAN and address forms ask the current password (a wrong
+/// one is told and changes nothing); the address change is undone from the
+/// link the old address received, which logs the page out.
+async fn an_honest_player_changes_iban_and_address_with_the_password_and_the_old_address_undoes_it(
+    h: &Harness,
+) {
+    let turn = ONE_AT_A_TIME.lock().await;
+    let Some((chromium, chromedriver)) = browser_paths() else {
+        return;
+    };
+    let outbox = tempfile::tempdir().unwrap();
+    let server = h
+        .server(&[
+            "--mail-outbox".to_owned(),
+            outbox.path().display().to_string(),
+        ])
+        .await;
+    let base = server.base.clone();
+    let _site = Site {
+        base: base.clone(),
+        _server: server,
+        _turn: turn,
+    };
+    let browser = Browser::start(&chromium, &chromedriver, 1280, 900).await;
+    browser.goto(&format!("{base}/?fast=1#/")).await;
+    let body = json!({
+        "username": "iris", "password": PASSWORD, "accept_rules": true,
+        "identity": {"birth_name": "Durand", "first_names": "Iris", "birth_date": "1990-07-14",
+                     "birth_place": "Lyon", "address": "1 rue de la Paix, 75002 Paris",
+                     "email": "iris@example.org"},
+        "iban": IBAN, "deposit_limit_cents": 100_000,
+    });
+    let script = format!(
+        "const done = arguments[arguments.length - 1];
+         fetch('/api/account/open', {{method: 'POST', credentials: 'same-origin',
+           headers: {{'Content-Type': 'application/json', 'X-Requested-With': 'tresor'}},
+           body: JSON.stringify({body})}})
+           .then((r) => {{ localStorage.setItem('tresor.session', '1'); localStorage.setItem('tresor.fast', '1');
+                          localStorage.setItem('tresor.lang', 'en'); done(r.status); }})
+           .catch((e) => done(String(e)));"
+    );
+    assert_eq!(browser.execute_async(&script).await, json!(201));
+    browser.goto(&format!("{base}/?fast=1#/account")).await;
+    browser
+        .execute("document.body.dataset.ready = ''; location.reload();")
+        .await;
+    browser.wait_screen("account").await;
+    browser
+        .wait_for("!document.querySelector('#iban-box').hidden && !document.querySelector('#email-box').hidden")
+        .await;
+
+    // A wrong password: told, nothing changed.
+    browser
+        .fill("[data-testid=iban-input]", "DE89 3704 0044 0532 0130 00")
+        .await;
+    browser
+        .fill("[data-testid=iban-password]", "not my password")
+        .await;
+    browser.click("[data-testid=iban-save]").await;
+    let told = browser
+        .wait_for("document.querySelector('[data-testid=iban-error]').textContent")
+        .await;
+    assert!(
+        told.as_str().unwrap().contains("not your current password"),
+        "{told}"
+    );
+    assert!(
+        browser
+            .text("[data-testid=iban-current]")
+            .await
+            .contains("FR76")
+    );
+    // The right one: saved.
+    browser.fill("[data-testid=iban-password]", PASSWORD).await;
+    browser.click("[data-testid=iban-save]").await;
+    browser
+        .wait_for(
+            "document.querySelector('[data-testid=iban-current]').textContent.includes('DE89')",
+        )
+        .await;
+
+    // The address, with the password.
+    browser
+        .fill("[data-testid=email-input]", "iris@example.net")
+        .await;
+    browser.fill("[data-testid=email-password]", PASSWORD).await;
+    browser.click("[data-testid=email-submit]").await;
+    browser
+        .wait_for("document.querySelector('[data-testid=email-current]').textContent.includes('iris@example.net')")
+        .await;
+    browser.screenshot("account-address-changed").await;
+
+    // The link mailed to the old address undoes it: the page says so and
+    // is logged out (every session ended).
+    let link = outbox_link(outbox.path(), "iris@example.org", "/#/undo-email/").await;
+    assert!(link.starts_with(&base), "{link}");
+    browser.goto(&link).await;
+    let done = browser
+        .wait_for("document.querySelector('[data-testid=confirm-text]').dataset.kind === 'notice' && document.querySelector('[data-testid=confirm-text]').textContent")
+        .await;
+    assert!(
+        done.as_str()
+            .unwrap()
+            .contains("former e-mail address is back"),
+        "{done}"
+    );
+    browser.screenshot("account-address-change-undone").await;
+    let me = browser
+        .execute_async(
+            "const done = arguments[arguments.length - 1];
+             fetch('/api/account', {credentials: 'same-origin'}).then((r) => done(r.status));",
+        )
+        .await;
+    assert_eq!(me, json!(401));
+    browser.close_with_only_refusals(&[401, 422]).await;
 }

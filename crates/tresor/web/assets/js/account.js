@@ -7,6 +7,7 @@
 import { api } from './api.js';
 import { t, money, dateTime, currentLang, setText } from './i18n.js';
 import { loadRules } from './screens.js';
+import { wrongPassword } from './security.js';
 import { $, h, parseEuros, showDialog, sleep } from './util.js';
 
 /** The fields of the opening form, in the order they appear (for the focus). */
@@ -424,9 +425,8 @@ export function setupMoney(app) {
       setText($('#iban-notice'), 'iban.saved');
       app.say(t('iban.saved'));
     } catch (e) {
-      if (e.code === 'validation' && !String(e.message ?? '').startsWith('current_password')) {
-        error.textContent = t('open.err.iban');
-      }
+      if (wrongPassword(e)) setText(error, 'password.wrong');
+      else if (e.code === 'validation') error.textContent = t('open.err.iban');
       else app.showError(e, error);
       $('#iban-input').focus();
     }

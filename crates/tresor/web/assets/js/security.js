@@ -10,6 +10,11 @@ import { api } from './api.js';
 import { t, dateTime, setText } from './i18n.js';
 import { $, h } from './util.js';
 
+/** A refusal of the current password given (the server names its field). */
+export function wrongPassword(error) {
+  return error?.code === 'validation' && String(error.message ?? '').startsWith('current_password');
+}
+
 export function setupSecurity(app) {
   let sessions = [];
 
@@ -88,7 +93,8 @@ export function setupSecurity(app) {
       app.say($('#password-notice').textContent);
       await loadSessions();
     } catch (error) {
-      app.showError(error, $('#password-error'));
+      if (wrongPassword(error)) setText($('#password-error'), 'password.wrong');
+      else app.showError(error, $('#password-error'));
     }
   });
 
@@ -104,7 +110,8 @@ export function setupSecurity(app) {
       app.say($('#email-notice').textContent);
       renderEmail();
     } catch (error) {
-      app.showError(error, $('#email-error'));
+      if (wrongPassword(error)) setText($('#email-error'), 'password.wrong');
+      else app.showError(error, $('#email-error'));
     }
   });
 
