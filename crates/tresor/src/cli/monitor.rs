@@ -8,8 +8,7 @@
 
 use super::{CheckFailed, Usage};
 use crate::logcheck::{
-    self, CheckError, Needs, Receipt, SignedCheckpoint, TileStore, VerifierKey, Witness,
-    WitnessKey,
+    self, CheckError, Needs, Receipt, SignedCheckpoint, TileStore, VerifierKey, Witness, WitnessKey,
 };
 use anyhow::Context;
 use clap::Args;
@@ -167,7 +166,6 @@ async fn cosign(
     }
     Ok(())
 }
-
 
 /// What the monitor fetches from: the site's `/log/`.
 struct Site {

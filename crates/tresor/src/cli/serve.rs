@@ -105,7 +105,12 @@ pub struct ServeArgs {
     /// (`POST /log/<writer>/cosignature`) and publishes: its verifier key
     /// (`<name>+<key id>+<base64>`, as `tresor audit witness-keygen`
     /// printed it). May be given more than once.
-    #[arg(long = "witness", env = "TRESOR_WITNESSES", value_delimiter = ',', value_name = "VKEY")]
+    #[arg(
+        long = "witness",
+        env = "TRESOR_WITNESSES",
+        value_delimiter = ',',
+        value_name = "VKEY"
+    )]
     pub witnesses: Vec<String>,
 }
 
@@ -393,7 +398,9 @@ pub async fn run_serve(args: ServeArgs, demo_if_created: bool) -> anyhow::Result
     let witnesses = args
         .witnesses
         .iter()
-        .map(|w| crate::logcheck::WitnessKey::parse(w).map_err(|e| Usage(format!("--witness: {e}"))))
+        .map(|w| {
+            crate::logcheck::WitnessKey::parse(w).map_err(|e| Usage(format!("--witness: {e}")))
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let settings = Settings {
         mail: Some(mailer.clone()),

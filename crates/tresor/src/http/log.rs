@@ -106,7 +106,11 @@ async fn cosignature(
         .log_cosign(&writer, body.size, &body.cosignature)
         .await
     {
-        Ok(()) => (StatusCode::NO_CONTENT, [(header::CACHE_CONTROL, "no-store")]).into_response(),
+        Ok(()) => (
+            StatusCode::NO_CONTENT,
+            [(header::CACHE_CONTROL, "no-store")],
+        )
+            .into_response(),
         Err(error) => ApiError::from(error).into_response(),
     }
 }

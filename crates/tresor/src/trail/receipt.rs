@@ -147,17 +147,16 @@ pub async fn of_leaf(conn: &mut Conn, log_id: i64, idx: u64) -> Result<Option<Re
     };
     // The latest checkpoint witnesses cosigned, if one covers the record;
     // else the latest signed one.
-    let latest = match latest_cosigned(conn, log_id, idx + 1).await? {
-        Some(cosigned) => Some(cosigned),
-        None => {
-            sql::query_as(
+    let latest =
+        match latest_cosigned(conn, log_id, idx + 1).await? {
+            Some(cosigned) => Some(cosigned),
+            None => sql::query_as(
                 "SELECT size, note FROM checkpoints WHERE log_id = $1 ORDER BY size DESC LIMIT 1",
             )
             .bind(log_id)
             .fetch_optional(&mut *conn)
-            .await?
-        }
-    };
+            .await?,
+        };
     let Some((size, note)) = latest else {
         return Ok(None);
     };
