@@ -42,10 +42,9 @@ impl WitnessKey {
     pub fn parse(text: &str) -> Result<WitnessKey, CheckError> {
         let text = text.trim();
         let bad = |why: &str| CheckError(format!("not a witness verifier key ({why}): {text}"));
-        let mut parts = text.split('+');
-        let (Some(name), Some(id), Some(key), None) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
-        else {
+        // The base64 key may hold `+` itself: the name and id come first.
+        let mut parts = text.splitn(3, '+');
+        let (Some(name), Some(id), Some(key)) = (parts.next(), parts.next(), parts.next()) else {
             return Err(bad("name+id+key"));
         };
         if !valid_key_name(name) {
