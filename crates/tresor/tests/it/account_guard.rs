@@ -8,7 +8,7 @@
 
 use crate::common::TestApp;
 use crate::common::opening::{
-    CONSOLE_PASSWORD, DAY_MS, PASSWORD, PDF, assert_refused, console, console_enrolled,
+    CONSOLE_PASSWORD, DAY_MS, IBAN, PASSWORD, PDF, assert_refused, console, console_enrolled,
     console_login, console_post, console_status, count, documents_verified, link_in, mails_to,
     open_account,
 };
@@ -268,6 +268,23 @@ on_both!(a_proof_of_one_iban_does_not_verify_another, |app| {
     }
     let (_, account) = app.get("/api/account").await;
     assert_eq!(account["iban"], "FR76 •••• 0189", "{account}");
+    // The same IBAN again changes nothing: its proof stays verified.
+    let (status, body) = app
+        .put_json(
+            "/api/account/iban",
+            json!({"iban": IBAN, "current_password": PASSWORD}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, documents) = app.get("/api/account/documents").await;
+    assert!(
+        documents["documents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|d| d["status"] == "verified"),
+        "{documents}"
+    );
     // The player changes it, with the password.
     app.clock.advance_ms(60_000);
     let (status, account) = app
@@ -590,3 +607,30 @@ on_both!(
         );
     }
 );
+
+on_both!(the_same_iban_given_again_keeps_its_proof, |app| {
+    open_account(&app, "jade").await;
+    documents_verified(&app.service, "jade").await;
+    let jade = app.service.player_by_username("jade").await.unwrap().id;
+    let vera = console(&app, "vera").await;
+    // The player saves the IBAN on file again, a minute after its proof
+    // was checked: nothing changes, and the account is verified with it.
+    app.clock.advance_ms(60_000);
+    let (status, body) = app
+        .put_json(
+            "/api/account/iban",
+            json!({"iban": IBAN, "current_password": PASSWORD}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(trail_count(&app, "document_back_to_review").await, 0);
+    let (status, body) = console_post(
+        &vera,
+        &app,
+        &format!("/console/api/players/{jade}/verify"),
+        json!({"iban": IBAN}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["status"], "verified", "{body}");
+});
