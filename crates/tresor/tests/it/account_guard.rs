@@ -634,3 +634,81 @@ on_both!(the_same_iban_given_again_keeps_its_proof, |app| {
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["status"], "verified", "{body}");
 });
+
+on_both!(a_proof_of_the_new_iban_replaces_the_old_one, |app| {
+    open_account(&app, "kai").await;
+    documents_verified(&app.service, "kai").await;
+    let kai = app.service.player_by_username("kai").await.unwrap();
+    let vera = console(&app, "vera").await;
+    app.clock.advance_ms(60_000);
+    let (status, body) = app
+        .put_json(
+            "/api/account/iban",
+            json!({"iban": OTHER_IBAN, "current_password": PASSWORD}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // The honest player sends a proof of the new IBAN at once: it replaces
+    // the old one (refused, with a reason the player reads).
+    app.clock.advance_ms(60_000);
+    let new = app
+        .service
+        .upload_document(
+            &kai,
+            tresor::account::documents::DocumentKind::IbanProof,
+            "new-rib.pdf",
+            PDF.to_vec(),
+        )
+        .await
+        .expect("a proof of the new IBAN is taken");
+    let (_, documents) = app.get("/api/account/documents").await;
+    let proofs: Vec<&Value> = documents["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["kind"] == "iban_proof")
+        .collect();
+    assert_eq!(proofs.len(), 2, "{documents}");
+    assert_eq!(proofs[0]["status"], "pending");
+    assert_eq!(proofs[1]["status"], "refused");
+    assert_eq!(
+        proofs[1]["reason"],
+        "replaced by a proof of the IBAN given since"
+    );
+    // A proof sent after the IBAN cannot be sent twice while it waits.
+    let again = app
+        .service
+        .upload_document(
+            &kai,
+            tresor::account::documents::DocumentKind::IbanProof,
+            "again.pdf",
+            PDF.to_vec(),
+        )
+        .await;
+    assert!(
+        matches!(
+            &again,
+            Err(tresor::error::Error::Document {
+                code: "document_already_sent",
+                ..
+            })
+        ),
+        "{again:?}"
+    );
+    let (status, body) = console_post(
+        &vera,
+        &app,
+        &format!("/console/api/documents/{}/verify", new.id),
+        json!({}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = console_post(
+        &vera,
+        &app,
+        &format!("/console/api/players/{}/verify", kai.id),
+        json!({"iban": OTHER_IBAN}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+});
