@@ -296,9 +296,11 @@ impl Service {
                         }
                         Status::Provisional => {}
                     }
+                    // The same IBAN again changes nothing (not its date either:
+                    // a proof checked since still proves it).
                     let changed = row.iban.as_deref() != Some(iban.as_str());
-                    store::set_iban(conn, player.id, iban.as_str(), now_ms).await?;
                     let proof = if changed {
+                        store::set_iban(conn, player.id, iban.as_str(), now_ms).await?;
                         super::documents::iban_proof_back_to_review(conn, &player, now_ms).await?
                     } else {
                         None

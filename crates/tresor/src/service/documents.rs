@@ -147,6 +147,31 @@ pub(super) async fn check_iban_proof_current(
     }
 }
 
+/// A proof of IBAN sent before the IBAN on file was given is replaced by a
+/// new one: refused (if still pending) with a reason the player reads, in
+/// the trail as the system's.
+async fn replace_outdated_proof(
+    conn: &mut Conn,
+    player: &Player,
+    old: &DocumentRow,
+    now_ms: i64,
+) -> Result<(), Error> {
+    const REASON: &str = "replaced by a proof of the IBAN given since";
+    if store::decide(conn, old.id, "refused", "system", Some(REASON), now_ms).await? {
+        trail::append(
+            conn,
+            now_ms,
+            &Actor::System,
+            "document_refused",
+            json!({"document_id": old.id, "player_id": player.id,
+                   "username": player.username, "kind": old.kind, "sha256": old.sha256}),
+            json!({"status": "refused", "reason": REASON}),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
 /// The IBAN changed: its proof, if verified, goes back to review (a
 /// trail record says so); its id.
 pub(super) async fn iban_proof_back_to_review(
@@ -213,7 +238,19 @@ impl Service {
                 if account.status == Status::Closed {
                     return Err(Error::AccountClosed);
                 }
-                if let Some(latest) = store::latest(conn, player.id, kind.as_str()).await? {
+                let latest = store::latest(conn, player.id, kind.as_str()).await?;
+                // A proof of IBAN sent before the IBAN on file was given
+                // proves another: a proof of this one replaces it.
+                let outdated = latest.as_ref().filter(|latest| {
+                    kind == DocumentKind::IbanProof
+                        && account
+                            .iban_set_at_ms
+                            .is_some_and(|set_at| latest.uploaded_at_ms < set_at)
+                        && DocumentStatus::parse(&latest.status) != DocumentStatus::Refused
+                });
+                if let Some(old) = outdated {
+                    replace_outdated_proof(conn, &player, old, now_ms).await?;
+                } else if let Some(latest) = latest {
                     let message = match DocumentStatus::parse(&latest.status) {
                         DocumentStatus::Refused => None,
                         DocumentStatus::Pending => Some(format!(

@@ -19,6 +19,7 @@ mod devices;
 mod documents;
 mod email_change;
 mod emissions;
+mod hashing;
 mod log;
 mod money;
 mod notify;

@@ -4,8 +4,8 @@
 //! a known one), and the confirmation of an address. Tokens are in
 //! `mail_tokens` (migration 0014).
 
+use super::hashing::{hash_password, password_rule, with_hashing_permit};
 use super::notify::Notice;
-use super::players::{hash_password, password_rule, with_hashing_permit};
 use super::reauth::{PasswordConfirmed, PasswordOf};
 use super::{Service, os_random_32, rfc3339, sha256_hex};
 use crate::error::Error;

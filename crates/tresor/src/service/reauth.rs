@@ -7,7 +7,7 @@
 //! [`PasswordConfirmed`], which each of those changes takes: none runs
 //! without one.
 
-use super::players::{verify_password, with_hashing_permit};
+use super::hashing::{verify_password, with_hashing_permit};
 use super::{Service, sha256_hex};
 use crate::error::{Error, SessionEnd};
 use crate::store::sql;

@@ -3,7 +3,7 @@
 //! the players', and the trail records of their logins and refusals. The
 //! rules (roles, permissions, TOTP) are `crate::staff`'s.
 
-use super::players::{DUMMY_HASH, hash_password, verify_password, with_hashing_permit};
+use super::hashing::{DUMMY_HASH, hash_password, verify_password, with_hashing_permit};
 use super::{Service, os_random_32, rfc3339, sha256_hex};
 use crate::error::Error;
 use crate::seal::SealError;

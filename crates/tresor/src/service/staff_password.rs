@@ -1,7 +1,7 @@
 //! A console account changes its own password: the current one asked
 //! (`reauth`), the account's other console sessions ended, in the trail.
 
-use super::players::{hash_password, with_hashing_permit};
+use super::hashing::{hash_password, with_hashing_permit};
 use super::reauth::{PasswordConfirmed, PasswordOf};
 use super::staff::check_password_rule;
 use super::{Service, StaffMember, sha256_hex};

@@ -8,7 +8,7 @@
 
 use crate::common::TestApp;
 use crate::common::opening::{
-    CONSOLE_PASSWORD, DAY_MS, PASSWORD, PDF, assert_refused, console, console_enrolled,
+    CONSOLE_PASSWORD, DAY_MS, IBAN, PASSWORD, PDF, assert_refused, console, console_enrolled,
     console_login, console_post, console_status, count, documents_verified, link_in, mails_to,
     open_account,
 };
@@ -268,6 +268,23 @@ on_both!(a_proof_of_one_iban_does_not_verify_another, |app| {
     }
     let (_, account) = app.get("/api/account").await;
     assert_eq!(account["iban"], "FR76 •••• 0189", "{account}");
+    // The same IBAN again changes nothing: its proof stays verified.
+    let (status, body) = app
+        .put_json(
+            "/api/account/iban",
+            json!({"iban": IBAN, "current_password": PASSWORD}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, documents) = app.get("/api/account/documents").await;
+    assert!(
+        documents["documents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|d| d["status"] == "verified"),
+        "{documents}"
+    );
     // The player changes it, with the password.
     app.clock.advance_ms(60_000);
     let (status, account) = app
@@ -590,3 +607,108 @@ on_both!(
         );
     }
 );
+
+on_both!(the_same_iban_given_again_keeps_its_proof, |app| {
+    open_account(&app, "jade").await;
+    documents_verified(&app.service, "jade").await;
+    let jade = app.service.player_by_username("jade").await.unwrap().id;
+    let vera = console(&app, "vera").await;
+    // The player saves the IBAN on file again, a minute after its proof
+    // was checked: nothing changes, and the account is verified with it.
+    app.clock.advance_ms(60_000);
+    let (status, body) = app
+        .put_json(
+            "/api/account/iban",
+            json!({"iban": IBAN, "current_password": PASSWORD}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(trail_count(&app, "document_back_to_review").await, 0);
+    let (status, body) = console_post(
+        &vera,
+        &app,
+        &format!("/console/api/players/{jade}/verify"),
+        json!({"iban": IBAN}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["status"], "verified", "{body}");
+});
+
+on_both!(a_proof_of_the_new_iban_replaces_the_old_one, |app| {
+    open_account(&app, "kai").await;
+    documents_verified(&app.service, "kai").await;
+    let kai = app.service.player_by_username("kai").await.unwrap();
+    let vera = console(&app, "vera").await;
+    app.clock.advance_ms(60_000);
+    let (status, body) = app
+        .put_json(
+            "/api/account/iban",
+            json!({"iban": OTHER_IBAN, "current_password": PASSWORD}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // The honest player sends a proof of the new IBAN at once: it replaces
+    // the old one (refused, with a reason the player reads).
+    app.clock.advance_ms(60_000);
+    let new = app
+        .service
+        .upload_document(
+            &kai,
+            tresor::account::documents::DocumentKind::IbanProof,
+            "new-rib.pdf",
+            PDF.to_vec(),
+        )
+        .await
+        .expect("a proof of the new IBAN is taken");
+    let (_, documents) = app.get("/api/account/documents").await;
+    let proofs: Vec<&Value> = documents["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["kind"] == "iban_proof")
+        .collect();
+    assert_eq!(proofs.len(), 2, "{documents}");
+    assert_eq!(proofs[0]["status"], "pending");
+    assert_eq!(proofs[1]["status"], "refused");
+    assert_eq!(
+        proofs[1]["reason"],
+        "replaced by a proof of the IBAN given since"
+    );
+    // A proof sent after the IBAN cannot be sent twice while it waits.
+    let again = app
+        .service
+        .upload_document(
+            &kai,
+            tresor::account::documents::DocumentKind::IbanProof,
+            "again.pdf",
+            PDF.to_vec(),
+        )
+        .await;
+    assert!(
+        matches!(
+            &again,
+            Err(tresor::error::Error::Document {
+                code: "document_already_sent",
+                ..
+            })
+        ),
+        "{again:?}"
+    );
+    let (status, body) = console_post(
+        &vera,
+        &app,
+        &format!("/console/api/documents/{}/verify", new.id),
+        json!({}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = console_post(
+        &vera,
+        &app,
+        &format!("/console/api/players/{}/verify", kai.id),
+        json!({"iban": OTHER_IBAN}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+});
