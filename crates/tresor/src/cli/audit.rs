@@ -49,7 +49,8 @@ pub enum AuditCommand {
     },
     /// Write the trail as JSON lines to stdout, oldest first; each record of
     /// a log with its receipt (salt, inclusion proof, the log's latest
-    /// checkpoint: docs/AUDIT.md, "Receipts").
+    /// checkpoint witnesses cosigned that covers it, else its latest:
+    /// docs/AUDIT.md, "Receipts").
     Export {
         /// Only records at or after this time (RFC 3339).
         #[arg(long)]

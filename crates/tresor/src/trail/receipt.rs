@@ -131,8 +131,9 @@ impl HashReader for Wanted {
     }
 }
 
-/// The receipt of leaf `idx` of log `log_id`, against the log's latest
-/// checkpoint; `None` when there is no such record or no checkpoint yet.
+/// The receipt of leaf `idx` of log `log_id`, against the latest checkpoint
+/// witnesses cosigned that covers it (the note with their lines), else the
+/// log's latest; `None` when there is no such record or no checkpoint yet.
 pub async fn of_leaf(conn: &mut Conn, log_id: i64, idx: u64) -> Result<Option<Receipt>, Error> {
     let record = sql::query(
         "SELECT t.at_ms, t.actor, t.action, t.request, t.result, t.salt, l.origin \
@@ -236,7 +237,7 @@ pub async fn latest_cosigned(
 }
 
 /// The receipt of a play's purchase (its `buy` record, not a replay's),
-/// against its log's latest checkpoint.
+/// as [`of_leaf`] gives it.
 pub async fn of_play(
     conn: &mut Conn,
     actor: &str,
