@@ -16,6 +16,11 @@ use serde::{Deserialize, Serialize};
 use signed_note::{Note, StandardVerifier, Verifier, VerifierList};
 use tlog_tiles::{Checkpoint, Hash, Tile, TileHashReader, TileReader};
 
+mod cosignature;
+pub use cosignature::{
+    COSIGNATURE_ALG, Witness, WitnessKey, check_cosigned, cosigned_message, split_note,
+};
+
 /// The tiles' height: 2^8 = 256 hashes a full tile (C2SP tlog-tiles).
 pub const TILE_HEIGHT: u8 = 8;
 /// The hashes of a full tile.

@@ -39,6 +39,12 @@ impl LogSeed {
         hex::encode(self.0)
     }
 
+    /// The seed's 32 bytes (a witness's key: `tresor audit watch
+    /// --witness-key`).
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
     /// This seed as the signing key of `installation`.
     pub fn named(&self, installation: &str) -> LogKey {
         LogKey::new(&key_name(installation), self)

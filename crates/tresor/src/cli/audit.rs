@@ -49,7 +49,8 @@ pub enum AuditCommand {
     },
     /// Write the trail as JSON lines to stdout, oldest first; each record of
     /// a log with its receipt (salt, inclusion proof, the log's latest
-    /// checkpoint: docs/AUDIT.md, "Receipts").
+    /// checkpoint witnesses cosigned that covers it, else its latest:
+    /// docs/AUDIT.md, "Receipts").
     Export {
         /// Only records at or after this time (RFC 3339).
         #[arg(long)]
@@ -68,6 +69,10 @@ pub enum AuditCommand {
     /// consistency with the last checkpoint kept, keep the new one; exit 1
     /// on a rewrite, a fork, a shrink or another key.
     Watch(super::monitor::WatchArgs),
+    /// Make a witness's key for `audit watch --witness-key` (a new file,
+    /// 0600, never overwritten) and print its verifier key, for the site's
+    /// `tresor serve --witness`.
+    WitnessKeygen(super::monitor::WitnessKeygenArgs),
 }
 
 /// `tresor report`.
@@ -116,6 +121,7 @@ pub async fn run_audit(command: AuditCommand) -> anyhow::Result<()> {
     match command {
         AuditCommand::Receipt(args) => super::monitor::run_receipt(args),
         AuditCommand::Watch(args) => super::monitor::run_watch(args).await,
+        AuditCommand::WitnessKeygen(args) => super::monitor::run_witness_keygen(args),
         AuditCommand::Verify {
             key,
             checkpoint,

@@ -3,10 +3,13 @@
 //! offline) and `tresor audit watch` (the monitor: every log's checkpoint,
 //! its signature under the pinned key, a consistency proof from the last
 //! checkpoint kept, built from the published tiles; optionally a mirror of
-//! the tiles). docs/AUDIT.md says what a monitor keeps.
+//! the tiles; optionally cosigning, as a witness, each checkpoint it
+//! checked). docs/AUDIT.md says what a monitor keeps.
 
 use super::{CheckFailed, Usage};
-use crate::logcheck::{self, CheckError, Needs, Receipt, SignedCheckpoint, TileStore, VerifierKey};
+use crate::logcheck::{
+    self, CheckError, Needs, Receipt, SignedCheckpoint, TileStore, VerifierKey, Witness, WitnessKey,
+};
 use anyhow::Context;
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -23,6 +26,23 @@ pub struct ReceiptArgs {
     /// is never trusted alone.
     #[arg(long)]
     pub key: String,
+    /// A witness that must have cosigned the receipt's checkpoint (its
+    /// verifier key, `<name>+<key id>+<base64>`). May be given more than
+    /// once: each must have.
+    #[arg(long = "witness", value_name = "VKEY")]
+    pub witnesses: Vec<String>,
+}
+
+/// `tresor audit witness-keygen`.
+#[derive(Debug, Args)]
+pub struct WitnessKeygenArgs {
+    /// The new key's file (64 hex digits, made 0600, never overwritten).
+    #[arg(long)]
+    pub to: PathBuf,
+    /// The witness's name in its verifier key and cosignatures (no spaces,
+    /// no `+`), e.g. `witness.example.org/tresor`.
+    #[arg(long)]
+    pub name: String,
 }
 
 /// `tresor audit watch`.
@@ -50,6 +70,14 @@ pub struct WatchArgs {
     /// Poll once and exit.
     #[arg(long)]
     pub once: bool,
+    /// Be a witness: cosign each checkpoint checked with this key (a file
+    /// of 64 hex digits, `tresor audit witness-keygen`) and send the
+    /// cosignature to the site (`POST /log/<writer>/cosignature`).
+    #[arg(long, requires = "witness_name", value_name = "FILE")]
+    pub witness_key: Option<PathBuf>,
+    /// The witness's name (as in its verifier key).
+    #[arg(long, requires = "witness_key", value_name = "NAME")]
+    pub witness_name: Option<String>,
 }
 
 fn checked(error: CheckError) -> anyhow::Error {
@@ -65,12 +93,77 @@ pub fn run_receipt(args: ReceiptArgs) -> anyhow::Result<()> {
     let receipt = value.get("receipt").cloned().unwrap_or(value);
     let receipt: Receipt = serde_json::from_value(receipt)
         .map_err(|e| CheckFailed(format!("{}: not a receipt ({e})", args.file.display())))?;
+    let witnesses = args
+        .witnesses
+        .iter()
+        .map(|w| WitnessKey::parse(w).map_err(|e| Usage(format!("--witness: {e}"))))
+        .collect::<Result<Vec<_>, _>>()?;
     let included = logcheck::check_receipt(&receipt, &key).map_err(checked)?;
     println!(
         "the receipt checks: record {} ({} by {}) is in the log {}, within its signed \
          checkpoint of {} records",
         included.index, receipt.record.action, receipt.record.actor, included.origin, included.size
     );
+    for witness in &witnesses {
+        let time = logcheck::check_cosigned(&receipt.checkpoint, witness).map_err(checked)?;
+        println!(
+            "cosigned by the witness {} (at {time}, Unix seconds)",
+            witness.as_str()
+        );
+    }
+    Ok(())
+}
+
+pub fn run_witness_keygen(args: WitnessKeygenArgs) -> anyhow::Result<()> {
+    let seed = crate::logkey::LogSeed::generate();
+    let witness =
+        Witness::new(&args.name, seed.as_bytes()).map_err(|e| Usage(format!("--name: {e}")))?;
+    crate::logkey::write_key_file(&args.to, &seed).map_err(Usage)?;
+    println!("{}", witness.vkey().as_str());
+    Ok(())
+}
+
+/// The witness of `--witness-key` and `--witness-name`, if given.
+fn load_witness(args: &WatchArgs) -> anyhow::Result<Option<Witness>> {
+    let (Some(path), Some(name)) = (&args.witness_key, &args.witness_name) else {
+        return Ok(None);
+    };
+    let seed = crate::logkey::LogKeySource::File(path.clone())
+        .load()
+        .map_err(Usage)?
+        .ok_or_else(|| Usage(format!("--witness-key: no key at {}", path.display())))?;
+    let witness =
+        Witness::new(name, seed.as_bytes()).map_err(|e| Usage(format!("--witness-name: {e}")))?;
+    Ok(Some(witness))
+}
+
+/// Cosigns a checkpoint the monitor checked and sends the cosignature to
+/// the site; an error when the site refuses it.
+async fn cosign(
+    site: &Site,
+    witness: &Witness,
+    writer: &str,
+    checkpoint: &SignedCheckpoint,
+) -> anyhow::Result<()> {
+    let (body, _) = logcheck::split_note(&checkpoint.note).map_err(checked)?;
+    let time = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let line = witness.cosign(&body, time);
+    let url = format!("{}/log/{writer}/cosignature", site.base);
+    let response = site
+        .client
+        .post(&url)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(serde_json::json!({ "size": checkpoint.size, "cosignature": line }).to_string())
+        .send()
+        .await
+        .with_context(|| format!("cannot send the cosignature to {url}"))?;
+    if !response.status().is_success() {
+        let status = response.status();
+        let text = response.text().await.unwrap_or_default();
+        anyhow::bail!("{url} refused the cosignature ({status}): {}", text.trim());
+    }
     Ok(())
 }
 
@@ -174,7 +267,7 @@ async fn poll_log(
     key: &VerifierKey,
     writer: &str,
     origin: &str,
-) -> anyhow::Result<String> {
+) -> anyhow::Result<(String, SignedCheckpoint)> {
     let note = site
         .get(&format!("/log/{writer}/checkpoint"))
         .await?
@@ -273,7 +366,7 @@ async fn poll_log(
         }
         write_atomic(&kept_path, note.as_bytes())?;
     }
-    Ok(verdict)
+    Ok((verdict, new))
 }
 
 /// A kept checkpoint the pinned key does not verify (kept under a key
@@ -321,7 +414,7 @@ async fn mirror_log(
 }
 
 /// One poll of every log the site lists.
-async fn poll(site: &Site, args: &WatchArgs) -> anyhow::Result<()> {
+async fn poll(site: &Site, args: &WatchArgs, witness: Option<&Witness>) -> anyhow::Result<()> {
     let index = site
         .get("/log/")
         .await?
@@ -357,8 +450,16 @@ async fn poll(site: &Site, args: &WatchArgs) -> anyhow::Result<()> {
     for log in &logs {
         let writer = safe_writer(log["writer"].as_str().unwrap_or_default())?;
         let origin = log["origin"].as_str().unwrap_or_default();
-        let verdict = poll_log(site, args, &key, writer, origin).await?;
+        let (verdict, checked) = poll_log(site, args, &key, writer, origin).await?;
         println!("log {origin}: {verdict}, signed by {}", key.as_str());
+        if let Some(witness) = witness {
+            cosign(site, witness, writer, &checked).await?;
+            println!(
+                "log {origin}: cosigned at {} records as the witness {}",
+                checked.size,
+                witness.vkey().as_str()
+            );
+        }
         seen.push(writer.to_owned());
     }
     // A log kept before and no longer listed is a log withdrawn.
@@ -384,6 +485,7 @@ pub async fn run_watch(args: WatchArgs) -> anyhow::Result<()> {
     if !(base.starts_with("http://") || base.starts_with("https://")) {
         return Err(Usage(format!("--url: not an http(s) URL: {}", args.url)).into());
     }
+    let witness = load_witness(&args)?;
     let site = Site {
         client: reqwest::Client::builder()
             .timeout(Duration::from_secs(30))
@@ -391,7 +493,7 @@ pub async fn run_watch(args: WatchArgs) -> anyhow::Result<()> {
         base,
     };
     loop {
-        poll(&site, &args).await?;
+        poll(&site, &args, witness.as_ref()).await?;
         if args.once {
             return Ok(());
         }

@@ -101,6 +101,17 @@ pub struct ServeArgs {
     /// Mail: SMTP or the outbox folder.
     #[command(flatten)]
     pub mail: super::mail::MailArgs,
+    /// A witness whose cosignatures of the log's checkpoints the site takes
+    /// (`POST /log/<writer>/cosignature`) and publishes: its verifier key
+    /// (`<name>+<key id>+<base64>`, as `tresor audit witness-keygen`
+    /// printed it). May be given more than once.
+    #[arg(
+        long = "witness",
+        env = "TRESOR_WITNESSES",
+        value_delimiter = ',',
+        value_name = "VKEY"
+    )]
+    pub witnesses: Vec<String>,
 }
 
 /// `tresor serve`'s connection limits (see [`EdgeSettings`]).
@@ -384,8 +395,16 @@ pub async fn run_serve(args: ServeArgs, demo_if_created: bool) -> anyhow::Result
         Some(_) => None,
     };
     let mailer = args.mail.mailer(default_outbox.as_deref(), &args.listen)?;
+    let witnesses = args
+        .witnesses
+        .iter()
+        .map(|w| {
+            crate::logcheck::WitnessKey::parse(w).map_err(|e| Usage(format!("--witness: {e}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let settings = Settings {
         mail: Some(mailer.clone()),
+        witnesses,
         ..settings
     };
     let service =

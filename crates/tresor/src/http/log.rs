@@ -3,13 +3,16 @@
 //! `GET /log/<writer>/checkpoint` (the latest signed checkpoint, never
 //! cached) and `GET /log/<writer>/tile/<L>/<N>[.p/<W>]` (C2SP tlog-tiles
 //! hash tiles: a full tile never changes, a partial one is replaced as the
-//! log grows). Never the entries: they hold personal data.
+//! log grows), `GET /log/<writer>/cosigned` (the latest checkpoint with its
+//! witnesses' cosignature lines) and `POST /log/<writer>/cosignature` (a
+//! witness sends one: C2SP tlog-cosignature). Never the entries: they hold
+//! personal data.
 
 use super::{ApiError, AppState};
 use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 
 pub fn routes() -> Router<AppState> {
@@ -17,6 +20,8 @@ pub fn routes() -> Router<AppState> {
         .route("/log", get(index))
         .route("/log/", get(index))
         .route("/log/{writer}/checkpoint", get(checkpoint))
+        .route("/log/{writer}/cosigned", get(cosigned))
+        .route("/log/{writer}/cosignature", post(cosignature))
         .route("/log/{writer}/tile/{*path}", get(tile))
 }
 
@@ -61,6 +66,51 @@ async fn checkpoint(State(state): State<AppState>, Path(writer): Path<String>) -
             "no-cache",
         ),
         Ok(None) => not_found("no such log"),
+        Err(error) => ApiError::from(error).into_response(),
+    }
+}
+
+async fn cosigned(State(state): State<AppState>, Path(writer): Path<String>) -> Response {
+    match state.service.log_cosigned(&writer).await {
+        Ok(Some(note)) => public(
+            (
+                [(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("text/plain; charset=utf-8"),
+                )],
+                note,
+            )
+                .into_response(),
+            "no-cache",
+        ),
+        Ok(None) => not_found("no cosigned checkpoint of this log"),
+        Err(error) => ApiError::from(error).into_response(),
+    }
+}
+
+/// A witness's cosignature: its line and the size of the checkpoint it
+/// cosigned.
+#[derive(Debug, serde::Deserialize)]
+struct Cosignature {
+    size: u64,
+    cosignature: String,
+}
+
+async fn cosignature(
+    State(state): State<AppState>,
+    Path(writer): Path<String>,
+    Json(body): Json<Cosignature>,
+) -> Response {
+    match state
+        .service
+        .log_cosign(&writer, body.size, &body.cosignature)
+        .await
+    {
+        Ok(()) => (
+            StatusCode::NO_CONTENT,
+            [(header::CACHE_CONTROL, "no-store")],
+        )
+            .into_response(),
         Err(error) => ApiError::from(error).into_response(),
     }
 }

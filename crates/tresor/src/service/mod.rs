@@ -103,6 +103,9 @@ pub struct Settings {
     pub mail: Option<crate::mail::Mailer>,
     /// The largest identity document a player may send, in bytes.
     pub max_document_bytes: usize,
+    /// The witnesses whose cosignatures of the log's checkpoints the site
+    /// takes and publishes (`tresor serve --witness`; docs/AUDIT.md).
+    pub witnesses: Vec<crate::logcheck::WitnessKey>,
 }
 
 /// Four eyes on money out (`docs/CONSOLE.md`): the approver of a
@@ -148,6 +151,7 @@ impl Default for Settings {
             four_eyes: FourEyes::default(),
             mail: None,
             max_document_bytes: crate::account::documents::DEFAULT_MAX_DOCUMENT_BYTES,
+            witnesses: Vec::new(),
         }
     }
 }

@@ -140,8 +140,9 @@ impl Service {
         self.play_view(&play).await
     }
 
-    /// The receipt of a play's purchase against its log's latest
-    /// checkpoint (`NotFound`: not the player's play).
+    /// The receipt of a play's purchase against its log's latest cosigned
+    /// checkpoint covering it, else its latest (`NotFound`: not the
+    /// player's play).
     pub async fn play_receipt(
         &self,
         player: &Player,

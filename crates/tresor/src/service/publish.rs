@@ -1,7 +1,9 @@
 //! What the players' listener publishes of the transparency log (never its
 //! entries: they hold personal data): the keys, each writer's log with its
 //! latest signed checkpoint, and the hash tiles (C2SP tlog-tiles) built from
-//! `log_hashes` at that checkpoint's size. Reads only.
+//! `log_hashes` at that checkpoint's size; the witnesses' cosignatures
+//! (C2SP tlog-cosignature): taken, checked, stored, published. Only a
+//! witness's request writes, never a purchase.
 
 use super::Service;
 use crate::error::Error;
@@ -16,6 +18,8 @@ pub struct LogIndex {
     /// The key that signs checkpoints now.
     pub key: Option<String>,
     pub keys: Vec<PublishedKey>,
+    /// The witnesses whose cosignatures the site takes (verifier keys).
+    pub witnesses: Vec<String>,
     pub logs: Vec<PublishedLog>,
 }
 
@@ -30,6 +34,8 @@ pub struct PublishedLog {
     pub writer: String,
     pub origin: String,
     pub checkpoint: String,
+    /// The latest checkpoint with the witnesses' cosignatures.
+    pub cosigned: String,
     pub tiles: String,
 }
 
@@ -60,10 +66,17 @@ impl Service {
                 .into_iter()
                 .map(|(vkey, since_ms)| PublishedKey { vkey, since_ms })
                 .collect(),
+            witnesses: self
+                .settings
+                .witnesses
+                .iter()
+                .map(|w| w.as_str().to_owned())
+                .collect(),
             logs: logs
                 .into_iter()
                 .map(|(writer, origin)| PublishedLog {
                     checkpoint: format!("/log/{writer}/checkpoint"),
+                    cosigned: format!("/log/{writer}/cosigned"),
                     tiles: format!("/log/{writer}/tile/"),
                     writer,
                     origin,
@@ -94,6 +107,83 @@ impl Service {
             .latest_checkpoint(&mut conn, writer)
             .await?
             .map(|(_, _, note)| note))
+    }
+
+    /// `GET /log/<writer>/cosigned`: the latest checkpoint that witnesses
+    /// cosigned, its note with their cosignature lines, or `None`.
+    pub async fn log_cosigned(&self, writer: &str) -> Result<Option<String>, Error> {
+        let mut conn = self.db.conn().await?;
+        let log_id: Option<i64> = sql::query_scalar("SELECT id FROM logs WHERE writer = $1")
+            .bind(writer)
+            .fetch_optional(&mut conn)
+            .await?;
+        let Some(log_id) = log_id else {
+            return Ok(None);
+        };
+        Ok(crate::trail::receipt::latest_cosigned(&mut conn, log_id, 0)
+            .await?
+            .map(|(_, note)| note))
+    }
+
+    /// `POST /log/<writer>/cosignature`: a witness's cosignature `line` of
+    /// the checkpoint of `size` records, stored when the witness is one the
+    /// site was told of and the line verifies over the checkpoint kept at
+    /// that size; refused with nothing stored otherwise.
+    pub async fn log_cosign(&self, writer: &str, size: u64, line: &str) -> Result<(), Error> {
+        let line = line.trim_end_matches('\n');
+        let witness = self
+            .settings
+            .witnesses
+            .iter()
+            .find(|w| w.names(line))
+            .ok_or_else(|| {
+                Error::Validation(format!(
+                    "unknown_witness: the cosignature is not of a witness this site takes \
+                     (tresor serve --witness): {}",
+                    line.chars().take(120).collect::<String>()
+                ))
+            })?
+            .clone();
+        let mut conn = self.db.conn().await?;
+        let found: Option<(i64, String)> = sql::query_as(
+            "SELECT c.log_id, c.note FROM checkpoints c JOIN logs l ON l.id = c.log_id \
+             WHERE l.writer = $1 AND c.size = $2",
+        )
+        .bind(writer)
+        .bind(i64::try_from(size).unwrap_or(i64::MAX))
+        .fetch_optional(&mut conn)
+        .await?;
+        drop(conn);
+        let Some((log_id, note)) = found else {
+            return Err(Error::Validation(format!(
+                "no_checkpoint: the log {writer} has no signed checkpoint of {size} records"
+            )));
+        };
+        let (body, _) = logcheck::split_note(&note)
+            .map_err(|e| Error::Validation(format!("the stored checkpoint: {e}")))?;
+        witness
+            .verify(&body, line)
+            .map_err(|e| Error::Validation(format!("bad_cosignature: {e}")))?;
+        let (vkey, line, now_ms) = (witness.as_str().to_owned(), line.to_owned(), self.now_ms());
+        self.write(move |conn| {
+            let (vkey, line) = (vkey.clone(), line.clone());
+            Box::pin(async move {
+                sql::query(
+                    "INSERT INTO cosignatures (log_id, size, witness_vkey, line, at_ms) \
+                     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (log_id, size, witness_vkey) \
+                     DO UPDATE SET line = excluded.line, at_ms = excluded.at_ms",
+                )
+                .bind(log_id)
+                .bind(size as i64)
+                .bind(vkey)
+                .bind(line)
+                .bind(now_ms)
+                .execute(&mut *conn)
+                .await?;
+                Ok(())
+            })
+        })
+        .await
     }
 
     /// `GET /log/<writer>/tile/<path>`: a hash tile of the tree at the

@@ -131,8 +131,9 @@ impl HashReader for Wanted {
     }
 }
 
-/// The receipt of leaf `idx` of log `log_id`, against the log's latest
-/// checkpoint; `None` when there is no such record or no checkpoint yet.
+/// The receipt of leaf `idx` of log `log_id`, against the latest checkpoint
+/// witnesses cosigned that covers it (the note with their lines), else the
+/// log's latest; `None` when there is no such record or no checkpoint yet.
 pub async fn of_leaf(conn: &mut Conn, log_id: i64, idx: u64) -> Result<Option<Receipt>, Error> {
     let record = sql::query(
         "SELECT t.at_ms, t.actor, t.action, t.request, t.result, t.salt, l.origin \
@@ -145,12 +146,18 @@ pub async fn of_leaf(conn: &mut Conn, log_id: i64, idx: u64) -> Result<Option<Re
     let Some(record) = record else {
         return Ok(None);
     };
-    let latest: Option<(i64, String)> = sql::query_as(
-        "SELECT size, note FROM checkpoints WHERE log_id = $1 ORDER BY size DESC LIMIT 1",
-    )
-    .bind(log_id)
-    .fetch_optional(conn)
-    .await?;
+    // The latest checkpoint witnesses cosigned, if one covers the record;
+    // else the latest signed one.
+    let latest =
+        match latest_cosigned(conn, log_id, idx + 1).await? {
+            Some(cosigned) => Some(cosigned),
+            None => sql::query_as(
+                "SELECT size, note FROM checkpoints WHERE log_id = $1 ORDER BY size DESC LIMIT 1",
+            )
+            .bind(log_id)
+            .fetch_optional(&mut *conn)
+            .await?,
+        };
     let Some((size, note)) = latest else {
         return Ok(None);
     };
@@ -189,8 +196,48 @@ pub async fn of_leaf(conn: &mut Conn, log_id: i64, idx: u64) -> Result<Option<Re
     }))
 }
 
+/// The latest checkpoint of log `log_id` of at least `min_size` records
+/// that witnesses cosigned: its size and its note with their cosignature
+/// lines appended (C2SP: extra signature lines), or `None`.
+pub async fn latest_cosigned(
+    conn: &mut Conn,
+    log_id: i64,
+    min_size: u64,
+) -> Result<Option<(i64, String)>, Error> {
+    let size: Option<i64> =
+        sql::query_scalar("SELECT MAX(size) FROM cosignatures WHERE log_id = $1 AND size >= $2")
+            .bind(log_id)
+            .bind(min_size as i64)
+            .fetch_one(&mut *conn)
+            .await?;
+    let Some(size) = size else {
+        return Ok(None);
+    };
+    let note: Option<String> =
+        sql::query_scalar("SELECT note FROM checkpoints WHERE log_id = $1 AND size = $2")
+            .bind(log_id)
+            .bind(size)
+            .fetch_optional(&mut *conn)
+            .await?;
+    let Some(mut note) = note else {
+        return Ok(None);
+    };
+    let lines: Vec<String> = sql::query_scalar(
+        "SELECT line FROM cosignatures WHERE log_id = $1 AND size = $2 ORDER BY witness_vkey",
+    )
+    .bind(log_id)
+    .bind(size)
+    .fetch_all(&mut *conn)
+    .await?;
+    for line in lines {
+        note.push_str(&line);
+        note.push('\n');
+    }
+    Ok(Some((size, note)))
+}
+
 /// The receipt of a play's purchase (its `buy` record, not a replay's),
-/// against its log's latest checkpoint.
+/// as [`of_leaf`] gives it.
 pub async fn of_play(
     conn: &mut Conn,
     actor: &str,

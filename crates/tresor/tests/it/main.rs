@@ -49,3 +49,4 @@ mod tile_edges;
 mod tlog;
 mod tlog_interop;
 mod watch;
+mod witness;

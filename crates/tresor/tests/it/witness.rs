@@ -1,0 +1,274 @@
+//! Monitors as witnesses (issue 32, finding 14; docs/AUDIT.md,
+//! "Witnesses"): a real `tresor serve --witness`, a real `tresor audit
+//! watch --once --witness-key` cosigning what it checked (C2SP
+//! tlog-cosignature), the cosigned checkpoint published, a player's receipt
+//! carrying the cosignature and `tresor audit receipt --witness` accepting
+//! it and refusing another witness; an unknown witness's and a forged
+//! cosignature refused with nothing stored.
+
+use crate::common::{Harness, buy_and_play, cookie_client, describe, register_and_deposit};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use tresor::logcheck::{self, VerifierKey, Witness, WitnessKey};
+
+on_both!(
+    a_witness_cosigns_what_it_checked_and_receipts_carry_it,
+    an_unknown_or_forged_cosignature_is_refused_and_nothing_stored,
+);
+
+async fn run(args: Vec<String>) -> Output {
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        crate::common::tresor(&args)
+    })
+    .await
+    .unwrap()
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|s| s.to_string()).collect()
+}
+
+fn passes(output: &Output) -> String {
+    assert_eq!(output.status.code(), Some(0), "{}", describe(output));
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// `tresor audit witness-keygen`: the key file and the printed vkey.
+async fn keygen(dir: &Path, name: &str) -> (PathBuf, String) {
+    let file = dir.join(format!("{}.key", name.replace('/', "_")));
+    let out = passes(
+        &run(strings(&[
+            "audit",
+            "witness-keygen",
+            "--to",
+            &file.display().to_string(),
+            "--name",
+            name,
+        ]))
+        .await,
+    );
+    let vkey = out.trim().to_owned();
+    WitnessKey::parse(&vkey).expect("witness-keygen prints a witness verifier key");
+    (file, vkey)
+}
+
+async fn text(url: &str) -> (u16, String) {
+    let response = reqwest::get(url).await.unwrap();
+    (response.status().as_u16(), response.text().await.unwrap())
+}
+
+async fn cosignatures_stored(h: &Harness) -> i64 {
+    let db = h.connect().await;
+    sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM cosignatures")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap()
+}
+
+async fn a_witness_cosigns_what_it_checked_and_receipts_carry_it(h: &Harness) {
+    let dir = tempfile::tempdir().unwrap();
+    let (key_file, vkey) = keygen(dir.path(), "witness.test/one").await;
+    let (_, other_vkey) = keygen(dir.path(), "witness.test/two").await;
+    let mut flags = crate::common::unthrottled_flags();
+    flags.extend(["--witness".to_owned(), vkey.clone()]);
+    let server = h.server(&flags).await;
+    let base = server.base.clone();
+
+    let client = cookie_client();
+    register_and_deposit(&client, &base, "witnessed", 100_000).await;
+    let first = buy_and_play(&client, &base, 100).await;
+    let index: Value = reqwest::get(format!("{base}/log/"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(index["witnesses"], json!([vkey]), "{index}");
+    assert_eq!(
+        index["logs"][0]["cosigned"], "/log/server/cosigned",
+        "{index}"
+    );
+    let log_key = VerifierKey::parse(index["key"].as_str().unwrap()).unwrap();
+    assert_eq!(text(&format!("{base}/log/server/cosigned")).await.0, 404);
+
+    // The witness checks the log and cosigns the checkpoint it checked.
+    let state = dir.path().join("state");
+    let out = passes(
+        &run(strings(&[
+            "audit",
+            "watch",
+            "--once",
+            "--url",
+            &base,
+            "--state",
+            &state.display().to_string(),
+            "--witness-key",
+            &key_file.display().to_string(),
+            "--witness-name",
+            "witness.test/one",
+        ]))
+        .await,
+    );
+    assert!(out.contains("cosigned at"), "{out}");
+    assert_eq!(cosignatures_stored(h).await, 1);
+
+    // The site publishes it: the checkpoint with the witness's line, which
+    // verifies, and the operator's signature still does.
+    let (_, checkpoint) = text(&format!("{base}/log/server/checkpoint")).await;
+    let (status, cosigned) = text(&format!("{base}/log/server/cosigned")).await;
+    assert_eq!(status, 200, "{cosigned}");
+    assert!(cosigned.starts_with(&checkpoint), "{cosigned}");
+    assert!(cosigned.len() > checkpoint.len(), "{cosigned}");
+    let witness = WitnessKey::parse(&vkey).unwrap();
+    logcheck::check_cosigned(&cosigned, &witness).expect("the cosignature verifies");
+    let opened = logcheck::open_checkpoint(&cosigned, &log_key).expect("still the log's note");
+    assert!(logcheck::check_cosigned(&cosigned, &WitnessKey::parse(&other_vkey).unwrap()).is_err());
+
+    // The log grows: `/checkpoint` moves on, `/cosigned` stays.
+    let second = buy_and_play(&client, &base, 100).await;
+    let (_, later) = text(&format!("{base}/log/server/checkpoint")).await;
+    assert_ne!(later, checkpoint);
+    assert_eq!(
+        text(&format!("{base}/log/server/cosigned")).await.1,
+        cosigned
+    );
+
+    // The first play's receipt carries the cosigned checkpoint.
+    let receipt_of = |play: &Value| {
+        let (client, url) = (
+            client.clone(),
+            format!("{base}/api/plays/{}/receipt", play["id"]),
+        );
+        async move {
+            let response = client.get(url).send().await.unwrap();
+            assert_eq!(response.status().as_u16(), 200);
+            response.json::<Value>().await.unwrap()
+        }
+    };
+    let receipt = receipt_of(&first).await;
+    assert_eq!(receipt["checkpoint"], cosigned.as_str(), "{receipt}");
+    let history: Value = client
+        .get(format!("{base}/api/plays"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let row = history["plays"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == first["id"])
+        .expect("the first play in the history");
+    assert_eq!(row["receipt"]["checkpoint"], cosigned.as_str(), "{row}");
+
+    let file = dir.path().join("receipt.json");
+    std::fs::write(&file, receipt.to_string()).unwrap();
+    let check = |witnesses: &[&str]| {
+        let mut args = strings(&[
+            "audit",
+            "receipt",
+            &file.display().to_string(),
+            "--key",
+            log_key.as_str(),
+        ]);
+        for w in witnesses {
+            args.extend(["--witness".to_owned(), w.to_string()]);
+        }
+        run(args)
+    };
+    let out = passes(&check(&[&vkey]).await);
+    assert!(
+        out.contains(&format!("cosigned by the witness {vkey}")),
+        "{out}"
+    );
+    let refused = check(&[&vkey, &other_vkey]).await;
+    assert_eq!(refused.status.code(), Some(1), "{}", describe(&refused));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr)
+            .contains(&format!("no cosignature of the witness {other_vkey}")),
+        "{}",
+        describe(&refused)
+    );
+
+    // The second play is past the cosigned checkpoint: its receipt is as
+    // before (the latest signed checkpoint), which no witness cosigned yet.
+    let receipt = receipt_of(&second).await;
+    assert!(
+        receipt["index"].as_u64().unwrap() >= opened.size,
+        "{receipt}"
+    );
+    assert_eq!(receipt["checkpoint"], later.as_str(), "{receipt}");
+    std::fs::write(&file, receipt.to_string()).unwrap();
+    passes(&check(&[]).await);
+    assert_eq!(check(&[&vkey]).await.status.code(), Some(1));
+}
+
+async fn post_cosignature(base: &str, size: u64, line: &str) -> (u16, String) {
+    let response = reqwest::Client::new()
+        .post(format!("{base}/log/server/cosignature"))
+        .json(&json!({ "size": size, "cosignature": line }))
+        .send()
+        .await
+        .unwrap();
+    (response.status().as_u16(), response.text().await.unwrap())
+}
+
+async fn an_unknown_or_forged_cosignature_is_refused_and_nothing_stored(h: &Harness) {
+    let known = Witness::new("witness.test/one", &[1; 32]).unwrap();
+    let mut flags = crate::common::unthrottled_flags();
+    flags.extend(["--witness".to_owned(), known.vkey().as_str().to_owned()]);
+    let server = h.server(&flags).await;
+    let base = server.base.clone();
+    let client = cookie_client();
+    register_and_deposit(&client, &base, "forger", 100_000).await;
+    buy_and_play(&client, &base, 100).await;
+    let (_, note) = text(&format!("{base}/log/server/checkpoint")).await;
+    let (body, _) = logcheck::split_note(&note).unwrap();
+    let size: u64 = body.lines().nth(1).unwrap().parse().unwrap();
+    let now = 1_800_000_000;
+
+    // Another key under the known witness's very name: unknown.
+    let stranger = Witness::new("witness.test/one", &[2; 32]).unwrap();
+    let (status, answer) = post_cosignature(&base, size, &stranger.cosign(&body, now)).await;
+    assert_eq!(status, 422, "{answer}");
+    assert!(answer.contains("unknown_witness"), "{answer}");
+    // The known witness's name and key id over another checkpoint, or with
+    // its time changed: forged.
+    let other_body = body.replacen(&format!("\n{size}\n"), &format!("\n{}\n", size + 1), 1);
+    let (status, answer) = post_cosignature(&base, size, &known.cosign(&other_body, now)).await;
+    assert_eq!(status, 422, "{answer}");
+    assert!(answer.contains("bad_cosignature"), "{answer}");
+    let honest = known.cosign(&body, now);
+    let (prefix, encoded) = honest.rsplit_once(' ').unwrap();
+    let retimed = format!("{prefix} {}", tamper_time(encoded));
+    let (status, answer) = post_cosignature(&base, size, &retimed).await;
+    assert_eq!(status, 422, "{answer}");
+    // A good line for a size with no checkpoint; not a line at all.
+    let (status, answer) = post_cosignature(&base, size + 50, &honest).await;
+    assert_eq!(status, 422, "{answer}");
+    assert!(answer.contains("no_checkpoint"), "{answer}");
+    let (status, _) = post_cosignature(&base, size, "hello").await;
+    assert_eq!(status, 422);
+    assert_eq!(cosignatures_stored(h).await, 0, "nothing stored");
+    assert_eq!(text(&format!("{base}/log/server/cosigned")).await.0, 404);
+
+    // The honest one is taken.
+    let (status, answer) = post_cosignature(&base, size, &honest).await;
+    assert_eq!(status, 204, "{answer}");
+    assert_eq!(cosignatures_stored(h).await, 1);
+    let (_, cosigned) = text(&format!("{base}/log/server/cosigned")).await;
+    assert_eq!(cosigned, format!("{note}{honest}\n"));
+}
+
+/// The base64 of a cosignature with one bit of its time flipped.
+fn tamper_time(encoded: &str) -> String {
+    use base64::Engine as _;
+    let engine = base64::engine::general_purpose::STANDARD;
+    let mut bytes = engine.decode(encoded).unwrap();
+    bytes[11] ^= 1;
+    engine.encode(bytes)
+}
