@@ -217,6 +217,56 @@ on_both!(
         assert!(header("cache-control").contains("no-store"));
         assert_eq!(response.bytes().await.unwrap().as_ref(), JPEG);
 
+        // The seal binds the bytes to their document's id: two rows' sealed
+        // bytes swapped (by someone with the database) open as neither.
+        let proof_id = proof["id"].as_i64().unwrap();
+        let swap = |a: i64, b: i64| {
+            let pool = app.service.db.pool.clone();
+            async move {
+                let read = |id: i64| {
+                    sqlx::query_scalar::<_, Vec<u8>>(
+                        "SELECT sealed FROM identity_documents WHERE id = $1",
+                    )
+                    .bind(id)
+                    .fetch_one(&pool)
+                };
+                let (sealed_a, sealed_b) = (read(a).await.unwrap(), read(b).await.unwrap());
+                for (id, sealed) in [(a, sealed_b), (b, sealed_a)] {
+                    sqlx::query("UPDATE identity_documents SET sealed = $1 WHERE id = $2")
+                        .bind(sealed)
+                        .bind(id)
+                        .execute(&pool)
+                        .await
+                        .unwrap();
+                }
+            }
+        };
+        swap(id, proof_id).await;
+        for document in [id, proof_id] {
+            let response = alice
+                .get(format!(
+                    "{}/console/api/documents/{document}",
+                    app.admin_address
+                ))
+                .send()
+                .await
+                .unwrap();
+            assert_ne!(
+                response.status(),
+                StatusCode::OK,
+                "document {document} swapped"
+            );
+            let body = response.bytes().await.unwrap();
+            assert!(
+                !body
+                    .windows(PDF.len().min(8))
+                    .any(|w| w == &PDF[..PDF.len().min(8)])
+                    && !body.windows(JPEG.len()).any(|w| w == JPEG),
+                "no file is served for a swapped document"
+            );
+        }
+        swap(id, proof_id).await;
+
         // Verifying the account before its documents are is refused.
         let verify_account = format!("/console/api/players/{ana}/verify");
         let answer = console_post(&alice, &app, &verify_account, json!({"iban": IBAN})).await;

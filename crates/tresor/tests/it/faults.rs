@@ -461,6 +461,12 @@ async fn a_postgresql_cut_off_makes_readyz_fail_within_a_second_and_it_recovers_
         (503, Some("not_ready")),
         "the first poll after the cut: {body}"
     );
+    // Within a second, as the test's name says (the client's own timeout
+    // is 5 s: a poll that waited on the pool would answer 503 too, late).
+    assert!(
+        became_unready < Duration::from_secs(1),
+        "/readyz answered 503 only after {became_unready:?}"
+    );
     assert!(
         body["error"]["message"]
             .as_str()

@@ -421,4 +421,31 @@ async fn an_operator_listener_off_loopback_is_refused_unless_allowed() {
     let _server = Running(command.spawn().expect("start tresor"));
     wait_for(&format!("http://127.0.0.1:{admin_port}/metrics")).await;
     wait_for(&format!("http://127.0.0.1:{port}/healthz")).await;
+    // The addresses really listened on (a server binding loopback anyway
+    // would answer the probes above too): the kernel's own table.
+    assert_eq!(
+        listening_on(admin_port),
+        ["0.0.0.0"],
+        "the operator's listener"
+    );
+    assert_eq!(listening_on(port), ["127.0.0.1"], "the players' listener");
+}
+
+/// The IPv4 addresses a socket listens on at `port`, from `/proc/net/tcp`
+/// (state `0A`: LISTEN; addresses as little-endian hex).
+fn listening_on(port: u16) -> Vec<String> {
+    let table = std::fs::read_to_string("/proc/net/tcp").expect("/proc/net/tcp");
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (address, local_port) = fields.get(1)?.split_once(':')?;
+            if fields.get(3) != Some(&"0A") || u16::from_str_radix(local_port, 16).ok()? != port {
+                return None;
+            }
+            let raw = u32::from_str_radix(address, 16).ok()?;
+            Some(std::net::Ipv4Addr::from(raw.swap_bytes()).to_string())
+        })
+        .collect()
 }

@@ -47,6 +47,63 @@ fn the_independent_proofs_agree_with_each_other() {
     assert_eq!(r::tile_path(1, 5, 256), "tile/1/005");
 }
 
+/// RFC 6962's reference vectors (the Certificate Transparency project's
+/// Merkle tree tests): the roots of the trees of the first 1 to 8 of these
+/// leaves. The independent verifier and the log's own library (`tlog_tiles`)
+/// must both give them: a verifier checked only against itself would agree
+/// with a wrong one.
+#[test]
+fn the_roots_are_rfc_6962s_known_answers() {
+    let inputs: [&[u8]; 8] = [
+        b"",
+        b"\x00",
+        b"\x10",
+        b"\x20\x21",
+        b"\x30\x31",
+        b"\x40\x41\x42\x43",
+        b"\x50\x51\x52\x53\x54\x55\x56\x57",
+        b"\x60\x61\x62\x63\x64\x65\x66\x67\x68\x69\x6a\x6b\x6c\x6d\x6e\x6f",
+    ];
+    let roots = [
+        "6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d",
+        "fac54203e7cc696cf0dfcb42c92a1d9dbaf70ad9e621f4bd8d98662f00e3c125",
+        "aeb6bcfe274b70a14fb067a5e5578264db0fa9b51af5e0ba159158f329e06e77",
+        "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7",
+        "4e3bbb1f7b478dcfe71fb631631519a3bca12c9aefca1612bfce4c13a86264d4",
+        "76e67dadbcdf1e10e1b74ddc608abd2f98dfb16fbce75277b5232a127f2087ef",
+        "ddb89be403809e325750d3d263cd78929c2942b7942a34b77e122c9594a74c8c",
+        "5dc9da79a70659a9ad559cb701ded9a2ab9d823aad2f4960cfe370eff4604328",
+    ];
+    let leaves: Vec<H> = inputs.iter().map(|data| r::leaf(data)).collect();
+    let mut stored = std::collections::BTreeMap::new();
+    for (n, expected) in roots.iter().enumerate() {
+        let size = n + 1;
+        assert_eq!(
+            hex::encode(r::mth(&leaves[..size])),
+            *expected,
+            "the independent verifier's root of {size} leaves"
+        );
+        let hash = tlog_tiles::record_hash(inputs[n]);
+        let hashes = tlog_tiles::stored_hashes_for_record_hash(
+            n as u64,
+            hash,
+            &tresor::trail::log::MapReader(&stored),
+        )
+        .expect("stored hashes");
+        let first = tlog_tiles::stored_hash_index(0, n as u64);
+        for (offset, h) in (0u64..).zip(hashes) {
+            stored.insert(first + offset, h);
+        }
+        let root = tlog_tiles::tree_hash(size as u64, &tresor::trail::log::MapReader(&stored))
+            .expect("a root");
+        assert_eq!(
+            hex::encode(root.0),
+            *expected,
+            "the log's root of {size} leaves"
+        );
+    }
+}
+
 /// Every leaf hash of the tree of `size` leaves, read from the level-0
 /// tiles the site serves (each checked for its cache header).
 async fn leaves_of(client: &reqwest::Client, tiles: &str, size: u64) -> Vec<H> {
