@@ -237,7 +237,9 @@ pub async fn latest_cosigned(
 }
 
 /// The receipt of a play's purchase (its `buy` record, not a replay's),
-/// as [`of_leaf`] gives it.
+/// as [`of_leaf`] gives it. The play names its record's leaf (migration
+/// 0021), found by the play's id and `trail_by_leaf`; the record must be
+/// that play's purchase by `actor`.
 pub async fn of_play(
     conn: &mut Conn,
     actor: &str,
@@ -245,9 +247,12 @@ pub async fn of_play(
     created_at_ms: i64,
 ) -> Result<Option<Receipt>, Error> {
     let leaf: Option<(i64, i64)> = sql::query_as(
-        "SELECT log_id, idx FROM trail WHERE at_ms = $1 AND action = 'buy' AND actor = $2 \
-         AND log_id IS NOT NULL AND result LIKE $3 AND result NOT LIKE '%\"replayed\":true%'",
+        "SELECT t.log_id, t.idx FROM plays p \
+         JOIN trail t ON t.log_id = p.buy_log_id AND t.idx = p.buy_idx \
+         WHERE p.id = $1 AND t.at_ms = $2 AND t.action = 'buy' AND t.actor = $3 \
+         AND t.result LIKE $4 AND t.result NOT LIKE '%\"replayed\":true%'",
     )
+    .bind(play_id)
     .bind(created_at_ms)
     .bind(actor)
     .bind(format!("%\"play_id\":{play_id},%"))
