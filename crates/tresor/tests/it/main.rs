@@ -28,6 +28,7 @@ mod console_api;
 mod credit_race;
 mod documents;
 mod durability;
+mod entries;
 mod failover;
 mod faults;
 mod hostile;
