@@ -22,6 +22,7 @@ mod browser_account;
 mod browser_console;
 mod browser_proof;
 mod catalog;
+mod checkpoints;
 mod cli_game;
 mod console_api;
 mod credit_race;
