@@ -298,13 +298,17 @@ enum Decided {
     NeedMoreBlocks,
 }
 
+/// A play the batch creates: its id, idempotency key, request hash, and
+/// the leaf (log, index) of its purchase's record.
+type Created = (i64, String, String, Option<(i64, i64)>);
+
 /// The batch's state as the commands change it, one after the other.
 struct Book<'a> {
     state: State,
     context: &'a Context,
     /// Plays created by this batch (inserted rather than updated), with
     /// their idempotency key and request hash.
-    created: Vec<(i64, String, String, Option<(i64, i64)>)>,
+    created: Vec<Created>,
     created_ids: HashSet<i64>,
     /// Plays read from the database and changed, with their throws before.
     changed: HashMap<i64, i64>,
