@@ -82,7 +82,13 @@ impl Conn {
     pub async fn execute_raw(&mut self, sql: &str) -> Result<(), Error> {
         count_statement();
         if let Conn::Lite(conn) = self {
-            return Ok(conn.execute_batch(sql)?);
+            // Prepared once and kept, as every other statement: BEGIN
+            // IMMEDIATE, COMMIT and the savepoints run on every batch, and
+            // `execute_batch` parsed them again each time (issue 34).
+            let mut statement = conn.prepare_cached(sql)?;
+            let mut rows = statement.raw_query();
+            while rows.next()?.is_some() {}
+            return Ok(());
         }
         self.flush().await?;
         count_round_trip();
@@ -614,4 +620,54 @@ pub fn open_lite(path: &std::path::Path) -> rusqlite::Result<rusqlite::Connectio
     )?;
     conn.set_prepared_statement_cache_capacity(256);
     Ok(conn)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SQLite's memory statistics are off (`.cargo/config.toml`): with them
+    /// on, every allocation of every connection takes one global mutex.
+    #[test]
+    fn memory_statistics_are_off() {
+        let conn = rusqlite::Connection::open_in_memory().expect("opened");
+        let mut statement = conn.prepare("PRAGMA compile_options").expect("prepared");
+        let options: Vec<String> = statement
+            .query_map([], |row| row.get(0))
+            .expect("read")
+            .collect::<Result<_, _>>()
+            .expect("read");
+        assert!(
+            options.iter().any(|o| o == "DEFAULT_MEMSTATUS=0"),
+            "{options:?}"
+        );
+    }
+
+    /// Transaction control runs from the cache of prepared statements, and
+    /// a statement that answers a row (a pragma setting) runs too.
+    #[tokio::test]
+    async fn raw_statements_run_prepared() {
+        let dir = tempfile::tempdir().expect("a folder");
+        let mut conn = Conn::Lite(open_lite(&dir.path().join("t.db")).expect("opened"));
+        conn.execute_raw("CREATE TABLE t (a INTEGER)").await.expect("created");
+        for value in 0..3 {
+            conn.execute_raw("BEGIN IMMEDIATE").await.expect("begun");
+            query("INSERT INTO t (a) VALUES ($1)")
+                .bind(value)
+                .execute(&mut conn)
+                .await
+                .expect("inserted");
+            conn.execute_raw(if value == 1 { "ROLLBACK" } else { "COMMIT" })
+                .await
+                .expect("ended");
+        }
+        conn.execute_raw("PRAGMA max_page_count = 100000")
+            .await
+            .expect("a pragma answering a row");
+        let kept: Vec<i64> = query_scalar("SELECT a FROM t ORDER BY a")
+            .fetch_all(&mut conn)
+            .await
+            .expect("read");
+        assert_eq!(kept, vec![0, 2]);
+    }
 }
