@@ -388,7 +388,10 @@ impl Db {
     /// the pool last switched host, else a new one to the host the pool is
     /// on (of the kind the URL asks for). Cut at the outage budget, as
     /// [`Db::begin`].
-    pub async fn begin_pipe(&self, idle: Option<Box<pipe::Pipe>>) -> Result<Box<pipe::Pipe>, Error> {
+    pub async fn begin_pipe(
+        &self,
+        idle: Option<Box<pipe::Pipe>>,
+    ) -> Result<Box<pipe::Pipe>, Error> {
         let switched = |pipe: &pipe::Pipe| {
             self.primary
                 .as_ref()

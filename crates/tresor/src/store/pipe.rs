@@ -124,7 +124,10 @@ impl Pipe {
                     .insert(keys[*at].clone(), statement.map_err(error)?);
             }
         }
-        Ok(keys.iter().map(|key| self.statements[key].clone()).collect())
+        Ok(keys
+            .iter()
+            .map(|key| self.statements[key].clone())
+            .collect())
     }
 
     /// Runs one statement and returns its rows.
@@ -297,8 +300,12 @@ pub fn int(row: &PgRow, index: usize) -> Result<Option<i64>, Error> {
             len: row.len(),
         })?;
     let value = match *column.type_() {
-        Type::INT2 => row.try_get::<_, Option<i16>>(index).map(|v| v.map(i64::from)),
-        Type::INT4 => row.try_get::<_, Option<i32>>(index).map(|v| v.map(i64::from)),
+        Type::INT2 => row
+            .try_get::<_, Option<i16>>(index)
+            .map(|v| v.map(i64::from)),
+        Type::INT4 => row
+            .try_get::<_, Option<i32>>(index)
+            .map(|v| v.map(i64::from)),
         _ => row.try_get::<_, Option<i64>>(index),
     };
     value.map_err(error)
@@ -314,7 +321,9 @@ where
 
 /// A column's position by name.
 pub fn position(row: &PgRow, name: &str) -> Option<usize> {
-    row.columns().iter().position(|column| column.name() == name)
+    row.columns()
+        .iter()
+        .position(|column| column.name() == name)
 }
 
 fn error(error: tokio_postgres::Error) -> Error {
@@ -413,8 +422,10 @@ mod tests {
     #[test]
     fn the_url_keeps_what_both_drivers_read_alike() {
         assert_eq!(
-            writer_url("postgres://u:p%40ss@h:5433/db?statement-cache-capacity=9&application_name=t")
-                .expect("a URL"),
+            writer_url(
+                "postgres://u:p%40ss@h:5433/db?statement-cache-capacity=9&application_name=t"
+            )
+            .expect("a URL"),
             "postgresql://u:p%40ss@h:5433/db?application_name=t"
         );
         assert_eq!(
@@ -426,7 +437,10 @@ mod tests {
 
     #[test]
     fn a_statement_is_kept_by_its_types_and_text() {
-        assert_eq!(key("SELECT $1, $2", &[Arg::NullInt, Arg::Text(String::new())]), "it\nSELECT $1, $2");
+        assert_eq!(
+            key("SELECT $1, $2", &[Arg::NullInt, Arg::Text(String::new())]),
+            "it\nSELECT $1, $2"
+        );
         assert_ne!(
             key("SELECT $1", &[Arg::Int(1)]),
             key("SELECT $1", &[Arg::Blob(vec![])])

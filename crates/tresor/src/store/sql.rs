@@ -663,7 +663,9 @@ mod tests {
     async fn raw_statements_run_prepared() {
         let dir = tempfile::tempdir().expect("a folder");
         let mut conn = Conn::Lite(open_lite(&dir.path().join("t.db")).expect("opened"));
-        conn.execute_raw("CREATE TABLE t (a INTEGER)").await.expect("created");
+        conn.execute_raw("CREATE TABLE t (a INTEGER)")
+            .await
+            .expect("created");
         for value in 0..3 {
             conn.execute_raw("BEGIN IMMEDIATE").await.expect("begun");
             query("INSERT INTO t (a) VALUES ($1)")

@@ -46,7 +46,9 @@ impl Engine {
         match conn {
             Conn::Pipe(mut pipe) => {
                 pipe.discard_held();
-                let outcome = pipe.simple(if commit { "COMMIT" } else { "ROLLBACK" }).await;
+                let outcome = pipe
+                    .simple(if commit { "COMMIT" } else { "ROLLBACK" })
+                    .await;
                 if let Engine::Pool { db, idle } = self {
                     match outcome {
                         // Kept, with its prepared statements, for the next
