@@ -5,7 +5,8 @@
 //! live WAL database — a read transaction, so the writer goes on selling —
 //! gzip-compressed) and `manifest.json` ([`Manifest`]: time, sizes, SHA-256
 //! of both the copy and the compressed file, schema version, installation
-//! and the trail's [`checkpoint::Checkpoint`]). It is written under a hidden
+//! and every log's signed checkpoint in the copy, [`checkpoint::Published`]).
+//! It is written under a hidden
 //! `.tresor-{time}.partial` name and renamed once complete, so a backup cut
 //! short is never taken for one. Block secrets stay sealed as they are in
 //! the database; the key is never written into a backup.
@@ -18,10 +19,11 @@
 
 pub mod checkpoint;
 pub mod consistency;
+pub mod keeper;
 pub mod restore;
 
 use anyhow::Context;
-use checkpoint::Checkpoint;
+use checkpoint::{Head, Published};
 use flate2::write::GzEncoder;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -29,8 +31,12 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-/// The manifest's `format`: what this code writes and reads.
-pub const FORMAT: &str = "tresor-backup/1";
+/// The manifest's `format`: what this code writes (and reads, with
+/// [`FORMAT_1`]).
+pub const FORMAT: &str = "tresor-backup/2";
+/// The format before issue 35, read: the trail's head (JSON) where
+/// [`FORMAT`] has the logs' signed checkpoints.
+pub const FORMAT_1: &str = "tresor-backup/1";
 /// The compressed copy's file name inside a backup.
 pub const DATABASE_FILE: &str = "tresor.db.gz";
 /// The manifest's file name inside a backup.
@@ -51,8 +57,13 @@ pub struct Manifest {
     /// The highest migration applied (`_sqlx_migrations`).
     pub schema_version: i64,
     pub installation: String,
-    /// The trail's head in the copy.
-    pub checkpoint: Checkpoint,
+    /// Every log's latest signed checkpoint in the copy, one signed note
+    /// after the other, as `tresor audit checkpoint` writes them (format 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoints: Option<String>,
+    /// The trail's head in the copy (format 1, read only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<Head>,
     pub file: String,
     pub database_bytes: u64,
     pub database_sha256: String,
@@ -85,14 +96,31 @@ impl Manifest {
                 file.display()
             )
         })?;
-        if manifest.format != FORMAT {
+        if manifest.format != FORMAT && manifest.format != FORMAT_1 {
             anyhow::bail!(
-                "{}: backup format {:?}, this tresor reads {FORMAT:?}",
+                "{}: backup format {:?}, this tresor reads {FORMAT:?} and {FORMAT_1:?}",
                 file.display(),
                 manifest.format
             );
         }
         Ok((dir, manifest))
+    }
+
+    /// What the copy held of the trail: its signed checkpoints, or the head
+    /// of a format 1 backup.
+    pub fn published(&self) -> Option<Published> {
+        match (&self.checkpoints, &self.checkpoint) {
+            (Some(text), _) => Published::parse(text).ok(),
+            (None, Some(head)) => Some(Published::Head(head.clone())),
+            (None, None) => None,
+        }
+    }
+
+    /// In words, for the operator.
+    pub fn describe(&self) -> String {
+        self.published()
+            .map(|p| p.describe())
+            .unwrap_or_else(|| "no checkpoint".to_owned())
     }
 }
 
@@ -176,7 +204,7 @@ impl<W> Hashing<W> {
 }
 
 /// Creates `path` as a folder readable by its owner only.
-fn private_dir(path: &Path) -> anyhow::Result<()> {
+pub(crate) fn private_dir(path: &Path) -> anyhow::Result<()> {
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]
@@ -211,10 +239,13 @@ impl Drop for Scratch {
     }
 }
 
-/// The copy's checkpoint, schema version and key check, read from the
-/// SQLite file at `path` (a copy nobody else has open).
+/// The copy's installation, signed checkpoints, schema version and key
+/// check, read from the SQLite file at `path` (a copy nobody else has open).
 pub(crate) struct FileFacts {
-    pub checkpoint: Checkpoint,
+    pub installation: String,
+    /// Every log's latest signed checkpoint (their notes, one after the
+    /// other), `None` when it has none.
+    pub checkpoints: Option<String>,
     pub schema_version: i64,
     pub key_check: Option<String>,
 }
@@ -231,24 +262,20 @@ pub(crate) fn file_facts(path: &Path) -> anyhow::Result<FileFacts> {
         })
         .optional()
     };
-    let records: i64 = conn
-        .query_row("SELECT COUNT(*) FROM trail", [], |row| row.get(0))
+    conn.query_row("SELECT COUNT(*) FROM trail", [], |row| row.get::<_, i64>(0))
         .context("the copy has no trail")?;
-    let head: String = conn
-        .query_row(
-            "SELECT hash FROM trail ORDER BY seq DESC LIMIT 1",
-            [],
-            |row| row.get(0),
-        )
-        .optional()?
-        .unwrap_or_else(|| crate::trail::GENESIS_HASH.to_owned());
+    let mut notes = String::new();
+    {
+        let mut statement = conn.prepare(checkpoint::LATEST_CHECKPOINTS)?;
+        let mut rows = statement.query([])?;
+        while let Some(row) = rows.next()? {
+            notes.push_str(&row.get::<_, String>(1)?);
+            notes.push('\n');
+        }
+    }
     Ok(FileFacts {
-        checkpoint: Checkpoint {
-            installation: setting("installation_id")?.unwrap_or_default(),
-            records,
-            head,
-            at: None,
-        },
+        installation: setting("installation_id")?.unwrap_or_default(),
+        checkpoints: (!notes.is_empty()).then_some(notes),
         schema_version: conn.query_row(
             "SELECT COALESCE(MAX(version), 0) FROM _sqlx_migrations WHERE success",
             [],
@@ -321,11 +348,9 @@ pub fn create(
         tresor_version: env!("CARGO_PKG_VERSION").to_owned(),
         database: "sqlite".to_owned(),
         schema_version: facts.schema_version,
-        installation: facts.checkpoint.installation.clone(),
-        checkpoint: Checkpoint {
-            at: Some(created_at),
-            ..facts.checkpoint
-        },
+        installation: facts.installation.clone(),
+        checkpoints: facts.checkpoints.clone(),
+        checkpoint: None,
         file: DATABASE_FILE.to_owned(),
         database_bytes,
         database_sha256,

@@ -10,7 +10,7 @@
 //! in its trail, sales are held if it is behind what was published, and
 //! only then is the folder renamed to the destination.
 
-use super::checkpoint::{self, Checkpoint};
+use super::checkpoint::{self, Published};
 use super::consistency::{self, Consistent};
 use super::{Hashing, Manifest, Scratch, file_facts, private_dir, private_file};
 use crate::seal::KeySource;
@@ -44,9 +44,10 @@ pub struct Request {
     pub log_key: crate::logkey::LogKeySource,
     /// The writer the restore's record is appended as (`cli`).
     pub writer: String,
-    /// The checkpoint kept outside the database (`tresor audit checkpoint`,
-    /// a monitor's): the restored trail is compared with it.
-    pub published: Option<Checkpoint>,
+    /// The signed checkpoints kept outside the database (a monitor's,
+    /// `tresor audit checkpoint --out`): the restored trail is compared
+    /// with them.
+    pub published: Option<Published>,
     /// The installation the operator expects the backup to be of.
     pub installation: Option<String>,
 }
@@ -132,11 +133,12 @@ pub async fn restore(
         ));
     }
     if let Some(published) = &request.published
-        && published.installation != manifest.installation
+        && published.installation() != manifest.installation
     {
         return refuse(format!(
             "the backup is of another installation ({}) than the published checkpoint ({})",
-            manifest.installation, published.installation
+            manifest.installation,
+            published.installation()
         ));
     }
     let packed = dir.join(&manifest.file);
@@ -200,10 +202,10 @@ pub async fn restore(
         }
     }
     let facts = file_facts(&file).map_err(|e| Refused(format!("not a tresor database: {e:#}")))?;
-    if facts.checkpoint.installation != manifest.installation {
+    if facts.installation != manifest.installation {
         return refuse(format!(
             "the database inside is of installation {}, its manifest says {} (altered)",
-            facts.checkpoint.installation, manifest.installation
+            facts.installation, manifest.installation
         ));
     }
     let key = request
@@ -246,7 +248,7 @@ pub async fn restore(
     let (standing, held) = match &request.published {
         Some(published) => {
             let standing = checkpoint::standing(&service.db.pool, published).await?;
-            let reason = standing.hold_reason(published);
+            let reason = standing.hold_reason();
             (standing.detail(published), reason)
         }
         None => (
@@ -262,7 +264,7 @@ pub async fn restore(
     service
         .record_restore(json!({
             "backup": manifest.created_at,
-            "checkpoint": manifest.checkpoint,
+            "checkpoint": manifest.published().map(|p| p.to_json()),
             "compared": standing,
         }))
         .await?;
@@ -271,7 +273,7 @@ pub async fn restore(
             .hold_sales_after_restore(
                 reason.clone(),
                 standing.clone(),
-                request.published.as_ref().map(Checkpoint::key),
+                request.published.as_ref().map(Published::key),
             )
             .await?;
     }

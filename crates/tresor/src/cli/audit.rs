@@ -3,6 +3,7 @@
 
 use super::db::DbArgs;
 use super::{CheckFailed, Usage};
+use crate::backup::checkpoint::{self, Published};
 use crate::report;
 use crate::service::parse_rfc3339;
 use crate::trail::{self, Verdict};
@@ -23,16 +24,21 @@ pub enum AuditCommand {
         /// is then trusted only from it, through announced rotations.
         #[arg(long, value_name = "VKEY")]
         key: Option<String>,
-        /// A signed checkpoint kept outside the database (a monitor's copy):
-        /// the log must still hold it. May be given more than once.
+        /// Signed checkpoints kept outside the database: a monitor's
+        /// `<writer>.checkpoint` file or state folder, a file of `tresor
+        /// audit checkpoint --out` (or the JSON head older versions wrote):
+        /// the logs must still hold them. May be given more than once;
+        /// a file that is none of these is bad input (exit 2).
         #[arg(long, value_name = "FILE")]
         checkpoint: Vec<std::path::PathBuf>,
         #[command(flatten)]
         db: DbArgs,
     },
-    /// Print the trail's checkpoint (installation, records, head hash) as
-    /// JSON, or write it to a file: keep it outside the database (a monitor,
-    /// another machine) to compare a restored database with.
+    /// Print every log's latest signed checkpoint (the notes the site
+    /// publishes at /log/<writer>/checkpoint, one after the other), or write
+    /// them to a file: keep it outside the database (another machine) to
+    /// compare a restored database with; `audit verify --checkpoint`,
+    /// `restore --published` and `serve --published-checkpoint` take it.
     Checkpoint {
         /// Write it to this file (replaced atomically) instead of stdout.
         #[arg(long)]
@@ -131,11 +137,16 @@ pub async fn run_audit(command: AuditCommand) -> anyhow::Result<()> {
                 key,
                 checkpoints: Vec::new(),
             };
+            let mut heads = Vec::new();
             for path in &checkpoint {
-                let note = std::fs::read_to_string(path).map_err(|e| {
-                    Usage(format!("--checkpoint: cannot read {}: {e}", path.display()))
-                })?;
-                trust.checkpoints.push(note);
+                match Published::read_from(path, true)
+                    .map_err(|e| Usage(format!("--checkpoint: {e}")))?
+                {
+                    Published::Signed(signed) => {
+                        trust.checkpoints.extend(signed.into_iter().map(|s| s.note))
+                    }
+                    head @ Published::Head(_) => heads.push(head),
+                }
             }
             let db = db.open_read().await?;
             let total = trail::count(&db.pool).await?;
@@ -144,6 +155,16 @@ pub async fn run_audit(command: AuditCommand) -> anyhow::Result<()> {
             bar.finish_and_clear();
             match verdict.context("reading the trail")? {
                 Verdict::Intact { records, head_hash } => {
+                    // An old JSON head: the trail must hold its record.
+                    for head in &heads {
+                        let standing = checkpoint::standing(&db.pool, head).await?;
+                        if let Some(reason) = standing.hold_reason() {
+                            return Err(CheckFailed(format!(
+                                "the trail does not hold the checkpoint given: {reason}"
+                            ))
+                            .into());
+                        }
+                    }
                     println!("the trail is intact: {records} records, head hash {head_hash}");
                     Ok(())
                 }
@@ -155,15 +176,15 @@ pub async fn run_audit(command: AuditCommand) -> anyhow::Result<()> {
         }
         AuditCommand::Checkpoint { out, db } => {
             let db = db.open_read().await?;
-            let now = crate::clock::Clock::now_ms(&crate::clock::SystemClock);
-            let checkpoint =
-                crate::backup::checkpoint::current(&db.pool, Some(crate::service::rfc3339(now)))
-                    .await?;
+            let published = checkpoint::current(&db.pool).await.map_err(|e| match e {
+                crate::error::Error::Validation(why) => anyhow::Error::new(CheckFailed(why)),
+                other => anyhow::Error::new(other),
+            })?;
             match out {
-                None => println!("{}", checkpoint.to_json()),
+                None => print!("{}", published.to_text()),
                 Some(path) => {
                     let partial = path.with_extension("partial");
-                    std::fs::write(&partial, checkpoint.to_json())
+                    std::fs::write(&partial, published.to_text())
                         .with_context(|| format!("cannot write {}", partial.display()))?;
                     std::fs::rename(&partial, &path)
                         .with_context(|| format!("cannot write {}", path.display()))?;

@@ -4,9 +4,10 @@
 
 use super::Usage;
 use super::db::{DbArgs, KeyArgs};
-use crate::backup::checkpoint::Checkpoint;
+use crate::backup::checkpoint::Published;
 use crate::backup::restore::{self, Refused};
 use crate::backup::{self, Made};
+use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
@@ -35,10 +36,13 @@ pub struct RestoreArgs {
     /// The new data folder to restore into: it must not exist, or be empty.
     #[arg(long)]
     pub data: PathBuf,
-    /// The checkpoint kept outside the database (`tresor audit checkpoint
-    /// --out FILE`, kept by a monitor): if the backup is behind it, sales
-    /// stay closed until `tresor sales open --after-restore`. Without it,
-    /// sales stay closed too (nothing says the backup is not behind).
+    /// The signed checkpoints published, kept outside the database: a
+    /// monitor's `<writer>.checkpoint` file or its whole state folder
+    /// (`tresor audit watch --state`), or a file of `tresor audit checkpoint
+    /// --out` (the JSON head older versions wrote is still read). If the
+    /// backup is behind them, sales stay closed until `tresor sales open
+    /// --after-restore`. Without it, sales stay closed too (nothing says the
+    /// backup is not behind).
     #[arg(long)]
     pub published: Option<PathBuf>,
     /// Refuse a backup of any installation but this one (its id, as the
@@ -82,6 +86,13 @@ fn sqlite_file(db: &DbArgs) -> anyhow::Result<PathBuf> {
     Ok(file)
 }
 
+/// Said where a backup is made: the keys are not in it, and it is nothing
+/// without them.
+pub const KEYS_ARE_VITAL: &str = "the backup holds neither key: keep the log key (--log-key, \
+     TRESOR_LOG_KEY) and the secrets key (--secrets-key-file, TRESOR_SECRETS_KEY) with the \
+     backups, apart from the data folder: they are as vital as the backups (a restore refuses \
+     without the log key; the block secrets do not open without the secrets key)";
+
 /// One backup of `database` into `to`, then the old ones pruned.
 pub fn back_up(
     database: &Path,
@@ -119,17 +130,17 @@ pub async fn run_backup(args: BackupArgs) -> anyhow::Result<()> {
     bar.finish_and_clear();
     let m = &made.manifest;
     println!(
-        "backed up to {}: {} bytes ({} compressed) in {:.2} s; trail {} records, head {}",
+        "backed up to {}: {} bytes ({} compressed) in {:.2} s; {}",
         made.dir.display(),
         m.database_bytes,
         m.compressed_bytes,
         m.seconds,
-        m.checkpoint.records,
-        m.checkpoint.head
+        m.describe()
     );
     if pruned > 0 {
         println!("removed {pruned} older backups");
     }
+    println!("{KEYS_ARE_VITAL}");
     Ok(())
 }
 
@@ -137,9 +148,9 @@ pub async fn run_restore(args: RestoreArgs) -> anyhow::Result<()> {
     let published = args
         .published
         .as_deref()
-        .map(Checkpoint::read)
+        .map(Published::read)
         .transpose()
-        .map_err(|e| Usage(format!("{e:#}")))?;
+        .map_err(|e| Usage(format!("--published: {e}")))?;
     let request = restore::Request {
         from: args.from,
         data: args.data,
@@ -252,6 +263,7 @@ impl ScheduleArgs {
     pub fn spawn(&self, database: PathBuf, dir: PathBuf) {
         let (every, keep) = (self.backup_every, self.backup_keep);
         tracing::info!(dir = %dir.display(), every_s = every.as_secs(), keep, "scheduled backups");
+        tracing::info!("{KEYS_ARE_VITAL}");
         tokio::spawn(async move {
             let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -267,7 +279,7 @@ impl ScheduleArgs {
                         backup = %made.dir.display(),
                         bytes = made.manifest.compressed_bytes,
                         seconds = made.manifest.seconds,
-                        records = made.manifest.checkpoint.records,
+                        checkpoints = %made.manifest.describe(),
                         pruned,
                         "backed up"
                     ),
@@ -311,25 +323,53 @@ impl ReplicateArgs {
         }
         backup::check_destination(&db.data, dir)
             .map_err(|e| Usage(format!("--replicate-to: {e}")))?;
-        std::fs::create_dir_all(dir)?;
+        // The replica is the database: readable by the server's user only.
+        backup::private_dir(dir)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(dir)?.permissions().mode() & 0o777;
+            if mode != 0o700 {
+                std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+                    .with_context(|| {
+                        format!("--replicate-to: cannot make {} private", dir.display())
+                    })?;
+                tracing::info!(dir = %dir.display(), from = format!("{mode:o}"), "made the replica's folder 0700");
+            }
+        }
         let database = std::path::absolute(db.data.join("tresor.db"))?;
         Ok(Some((database, std::path::absolute(dir)?)))
     }
 
     /// Runs `litestream replicate DB file://DIR` for as long as the server
-    /// runs, started again (after 1 s) if it stops; killed with the server.
+    /// runs, started again (after 1 s) if it stops; it dies with the server,
+    /// however the server ends, even SIGKILLed ([`die_with_parent`]: the
+    /// kernel kills it when the thread that started it goes, a runtime
+    /// worker living as long as the server; and killed when dropped), never
+    /// left replicating alone beside a restarted server.
     pub fn spawn(&self, database: PathBuf, dir: PathBuf) {
         let program = self.litestream.clone();
         tracing::info!(replica = %dir.display(), "continuous copy with litestream");
         tokio::spawn(async move {
             loop {
-                let child = tokio::process::Command::new(&program)
+                // Started through `tresor die-with-parent`, which asks
+                // the kernel to SIGKILL it when the server goes and then
+                // becomes litestream (exec: same process).
+                let mut command = match std::env::current_exe() {
+                    Ok(tresor) => {
+                        let mut command = tokio::process::Command::new(tresor);
+                        command.arg("die-with-parent").arg("--").arg(&program);
+                        command
+                    }
+                    Err(_) => tokio::process::Command::new(&program),
+                };
+                command
                     .arg("replicate")
                     .arg(&database)
                     .arg(format!("file://{}", dir.display()))
                     .stdin(std::process::Stdio::null())
-                    .kill_on_drop(true)
-                    .spawn();
+                    .kill_on_drop(true);
+                let child = command.spawn();
                 match child {
                     Ok(mut child) => match child.wait().await {
                         Ok(status) => {
@@ -347,4 +387,37 @@ impl ReplicateArgs {
             }
         });
     }
+}
+
+/// `tresor die-with-parent -- PROGRAM ARGS…` (hidden): becomes PROGRAM (an
+/// exec, same process) after asking the kernel to SIGKILL it when its
+/// parent goes (`PR_SET_PDEATHSIG`, kept across the exec), so that a child
+/// of the server never outlives it. Linux only; elsewhere PROGRAM just runs.
+#[derive(Debug, Args)]
+pub struct DieWithParentArgs {
+    /// The program and its arguments.
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    pub command: Vec<std::ffi::OsString>,
+}
+
+pub fn die_with_parent(args: DieWithParentArgs) -> std::process::ExitCode {
+    let parent = std::os::unix::process::parent_id();
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::process::{Signal, getppid, set_parent_process_death_signal};
+        if let Err(error) = set_parent_process_death_signal(Some(Signal::KILL)) {
+            eprintln!("error: cannot ask to die with the server: {error}");
+            return std::process::ExitCode::FAILURE;
+        }
+        // The parent died before the call: go now.
+        if getppid().map(|p| p.as_raw_nonzero().get() as u32) != Some(parent) {
+            return std::process::ExitCode::FAILURE;
+        }
+    }
+    let _ = parent;
+    let (program, rest) = args.command.split_first().expect("required");
+    let error =
+        std::os::unix::process::CommandExt::exec(std::process::Command::new(program).args(rest));
+    eprintln!("error: cannot start {}: {error}", program.to_string_lossy());
+    std::process::ExitCode::from(127)
 }

@@ -100,7 +100,9 @@ impl DbArgs {
                 .fetch_optional(&db.pool)
                 .await?;
         let demo = demo.as_deref() == Some("1") || (demo_if_created && db.created);
-        let seed = self.log.seed(demo.then_some(self.data.as_path()))?;
+        let seed = self
+            .log
+            .seed(demo.then_some((self.data.as_path(), self.key.secrets_key_file.as_path())))?;
         let db = db.with_writer(&writer).with_log_seed(&seed).await?;
         let now = crate::clock::Clock::now_ms(&SystemClock);
         db.register_log_key(now).await.map_err(|e| {
@@ -140,9 +142,11 @@ impl DbArgs {
 #[derive(Debug, Clone, Args)]
 pub struct LogArgs {
     /// This process's name as a writer: it appends to its own log
-    /// (`tresor/<installation>/<writer>`). Default: `server` for `serve`,
-    /// `cli` for every other command. Two processes of one name share a log
-    /// and wait for each other.
+    /// (`tresor/<installation>/<writer>`). Default: for `serve`, the host
+    /// name and the players' port (`web1-8080`: unique to the server; give
+    /// a stable name where the host name changes, a container); `cli` for
+    /// every other command. Two processes of one name share a log and wait
+    /// for each other (a server warns when another live one has its name).
     #[arg(long, env = "TRESOR_WRITER")]
     pub writer: Option<String>,
     /// The file holding the key that signs the log's checkpoints (64 hex
@@ -151,17 +155,28 @@ pub struct LogArgs {
     #[arg(
         long = "log-key",
         env = "TRESOR_LOG_KEY_FILE",
-        default_value = "tresor-log.key"
+        default_value = DEFAULT_LOG_KEY_FILE
     )]
     pub log_key_file: PathBuf,
     /// The key itself (64 hex digits) instead of the file: give it by the
     /// environment, since a command line is visible to the machine's users.
     #[arg(long = "log-key-hex", env = "TRESOR_LOG_KEY", hide_env_values = true)]
     pub log_key_hex: Option<String>,
+    /// Where `tresor serve` keeps the checkpoints it last published, outside
+    /// the data folder, and compares a database with at start (a copy
+    /// brought back by Litestream or a point-in-time recovery, behind them,
+    /// starts with sales held): a file, or a folder where it is
+    /// `tresor-<installation>.checkpoints`. Default: the log key's folder.
+    #[arg(long, env = "TRESOR_KEPT_CHECKPOINTS", value_name = "PATH")]
+    pub kept_checkpoints: Option<PathBuf>,
 }
 
-/// The key file demo mode makes in the data folder.
-pub const DEMO_KEY_FILE: &str = "log.key";
+/// The key file demo mode made in the data folder before issue 35 (moved
+/// out, beside the secrets key, when found).
+pub const OLD_DEMO_KEY_FILE: &str = "log.key";
+/// The default `--log-key`: also where demo mode makes its key, beside the
+/// secrets key and outside the data folder.
+pub const DEFAULT_LOG_KEY_FILE: &str = "tresor-log.key";
 
 impl LogArgs {
     pub fn source(&self) -> LogKeySource {
@@ -169,6 +184,20 @@ impl LogArgs {
             Some(hex) => LogKeySource::Hex(hex.clone()),
             None => LogKeySource::File(self.log_key_file.clone()),
         }
+    }
+
+    /// Where the server keeps its published checkpoints (see
+    /// `backup::keeper`), for the installation `installation`.
+    pub fn keeper(&self, installation: &str) -> crate::backup::keeper::Keeper {
+        let given = match &self.kept_checkpoints {
+            Some(path) => path.clone(),
+            None => self
+                .log_key_file
+                .parent()
+                .map(Path::to_owned)
+                .unwrap_or_default(),
+        };
+        crate::backup::keeper::Keeper::new(&given, installation)
     }
 
     /// The writer's name, `default` unless given; checked.
@@ -189,20 +218,47 @@ impl LogArgs {
         Ok(name)
     }
 
-    /// The signing key. Without one, demo mode (`demo_dir`: the data
-    /// folder) uses, and makes, `log.key` there; anything else is refused.
-    pub fn seed(&self, demo_dir: Option<&Path>) -> anyhow::Result<LogSeed> {
+    /// The signing key. Without one, demo mode (`demo`: the data folder
+    /// and the secrets key's file) uses, and makes, a key file beside the
+    /// secrets key (the `--log-key` file, by default `tresor-log.key` in the
+    /// secrets key's folder), never in the data folder, lost with it; the
+    /// `log.key` an older demo made in the data folder is moved there.
+    /// Anything else is refused.
+    pub fn seed(&self, demo: Option<(&Path, &Path)>) -> anyhow::Result<LogSeed> {
         if let Some(seed) = self.source().load().map_err(Usage)? {
             return Ok(seed);
         }
-        if let Some(dir) = demo_dir {
-            let path = dir.join(DEMO_KEY_FILE);
+        if let Some((data, secrets_key_file)) = demo {
+            let path = if self.log_key_file == Path::new(DEFAULT_LOG_KEY_FILE) {
+                secrets_key_file
+                    .parent()
+                    .unwrap_or(Path::new(""))
+                    .join(DEFAULT_LOG_KEY_FILE)
+            } else {
+                self.log_key_file.clone()
+            };
             if let Some(seed) = LogKeySource::File(path.clone()).load().map_err(Usage)? {
+                return Ok(seed);
+            }
+            let old = data.join(OLD_DEMO_KEY_FILE);
+            if let Some(seed) = LogKeySource::File(old.clone()).load().map_err(Usage)? {
+                write_key_file(&path, &seed).map_err(Usage)?;
+                std::fs::remove_file(&old)
+                    .with_context(|| format!("cannot remove {}", old.display()))?;
+                tracing::warn!(
+                    from = %old.display(),
+                    to = %path.display(),
+                    "demo mode: moved the log's signing key out of the data folder"
+                );
                 return Ok(seed);
             }
             let seed = LogSeed::generate();
             write_key_file(&path, &seed).map_err(Usage)?;
-            tracing::warn!(path = %path.display(), "demo mode: created the log's signing key");
+            tracing::warn!(
+                path = %path.display(),
+                "demo mode: created the log's signing key (keep it with the backups: a restore \
+                 needs it)"
+            );
             return Ok(seed);
         }
         Err(Usage(format!(

@@ -18,6 +18,7 @@ pub mod operator;
 pub mod serve;
 pub mod simulate;
 pub mod staff;
+pub mod writer_name;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -106,6 +107,10 @@ pub enum Command {
     Backup(backup::BackupArgs),
     /// Restore a backup into a new data folder, checked and verified.
     Restore(backup::RestoreArgs),
+    /// Run a program that dies with the process that started it (how
+    /// `tresor serve` runs Litestream).
+    #[command(hide = true)]
+    DieWithParent(backup::DieWithParentArgs),
 }
 
 /// `tresor block`: the game crate's commands (generate, verify) beside the
@@ -182,6 +187,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Log(command)) => run_async(log::run_log(command)),
         Some(Command::Backup(args)) => run_async(backup::run_backup(args)),
         Some(Command::Restore(args)) => run_async(backup::run_restore(args)),
+        Some(Command::DieWithParent(args)) => backup::die_with_parent(args),
     }
 }
 

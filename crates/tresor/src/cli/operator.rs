@@ -291,7 +291,9 @@ pub enum SalesCommand {
         #[command(flatten)]
         db: DbArgs,
     },
-    /// Show whether sales are open, when they open and the site message.
+    /// Show whether sales are open, when they open, the site message and,
+    /// when they are closed, why (`closed_because`: held after a restore
+    /// and its reason, an opening time to come, no block on sale).
     Status {
         #[command(flatten)]
         db: DbArgs,
@@ -323,7 +325,17 @@ pub async fn run_sales(command: SalesCommand) -> anyhow::Result<()> {
             debug_assert!(after_restore);
             let service = open_service(&db, Settings::default()).await?;
             match service.open_sales_after_restore(Actor::Operator).await {
-                Ok(reason) => println!("sales are open again (they were closed: {reason})"),
+                Ok(reason) => {
+                    println!("sales are open again (they were closed: {reason})");
+                    // What the server keeps of its published checkpoints is
+                    // now this database's (the operator took the rest on).
+                    let installation =
+                        crate::backup::checkpoint::installation(&service.db.pool).await?;
+                    let keeper = db.log.keeper(&installation);
+                    if keeper.path.exists() {
+                        keeper.keep(&service, &mut String::new()).await?;
+                    }
+                }
                 Err(Error::NotFound) => {
                     return Err(Usage("sales are not closed after a restore".to_owned()).into());
                 }
@@ -333,7 +345,24 @@ pub async fn run_sales(command: SalesCommand) -> anyhow::Result<()> {
         SalesCommand::Status { db } => {
             let service = open_service(&db, Settings::default()).await?;
             let status = service.status().await?;
-            println!("{}", serde_json::to_string_pretty(&status)?);
+            // The operator is told why sales are closed (players are not:
+            // `/api/status` has no reason).
+            let why = if let Some(reason) = service.restore_hold().await? {
+                Some(format!("held after a restore: {reason}"))
+            } else if status.sales_open {
+                None
+            } else if let Some(at) = status
+                .opens_at
+                .as_deref()
+                .filter(|_| !status.stakes.is_empty())
+            {
+                Some(format!("they open at {at} (tresor sales open-at)"))
+            } else {
+                Some("no block is on sale (tresor emission create)".to_owned())
+            };
+            let mut shown = serde_json::to_value(&status)?;
+            shown["closed_because"] = why.into();
+            println!("{}", serde_json::to_string_pretty(&shown)?);
         }
     }
     Ok(())

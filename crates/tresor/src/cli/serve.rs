@@ -89,10 +89,11 @@ pub struct ServeArgs {
     /// The continuous copy of the WAL (SQLite, Litestream).
     #[command(flatten)]
     pub replicate: super::backup::ReplicateArgs,
-    /// The trail checkpoint last published or kept outside the database
-    /// (`tresor audit checkpoint --out FILE`): a database behind it (restored
-    /// from an older copy) starts with sales closed until `tresor sales open
-    /// --after-restore`.
+    /// The signed checkpoints last published, kept outside the database: a
+    /// monitor's file or state folder (`tresor audit watch --state`), or
+    /// `tresor audit checkpoint --out FILE` (the JSON head of older versions
+    /// is still read). A database behind them (restored from an older copy)
+    /// starts with sales closed until `tresor sales open --after-restore`.
     #[arg(long, env = "TRESOR_PUBLISHED_CHECKPOINT")]
     pub published_checkpoint: Option<PathBuf>,
     /// Connection timeouts and caps of both listeners.
@@ -264,18 +265,17 @@ impl RateLimitArgs {
 /// installation (a wrong file, or a wrong database).
 async fn hold_if_behind(
     service: &Service,
-    published: &crate::backup::checkpoint::Checkpoint,
+    published: &crate::backup::checkpoint::Published,
 ) -> anyhow::Result<()> {
     use crate::backup::checkpoint::{Standing, standing};
     let standing = standing(&service.db.pool, published).await?;
-    if let Standing::OtherInstallation { ours } = &standing {
+    if let Standing::OtherInstallation { ours, theirs } = &standing {
         return Err(Usage(format!(
-            "--published-checkpoint is of installation {}, this database of {ours}",
-            published.installation
+            "--published-checkpoint is of installation {theirs}, this database of {ours}"
         ))
         .into());
     }
-    if let Some(reason) = standing.hold_reason(published)
+    if let Some(reason) = standing.hold_reason()
         && service
             .hold_sales_after_restore(
                 reason.clone(),
@@ -355,9 +355,9 @@ pub async fn run_serve(args: ServeArgs, demo_if_created: bool) -> anyhow::Result
     let published = args
         .published_checkpoint
         .as_deref()
-        .map(crate::backup::checkpoint::Checkpoint::read)
+        .map(crate::backup::checkpoint::Published::read)
         .transpose()
-        .map_err(|e| Usage(format!("--published-checkpoint: {e:#}")))?;
+        .map_err(|e| Usage(format!("--published-checkpoint: {e}")))?;
     let admin = tokio::net::TcpListener::bind(&args.admin_listen)
         .await
         .with_context(|| format!("cannot listen on {} (--admin-listen)", args.admin_listen))?;
@@ -407,8 +407,19 @@ pub async fn run_serve(args: ServeArgs, demo_if_created: bool) -> anyhow::Result
         witnesses,
         ..settings
     };
-    let service =
-        open_service_as(&args.db, settings, "server", args.demo || demo_if_created).await?;
+    // Unique to this server unless named (see `writer_name`).
+    let default_writer = super::writer_name::default_for(&args.listen);
+    let writer = args.db.log.writer(&default_writer)?;
+    let service = open_service_as(
+        &args.db,
+        settings,
+        &default_writer,
+        args.demo || demo_if_created,
+    )
+    .await?;
+    if let Some(url) = &args.db.database_url {
+        super::writer_name::guard(url, &writer).await;
+    }
     let filled = service.backfill_username_skeletons().await?;
     if filled > 0 {
         tracing::info!(filled, "filled the skeletons of older usernames");
@@ -462,6 +473,18 @@ pub async fn run_serve(args: ServeArgs, demo_if_created: bool) -> anyhow::Result
     if let Some(published) = &published {
         hold_if_behind(&service, published).await?;
     }
+    // The checkpoints this server (or another of the installation) last
+    // published, kept outside the data folder: a database behind them holds
+    // sales, however it was brought back.
+    let installation = crate::backup::checkpoint::installation(&service.db.pool).await?;
+    let keeper = args.db.log.keeper(&installation);
+    if let Some(reason) = keeper
+        .check(&service)
+        .await
+        .map_err(|e| Usage(format!("--kept-checkpoints: {e:#}")))?
+    {
+        tracing::warn!(%reason, "the database is behind the checkpoints published");
+    }
     if let Some(reason) = service.restore_hold().await? {
         tracing::warn!(%reason, "sales are closed after a restore");
         println!("sales are closed after a restore: {reason}");
@@ -491,7 +514,8 @@ pub async fn run_serve(args: ServeArgs, demo_if_created: bool) -> anyhow::Result
     if let Some((database, dir)) = replica {
         args.replicate.spawn(database, dir);
     }
-    tracing::info!(%address, database = ?service.db.backend, demo, "serving");
+    keeper.spawn(service.clone());
+    tracing::info!(%address, database = ?service.db.backend, demo, %writer, "serving");
     println!(
         "L'Ile au Trésor is open at http://{address}/{}",
         if demo { "  (demo mode)" } else { "" }

@@ -424,9 +424,9 @@ async fn replay(
     let mut hashes: BTreeMap<u64, Hash> = BTreeMap::new();
     let mut n: u64 = 0;
     let mut next_checkpoint = 0;
-    // The last size a checkpoint held at, and the records since.
+    // The last size a checkpoint held at, and one given from outside.
     let mut good: u64 = 0;
-    let mut since: Vec<i64> = Vec::new();
+    let mut good_outside: u64 = 0;
     loop {
         let rows = sqlx::query(&format!(
             "SELECT {COLUMNS} FROM trail WHERE log_id = $1 AND idx >= $2 ORDER BY idx, seq LIMIT $3"
@@ -489,34 +489,23 @@ async fn replay(
                 computed.push((at + offset, hash, record.seq));
             }
             n += 1;
-            since.push(record.seq);
             while let Some(c) = checkpoints.get(next_checkpoint).filter(|c| c.size <= n) {
                 if c.size == n {
                     let root = tlog_tiles::tree_hash(n, &MapReader(&hashes))
                         .map_err(|_| Error::Unavailable("the log's tree cannot be recomputed"))?;
                     if root != c.root {
-                        let reason = if n - good == 1 {
-                            format!(
-                                "log {}: leaf {} does not match the checkpoint signed at size {n} \
-                                 ({}): the record was changed, inserted or reordered",
-                                log.writer, good, c.from
-                            )
-                        } else {
-                            format!(
-                                "log {}: the first bad record is among leaves {good}..{} (records \
-                                 {}..{}): the checkpoint at size {good} holds, the one signed at \
-                                 size {n} ({}) does not; no checkpoint in between narrows it",
-                                log.writer,
-                                n - 1,
-                                since.first().copied().unwrap_or_default(),
-                                since.last().copied().unwrap_or_default(),
-                                c.from
-                            )
-                        };
-                        return fail(since.first().copied().unwrap_or_default(), reason);
+                        // Stored checkpoints may have been signed again
+                        // over a rewrite: one given from outside is
+                        // narrowed only by those given from outside.
+                        let outside = c.from.starts_with("given");
+                        let from = if outside { good_outside } else { good };
+                        let (reason, seq) = bad_range(pool, log, from, n, c).await?;
+                        return fail(seq, reason);
+                    }
+                    if c.from.starts_with("given") {
+                        good_outside = n;
                     }
                     good = n;
-                    since.clear();
                 }
                 next_checkpoint += 1;
             }
@@ -572,6 +561,61 @@ async fn replay(
         );
     }
     Ok(Ok(n))
+}
+
+/// What a checkpoint signed at size `n` that the recomputed tree does not
+/// match says, the last one that held being at size `from`: the first
+/// leaf that differs, or the leaves it is among (never an empty range);
+/// and the trail number of the first of them.
+async fn bad_range(
+    pool: &AnyPool,
+    log: &Log,
+    from: u64,
+    n: u64,
+    c: &Signed,
+) -> Result<(String, i64), Error> {
+    let last = n - 1;
+    if from >= n {
+        // Two checkpoints of one size, one held: a fork.
+        return Ok((
+            format!(
+                "log {}: the checkpoint signed at size {n} ({}) is not the one the records \
+                 give, though another of that size holds: two histories of {n} records were \
+                 signed (a fork); the first leaf that differs is at or before leaf {last}; \
+                 give older checkpoints from outside (a monitor's <writer>.<size>.checkpoint) \
+                 to name it",
+                log.writer, c.from
+            ),
+            seq_of(pool, log.id, last).await?,
+        ));
+    }
+    let first_seq = seq_of(pool, log.id, from).await?;
+    if from == last {
+        return Ok((
+            format!(
+                "log {}: leaf {last} does not match the checkpoint signed at size {n} ({}): the \
+                 record was changed, inserted or reordered",
+                log.writer, c.from
+            ),
+            first_seq,
+        ));
+    }
+    let held = if from == 0 {
+        "no checkpoint before it holds".to_owned()
+    } else {
+        format!("the checkpoint at size {from} holds")
+    };
+    Ok((
+        format!(
+            "log {}: the first leaf that differs is among leaves {from}..{last} (records \
+             {first_seq}..{}): {held}, the one signed at size {n} ({}) does not; no checkpoint \
+             in between narrows it (give older ones: a monitor's <writer>.<size>.checkpoint)",
+            log.writer,
+            seq_of(pool, log.id, last).await?,
+            c.from
+        ),
+        first_seq,
+    ))
 }
 
 /// The stored hashes of a log with index in `from..to`.

@@ -11,7 +11,7 @@ use crate::common::{
     Harness, Server, TestDb, assert_ledger_balances, cookie_client, describe, free_port, get_json,
     post, register_and_deposit, tresor_command, unthrottled_flags,
 };
-use serde_json::{Value, json};
+use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
@@ -372,8 +372,8 @@ async fn bad_backups_wrong_keys_other_installations_and_folders_in_use_are_refus
     );
     nothing_written("another installation");
     let other = TestDb::sqlite().await;
-    other.tresor_ok(&["emission", "list"]);
-    let checkpoint = outside.path().join("other-checkpoint.json");
+    other.tresor_ok(&["announce", "another installation"]);
+    let checkpoint = outside.path().join("other.checkpoint");
     other.tresor_ok(&[
         "audit",
         "checkpoint",
@@ -462,7 +462,7 @@ async fn a_restore_behind_the_published_checkpoint_opens_with_sales_closed_until
     let backups = outside.path().join("backups");
     let backup = one_backup(db, &backups).await;
     // The checkpoint as the backup has it: a restore holds it, sales open.
-    let kept = outside.path().join("kept.json");
+    let kept = outside.path().join("kept.checkpoint");
     db.tresor_ok(&["audit", "checkpoint", "--out", &kept.display().to_string()]);
     let current = outside.path().join("current");
     let said = ok(run(
@@ -485,7 +485,7 @@ async fn a_restore_behind_the_published_checkpoint_opens_with_sales_closed_until
     register_and_deposit(&client, &server.base, "bea", 10_000).await;
     drop(server);
     db.tresor_ok(&["audit", "checkpoint", "--out", &kept.display().to_string()]);
-    let published: Value = serde_json::from_str(&std::fs::read_to_string(&kept).unwrap()).unwrap();
+    let published = std::fs::read_to_string(&kept).unwrap();
 
     // ...so a restore of the backup is behind it.
     let behind = outside.path().join("behind");
@@ -592,7 +592,7 @@ async fn a_restore_behind_the_published_checkpoint_opens_with_sales_closed_until
     let status = get_json(&cookie_client(), &format!("{}/api/status", server.base)).await;
     assert_eq!(status["closed_after_restore"], false, "{status}");
     assert_eq!(status["sales_open"], true, "{status}");
-    assert!(published["records"].as_i64().unwrap() > 0);
+    assert!(published.contains("\n\n— "), "signed notes: {published}");
 }
 
 async fn scheduled_backups_are_made_and_pruned_while_the_server_sells(db: &TestDb) {
@@ -665,7 +665,7 @@ async fn postgresql_recovered_to_a_chosen_time_has_everything_acknowledged_befor
     };
     let root = cluster.root().to_owned();
     let url = cluster.url("read-write");
-    let mut flags = unthrottled_flags();
+    let flags = unthrottled_flags();
     let server = Server::start_on_url(&url, free_port(), &flags).await;
 
     // Sell; take the base backup mid-load; sell on.
@@ -712,9 +712,42 @@ async fn postgresql_recovered_to_a_chosen_time_has_everything_acknowledged_befor
     for task in tasks {
         after.extend(task.await.unwrap());
     }
+    // What the server published, it keeps outside the database (its
+    // --kept-checkpoints, the test binary's folder): within a moment, the
+    // database's latest checkpoints.
+    let kept_by_server = {
+        let db = Db::connect(&url).await.unwrap();
+        let installation: String =
+            sqlx::query_scalar("SELECT value FROM settings WHERE key = 'installation_id'")
+                .fetch_one(&db.pool)
+                .await
+                .unwrap();
+        crate::common::kept_checkpoints_dir().join(format!("tresor-{installation}.checkpoints"))
+    };
+    let latest = root.join("latest.checkpoint");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut command = tresor_command();
+        command.args([
+            "audit",
+            "checkpoint",
+            "--out",
+            &latest.display().to_string(),
+        ]);
+        command.args(["--database-url", &url]);
+        ok(command.output().unwrap());
+        if std::fs::read_to_string(&kept_by_server).ok() == std::fs::read_to_string(&latest).ok() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server never kept its latest checkpoints in {kept_by_server:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     drop(server);
-    // The checkpoint a monitor kept, taken last.
-    let kept = root.join("kept.json");
+    // The checkpoints a monitor kept, taken last.
+    let kept = root.join("kept.checkpoint");
     let mut command = tresor_command();
     command.args([
         "audit",
@@ -823,15 +856,37 @@ async fn postgresql_recovered_to_a_chosen_time_has_everything_acknowledged_befor
     command.args(["audit", "consistency", "--database-url", &new_url]);
     ok(command.output().unwrap());
 
-    // Behind the kept checkpoint: the server starts with sales closed.
-    flags.extend([
-        "--published-checkpoint".to_owned(),
-        kept.display().to_string(),
+    // The auditor, given the kept checkpoints, sees the log shrank.
+    let mut command = tresor_command();
+    command.args([
+        "audit",
+        "verify",
+        "--checkpoint",
+        &kept.display().to_string(),
     ]);
+    command.args(["--database-url", &new_url]);
+    let output = command.output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", describe(&output));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("the log shrank"),
+        "{}",
+        describe(&output)
+    );
+
+    // Behind what the server published: started with no flag, it holds
+    // sales on its own (from the checkpoints it kept).
     let server = Server::start_on_url(&new_url, free_port(), &flags).await;
     let serving = started.elapsed();
     let status = get_json(&cookie_client(), &format!("{}/api/status", server.base)).await;
     assert_eq!(status["closed_after_restore"], true, "{status}");
+    let mut command = tresor_command();
+    command.args(["sales", "status", "--database-url", &new_url]);
+    let said = ok(command.output().unwrap());
+    assert!(
+        said.contains("checkpoints this server last published")
+            && said.contains("restored behind what was published"),
+        "{said}"
+    );
     let mut command = tresor_command();
     command.args([
         "sales",

@@ -30,12 +30,12 @@ on_both!(
 );
 
 /// The writer held inside a batch by a job that waits for [`Gate::release`].
-struct Gate {
+pub(crate) struct Gate {
     open: Arc<Semaphore>,
     task: tokio::task::JoinHandle<()>,
 }
 
-async fn hold_writer(service: &Service) -> Gate {
+pub(crate) async fn hold_writer(service: &Service) -> Gate {
     let started = Arc::new(Semaphore::new(0));
     let open = Arc::new(Semaphore::new(0));
     let (started_in, open_in, service) = (started.clone(), open.clone(), service.clone());
@@ -57,14 +57,14 @@ async fn hold_writer(service: &Service) -> Gate {
 }
 
 impl Gate {
-    async fn release(self) {
+    pub(crate) async fn release(self) {
         self.open.add_permits(1_000);
         self.task.await.expect("the holding job ends");
     }
 }
 
 /// Waits until `count` requests wait in the writer's queue.
-async fn queued(service: &Service, count: usize) {
+pub(crate) async fn queued(service: &Service, count: usize) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while service.writer.queued() < count {
         assert!(Instant::now() < deadline, "{count} requests never queued");
@@ -92,7 +92,7 @@ async fn setup(db: &TestDb) -> (Service, Arc<ManualClock>) {
 }
 
 /// `count` players named `prefix-N`, each with 100 € to play.
-async fn players(service: &Service, prefix: &str, count: usize) -> Vec<Player> {
+pub(crate) async fn players(service: &Service, prefix: &str, count: usize) -> Vec<Player> {
     let mut registered = Vec::with_capacity(count);
     for chunk in (0..count).collect::<Vec<_>>().chunks(8) {
         let tasks: Vec<_> = chunk

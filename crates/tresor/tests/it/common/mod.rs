@@ -53,7 +53,9 @@ pub use app::TestApp;
 pub use client::{buy_and_play, cookie_client, get_json, post, register_and_deposit};
 pub use db::TestDb;
 pub use ledger::{assert_ledger_balances, block_secrets, player, purchase, scalar};
-pub use process::{Server, describe, free_port, tresor, tresor_command, unthrottled_flags};
+pub use process::{
+    Server, describe, free_port, kept_checkpoints_dir, tresor, tresor_command, unthrottled_flags,
+};
 
 use proxy::Proxy;
 use std::sync::Arc;

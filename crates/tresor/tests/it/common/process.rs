@@ -22,8 +22,19 @@ pub fn tresor_command() -> Command {
         // A key for the databases a test makes without a TestDb (a cluster
         // of its own); a TestDb gives its own key over this one.
         .env("TRESOR_SECRETS_KEY", "5e".repeat(32))
+        // The servers keep their published checkpoints in a folder of this
+        // test binary's (a file per installation), not the working folder.
+        .env("TRESOR_KEPT_CHECKPOINTS", kept_checkpoints_dir())
         .env("RUST_LOG", "warn");
     command
+}
+
+/// The folder where the servers of this test binary keep the checkpoints
+/// they published (`--kept-checkpoints`): one file per installation.
+pub fn kept_checkpoints_dir() -> &'static std::path::Path {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().expect("a temporary folder"))
+        .path()
 }
 
 /// Runs the `tresor` binary with `args` and no database.
@@ -118,6 +129,9 @@ impl Server {
         let admin_port = free_port();
         let mut command = tresor_command();
         command
+            // The writer name of the tests' servers, unless one is given
+            // (the default is the host name and port: `serve_writer_name`).
+            .env("TRESOR_WRITER", "server")
             .args(["serve", "--demo", "--listen", &format!("127.0.0.1:{port}")])
             .args(["--admin-listen", &format!("127.0.0.1:{admin_port}")])
             .args(db_args)

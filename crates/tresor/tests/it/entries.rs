@@ -1,0 +1,577 @@
+//! Issue 34: the b-tree entries a purchase writes, counted on both databases,
+//! in the bench's loop (`tresor bench --mix purchases`: each purchase also
+//! settles the player's previous play), and held to a budget.
+//!
+//! What is counted. Every table and every index is a b-tree. Before and
+//! after each batch the test reads every b-tree's entries (a table: its rows
+//! by key, with their content; an index: the key columns of the rows its
+//! predicate holds, with the row's key), and counts the difference:
+//! - SQLite: an entry inserted, deleted, or (a table row) rewritten with
+//!   another content is one entry written. SQLite rewrites an index entry
+//!   only when its key changes (a delete and an insert: two), which is
+//!   exactly what the difference shows. Nothing is added and removed inside
+//!   one batch (each table is written once per batch), so the differences
+//!   per batch are every write.
+//! - PostgreSQL: heap tuples written are `n_tup_ins + n_tup_upd + n_tup_del`
+//!   of `pg_stat_user_tables` (read, not computed). Index tuples are those
+//!   inserted: an index entry added (the difference above), plus, for each
+//!   update that was not HOT, a new tuple in each index whose entry the
+//!   update left unchanged (PostgreSQL's non-HOT update inserts into every
+//!   index). The non-HOT share per table is `pg_stat_user_tables`'
+//!   `(n_tup_upd - n_tup_hot_upd) / n_tup_upd`. A deleted row or a changed
+//!   key leaves its old index tuple to vacuum: not a write.
+//!
+//! The batches are made whole: the writer is held by a job that waits, the
+//! round's requests are queued behind it, then it is let go (as in
+//! `batches.rs`), so each round of 40 purchases is one batch, as under the
+//! bench's load.
+
+use crate::batches::{hold_writer, players, queued};
+use crate::common::{TestDb, assert_ledger_balances, purchase};
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+use tresor::service::{Player, Service};
+use tresor::store::Backend;
+use tresor::trail::{self, Verdict};
+use tresor_game::Stake;
+
+on_both!(a_purchase_writes_at_most_the_budget_of_btree_entries);
+
+/// At most this many b-tree entries per purchase: the issue's target is 12
+/// on both. Not reached yet: these are the counts of the code as it is
+/// (the code before issue 34 wrote 26.95 on SQLite and 38.50 heap and
+/// index tuples on PostgreSQL), so that a purchase never writes more again;
+/// BENCHMARKS.md, "Entries per purchase (issue 34)", says what is left.
+const BUDGET_SQLITE: f64 = 28.0;
+const BUDGET_POSTGRES: f64 = 40.0;
+
+const PLAYERS: usize = 40;
+const ROUNDS: usize = 10;
+
+/// One b-tree: the SQL that lists its entries as (key, content).
+#[derive(Debug, Clone)]
+struct Tree {
+    name: String,
+    table: String,
+    index: bool,
+    sql: String,
+}
+
+/// PostgreSQL's counts per table: (inserted + deleted, updated, HOT updated).
+type PgTuples = HashMap<String, (i64, i64, i64)>;
+
+/// Every b-tree's entries at one moment, by tree, then by key.
+type Snapshot = HashMap<String, HashMap<String, String>>;
+
+/// What was written to one b-tree, summed over the batches counted.
+#[derive(Debug, Clone, Default)]
+struct Written {
+    inserted: u64,
+    deleted: u64,
+    updated: u64,
+    /// Index entries whose row was updated but whose key stayed: written
+    /// again by a non-HOT update on PostgreSQL.
+    kept_under_update: u64,
+}
+
+impl Written {
+    fn total(&self) -> u64 {
+        self.inserted + self.deleted + self.updated
+    }
+}
+
+struct Counter {
+    backend: Backend,
+    trees: Vec<Tree>,
+    written: BTreeMap<String, Written>,
+}
+
+async fn rows(pool: &sqlx::AnyPool, sql: &str) -> Vec<(String, String)> {
+    sqlx::query_as(sql)
+        .fetch_all(pool)
+        .await
+        .unwrap_or_else(|error| panic!("{sql}: {error}"))
+}
+
+impl Counter {
+    async fn new(service: &Service) -> Counter {
+        let pool = &service.db.pool;
+        let backend = service.db.backend;
+        let mut trees = Vec::new();
+        match backend {
+            Backend::Sqlite => {
+                let tables = rows(
+                    pool,
+                    "SELECT name, sql FROM sqlite_master WHERE type = 'table' \
+                     AND name NOT LIKE 'sqlite_stat%' ORDER BY name",
+                )
+                .await;
+                for (table, create) in tables {
+                    let columns = rows(
+                        pool,
+                        &format!(
+                            "SELECT name, CAST(pk AS TEXT) FROM pragma_table_info('{table}') ORDER BY cid"
+                        ),
+                    )
+                    .await;
+                    let without_rowid = create.to_uppercase().contains("WITHOUT ROWID");
+                    let content = columns
+                        .iter()
+                        .map(|(c, _)| format!("quote(\"{c}\")"))
+                        .collect::<Vec<_>>()
+                        .join("||','||");
+                    let key = row_key_sqlite(&columns, without_rowid);
+                    trees.push(Tree {
+                        name: table.clone(),
+                        table: table.clone(),
+                        index: false,
+                        sql: format!("SELECT {key}, {content} FROM \"{table}\""),
+                    });
+                    let indexes = rows(
+                        pool,
+                        &format!(
+                            "SELECT name, COALESCE(sql, '') FROM sqlite_master \
+                             WHERE type = 'index' AND tbl_name = '{table}' ORDER BY name"
+                        ),
+                    )
+                    .await;
+                    for (index, create) in indexes {
+                        // A WITHOUT ROWID table's primary key is the table.
+                        if without_rowid && create.is_empty() {
+                            let origin = rows(
+                                pool,
+                                &format!(
+                                    "SELECT name, origin FROM pragma_index_list('{table}') \
+                                     WHERE name = '{index}'"
+                                ),
+                            )
+                            .await;
+                            if origin.first().map(|(_, o)| o.as_str()) == Some("pk") {
+                                continue;
+                            }
+                        }
+                        let index_columns = rows(
+                            pool,
+                            &format!(
+                                "SELECT COALESCE(name, '?'), CAST(cid AS TEXT) \
+                                 FROM pragma_index_info('{index}') ORDER BY seqno"
+                            ),
+                        )
+                        .await;
+                        assert!(
+                            index_columns.iter().all(|(_, cid)| cid != "-2"),
+                            "{index}: an index on an expression is not counted here"
+                        );
+                        let entry = index_columns
+                            .iter()
+                            .map(|(c, _)| format!("quote(\"{c}\")"))
+                            .collect::<Vec<_>>()
+                            .join("||','||");
+                        let predicate = partial_predicate(&create);
+                        trees.push(Tree {
+                            name: index.clone(),
+                            table: table.clone(),
+                            index: true,
+                            sql: format!(
+                                "SELECT {key}, {entry} FROM \"{table}\" WHERE {predicate}"
+                            ),
+                        });
+                    }
+                }
+            }
+            Backend::Postgres => {
+                let tables = rows(
+                    pool,
+                    "SELECT c.relname::text, c.oid::text FROM pg_class c \
+                     JOIN pg_namespace n ON n.oid = c.relnamespace \
+                     WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') ORDER BY 1",
+                )
+                .await;
+                for (table, oid) in tables {
+                    let primary = rows(
+                        pool,
+                        &format!(
+                            "SELECT a.attname::text, '' FROM pg_index i \
+                             JOIN pg_attribute a ON a.attrelid = i.indrelid \
+                             AND a.attnum = ANY(i.indkey) \
+                             WHERE i.indrelid = {oid} AND i.indisprimary ORDER BY a.attnum"
+                        ),
+                    )
+                    .await;
+                    // A table without a primary key: the whole row is its
+                    // key (an update counts as a delete and an insert).
+                    let key = if primary.is_empty() {
+                        "t::text".to_owned()
+                    } else {
+                        primary
+                            .iter()
+                            .map(|(c, _)| format!("COALESCE(t.\"{c}\"::text, 'NULL')"))
+                            .collect::<Vec<_>>()
+                            .join("||','||")
+                    };
+                    trees.push(Tree {
+                        name: table.clone(),
+                        table: table.clone(),
+                        index: false,
+                        sql: format!("SELECT {key}, t::text FROM \"{table}\" t"),
+                    });
+                    let indexes = rows(
+                        pool,
+                        &format!(
+                            "SELECT c.relname::text, i.indexrelid::text || ',' || i.indnatts::text \
+                             || ',' || COALESCE(pg_get_expr(i.indpred, i.indrelid), 'true') \
+                             FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid \
+                             WHERE i.indrelid = {oid} ORDER BY 1"
+                        ),
+                    )
+                    .await;
+                    for (index, about) in indexes {
+                        let mut parts = about.splitn(3, ',');
+                        let index_oid = parts.next().expect("an oid");
+                        let columns: usize = parts.next().expect("a count").parse().expect("n");
+                        let predicate = parts.next().expect("a predicate");
+                        let mut entry = Vec::new();
+                        for k in 1..=columns {
+                            let (expr, _) = rows(
+                                pool,
+                                &format!("SELECT pg_get_indexdef({index_oid}, {k}, true), ''"),
+                            )
+                            .await
+                            .remove(0);
+                            entry.push(format!("COALESCE(({expr})::text, 'NULL')"));
+                        }
+                        trees.push(Tree {
+                            name: index.clone(),
+                            table: table.clone(),
+                            index: true,
+                            sql: format!(
+                                "SELECT {key}, {} FROM \"{table}\" t WHERE {predicate}",
+                                entry.join("||','||")
+                            ),
+                        });
+                    }
+                }
+            }
+        }
+        Counter {
+            backend,
+            trees,
+            written: BTreeMap::new(),
+        }
+    }
+
+    async fn snapshot(&self, service: &Service) -> Snapshot {
+        let mut snapshot = Snapshot::new();
+        for tree in &self.trees {
+            let entries = rows(&service.db.pool, &tree.sql).await;
+            let count = entries.len();
+            let entries: HashMap<String, String> = entries.into_iter().collect();
+            assert_eq!(entries.len(), count, "{}: keys are unique", tree.name);
+            snapshot.insert(tree.name.clone(), entries);
+        }
+        snapshot
+    }
+
+    /// Adds what was written between `before` and `after` (one batch).
+    fn count(&mut self, before: &Snapshot, after: &Snapshot) {
+        // The rows updated, by table.
+        let mut updated: HashMap<&str, Vec<&String>> = HashMap::new();
+        for tree in self.trees.iter().filter(|t| !t.index) {
+            let (old, new) = (&before[&tree.name], &after[&tree.name]);
+            let rows = updated.entry(&tree.table).or_default();
+            for (key, content) in new {
+                if old.get(key).is_some_and(|c| c != content) {
+                    rows.push(key);
+                }
+            }
+        }
+        for tree in &self.trees {
+            let (old, new) = (&before[&tree.name], &after[&tree.name]);
+            let written = self.written.entry(tree.name.clone()).or_default();
+            for (key, content) in new {
+                match old.get(key) {
+                    None => written.inserted += 1,
+                    Some(c) if c != content => {
+                        if tree.index {
+                            // A key changed: the old entry out, a new one in.
+                            written.inserted += 1;
+                            written.deleted += 1;
+                        } else {
+                            written.updated += 1;
+                        }
+                    }
+                    Some(_) => {}
+                }
+            }
+            written.deleted += old.keys().filter(|k| !new.contains_key(*k)).count() as u64;
+            if tree.index {
+                for key in updated.get(tree.table.as_str()).into_iter().flatten() {
+                    if old.get(*key).is_some_and(|c| new.get(*key) == Some(c)) {
+                        written.kept_under_update += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    /// PostgreSQL's own counts per table: inserted + deleted tuples,
+    /// updated tuples, and the HOT updates among them. A backend sends its
+    /// counts when idle, at most once a second and at the latest 10 s
+    /// after (PGSTAT_IDLE_INTERVAL): with `since`, the counts are read
+    /// again until they hold every write counted since then; without, once
+    /// nothing can be pending any more.
+    async fn pg_tuples(&self, service: &Service, since: Option<&PgTuples>) -> PgTuples {
+        let read = || async {
+            let rows: Vec<(String, i64, i64, i64)> = sqlx::query_as(
+                "SELECT relname::text, (n_tup_ins + n_tup_del)::bigint, n_tup_upd::bigint, \
+                 n_tup_hot_upd::bigint FROM pg_stat_user_tables",
+            )
+            .fetch_all(&service.db.pool)
+            .await
+            .expect("pg_stat_user_tables");
+            rows.into_iter()
+                .map(|(t, a, u, h)| (t, (a, u, h)))
+                .collect::<PgTuples>()
+        };
+        let Some(since) = since else {
+            tokio::time::sleep(Duration::from_millis(11_000)).await;
+            return read().await;
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let now = read().await;
+            let complete = self.trees.iter().filter(|t| !t.index).all(|tree| {
+                let w = &self.written[&tree.name];
+                let (a0, u0, _) = since.get(&tree.name).copied().unwrap_or_default();
+                let (a1, u1, _) = now.get(&tree.name).copied().unwrap_or_default();
+                a1 - a0 >= (w.inserted + w.deleted) as i64 && u1 - u0 >= w.updated as i64
+            });
+            if complete {
+                return now;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "pg_stat_user_tables never showed the writes counted"
+            );
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    }
+
+    /// The breakdown per b-tree and the total per purchase (on PostgreSQL,
+    /// heap tuples from its statistics and index tuples inserted).
+    fn report(
+        &self,
+        what: &str,
+        unit: &str,
+        purchases: usize,
+        pg: Option<(&PgTuples, &PgTuples)>,
+    ) -> (f64, String) {
+        let per = |n: f64| n / purchases as f64;
+        let mut lines = vec![format!(
+            "{:?}, {what}, per {unit} ({purchases} of them):",
+            self.backend
+        )];
+        let mut total = 0.0;
+        for tree in &self.trees {
+            let w = &self.written[&tree.name];
+            let entries = match (pg, tree.index) {
+                (None, _) => w.total() as f64,
+                (Some((before, after)), false) => {
+                    let (a0, u0, _) = before.get(&tree.name).copied().unwrap_or_default();
+                    let (a1, u1, _) = after.get(&tree.name).copied().unwrap_or_default();
+                    ((a1 - a0) + (u1 - u0)) as f64
+                }
+                (Some((before, after)), true) => {
+                    let (_, u0, h0) = before.get(&tree.table).copied().unwrap_or_default();
+                    let (_, u1, h1) = after.get(&tree.table).copied().unwrap_or_default();
+                    let (updates, hot) = (u1 - u0, h1 - h0);
+                    let non_hot = if updates > 0 {
+                        (updates - hot) as f64 / updates as f64
+                    } else {
+                        0.0
+                    };
+                    w.inserted as f64 + w.kept_under_update as f64 * non_hot
+                }
+            };
+            if entries > 0.0 {
+                let detail = if tree.index {
+                    format!("+{} -{}", w.inserted, w.deleted)
+                } else {
+                    format!("+{} ~{} -{}", w.inserted, w.updated, w.deleted)
+                };
+                lines.push(format!(
+                    "  {:<40} {:>6.2}   ({detail})",
+                    if tree.index {
+                        format!("  {}", tree.name)
+                    } else {
+                        tree.name.clone()
+                    },
+                    per(entries)
+                ));
+            }
+            total += entries;
+        }
+        lines.push(format!("  {:<40} {:>6.2}", "total", per(total)));
+        (per(total), lines.join("\n"))
+    }
+}
+
+/// The row's key on SQLite: its rowid, or a WITHOUT ROWID table's primary key.
+fn row_key_sqlite(columns: &[(String, String)], without_rowid: bool) -> String {
+    if !without_rowid {
+        return "CAST(rowid AS TEXT)".to_owned();
+    }
+    let mut primary: Vec<(&String, i64)> = columns
+        .iter()
+        .filter(|(_, pk)| pk != "0")
+        .map(|(c, pk)| (c, pk.parse().expect("a pk position")))
+        .collect();
+    primary.sort_by_key(|(_, position)| *position);
+    primary
+        .iter()
+        .map(|(c, _)| format!("quote(\"{c}\")"))
+        .collect::<Vec<_>>()
+        .join("||','||")
+}
+
+/// A partial index's `WHERE`, or `1` (SQLite).
+fn partial_predicate(create: &str) -> String {
+    match create.to_uppercase().rfind(" WHERE ") {
+        Some(at) => create[at + " WHERE ".len()..].to_owned(),
+        None => "1".to_owned(),
+    }
+}
+
+/// One batch of one purchase per player (each settling the player's
+/// previous play), counted.
+async fn buy_round(
+    service: &Service,
+    counter: &mut Counter,
+    everyone: &[Player],
+    key: &str,
+) -> Vec<i64> {
+    let before = counter.snapshot(service).await;
+    let gate = hold_writer(service).await;
+    let tasks: Vec<_> = everyone
+        .iter()
+        .map(|player| {
+            let (service, player, key) = (service.clone(), player.clone(), key.to_owned());
+            tokio::spawn(async move { service.buy(&player, purchase(50, &key)).await })
+        })
+        .collect();
+    queued(service, everyone.len()).await;
+    gate.release().await;
+    let mut plays = Vec::new();
+    for task in tasks {
+        plays.push(task.await.expect("a purchase").expect("bought").play_id);
+    }
+    let after = counter.snapshot(service).await;
+    counter.count(&before, &after);
+    plays
+}
+
+/// One batch of one throw per player, counted.
+async fn throw_round(service: &Service, counter: &mut Counter, everyone: &[Player], plays: &[i64]) {
+    let before = counter.snapshot(service).await;
+    let gate = hold_writer(service).await;
+    let tasks: Vec<_> = everyone
+        .iter()
+        .zip(plays)
+        .map(|(player, play)| {
+            let (service, player, play) = (service.clone(), player.clone(), *play);
+            tokio::spawn(async move { service.throw(&player, play).await })
+        })
+        .collect();
+    queued(service, everyone.len()).await;
+    gate.release().await;
+    for task in tasks {
+        task.await.expect("a throw").expect("thrown");
+    }
+    let after = counter.snapshot(service).await;
+    counter.count(&before, &after);
+}
+
+async fn a_purchase_writes_at_most_the_budget_of_btree_entries(db: &TestDb) {
+    let (service, _clock) = db.service().await;
+    service
+        .create_emission("Entries", &Stake::ALL, 1)
+        .await
+        .expect("an emission");
+    let everyone = players(&service, "e", PLAYERS).await;
+    let postgres = db.backend == Backend::Postgres;
+
+    // A first purchase each (nothing to settle yet), not counted.
+    let mut scratch = Counter::new(&service).await;
+    buy_round(&service, &mut scratch, &everyone, "warm-up").await;
+
+    // The bench's loop: every purchase settles the player's previous play.
+    let mut counter = Counter::new(&service).await;
+    let pg_before = if postgres {
+        Some(counter.pg_tuples(&service, None).await)
+    } else {
+        None
+    };
+    for round in 0..ROUNDS {
+        buy_round(&service, &mut counter, &everyone, &format!("round-{round}")).await;
+    }
+    let pg_after = match &pg_before {
+        Some(before) => Some(counter.pg_tuples(&service, Some(before)).await),
+        None => None,
+    };
+    let purchases = PLAYERS * ROUNDS;
+    let pg = pg_before.as_ref().zip(pg_after.as_ref());
+    let (logical, breakdown) = counter.report("entries", "purchase", purchases, None);
+    eprintln!("{breakdown}");
+    let mut per_purchase = logical;
+    if pg.is_some() {
+        let (physical, breakdown) =
+            counter.report("heap and index tuples", "purchase", purchases, pg);
+        eprintln!("{breakdown}");
+        per_purchase = physical;
+    }
+
+    // A full game, measured (not held to the budget): a purchase (settling
+    // the previous play) and its four throws, each a batch of its own.
+    let mut game = Counter::new(&service).await;
+    let plays = buy_round(&service, &mut game, &everyone, "game").await;
+    for _ in 0..4 {
+        throw_round(&service, &mut game, &everyone, &plays).await;
+    }
+    let pg_game = match &pg_after {
+        Some(before) => Some(game.pg_tuples(&service, Some(before)).await),
+        None => None,
+    };
+    let (_, breakdown) = game.report(
+        "a full game (purchase and four throws)",
+        "game",
+        PLAYERS,
+        None,
+    );
+    eprintln!("{breakdown}");
+    if let Some(pg) = pg_after.as_ref().zip(pg_game.as_ref()) {
+        let (_, breakdown) = game.report(
+            "a full game, heap and index tuples",
+            "game",
+            PLAYERS,
+            Some(pg),
+        );
+        eprintln!("{breakdown}");
+    }
+
+    // Whatever the schema, the trail and the ledger hold.
+    assert_ledger_balances(&service.db).await;
+    let verdict = trail::verify(&service.db.pool, |_| {})
+        .await
+        .expect("verify");
+    assert!(matches!(verdict, Verdict::Intact { .. }), "{verdict:?}");
+    let budget = if postgres {
+        BUDGET_POSTGRES
+    } else {
+        BUDGET_SQLITE
+    };
+    assert!(
+        per_purchase <= budget,
+        "{:?}: {per_purchase:.2} b-tree entries per purchase, over the budget of {budget}",
+        db.backend
+    );
+}
