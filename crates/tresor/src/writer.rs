@@ -213,7 +213,12 @@ impl Writer {
                     .expect("a thread for the writer");
             }
             _ => {
-                tokio::spawn(loop_.supervise(move || Ok(Engine::Pool(db.clone()))));
+                tokio::spawn(loop_.supervise(move || {
+                    Ok(Engine::Pool {
+                        db: db.clone(),
+                        idle: None,
+                    })
+                }));
             }
         }
         Writer {

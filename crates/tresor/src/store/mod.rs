@@ -10,6 +10,7 @@ pub mod documents;
 pub mod lock;
 pub mod oversight;
 pub mod persons;
+pub mod pipe;
 pub mod plays;
 pub mod primary;
 pub mod sql;
@@ -380,6 +381,38 @@ impl Db {
     /// A transaction on the pool (the writer's on PostgreSQL), on the primary.
     pub async fn begin(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>, Error> {
         self.watched(self.pool.begin()).await
+    }
+
+    /// The writer's own PostgreSQL connection (`store::pipe`), in a
+    /// transaction begun: `idle` again while it is open and was opened since
+    /// the pool last switched host, else a new one to the host the pool is
+    /// on (of the kind the URL asks for). Cut at the outage budget, as
+    /// [`Db::begin`].
+    pub async fn begin_pipe(
+        &self,
+        idle: Option<Box<pipe::Pipe>>,
+    ) -> Result<Box<pipe::Pipe>, Error> {
+        let switched = |pipe: &pipe::Pipe| {
+            self.primary
+                .as_ref()
+                .is_some_and(|following| following.watch.opened_before_switch(pipe.age()))
+        };
+        let mut pipe = match idle.filter(|pipe| !pipe.is_closed() && !switched(pipe)) {
+            Some(pipe) => pipe,
+            None => {
+                let url = self.pool.connect_options().database_url.to_string();
+                let check = self
+                    .primary
+                    .as_ref()
+                    .and_then(|following| following.watch.attrs.check());
+                Box::new(self.watched(pipe::Pipe::connect(&url, check)).await?)
+            }
+        };
+        match tokio::time::timeout(self.acquire_within, pipe.simple("BEGIN")).await {
+            Ok(Ok(())) => Ok(pipe),
+            Ok(Err(error)) => Err(self.noticed(error)),
+            Err(_) => Err(self.noticed(sqlx::Error::PoolTimedOut.into())),
+        }
     }
 
     /// A connection of the pool, on the primary.

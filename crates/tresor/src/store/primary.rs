@@ -48,14 +48,22 @@ impl FromStr for TargetSessionAttrs {
 impl TargetSessionAttrs {
     /// Whether the server of `conn` is one to keep.
     async fn accepts(self, conn: &mut AnyConnection) -> Result<bool, sqlx::Error> {
-        let check = match self {
-            TargetSessionAttrs::Any => return Ok(true),
-            TargetSessionAttrs::Primary => "SELECT NOT pg_is_in_recovery()",
-            TargetSessionAttrs::ReadWrite => {
-                "SELECT NOT pg_is_in_recovery() AND current_setting('transaction_read_only') = 'off'"
-            }
+        let Some(check) = self.check() else {
+            return Ok(true);
         };
         sqlx::query_scalar::<_, bool>(check).fetch_one(conn).await
+    }
+
+    /// The query (one boolean) that tells whether a server is of this kind;
+    /// none when any is.
+    pub fn check(self) -> Option<&'static str> {
+        match self {
+            TargetSessionAttrs::Any => None,
+            TargetSessionAttrs::Primary => Some("SELECT NOT pg_is_in_recovery()"),
+            TargetSessionAttrs::ReadWrite => Some(
+                "SELECT NOT pg_is_in_recovery() AND current_setting('transaction_read_only') = 'off'",
+            ),
+        }
     }
 }
 

@@ -9,13 +9,15 @@
 //! BENCHMARKS.md). On PostgreSQL, and for reads outside the writer, the same
 //! calls go through sqlx.
 //!
-//! On the writer's PostgreSQL transaction ([`Conn::Batch`]) a batch's writes
-//! are held back (`Query::defer`) and its reads sent together
-//! ([`fetch_each`]): a batch then costs a few round trips whatever its size
-//! (`store::deferred` says how).
+//! On PostgreSQL the writer has a connection of its own ([`Conn::Pipe`],
+//! `store::pipe`): its statements are prepared once per connection, a
+//! batch's writes are held back (`Query::defer`) and its reads sent together
+//! ([`fetch_each`]), each group pipelined: a batch then costs a few round
+//! trips whatever its size, and no value is ever written into a text.
 
 pub use super::arg::Arg;
-use super::deferred::{self, Held};
+use super::deferred;
+use super::pipe::{self, PgRow, Pipe};
 use crate::error::Error;
 use futures_util::future::BoxFuture;
 use rusqlite::types::Value as LiteValue;
@@ -37,43 +39,47 @@ pub enum Conn {
     Tx(sqlx::Transaction<'static, Any>),
     /// A pooled connection, for reads outside the writer.
     Pooled(PoolConnection<Any>),
-    /// The writer's transaction on PostgreSQL: as `Tx`, but the writes
-    /// deferred (`Query::defer`) are held back and sent together by
-    /// [`Conn::flush`], which every other statement runs first, so that each
-    /// statement still sees what the ones before it wrote.
-    Batch(sqlx::Transaction<'static, Any>, Held),
+    /// The writer's own connection on PostgreSQL (`store::pipe`), inside
+    /// the transaction it began: the writes deferred (`Query::defer`) are
+    /// held back and sent together by [`Conn::flush`], which every other
+    /// statement runs first, so that each statement still sees what the
+    /// ones before it wrote.
+    Pipe(Box<Pipe>),
 }
 
 impl Conn {
     fn any(&mut self) -> Option<&mut AnyConnection> {
         match self {
-            Conn::Lite(_) => None,
-            Conn::Tx(tx) | Conn::Batch(tx, _) => Some(&mut **tx),
+            Conn::Lite(_) | Conn::Pipe(_) => None,
+            Conn::Tx(tx) => Some(&mut **tx),
             Conn::Pooled(conn) => Some(&mut **conn),
         }
     }
 
     /// Sends the writes held back, all in one round trip (nothing when none
-    /// is held, or off [`Conn::Batch`]). A failure is the error the failed
+    /// is held, or off [`Conn::Pipe`]). A failure is the error the failed
     /// statement gives run alone; the transaction is then aborted.
     pub async fn flush(&mut self) -> Result<(), Error> {
-        let Conn::Batch(tx, held) = self else {
+        let Conn::Pipe(pipe) = self else {
             return Ok(());
         };
-        let Some(message) = held.take() else {
+        if !pipe.holds() {
             return Ok(());
-        };
+        }
         count_round_trip();
-        any_many(tx, &message).await.map_err(deferred::map_error)?;
+        pipe.flush().await?;
         Ok(())
     }
 
     /// Whether this is a SQLite connection (the writer's own or sqlx's):
     /// the few statements whose text differs between the two databases ask.
     pub fn is_sqlite(&mut self) -> bool {
-        match self.any() {
-            None => true,
-            Some(conn) => conn.backend_name() == "SQLite",
+        match self {
+            Conn::Lite(_) => true,
+            Conn::Pipe(_) => false,
+            _ => self
+                .any()
+                .is_some_and(|conn| conn.backend_name() == "SQLite"),
         }
     }
 
@@ -82,10 +88,19 @@ impl Conn {
     pub async fn execute_raw(&mut self, sql: &str) -> Result<(), Error> {
         count_statement();
         if let Conn::Lite(conn) = self {
-            return Ok(conn.execute_batch(sql)?);
+            // Prepared once and kept, as every other statement: BEGIN
+            // IMMEDIATE, COMMIT and the savepoints run on every batch, and
+            // `execute_batch` parsed them again each time (issue 34).
+            let mut statement = conn.prepare_cached(sql)?;
+            let mut rows = statement.raw_query();
+            while rows.next()?.is_some() {}
+            return Ok(());
         }
         self.flush().await?;
         count_round_trip();
+        if let Conn::Pipe(pipe) = self {
+            return pipe.simple(sql).await;
+        }
         Ok(any_raw(self.any().expect("not SQLite"), sql).await?)
     }
 
@@ -101,6 +116,13 @@ impl Conn {
         }
         self.flush().await?;
         count_round_trip();
+        if let Conn::Pipe(pipe) = self {
+            let mut rows = pipe.query(sql, &args).await?;
+            if let Some(limit) = limit {
+                rows.truncate(limit);
+            }
+            return Ok(rows.into_iter().map(Row::Pg).collect());
+        }
         let conn = self.any().expect("not SQLite");
         let query = any_query(sql, args);
         let future: BoxFuture<'_, Result<Vec<AnyRow>, sqlx::Error>> = match limit {
@@ -120,6 +142,9 @@ impl Conn {
         }
         self.flush().await?;
         count_round_trip();
+        if let Conn::Pipe(pipe) = self {
+            return pipe.execute(sql, &args).await;
+        }
         let conn = self.any().expect("not SQLite");
         let future: BoxFuture<'_, Result<_, sqlx::Error>> =
             Box::pin(any_query(sql, args).execute(conn));
@@ -169,38 +194,35 @@ pub async fn counting<F: std::future::Future>(future: F) -> (F::Output, Counts) 
         .await
 }
 
-/// Runs `queries` (reads) and returns each one's rows, in order. On
-/// PostgreSQL they go as one message, in one round trip, run one after the
-/// other as they would be one by one (each sees what the one before it
-/// locked or wrote); elsewhere they run in turn.
+/// Runs `queries` (reads) and returns each one's rows, in order. On the
+/// writer's PostgreSQL connection they are pipelined, in one round trip,
+/// run one after the other as they would be one by one (each sees what the
+/// one before it locked or wrote); elsewhere they run in turn.
 pub async fn fetch_each(conn: &mut Conn, queries: Vec<Query<'_>>) -> Result<Vec<Vec<Row>>, Error> {
     if queries.is_empty() {
         return Ok(Vec::new());
     }
-    if conn.is_sqlite() {
+    conn.flush().await?;
+    let Conn::Pipe(pipe) = conn else {
         let mut results = Vec::with_capacity(queries.len());
         for query in queries {
             results.push(query.fetch_all(conn).await?);
         }
         return Ok(results);
-    }
-    conn.flush().await?;
-    let mut statements = Vec::with_capacity(queries.len());
-    for query in &queries {
+    };
+    for _ in &queries {
         count_statement();
-        statements.push(deferred::inline(&query.sql, &query.args)?);
     }
     count_round_trip();
-    let message = statements.join(";\n");
-    let results = any_many(conn.any().expect("not SQLite"), &message).await?;
-    if results.len() != queries.len() {
-        return Err(Error::Database(sqlx::Error::Protocol(format!(
-            "{} reads sent together answered {} results",
-            queries.len(),
-            results.len()
-        ))));
-    }
-    Ok(results)
+    let list: Vec<(&str, &[Arg])> = queries
+        .iter()
+        .map(|query| (query.sql.as_ref(), query.args.as_slice()))
+        .collect();
+    let results = pipe.query_each(&list).await?;
+    Ok(results
+        .into_iter()
+        .map(|rows| rows.into_iter().map(Row::Pg).collect())
+        .collect())
 }
 
 /// The type of a column of [`json_rows`].
@@ -244,27 +266,6 @@ fn any_raw<'a>(
     Box::pin(async move {
         future.await?;
         Ok(())
-    })
-}
-
-/// Several statements in one message (the simple-query protocol): each
-/// one's rows, in order.
-fn any_many<'a>(
-    conn: &'a mut AnyConnection,
-    message: &'a str,
-) -> BoxFuture<'a, Result<Vec<Vec<Row>>, sqlx::Error>> {
-    use futures_util::TryStreamExt as _;
-    Box::pin(async move {
-        let mut stream = sqlx::raw_sql(message).fetch_many(conn);
-        let (mut results, mut rows) = (Vec::new(), Vec::new());
-        while let Some(item) = stream.try_next().await? {
-            match item {
-                // Each statement ends with its command's completion.
-                sqlx::Either::Left(_) => results.push(std::mem::take(&mut rows)),
-                sqlx::Either::Right(row) => rows.push(Row::Any(row)),
-            }
-        }
-        Ok(results)
     })
 }
 
@@ -335,6 +336,8 @@ pub enum Row {
         values: Vec<LiteValue>,
     },
     Any(AnyRow),
+    /// A row of the writer's PostgreSQL connection.
+    Pg(PgRow),
 }
 
 impl std::fmt::Debug for Row {
@@ -342,6 +345,7 @@ impl std::fmt::Debug for Row {
         match self {
             Row::Lite { values, .. } => f.debug_tuple("Row").field(values).finish(),
             Row::Any(row) => f.debug_tuple("Row").field(&row.len()).finish(),
+            Row::Pg(row) => f.debug_tuple("Row").field(&row.len()).finish(),
         }
     }
 }
@@ -385,6 +389,12 @@ impl Row {
                     .ok_or_else(|| sqlx::Error::ColumnNotFound(index.to_string()))?;
                 Ok(T::any(row, position)?)
             }
+            Row::Pg(row) => {
+                let position = index
+                    .position(row.columns().iter().map(|c| c.name()))
+                    .ok_or_else(|| sqlx::Error::ColumnNotFound(index.to_string()))?;
+                T::pg(row, position)
+            }
         }
     }
 }
@@ -393,10 +403,11 @@ impl Row {
 pub trait Decode: Sized + Send {
     fn lite(value: &LiteValue) -> Option<Self>;
     fn any(row: &AnyRow, index: usize) -> Result<Self, sqlx::Error>;
+    fn pg(row: &PgRow, index: usize) -> Result<Self, Error>;
 }
 
 macro_rules! decode {
-    ($ty:ty, $pattern:pat => $value:expr) => {
+    ($ty:ty, $pg:expr, $pattern:pat => $value:expr) => {
         impl Decode for $ty {
             fn lite(value: &LiteValue) -> Option<Self> {
                 match value {
@@ -406,6 +417,13 @@ macro_rules! decode {
             }
             fn any(row: &AnyRow, index: usize) -> Result<Self, sqlx::Error> {
                 row.try_get(index)
+            }
+            fn pg(row: &PgRow, index: usize) -> Result<Self, Error> {
+                $pg(row, index)?.ok_or_else(|| {
+                    Error::Database(sqlx::Error::Decode(
+                        format!("column {index} is NULL").into(),
+                    ))
+                })
             }
         }
         impl Decode for Option<$ty> {
@@ -418,13 +436,16 @@ macro_rules! decode {
             fn any(row: &AnyRow, index: usize) -> Result<Self, sqlx::Error> {
                 row.try_get(index)
             }
+            fn pg(row: &PgRow, index: usize) -> Result<Self, Error> {
+                $pg(row, index)
+            }
         }
     };
 }
 
-decode!(i64, LiteValue::Integer(v) => *v);
-decode!(String, LiteValue::Text(v) => v.clone());
-decode!(Vec<u8>, LiteValue::Blob(v) => v.clone());
+decode!(i64, pipe::int, LiteValue::Integer(v) => *v);
+decode!(String, pipe::value::<String>, LiteValue::Text(v) => v.clone());
+decode!(Vec<u8>, pipe::value::<Vec<u8>>, LiteValue::Blob(v) => v.clone());
 
 /// Rows read into tuples, as `query_as`.
 pub trait FromRow: Sized + Send {
@@ -483,9 +504,9 @@ impl<'q> Query<'q> {
     /// PostgreSQL transaction; runs it now anywhere else.
     pub async fn defer(self, conn: &mut Conn) -> Result<(), Error> {
         match conn {
-            Conn::Batch(_, held) => {
+            Conn::Pipe(pipe) => {
                 count_statement();
-                held.push(deferred::inline(&self.sql, &self.args)?);
+                pipe.hold(self.sql.into_owned(), self.args, None);
                 Ok(())
             }
             _ => self.execute(conn).await.map(drop),
@@ -502,10 +523,9 @@ impl<'q> Query<'q> {
         rows: usize,
     ) -> Result<(), Error> {
         match conn {
-            Conn::Batch(_, held) => {
+            Conn::Pipe(pipe) => {
                 count_statement();
-                let write = deferred::inline(&self.sql, &self.args)?;
-                held.push(deferred::expecting(&write, table, rows));
+                pipe.hold(self.sql.into_owned(), self.args, Some((table, rows)));
                 Ok(())
             }
             _ => {
@@ -614,4 +634,56 @@ pub fn open_lite(path: &std::path::Path) -> rusqlite::Result<rusqlite::Connectio
     )?;
     conn.set_prepared_statement_cache_capacity(256);
     Ok(conn)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SQLite's memory statistics are off (`.cargo/config.toml`): with them
+    /// on, every allocation of every connection takes one global mutex.
+    #[test]
+    fn memory_statistics_are_off() {
+        let conn = rusqlite::Connection::open_in_memory().expect("opened");
+        let mut statement = conn.prepare("PRAGMA compile_options").expect("prepared");
+        let options: Vec<String> = statement
+            .query_map([], |row| row.get(0))
+            .expect("read")
+            .collect::<Result<_, _>>()
+            .expect("read");
+        assert!(
+            options.iter().any(|o| o == "DEFAULT_MEMSTATUS=0"),
+            "{options:?}"
+        );
+    }
+
+    /// Transaction control runs from the cache of prepared statements, and
+    /// a statement that answers a row (a pragma setting) runs too.
+    #[tokio::test]
+    async fn raw_statements_run_prepared() {
+        let dir = tempfile::tempdir().expect("a folder");
+        let mut conn = Conn::Lite(open_lite(&dir.path().join("t.db")).expect("opened"));
+        conn.execute_raw("CREATE TABLE t (a INTEGER)")
+            .await
+            .expect("created");
+        for value in 0..3 {
+            conn.execute_raw("BEGIN IMMEDIATE").await.expect("begun");
+            query("INSERT INTO t (a) VALUES ($1)")
+                .bind(value)
+                .execute(&mut conn)
+                .await
+                .expect("inserted");
+            conn.execute_raw(if value == 1 { "ROLLBACK" } else { "COMMIT" })
+                .await
+                .expect("ended");
+        }
+        conn.execute_raw("PRAGMA max_page_count = 100000")
+            .await
+            .expect("a pragma answering a row");
+        let kept: Vec<i64> = query_scalar("SELECT a FROM t ORDER BY a")
+            .fetch_all(&mut conn)
+            .await
+            .expect("read");
+        assert_eq!(kept, vec![0, 2]);
+    }
 }

@@ -1,18 +1,20 @@
 //! Where the writer's transactions come from: its own SQLite connection or
-//! PostgreSQL's pool; BEGIN, COMMIT or ROLLBACK, and the look-up of a batch
-//! whose COMMIT's answer was lost.
+//! its own PostgreSQL connection (`store::pipe`); BEGIN, COMMIT or
+//! ROLLBACK, and the look-up of a batch whose COMMIT's answer was lost.
 
 use crate::error::Error;
 use crate::store::Db;
-use crate::store::deferred::Held;
+use crate::store::pipe::Pipe;
 use crate::store::sql::{self, Conn};
 
 /// Where the writer's transactions come from.
 pub(super) enum Engine {
     /// The writer's own SQLite connection, used on the writer's thread.
     Lite(Option<Conn>),
-    /// Transactions of sqlx's pool (PostgreSQL).
-    Pool(Db),
+    /// PostgreSQL: the writer's own connection, kept between transactions
+    /// with its prepared statements (`idle` while none is open), made again
+    /// to the primary when it is lost; the pool for the look-ups.
+    Pool { db: Db, idle: Option<Box<Pipe>> },
 }
 
 impl Engine {
@@ -26,7 +28,7 @@ impl Engine {
                 }
                 Ok(conn)
             }
-            Engine::Pool(db) => Ok(Conn::Batch(db.begin().await?, Held::default())),
+            Engine::Pool { db, idle } => Ok(Conn::Pipe(db.begin_pipe(idle.take()).await?)),
         }
     }
 
@@ -37,18 +39,35 @@ impl Engine {
             // Nothing is committed: the transaction is rolled back below.
             let _ = Box::pin(self.end(conn, false)).await;
             return Err(match self {
-                Engine::Pool(db) => db.noticed(error),
+                Engine::Pool { db, .. } => db.noticed(error),
                 Engine::Lite(_) => error,
             });
         }
         match conn {
-            Conn::Batch(tx, _) | Conn::Tx(tx) => {
+            Conn::Pipe(mut pipe) => {
+                pipe.discard_held();
+                let outcome = pipe
+                    .simple(if commit { "COMMIT" } else { "ROLLBACK" })
+                    .await;
+                if let Engine::Pool { db, idle } = self {
+                    match outcome {
+                        // Kept, with its prepared statements, for the next
+                        // transaction.
+                        Ok(()) => *idle = Some(pipe),
+                        // Its state is unknown (a COMMIT whose answer was
+                        // lost): the connection is dropped, which ends any
+                        // transaction left open on it.
+                        Err(error) => return Err(db.noticed(error)),
+                    }
+                }
+            }
+            Conn::Tx(tx) => {
                 let outcome = if commit {
                     tx.commit().await
                 } else {
                     tx.rollback().await
                 };
-                if let (Err(error), Engine::Pool(db)) = (outcome, &*self) {
+                if let (Err(error), Engine::Pool { db, .. }) = (outcome, &*self) {
                     return Err(db.noticed(error.into()));
                 }
             }
@@ -73,7 +92,7 @@ impl Engine {
     pub(super) async fn abandon(&mut self, conn: Conn, error: Error) -> Error {
         let _ = self.end(conn, false).await;
         match self {
-            Engine::Pool(db) => db.noticed(error),
+            Engine::Pool { db, .. } => db.noticed(error),
             Engine::Lite(_) => error,
         }
     }
@@ -86,7 +105,7 @@ impl Engine {
     pub(super) async fn committed(&mut self, id: &str) -> Result<bool, Error> {
         match self {
             Engine::Lite(_) => Ok(false),
-            Engine::Pool(db) => {
+            Engine::Pool { db, .. } => {
                 let mut conn = Conn::Pooled(db.acquire().await?);
                 let found: i64 =
                     sql::query_scalar("SELECT COUNT(*) FROM writer_batches WHERE id = $1")
@@ -100,6 +119,6 @@ impl Engine {
 
     /// Whether batches record their identity (see [`Engine::committed`]).
     pub(super) fn records_identity(&self) -> bool {
-        matches!(self, Engine::Pool(_))
+        matches!(self, Engine::Pool { .. })
     }
 }

@@ -27,7 +27,7 @@ const RECORDS_PER_INSERT: usize = 5_000;
 fn tx(conn: &mut Conn) -> &mut sqlx::AnyConnection {
     match conn {
         Conn::Tx(transaction) => transaction,
-        Conn::Lite(_) | Conn::Pooled(_) | Conn::Batch(..) => {
+        Conn::Lite(_) | Conn::Pooled(_) | Conn::Pipe(_) => {
             unreachable!("the preload runs in a transaction")
         }
     }
