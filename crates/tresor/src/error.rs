@@ -182,7 +182,7 @@ pub enum Error {
     InvalidToken,
     /// Suspended by the operator: the reason is the staff's only.
     #[error(
-        "this account is suspended: play, deposits and login are refused; the operator's support can tell you more"
+        "this account is suspended: play and deposits are refused, and a withdrawal waits until the suspension is lifted; the operator's support can tell you more"
     )]
     AccountSuspended,
     /// One account per person: the identity is that of an existing account.

@@ -2,10 +2,11 @@
 //! the browser and the system ("Firefox on Windows"), for the player's
 //! list of sessions. A guess for people, never a check.
 
-/// "Browser on System", or "Unknown device" when neither is recognised.
-pub fn describe(user_agent: Option<&str>) -> String {
+/// The browser and the system named in a User-Agent, each `None` when not
+/// recognised: the page words them in its language ("Chrome sous Linux").
+pub fn parts(user_agent: Option<&str>) -> (Option<&'static str>, Option<&'static str>) {
     let Some(agent) = user_agent.filter(|a| !a.trim().is_empty()) else {
-        return "Unknown device".to_owned();
+        return (None, None);
     };
     // Order matters: Edge and Opera say Chrome too, Chrome says Safari.
     let browser = [
@@ -32,7 +33,12 @@ pub fn describe(user_agent: Option<&str>) -> String {
     .iter()
     .find(|(mark, _)| agent.contains(mark))
     .map(|(_, name)| *name);
-    match (browser, system) {
+    (browser, system)
+}
+
+/// "Browser on System", or "Unknown device" when neither is recognised.
+pub fn describe(user_agent: Option<&str>) -> String {
+    match parts(user_agent) {
         (Some(b), Some(s)) => format!("{b} on {s}"),
         (Some(b), None) => b.to_owned(),
         (None, Some(s)) => format!("A browser on {s}"),
@@ -65,6 +71,13 @@ mod tests {
             "Safari on iPhone"
         );
         assert_eq!(describe(Some("something")), "Unknown device");
+        assert_eq!(
+            super::parts(Some(
+                "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36"
+            )),
+            (Some("Chrome"), Some("Linux"))
+        );
+        assert_eq!(super::parts(Some(" ")), (None, None));
         assert_eq!(describe(None), "Unknown device");
     }
 }

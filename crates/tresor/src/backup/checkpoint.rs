@@ -295,9 +295,12 @@ pub async fn installation(pool: &AnyPool) -> Result<String, Error> {
 
 /// The query of every log's latest signed checkpoint (SQLite and
 /// PostgreSQL alike).
-pub const LATEST_CHECKPOINTS: &str = "SELECT l.origin, c.note FROM checkpoints c \
-     JOIN logs l ON l.id = c.log_id \
-     WHERE c.size = (SELECT MAX(size) FROM checkpoints WHERE log_id = c.log_id) \
+/// Driven by `logs` (a few rows), each log's latest found through the
+/// primary key `(log_id, size)`: no scan of `checkpoints`, one row per
+/// batch ever committed (the server runs it every [`super::keeper::EVERY`]).
+pub const LATEST_CHECKPOINTS: &str = "SELECT l.origin, c.note FROM logs l \
+     JOIN checkpoints c ON c.log_id = l.id \
+     WHERE c.size = (SELECT MAX(m.size) FROM checkpoints m WHERE m.log_id = l.id) \
      ORDER BY l.origin";
 
 /// Every log's latest signed checkpoint, as the site publishes them; an

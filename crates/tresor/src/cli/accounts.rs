@@ -200,8 +200,9 @@ pub enum AccountCommand {
         #[command(flatten)]
         db: DbArgs,
     },
-    /// Suspend an account: its sessions end; stakes, deposits and logins
-    /// are refused (the player is told neutrally) until it is unsuspended.
+    /// Suspend an account: its sessions end; stakes and deposits are
+    /// refused (the player is told neutrally) and its withdrawals held until
+    /// it is unsuspended; the player may still log in to read the account.
     Suspend {
         /// The player's username.
         username: String,
@@ -389,7 +390,7 @@ pub async fn run_account(command: AccountCommand) -> anyhow::Result<()> {
                 .await
                 .map_err(refusal)?;
             println!(
-                "{} is suspended: sessions ended; stakes, deposits and logins refused",
+                "{} is suspended: sessions ended; stakes and deposits refused, withdrawals held; logins read only",
                 player.username
             );
         }

@@ -50,6 +50,9 @@ pub(super) async fn player(State(state): State<AppState>, PathId(id): PathId) ->
     let row = state.service.account_row(&player).await?;
     let (limits, excluded_until_ms) = state.service.protection(&player).await?;
     let suspension = state.service.suspension(&player).await?;
+    // Newest first: the console offers the verification once the latest
+    // of each kind is verified.
+    let documents = state.service.staff_documents(player.id).await?;
     ok(json!({
         "player": {"id": player.id, "username": player.username},
         "account": account,
@@ -67,6 +70,7 @@ pub(super) async fn player(State(state): State<AppState>, PathId(id): PathId) ->
         "exclusion": {"excluded_until": excluded_until_ms.map(rfc3339)},
         // The staff's only: the player is told neutrally.
         "suspension": suspension,
+        "documents": documents,
     }))
 }
 

@@ -1,5 +1,6 @@
 //! The player's open sessions (`docs/ACCOUNT.md`, "Sessions"): the list,
-//! and ending one or all of the others.
+//! ending one or all of the others, and whether this one still holds (the
+//! page's poll, which does not keep an idle session alive).
 
 use super::api::{ActingPlayer, CurrentPlayer, require_csrf_proof, session_token};
 use super::{ApiError, AppState};
@@ -14,6 +15,7 @@ use tower_http::set_header::SetResponseHeaderLayer;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
+        .route("/api/session", get(check))
         .route("/api/account/sessions", get(list))
         .route("/api/account/sessions/end-others", post(end_others))
         .route("/api/account/sessions/{id}/end", post(end_one))
@@ -26,6 +28,17 @@ pub fn routes() -> Router<AppState> {
 
 fn token(headers: &HeaderMap) -> Result<String, ApiError> {
     Ok(session_token(headers).ok_or(Error::Unauthorized)?)
+}
+
+/// `GET /api/session`: 204 while the session holds, else 401 `unauthorized`
+/// with its `reason` (`session_ended`, `session_idle`, …), read without refreshing
+/// the idle timer.
+async fn check(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<axum::http::StatusCode, ApiError> {
+    state.service.session_check(&token(&headers)?).await?;
+    Ok(axum::http::StatusCode::NO_CONTENT)
 }
 
 async fn list(

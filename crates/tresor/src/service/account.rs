@@ -101,6 +101,10 @@ pub struct AccountView {
     /// The IBAN given, masked.
     pub iban: Option<String>,
     pub banned: bool,
+    /// Suspended by the operator: the player logs in to read (balance,
+    /// statement, history) and may ask a withdrawal, held until the
+    /// suspension is lifted; deposits and stakes are refused.
+    pub suspended: bool,
     pub opened_at: String,
     pub verified_at: Option<String>,
     pub closed_at: Option<String>,
@@ -154,6 +158,7 @@ impl Service {
         // A person's second account takes no money in and no stake.
         let open = row.status != Status::Closed
             && row.banned_at_ms.is_none()
+            && row.suspended_at_ms.is_none()
             && row.duplicate_of.is_none();
         Ok(AccountView {
             status: row.status,
@@ -161,6 +166,7 @@ impl Service {
             identity,
             iban: row.iban.as_deref().map(Iban::masked),
             banned: row.banned_at_ms.is_some(),
+            suspended: row.suspended_at_ms.is_some(),
             opened_at: rfc3339(row.opened_at_ms),
             verified_at: row.verified_at_ms.map(rfc3339),
             closed_at: row.closed_at_ms.map(rfc3339),

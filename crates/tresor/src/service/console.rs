@@ -50,6 +50,8 @@ pub struct PlayerListing {
     pub balance_cents: i64,
     pub opened_at: String,
     pub banned: bool,
+    /// Suspended by the operator (the list's marker).
+    pub suspended: bool,
     pub excluded_until: Option<String>,
 }
 
@@ -244,7 +246,7 @@ impl Service {
         let id: i64 = query.parse().unwrap_or(0);
         let rows = sql::query(
             "SELECT p.id, p.username, a.status, acc.balance_cents, p.created_at_ms, a.banned_at_ms, \
-             pr.excluded_until_ms FROM players p JOIN accounts acc ON acc.id = p.account_id \
+             a.suspended_at_ms, pr.excluded_until_ms FROM players p JOIN accounts acc ON acc.id = p.account_id \
              LEFT JOIN player_accounts a ON a.player_id = p.id \
              LEFT JOIN protections pr ON pr.player_id = p.id \
              WHERE $1 = '' OR p.id = $2 OR p.username_key LIKE $3 ESCAPE '\\' \
@@ -267,6 +269,7 @@ impl Service {
                     balance_cents: row.try_get("balance_cents")?,
                     opened_at: rfc3339(row.try_get("created_at_ms")?),
                     banned: row.try_get::<Option<i64>, _>("banned_at_ms")?.is_some(),
+                    suspended: row.try_get::<Option<i64>, _>("suspended_at_ms")?.is_some(),
                     excluded_until: excluded_until.filter(|t| *t > now_ms).map(rfc3339),
                 })
             })

@@ -25,6 +25,10 @@ pub struct SessionView {
     /// The first 16 hex digits of the hash of its token (never the token).
     pub id: String,
     pub device: String,
+    /// The browser and the system of `device`, each null when not
+    /// recognised: the page words them in its language.
+    pub browser: Option<&'static str>,
+    pub system: Option<&'static str>,
     pub user_agent: Option<String>,
     pub address: Option<String>,
     pub opened_at: String,
@@ -62,9 +66,12 @@ impl Service {
             .map(|row| {
                 let hash: String = row.try_get("token_hash")?;
                 let user_agent: Option<String> = row.try_get("user_agent")?;
+                let (browser, system) = device::parts(user_agent.as_deref());
                 Ok(SessionView {
                     id: id_of(&hash),
                     device: device::describe(user_agent.as_deref()),
+                    browser,
+                    system,
                     user_agent,
                     address: row.try_get("address")?,
                     opened_at: rfc3339(row.try_get("created_at_ms")?),

@@ -56,9 +56,12 @@ impl Service {
             let origin = origin.clone();
             Box::pin(async move {
                 // Checked here, in the job that opens the session, so that a
-                // login racing an exclusion cannot slip through.
+                // login racing an exclusion cannot slip through. A suspended
+                // account logs in (docs/ACCOUNT.md, "Suspension"): to read
+                // its balance and statement and ask a withdrawal, held until
+                // the suspension is lifted; its deposits and stakes are
+                // refused where they are decided.
                 protect::refuse_if_excluded(conn, player_id, now_ms).await?;
-                crate::store::suspension::refuse_if_suspended(conn, player_id).await?;
                 sql::query(
                     "INSERT INTO sessions (token_hash, player_id, created_at_ms, last_seen_at_ms, \
                      user_agent, address) VALUES ($1, $2, $3, $3, $4, $5)",
@@ -141,6 +144,28 @@ impl Service {
             username: row.try_get("username")?,
             account_id: row.try_get("account_id")?,
         })
+    }
+
+    /// Whether the session of `token` still holds, by a read only: unlike
+    /// [`Service::session_player`] it never refreshes the idle timer, so
+    /// that the page may ask every half minute whether its session was
+    /// ended elsewhere without keeping an idle session alive.
+    pub async fn session_check(&self, token: &str) -> Result<(), Error> {
+        let token_hash = sha256_hex(token.as_bytes());
+        let row = sql::query(
+            "SELECT created_at_ms, last_seen_at_ms, ended_at_ms FROM sessions WHERE token_hash = $1",
+        )
+        .bind(&token_hash)
+        .fetch_optional(&mut *self.db.conn().await?)
+        .await?
+        .ok_or(Error::Unauthorized)?;
+        let ended_at_ms: Option<i64> = row.try_get("ended_at_ms")?;
+        self.session_still_open(
+            ended_at_ms.is_some(),
+            row.try_get("created_at_ms")?,
+            row.try_get("last_seen_at_ms")?,
+            self.now_ms(),
+        )
     }
 
     /// When the session of `token` opened (ms), for the page's "time played

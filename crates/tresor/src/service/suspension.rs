@@ -1,7 +1,9 @@
 //! The operator's suspension of a player account, apart from an exclusion:
 //! a reason is required (kept for the staff, never shown to the player),
-//! the player's sessions end, and stakes, deposits and logins are refused
-//! with a neutral `account_suspended` until it is lifted. Both in the trail.
+//! the player's sessions end, and stakes and deposits are refused with a
+//! neutral `account_suspended` until it is lifted; the player may log in
+//! again to read their balance and statement and ask a withdrawal, which
+//! is not approved before the lifting. Both in the trail.
 
 use super::{Service, rfc3339};
 use crate::error::Error;

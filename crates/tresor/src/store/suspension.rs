@@ -1,7 +1,8 @@
 //! The operator's suspension of a player account, apart from an exclusion
 //! (migration 0014): when, by whom and why (the reason is the staff's
-//! only). Stakes (`protect::stake_allowances`), deposits
-//! (`accounts::refuse_money_in`) and logins read `suspended_at_ms`.
+//! only). Stakes (`protect::stake_allowances`) and deposits
+//! (`accounts::refuse_money_in`) read `suspended_at_ms`; logins do not (a
+//! suspended player still reads their account: docs/ACCOUNT.md).
 
 use super::sql::{self, Conn};
 use crate::error::Error;
@@ -55,12 +56,4 @@ pub async fn set_suspension(
     .execute(conn)
     .await?;
     Ok(())
-}
-
-/// Refuses a login (or anything else) on a suspended account.
-pub async fn refuse_if_suspended(conn: &mut Conn, player_id: i64) -> Result<(), Error> {
-    match suspension(conn, player_id).await? {
-        Some(_) => Err(Error::AccountSuspended),
-        None => Ok(()),
-    }
 }

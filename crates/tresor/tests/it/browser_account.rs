@@ -1106,32 +1106,48 @@ async fn a_suspended_player_is_told_neutrally_in_both_languages(h: &Harness) {
         .unwrap();
         assert_eq!(plays, 0, "no unit was sold to a suspended account");
 
-        // Logging in again: refused with the neutral message, in `lang`.
+        // Logging in again: in, to read (issue 35: a suspended account
+        // reads its balance and statement), told neutrally that it is
+        // suspended, in `lang`; staking is off.
         browser
             .fill("[data-testid=login-username]", &username)
             .await;
         browser.fill("[data-testid=login-password]", PASSWORD).await;
         browser.click("[data-testid=login-submit]").await;
-        let code = browser
-            .wait_for("document.querySelector('#login-error').dataset.code === 'account_suspended' && document.querySelector('#login-error').dataset.code")
+        browser
+            .wait_for("document.body.dataset.user === 'in'")
             .await;
-        assert_eq!(code, json!("account_suspended"));
-        let said = browser.text("#login-error").await;
-        assert!(said.contains(suspended), "{said}");
+        browser.wait_balance(1000).await;
+        browser.execute("location.hash = '#/account';").await;
+        browser.wait_screen("account").await;
+        let said = browser
+            .wait_for(&format!(
+                "(() => {{ const t = document.querySelector('#account-status-text').textContent;
+                   return t.includes('{suspended}') && t; }})()"
+            ))
+            .await;
+        let said = said.as_str().unwrap();
         assert!(
             !said.contains("chargeback"),
             "the reason is the staff's: {said}"
         );
+        assert_eq!(
+            browser
+                .wait_for("document.querySelector('[data-testid=can-stake]')?.dataset.ok")
+                .await,
+            json!("false")
+        );
         browser
             .screenshot(&shot_name("account-suspended-login", lang))
             .await;
-        assert_eq!(
-            browser.execute("return document.body.dataset.user").await,
-            json!("out")
-        );
+        // Its session is a real one: logging out ends it.
+        browser.click("[data-testid=logout]").await;
+        browser
+            .wait_for("document.body.dataset.user === 'out'")
+            .await;
     }
     // The browser logged the refusals this test asked for: the stake with
-    // its ended session (401) and the logins (403).
+    // its ended session (401).
     browser.close_with_only_refusals(&[401, 403]).await;
     crate::common::assert_ledger_balances(&db).await;
 }

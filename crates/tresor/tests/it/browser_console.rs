@@ -39,18 +39,18 @@ const IBAN: &str = "FR76 3000 6000 0112 3456 7890 189";
 
 /// The real server, with the operator listener this test drives, and this
 /// test's turn (given back last, when all is stopped).
-struct Site {
+pub(crate) struct Site {
     /// The players' site.
-    base: String,
+    pub(crate) base: String,
     /// The operator listener.
-    admin: String,
+    pub(crate) admin: String,
     _server: Server,
     _turn: tokio::sync::MutexGuard<'static, ()>,
 }
 
 /// Waits for this test's turn, then starts the server and a browser; or
 /// says why the test is skipped.
-async fn setup(h: &Harness, width: u32, height: u32) -> Option<(Site, Browser)> {
+pub(crate) async fn setup(h: &Harness, width: u32, height: u32) -> Option<(Site, Browser)> {
     let turn = ONE_AT_A_TIME.lock().await;
     let (chromium, chromedriver) = browser_paths()?;
     let server = h.server(&unthrottled_flags()).await;
@@ -65,7 +65,7 @@ async fn setup(h: &Harness, width: u32, height: u32) -> Option<(Site, Browser)> 
 }
 
 /// `tresor operator add` with the password on standard input.
-fn add_operator(h: &Harness, username: &str, role: &str) {
+pub(crate) fn add_operator(h: &Harness, username: &str, role: &str) {
     let mut command = tresor_command();
     command
         .args([
@@ -115,7 +115,7 @@ fn code_now(secret: &str) -> String {
 
 /// A screenshot as `target/screenshots/{name}.png`, and in `docs/screenshots/`
 /// when `TRESOR_UPDATE_SCREENSHOTS=1`.
-async fn shot(browser: &Browser, name: &str) {
+pub(crate) async fn shot(browser: &Browser, name: &str) {
     // Let the last paint (a chart, a dialog) settle.
     tokio::time::sleep(Duration::from_millis(250)).await;
     browser.screenshot(name).await;
@@ -134,7 +134,12 @@ impl Browser {
     /// Logs `username` in at `admin`'s console (in English, the words these
     /// tests read), enrolling the second factor the first time; returns the
     /// secret enrolled. Lands on the dashboard.
-    async fn log_in(&self, admin: &str, username: &str, enrol_shot: Option<&str>) -> String {
+    pub(crate) async fn log_in(
+        &self,
+        admin: &str,
+        username: &str,
+        enrol_shot: Option<&str>,
+    ) -> String {
         let secret = self.up_to_enrolment(admin, username, "en").await;
         if let Some(name) = enrol_shot {
             shot(self, name).await;
@@ -145,7 +150,7 @@ impl Browser {
 
     /// Opens the console's login in `lang`, gives `username`'s password and
     /// waits for the enrolment screen; returns the secret it shows.
-    async fn up_to_enrolment(&self, admin: &str, username: &str, lang: &str) -> String {
+    pub(crate) async fn up_to_enrolment(&self, admin: &str, username: &str, lang: &str) -> String {
         self.goto(&format!("{admin}/console?lang={lang}")).await;
         self.wait_for("document.body.dataset.screen === 'login'")
             .await;
@@ -176,7 +181,7 @@ impl Browser {
 
     /// Types the code an authenticator shows for `secret`, submitted with
     /// Enter (the form works from the keyboard); lands past the login.
-    async fn enter_code(&self, secret: &str) {
+    pub(crate) async fn enter_code(&self, secret: &str) {
         let code = code_now(secret);
         self.type_into("[data-testid=login-code]", &format!("{code}\u{E007}"))
             .await;
@@ -185,14 +190,14 @@ impl Browser {
     }
 
     /// Opens a screen with the navigation and waits until it has loaded.
-    async fn open(&self, screen: &str) {
+    pub(crate) async fn open(&self, screen: &str) {
         self.click(&format!("[data-testid=nav-{screen}]")).await;
         self.wait_for(&format!("document.body.dataset.loaded === '{screen}'"))
             .await;
     }
 
     /// Confirms the dialog that a dangerous action opened.
-    async fn confirm(&self) {
+    pub(crate) async fn confirm(&self) {
         self.wait_for("document.querySelector('#confirm').open")
             .await;
         self.click("[data-testid=confirm-ok]").await;
@@ -201,7 +206,7 @@ impl Browser {
     }
 
     /// Which screens the navigation offers.
-    async fn nav(&self) -> Vec<String> {
+    pub(crate) async fn nav(&self) -> Vec<String> {
         let value = self
             .execute(
                 "return [...document.querySelectorAll('#nav a')].filter((a) => !a.hidden).map((a) => a.dataset.route);",
@@ -212,7 +217,7 @@ impl Browser {
 
     /// `method path` from inside the page, with its session and the CSRF
     /// header: the status and the JSON answer.
-    async fn call(&self, method: &str, path: &str) -> (u16, Value) {
+    pub(crate) async fn call(&self, method: &str, path: &str) -> (u16, Value) {
         let answer = self
             .execute_async(&format!(
                 "const done = arguments[arguments.length - 1];
@@ -230,7 +235,7 @@ impl Browser {
 
     /// Drains the browser console, allowing only the refusals this test
     /// asked for (the browser logs every 4xx answer).
-    async fn only_expected_errors(&self, allowed: &[&str]) {
+    pub(crate) async fn only_expected_errors(&self, allowed: &[&str]) {
         for error in self.console_errors().await {
             assert!(
                 allowed.iter().any(|a| error.contains(a)),
@@ -271,7 +276,7 @@ fn buyer(
     })
 }
 
-fn data_i64(value: &Value) -> i64 {
+pub(crate) fn data_i64(value: &Value) -> i64 {
     value.as_str().and_then(|s| s.parse().ok()).unwrap_or(-1)
 }
 

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 on_both!(a_plays_receipt_shows_checked_and_one_altered_in_transit_shows_failed);
+on_sqlite!(a_receipt_saved_from_the_history_is_checked_on_the_fairness_page_with_no_account);
 
 /// An HTTP proxy in front of the real server that, when `alter` is set,
 /// changes one byte of the record in a purchase's answer.
@@ -228,5 +229,171 @@ async fn a_plays_receipt_shows_checked_and_one_altered_in_transit_shows_failed(h
     browser
         .wait_for("document.querySelector('[data-testid=log-checkpoint]')?.textContent.includes('— tresor/')")
         .await;
+    browser.close().await;
+}
+
+/// Sets the fairness page's receipt box to `text` (as a paste does), checks
+/// it, and gives the verdict: `[result, reason, text]`.
+async fn check_pasted(browser: &Browser, text: &str) -> Value {
+    browser
+        .execute(&format!(
+            "const r = document.querySelector('[data-testid=receipt-result]'); r.dataset.result = '';
+             document.querySelector('[data-testid=receipt-text]').value = {};",
+            serde_json::to_string(text).unwrap()
+        ))
+        .await;
+    browser.click("[data-testid=receipt-check]").await;
+    verdict(browser).await
+}
+
+async fn verdict(browser: &Browser) -> Value {
+    browser
+        .wait_for(
+            "(() => { const r = document.querySelector('[data-testid=receipt-result]');
+               return ['ok', 'failed'].includes(r.dataset.result) && [r.dataset.result, r.dataset.reason, r.textContent]; })()",
+        )
+        .await
+}
+
+/// Issue 35: a player keeps a play's receipt (the history's « Reçu »
+/// saves `GET /api/plays/{id}/receipt`), and anyone checks it on the
+/// fairness page, in the browser, with no account: the leaf hash, the
+/// inclusion proof up to the checkpoint's root and the checkpoint's
+/// signature under the key `/log/` publishes. Altered receipts fail, each
+/// saying which check.
+async fn a_receipt_saved_from_the_history_is_checked_on_the_fairness_page_with_no_account(
+    h: &Harness,
+) {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let Some((chromium, chromedriver)) = browser_paths() else {
+        return;
+    };
+    let server = h.server(&[]).await;
+    let base = server.base.clone();
+    let player = crate::common::cookie_client();
+    crate::common::register_and_deposit(&player, &base, "keeper", 5_000).await;
+    let play = crate::common::buy_and_play(&player, &base, 100).await;
+    crate::common::buy_and_play(&player, &base, 100).await;
+    let receipt: Value = player
+        .get(format!("{base}/api/plays/{}/receipt", play["id"]))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(receipt["proof"].is_array(), "{receipt}");
+    let files = tempfile::tempdir().unwrap();
+    let saved = files
+        .path()
+        .join(format!("tresor-receipt-{}.json", play["id"]));
+    std::fs::write(&saved, serde_json::to_string_pretty(&receipt).unwrap()).unwrap();
+
+    // A browser with no session, on the fairness page, in French.
+    let browser = Browser::start(&chromium, &chromedriver, 1280, 900).await;
+    browser.goto(&format!("{base}/?fast=1#/fairness")).await;
+    browser
+        .execute("localStorage.setItem('tresor.lang', 'fr'); document.body.dataset.ready = ''; location.reload();")
+        .await;
+    browser
+        .wait_for(
+            "document.body.dataset.ready === 'true' && document.body.dataset.screen === 'fairness'",
+        )
+        .await;
+    assert_eq!(
+        browser.execute("return document.body.dataset.user").await,
+        json!("out")
+    );
+
+    // The saved file, chosen: checked.
+    browser
+        .type_into("[data-testid=receipt-file]", &saved.display().to_string())
+        .await;
+    let said = verdict(&browser).await;
+    assert_eq!(said[0], json!("ok"), "{said}");
+    let text = said[2].as_str().unwrap();
+    assert!(text.starts_with("Reçu vérifié"), "{text}");
+    assert!(text.contains(receipt["origin"].as_str().unwrap()), "{text}");
+    browser.screenshot("fairness-receipt-checked-fr").await;
+    if let Some(axe) = crate::common::axe::axe_source() {
+        let findings = browser.axe_findings(&axe).await;
+        assert!(findings.is_empty(), "fairness page: {findings:?}");
+    }
+
+    // Pasted, the same: checked; each alteration fails on its own check.
+    let pasted = serde_json::to_string(&receipt).unwrap();
+    assert_eq!(check_pasted(&browser, &pasted).await[0], json!("ok"));
+    let altered = |change: &dyn Fn(&mut Value)| {
+        let mut r = receipt.clone();
+        change(&mut r);
+        serde_json::to_string(&r).unwrap()
+    };
+    let cases: [(&str, String); 6] = [
+        // The record's result, changed: its leaf is not in the log.
+        (
+            "inclusion",
+            altered(&|r| {
+                r["record"]["result"] =
+                    json!(format!("{} ", r["record"]["result"].as_str().unwrap()))
+            }),
+        ),
+        // A step of the proof, another hash.
+        (
+            "inclusion",
+            altered(&|r| {
+                if let Some(first) = r["proof"].as_array_mut().and_then(|p| p.first_mut()) {
+                    *first = json!("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=");
+                } else {
+                    r["index"] = json!(r["index"].as_u64().unwrap() ^ 1);
+                }
+            }),
+        ),
+        // The checkpoint's size, changed under its signature.
+        (
+            "signature",
+            altered(&|r| {
+                let note = r["checkpoint"].as_str().unwrap().to_owned();
+                let mut lines: Vec<String> = note.split('\n').map(str::to_owned).collect();
+                lines[1] = (lines[1].parse::<u64>().unwrap() + 1).to_string();
+                r["checkpoint"] = json!(lines.join("\n"));
+            }),
+        ),
+        // A key that the site does not publish.
+        (
+            "key",
+            altered(&|r| {
+                r["key"] =
+                    json!("tresor/other+00000000+AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA")
+            }),
+        ),
+        ("format", altered(&|r| r["proof"] = json!("not a list"))),
+        ("json", "{ not json".to_owned()),
+    ];
+    for (reason, text) in &cases {
+        let said = check_pasted(&browser, text).await;
+        assert_eq!(said[0], json!("failed"), "{reason}: {said}");
+        assert_eq!(said[1], json!(reason), "{said}");
+        let words = said[2].as_str().unwrap();
+        assert!(
+            words.starts_with("Échec") || words.starts_with("Ce texte"),
+            "{words}"
+        );
+    }
+    browser.screenshot("fairness-receipt-failed-fr").await;
+
+    // In English, the verdict is said again in the new language.
+    assert_eq!(check_pasted(&browser, &pasted).await[0], json!("ok"));
+    switch_language(&browser, "en").await;
+    let text = browser
+        .wait_for("document.querySelector('[data-testid=receipt-result]').textContent.startsWith('Receipt checked') && document.querySelector('[data-testid=receipt-result]').textContent")
+        .await;
+    assert!(
+        text.as_str()
+            .unwrap()
+            .contains("signed by the published key"),
+        "{text}"
+    );
+    let said = check_pasted(&browser, &cases[0].1).await;
+    assert!(said[2].as_str().unwrap().starts_with("Failed"), "{said}");
     browser.close().await;
 }

@@ -20,6 +20,8 @@ mod bench;
 mod browser;
 mod browser_account;
 mod browser_console;
+mod browser_console_french;
+mod browser_player_french;
 mod browser_proof;
 mod catalog;
 mod checkpoints;

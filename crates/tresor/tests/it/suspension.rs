@@ -1,10 +1,12 @@
 //! The operator's suspension of a player account (issue 22), on both
 //! databases: through the console's API and `tresor accounts
 //! suspend|unsuspend`, a reason required (and kept from the player), the
-//! player's sessions ended, logins, deposits (asked, confirmed by the
-//! provider, credited by an operator) and stakes (through the writer's
-//! batch) refused with a neutral `account_suspended`, then lifted; both in
-//! the trail.
+//! player's sessions ended, deposits (asked, confirmed by the provider,
+//! credited by an operator) and stakes (through the writer's batch)
+//! refused with a neutral `account_suspended`, then lifted; both in the
+//! trail. The player logs in again to read the account (issue 35: reading
+//! one's balance and statement is a right), told only that it is
+//! suspended.
 
 use crate::common::opening::{
     PASSWORD, assert_refused, console, console_get, console_post, count, deposit, open_account,
@@ -27,7 +29,7 @@ fn purchase(key: &str) -> Purchase {
 }
 
 on_both!(
-    a_suspended_player_is_refused_logins_deposits_and_stakes_until_lifted,
+    a_suspended_player_reads_the_account_but_is_refused_deposits_and_stakes_until_lifted,
     |app| {
         open_account(&app, "sam").await;
         deposit(&app, 5000).await;
@@ -79,13 +81,39 @@ on_both!(
         .await;
         assert_refused(&again, StatusCode::UNPROCESSABLE_ENTITY, "validation");
 
-        // The session ended; a login is refused, neutrally.
+        // The session ended; the player logs in again, to read: the
+        // account says it is suspended (never why), its balance and
+        // statement are there, deposits and stakes are off.
         let (status, body) = app.get("/api/account").await;
         assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
-        let refused = app.login("sam", PASSWORD).await;
+        let (status, body) = app.login("sam", PASSWORD).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let (status, account) = app.get("/api/account").await;
+        assert_eq!(status, StatusCode::OK, "{account}");
+        assert_eq!(account["suspended"], json!(true), "{account}");
+        assert_eq!(account["can_deposit"], json!(false), "{account}");
+        assert_eq!(account["can_stake"], json!(false), "{account}");
+        assert_eq!(account["balance_cents"], json!(5000), "{account}");
+        assert!(!account.to_string().contains("chargeback"), "{account}");
+        let (status, statement) = app.get("/api/account/statement").await;
+        assert_eq!(status, StatusCode::OK, "{statement}");
+        assert!(
+            statement["movements"]
+                .as_array()
+                .is_some_and(|m| !m.is_empty()),
+            "{statement}"
+        );
+        let refused = app
+            .post("/api/account/deposits", json!({"amount_cents": 1000}))
+            .await;
         assert_refused(&refused, StatusCode::FORBIDDEN, "account_suspended");
         let message = refused.1["error"]["message"].as_str().unwrap();
         assert!(!message.contains("chargeback"), "{message}");
+        assert_refused(
+            &app.buy(100).await,
+            StatusCode::FORBIDDEN,
+            "account_suspended",
+        );
         // A wrong password says nothing of the suspension.
         let wrong = app.login("sam", "not the password").await;
         assert_refused(&wrong, StatusCode::UNAUTHORIZED, "invalid_credentials");
@@ -202,11 +230,8 @@ on_both!(the_command_line_suspends_and_lifts_with_a_reason, |app| {
     app.db
         .tresor_ok(&["accounts", "suspend", "cli", "--reason", REASON]);
     assert_eq!(app.get("/api/account").await.0, StatusCode::UNAUTHORIZED);
-    assert_refused(
-        &app.login("cli", PASSWORD).await,
-        StatusCode::FORBIDDEN,
-        "account_suspended",
-    );
+    assert_eq!(app.login("cli", PASSWORD).await.0, StatusCode::OK);
+    assert_eq!(app.get("/api/account").await.1["suspended"], json!(true));
     app.db
         .tresor_ok(&["account", "unsuspend", "cli", "--reason", "cleared"]);
     assert_eq!(app.login("cli", PASSWORD).await.0, StatusCode::OK);

@@ -6,7 +6,7 @@
 
 import { api } from './api.js';
 import { lineChart, barChart } from './chart.js';
-import { $, h, euros, count, clock, dateTime, fill, table, showError } from './util.js';
+import { $, h, euros, count, clock, dateTime, fill, table, showError, percent, millis } from './util.js';
 import { locale, setText } from './i18n.js';
 
 const EVERY_MS = 2000;
@@ -31,9 +31,9 @@ function chartWidth(node) {
   return Math.max(320, Math.round(node.clientWidth || 720));
 }
 
-function percent(part, whole) {
+function share(part, whole) {
   if (!whole) return '—';
-  return `${((100 * part) / whole).toFixed(1)} %`;
+  return percent((100 * part) / whole);
 }
 
 function render(data) {
@@ -54,7 +54,7 @@ function render(data) {
     tile('Units sold', count(sold), { 'data-testid': 'tile-sold', 'data-count': sold }),
     tile('Stakes taken', euros(totals.stakes_cents), { 'data-testid': 'sales-total', 'data-cents': totals.stakes_cents }),
     tile('Prizes won', euros(totals.prizes_cents), { 'data-testid': 'prizes-total', 'data-cents': totals.prizes_cents }),
-    tile('Payout', percent(totals.prizes_cents, totals.stakes_cents), { 'data-testid': 'payout' }),
+    tile('Payout', share(totals.prizes_cents, totals.stakes_cents), { 'data-testid': 'payout' }),
   );
 
   const points = perMinute.map((p) => ({ label: clock(p.minute), value: p.count }));
@@ -112,9 +112,9 @@ function render(data) {
     h('dt', {}, 'Batches'),
     h('dd', {}, count(writer.batches)),
     h('dt', {}, 'Batch latency p50'),
-    h('dd', {}, `${Number(writer.batch_p50_ms ?? 0).toFixed(1)} ms`),
+    h('dd', { 'data-testid': 'writer-p50' }, millis(writer.batch_p50_ms ?? 0)),
     h('dt', {}, 'Batch latency p99'),
-    h('dd', {}, `${Number(writer.batch_p99_ms ?? 0).toFixed(1)} ms`),
+    h('dd', { 'data-testid': 'writer-p99' }, millis(writer.batch_p99_ms ?? 0)),
   );
 
   const blocks = data.blocks ?? [];
@@ -132,8 +132,8 @@ function render(data) {
             h(
               'span',
               { class: 'progress-cell' },
-              h('progress', { max: b.size, value: b.sold, 'aria-label': `Block ${b.id}: ${percent(b.sold, b.size)} sold` }),
-              h('span', { class: 'num' }, percent(b.sold, b.size)),
+              h('progress', { max: b.size, value: b.sold, 'aria-label': `Block ${b.id}: ${share(b.sold, b.size)} sold` }),
+              h('span', { class: 'num' }, share(b.sold, b.size)),
             ),
         ],
       ],

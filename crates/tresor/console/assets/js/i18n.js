@@ -90,7 +90,7 @@ const FR = {
   'Purchases per minute, last hour': 'Achats par minute, dernière heure',
   'Stakes taken, prizes won, 70 % expected': 'Mises reçues, gains versés, 70 % attendus',
   'Stakes taken, prizes won and 70 % expected, per stake': 'Mises reçues, gains versés et 70 % attendus, par mise',
-  'Writer': 'Écrivain',
+  'Database writes': 'Écritures en base',
   'Sales per stake and block': 'Ventes par mise et par bloc',
   'Liability left per level': 'Engagement restant par rang',
   'Purchases': 'Achats',
@@ -269,7 +269,25 @@ const FR = {
     'Indiquez un motif (3 à 500 caractères) : le personnel le lit, pas le joueur.',
   'The player may log in, deposit and stake again.': 'Le joueur peut de nouveau se connecter, déposer et miser.',
 
+  'Identity document': 'Pièce d\'identité',
+  'Proof of IBAN': 'Justificatif d\'IBAN',
+  'Documents: ': 'Justificatifs : ',
+  'The player reads their balance and statement and may ask for a withdrawal, held until the suspension is lifted; logins are read-only, deposits and stakes are refused. The reason stays with the staff.':
+    'Le joueur peut lire son solde et son relevé et demander un retrait, retenu jusqu\'à la levée de la suspension ; ses connexions sont en lecture seule, dépôts et mises sont refusés. Le motif reste connu du seul personnel.',
+  'Every session of the player ends now; afterwards the player may log in only to read their balance and statement and ask for a withdrawal, which is held until the suspension is lifted. Deposits and stakes are refused with a neutral message. The reason stays with the staff.':
+    'Toutes les sessions du joueur prennent fin maintenant ; ensuite, le joueur ne peut se connecter que pour lire son solde et son relevé et demander un retrait, retenu jusqu\'à la levée de la suspension. Dépôts et mises sont refusés par un message neutre. Le motif reste connu du seul personnel.',
+  'The player may deposit and stake again; a withdrawal held may be approved.': 'Le joueur peut de nouveau déposer et miser ; un retrait retenu peut être approuvé.',
+
   // Queues.
+  'ready to verify': 'prêt à vérifier',
+  'documents to review': 'justificatifs à examiner',
+  'waiting for the player': 'en attente du joueur',
+  'nothing sent': 'rien d\'envoyé',
+  'Open the PDF': 'Ouvrir le PDF',
+  'Open the JPEG photo': 'Ouvrir la photo JPEG',
+  'Open the PNG photo': 'Ouvrir la photo PNG',
+  'Open the file': 'Ouvrir le fichier',
+  'sent as': 'envoyé sous le nom',
   'Provisional accounts to verify': 'Comptes provisoires à vérifier',
   'Withdrawals to approve or reject': 'Retraits à approuver ou rejeter',
   'Provisional accounts': 'Comptes provisoires',
@@ -395,6 +413,54 @@ const FR = {
   'Version {}: {} names; banned now: {}; lifted: {}.': 'Version {0} : {1} noms ; interdits maintenant : {2} ; levés : {3}.',
 };
 
+/** The API's refusals by their stable code (`src/http/error.rs`), in
+ * French: the server's own message is English, kept for the English page
+ * and, on the French one, in the notice's `title`. */
+const ERRORS_FR = {
+  validation: 'Valeur refusée : vérifiez la saisie.',
+  unauthorized: 'Votre session a pris fin : reconnectez-vous.',
+  invalid_credentials: 'Identifiant ou mot de passe incorrect.',
+  invalid_code: 'Code incorrect ou expiré : saisissez le code affiché maintenant.',
+  forbidden: 'Votre rôle ne permet pas cette action.',
+  not_found: 'Introuvable : la donnée n\'existe pas ou plus.',
+  csrf: 'Requête refusée (en-tête de sécurité absent) : rechargez la page.',
+  invalid_json: 'Requête mal formée : rechargez la page.',
+  rate_limited: 'Trop de tentatives : patientez avant de réessayer.',
+  four_eyes: 'Principe des quatre yeux : une autre personne que celle qui a crédité ou vérifié ce compte doit approuver.',
+  credit_limit_reached: 'Plafond des crédits de l\'opérateur atteint pour ce compte.',
+  iban_changed: 'L\'IBAN a changé depuis votre lecture : examinez le nouvel IBAN avant de vérifier.',
+  withdrawal_not_pending: 'Ce retrait est déjà réglé (payé, rejeté ou annulé).',
+  documents_required: 'Les justificatifs du compte ne sont pas tous vérifiés : vérifiez d\'abord la pièce d\'identité et le justificatif d\'IBAN.',
+  document_decided: 'Ce justificatif a déjà été examiné.',
+  iban_proof_outdated: 'Ce justificatif d\'IBAN porte sur un IBAN remplacé depuis.',
+  account_suspended: 'Ce compte est suspendu : l\'action est retenue jusqu\'à la levée de la suspension.',
+  account_closed: 'Ce compte est clos.',
+  not_verified: 'Ce compte n\'est pas encore vérifié.',
+  banned: 'Cette personne est sur la liste des interdits de jeu.',
+  duplicate_account: 'Second compte d\'une même personne : il ne reçoit ni dépôt ni mise.',
+  exclusion_cannot_be_shortened: 'Une exclusion en cours ne peut pas être raccourcie.',
+  insufficient_funds: 'Solde insuffisant.',
+  sales_closed: 'Les ventes sont fermées.',
+  sales_closed_after_restore: 'Les ventes sont retenues après une restauration.',
+  sold_out: 'Plus aucune unité en vente à cette mise.',
+  unavailable: 'Service momentanément indisponible : rien n\'a été modifié, réessayez dans un instant.',
+  storage_full: 'Disque plein : rien n\'a été modifié.',
+  log_does_not_hold: 'Le journal signé ne peut plus être prolongé : rien n\'a été modifié.',
+  not_ready: 'Le serveur n\'est pas prêt : réessayez dans un instant.',
+  internal: 'Erreur interne du serveur.',
+  network: 'Le serveur ne répond pas : vérifiez la connexion et réessayez.',
+};
+
+/** An API refusal in the operator's language: French from its code, else
+ * the server's message (English). */
+export function errorText(failure) {
+  const message = failure?.message ?? String(failure);
+  if (lang !== 'fr') return message;
+  // The page's own refusals (no HTTP status) are written in English, translated as any text.
+  if (failure?.status === undefined) return tr(message);
+  return ERRORS_FR[failure.code] ?? tr(message);
+}
+
 const EXACT = new Map();
 const PATTERNS = [];
 for (const [key, value] of Object.entries(FR)) {
@@ -482,6 +548,16 @@ export function textNode(english) {
   return node;
 }
 
+/** Text nodes of data (names, actors, file names), never translated. */
+const DATA = new WeakSet();
+
+/** A text node for `value`, data shown as it is in every language. */
+export function dataNode(value) {
+  const node = document.createTextNode(String(value ?? ''));
+  DATA.add(node);
+  return node;
+}
+
 /** Sets `node`'s text to `english`, in the operator's language. */
 export function setText(node, english) {
   node.replaceChildren(textNode(english));
@@ -502,6 +578,7 @@ export function applyStatic(root) {
     acceptNode: (node) => (node.parentElement?.closest('code, script, style, [data-no-tr]') ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT),
   });
   for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    if (DATA.has(node)) continue;
     if (!ENGLISH.has(node)) ENGLISH.set(node, node.data);
     const text = tr(ENGLISH.get(node));
     if (node.data !== text) node.data = text;

@@ -4,6 +4,7 @@
 
 import { api } from './api.js';
 import { $ } from './util.js';
+import { errorText } from './i18n.js';
 
 /** A text's UTF-8 bytes in base64, for a `data:` URL. */
 function base64(text) {
@@ -20,7 +21,7 @@ export function setupLogin(app) {
   const enrol = $('#enrol');
 
   const fail = (failure) => {
-    error.textContent = failure.message;
+    error.textContent = errorText(failure);
     error.dataset.code = failure.code ?? '';
     error.hidden = false;
   };

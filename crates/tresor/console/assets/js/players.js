@@ -4,7 +4,7 @@
 //! the staff only), verify — each confirmed first.
 
 import { api } from './api.js';
-import { $, h, euros, count, fill, groupIban, table, timeNode, notice, showError, confirmAction, parseEuros } from './util.js';
+import { $, h, euros, count, fill, groupIban, table, timeNode, notice, showError, confirmAction, parseEuros, raw, amountPlaceholder } from './util.js';
 import { setText } from './i18n.js';
 
 let appRef = null;
@@ -31,9 +31,22 @@ const MOVEMENTS = {
   kept_in_reserve: 'Kept in reserve',
 };
 
-function statusBadge(status, banned) {
-  return h('span', {}, h('span', { class: `state ${status}` }, status ?? '—'), banned ? h('span', { class: 'state banned' }, 'banned') : null);
+/** The account's status, and beside it what holds it: suspended (by the
+ * operator), banned (the national list). */
+function statusBadge(status, banned, suspended = false) {
+  return h(
+    'span',
+    { class: 'badges' },
+    h('span', { class: `state ${status}` }, status ?? '—'),
+    suspended ? h('span', { class: 'state banned', 'data-testid': 'suspended-marker' }, 'suspended') : null,
+    banned ? h('span', { class: 'state banned' }, 'banned') : null,
+  );
 }
+
+/** The identity document and the proof of IBAN, each's latest verified. */
+const KINDS = ['identity', 'iban_proof'];
+const documentsVerified = (documents) =>
+  KINDS.every((kind) => (documents ?? []).find((d) => d.kind === kind)?.status === 'verified');
 
 async function search(text) {
   const { players } = await api.players(text, 50);
@@ -41,14 +54,14 @@ async function search(text) {
     $('#player-results'),
     table(
       [
-        ['Player', (p) => h('a', { href: `#/players/${p.id}`, 'data-testid': `player-link-${p.id}` }, p.username)],
-        ['Status', (p) => statusBadge(p.status, p.banned)],
+        ['Player', (p) => h('a', { href: `#/players/${p.id}`, 'data-testid': `player-link-${p.id}` }, raw(p.username))],
+        ['Status', (p) => statusBadge(p.status, p.banned, p.suspended)],
         ['Balance', (p) => euros(p.balance_cents), 'num'],
         ['Opened', (p) => timeNode(p.opened_at)],
         ['Excluded until', (p) => timeNode(p.excluded_until)],
       ],
       players,
-      { empty: text ? `No player’s username contains “${text}”.` : 'No player yet.', rowAttrs: (p) => ({ 'data-testid': 'player-row', 'data-player-id': p.id }), caption: 'Players found' },
+      { empty: text ? `No player’s username contains “${text}”.` : 'No player yet.', rowAttrs: (p) => ({ 'data-testid': 'player-row', 'data-player-id': p.id, 'data-suspended': String(Boolean(p.suspended)) }), caption: 'Players found' },
     ),
   );
 }
@@ -105,7 +118,7 @@ function actions(id, detail) {
       'form',
       { class: 'inline-form', id: 'credit-form', 'data-testid': 'credit-form', novalidate: true },
       h('label', { for: 'credit-amount' }, 'Credit (€)'),
-      h('input', { id: 'credit-amount', inputmode: 'decimal', placeholder: '10.00', required: true, 'data-testid': 'credit-amount' }),
+      h('input', { id: 'credit-amount', inputmode: 'decimal', placeholder: amountPlaceholder(), required: true, 'data-testid': 'credit-amount' }),
       h('button', { type: 'submit', 'data-testid': 'credit-submit' }, 'Credit…'),
     ),
   );
@@ -130,7 +143,12 @@ function actions(id, detail) {
   );
   const status = account.status ?? player.status;
   if (status === 'provisional') {
-    parts.push(h('button', { type: 'button', id: 'verify-player', 'data-testid': 'verify-player' }, 'Mark as verified…'));
+    // Offered once both documents are verified: the server refuses before (documents_required).
+    parts.push(
+      documentsVerified(detail.documents)
+        ? h('button', { type: 'button', id: 'verify-player', 'data-testid': 'verify-player' }, 'Mark as verified…')
+        : h('span', { class: 'hint', 'data-testid': 'verify-player-waits' }, 'Documents first'),
+    );
   }
   return h('div', { class: 'player-actions' }, parts);
 }
@@ -148,6 +166,7 @@ async function showPlayer(id) {
   section.hidden = false;
   section.dataset.playerId = String(id);
   section.dataset.status = account.status ?? player.status ?? '';
+  section.dataset.suspended = String(Boolean(detail.suspension));
   setText($('#player-detail-title'), `Player ${player.username ?? `#${id}`}`);
   fill(
     $('#player-body'),
@@ -158,7 +177,7 @@ async function showPlayer(id) {
         'dl',
         { class: 'facts' },
         h('dt', {}, 'Status'),
-        h('dd', { 'data-testid': 'player-status' }, statusBadge(account.status ?? player.status, account.banned ?? player.banned)),
+        h('dd', { 'data-testid': 'player-status' }, statusBadge(account.status ?? player.status, account.banned ?? player.banned, Boolean(detail.suspension))),
         h('dt', {}, 'Balance'),
         h('dd', { 'data-testid': 'player-balance', 'data-cents': account.balance_cents ?? player.balance_cents }, euros(account.balance_cents ?? player.balance_cents)),
         h('dt', {}, 'Opened'),
@@ -266,13 +285,13 @@ function wire(id, name, iban) {
         lifting
           ? {
               title: `Lift the suspension of ${name}?`,
-              text: 'The player may log in, deposit and stake again.',
+              text: 'The player may deposit and stake again; a withdrawal held may be approved.',
               ok: 'Unsuspend',
               action: () => api.unsuspend(id, reason),
             }
           : {
               title: `Suspend ${name}?`,
-              text: 'Every session of the player ends now; logins, deposits and stakes are refused with a neutral message until the suspension is lifted. The reason stays with the staff.',
+              text: 'Every session of the player ends now; afterwards the player may log in only to read their balance and statement and ask for a withdrawal, which is held until the suspension is lifted. Deposits and stakes are refused with a neutral message. The reason stays with the staff.',
               ok: 'Suspend',
               action: () => api.suspend(id, reason),
             },
@@ -289,7 +308,7 @@ function wire(id, name, iban) {
     try {
       const done = await confirmAction({
         title: `Verify ${name}?`,
-        text: `Confirm that the identity documents were checked and that the IBAN ${iban} is in the player's name. The account may then withdraw. If the IBAN changed since this page was read, the verification is refused.`,
+        text: `Confirm that the identity documents were checked and that the IBAN ${groupIban(iban)} is in the player's name. The account may then withdraw. If the IBAN changed since this page was read, the verification is refused.`,
         ok: 'Verify',
         action: () => api.verify(id, iban),
       });

@@ -1,5 +1,7 @@
 //! The queues: provisional accounts waiting for their identity check
-//! (role `players`: who the person is beside their documents, each opened,
+//! (role `players`: where each stands first, those ready to verify at the
+//! top, then those with documents to review; who the person is beside
+//! their documents, each opened (named by the type read from its bytes),
 //! verified or refused with a reason; the account verified once both
 //! documents are, naming the IBAN reviewed; an IBAN changed since the
 //! opening is marked), and pending withdrawals, oldest first, a page at
@@ -7,7 +9,7 @@
 //! sees). Each asks first.
 
 import { api } from './api.js';
-import { $, h, euros, fill, groupIban, table, timeNode, notice, showError, confirmAction } from './util.js';
+import { $, h, euros, fill, groupIban, table, timeNode, notice, showError, confirmAction, raw } from './util.js';
 
 let appRef = null;
 
@@ -29,13 +31,45 @@ const KINDS = [
 const latestOf = (a, kind) => (a.documents ?? []).find((d) => d.kind === kind) ?? null;
 const documentsVerified = (a) => KINDS.every(([kind]) => latestOf(a, kind)?.status === 'verified');
 
+/**
+ * Where an account stands, the queue's first column and its order: ready to
+ * verify (both documents verified), documents to review (one waits), waiting
+ * for the player (one refused, or one of the two not sent), nothing sent.
+ */
+const STAGES = ['ready to verify', 'documents to review', 'waiting for the player', 'nothing sent'];
+const STAGE_CLASS = ['open', 'pending', 'closed', 'closed'];
+function stage(a) {
+  if (documentsVerified(a)) return 0;
+  const latest = KINDS.map(([kind]) => latestOf(a, kind));
+  if (latest.some((d) => d?.status === 'pending')) return 1;
+  if (latest.some((d) => d)) return 2;
+  return 3;
+}
+
+/** The queue's order: by stage, then the provisional period ending first. */
+function queueOrder(accounts) {
+  const until = (a) => Date.parse(when(a, 'provisional_until') ?? '') || Infinity;
+  return accounts
+    .map((a) => ({ a, stage: stage(a) }))
+    .sort((x, y) => x.stage - y.stage || until(x.a) - until(y.a) || playerOf(x.a) - playerOf(y.a))
+    .map(({ a }) => a);
+}
+
+/** The type the server found in the file's bytes (never the name sent). */
+const TYPES = { 'application/pdf': 'PDF', 'image/jpeg': 'JPEG photo', 'image/png': 'PNG photo' };
+
+/** The name the player's file had: cut with an ellipsis, the whole on hover. */
+function sentName(name) {
+  return h('span', { class: 'doc-name', title: name, 'data-testid': 'doc-name' }, raw(name));
+}
+
 /** Who the person is: names, birth date and place, address. */
 function person(a) {
   const i = a.identity;
   return h(
     'div',
     { class: 'person' },
-    h('a', { href: `#/players/${playerOf(a)}` }, a.username),
+    h('a', { href: `#/players/${playerOf(a)}` }, raw(a.username)),
     i
       ? h(
           'div',
@@ -65,7 +99,7 @@ function documentCell(a) {
           ? h(
               'span',
               { class: 'buttons' },
-              h('a', { href: `/console/api/documents/${d.id}`, target: '_blank', rel: 'noopener', 'data-testid': `doc-open-${d.id}`, class: 'small' }, `Open ${d.name}`),
+              h('a', { href: `/console/api/documents/${d.id}`, target: '_blank', rel: 'noopener', 'data-testid': `doc-open-${d.id}`, 'data-type': d.content_type, class: 'small' }, `Open the ${TYPES[d.content_type] ?? 'file'}`),
               d.status === 'pending'
                 ? [
                     h('button', { type: 'button', class: 'small', 'data-action': 'doc-verify', 'data-id': d.id, 'data-kind': label, 'data-name': a.username, 'data-testid': `doc-verify-${d.id}` }, 'Document verified…'),
@@ -74,6 +108,7 @@ function documentCell(a) {
                 : null,
             )
           : null,
+        d ? h('div', { class: 'hint doc-sent' }, h('span', {}, 'sent as'), ' ', sentName(d.name)) : null,
         d?.status === 'refused' && d.reason ? h('div', { class: 'hint' }, `Refused: ${d.reason}`) : null,
       );
     }),
@@ -86,9 +121,16 @@ async function loadAccounts() {
     $('#verify-queue'),
     table(
       [
+        [
+          'State',
+          (a) => {
+            const at = stage(a);
+            return h('span', { class: `state ${STAGE_CLASS[at]}`, 'data-testid': 'queue-stage', 'data-stage': at }, STAGES[at]);
+          },
+        ],
+        ['Documents', documentCell],
         ['Person', person],
         ['Provisional until', (a) => timeNode(when(a, 'provisional_until'))],
-        ['Documents', documentCell],
         [
           'IBAN',
           (a) =>
@@ -114,8 +156,8 @@ async function loadAccounts() {
           'actions',
         ],
       ],
-      accounts,
-      { empty: 'No account waits for verification.', rowAttrs: (a) => ({ 'data-testid': 'verify-row', 'data-player-id': playerOf(a) }), caption: 'Provisional accounts' },
+      queueOrder(accounts),
+      { empty: 'No account waits for verification.', rowAttrs: (a) => ({ 'data-testid': 'verify-row', 'data-player-id': playerOf(a), 'data-stage': stage(a) }), caption: 'Provisional accounts' },
     ),
   );
 }

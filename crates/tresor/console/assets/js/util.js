@@ -2,10 +2,13 @@
 //! notice line, the confirmation dialog, tables and copying to the clipboard.
 //! Texts go into the page in the operator's language (i18n.js) here.
 
-import { locale, setAttr, setText, textNode, tr } from './i18n.js';
+import { dataNode, errorText, locale, setAttr, setText, textNode, tr } from './i18n.js';
 
-/** Creates an element with attributes and children (strings become text). */
+/** Creates an element with attributes and children (strings become text,
+ * in the operator's language; inside `code`, data such as a trail record's
+ * actor, shown as recorded: see `raw`). */
 export function h(tag, attrs = {}, ...children) {
+  const verbatim = tag === 'code';
   const node = document.createElement(tag);
   for (const [name, value] of Object.entries(attrs)) {
     if (value === false || value === null || value === undefined) continue;
@@ -17,10 +20,13 @@ export function h(tag, attrs = {}, ...children) {
   }
   for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
-    node.append(child instanceof Node ? child : textNode(String(child)));
+    node.append(child instanceof Node ? child : verbatim ? raw(child) : textNode(String(child)));
   }
   return node;
 }
+
+/** Data shown as it is (a username, a file name, an actor): never translated. */
+export const raw = dataNode;
 
 /** `document.querySelector`, failing loudly when the page lacks the node. */
 export function $(selector, root = document) {
@@ -45,6 +51,29 @@ const TIME = () => format('time', (l) => new Intl.DateTimeFormat(l, { hour: '2-d
 export function euros(cents) {
   if (cents === null || cents === undefined) return '—';
   return EUROS().format(Number(cents) / 100);
+}
+
+/** A number with `digits` decimals in the operator's language: `0,8`,
+ * `1 234,5` in French, `0.8`, `1,234.5` in English. */
+export function decimal(value, digits = 1) {
+  if (value === null || value === undefined || Number.isNaN(Number(value))) return '—';
+  return format(`decimal${digits}`, (l) => new Intl.NumberFormat(l, { minimumFractionDigits: digits, maximumFractionDigits: digits })).format(Number(value));
+}
+
+/** A percentage with one decimal: `0,0 %` (French, a narrow no-break space), `0.0%` (English). */
+export function percent(value) {
+  if (value === null || value === undefined || Number.isNaN(Number(value))) return '—';
+  return format('percent', (l) => new Intl.NumberFormat(l, { style: 'percent', minimumFractionDigits: 1, maximumFractionDigits: 1 })).format(Number(value) / 100);
+}
+
+/** Milliseconds with one decimal: `0,8 ms`, `0.8 ms`. */
+export function millis(value) {
+  return `${decimal(value, 1)}\u00a0ms`;
+}
+
+/** The placeholder of an amount in euros, as the operator types one: `10,00` or `10.00`. */
+export function amountPlaceholder() {
+  return decimal(10, 2);
 }
 
 /** A whole number with thousands separators. */
@@ -142,11 +171,14 @@ export function notice(text, kind = 'ok', code = '') {
   say(text);
 }
 
-/** Shows an API error: its message, and its code for the tests. */
+/** Shows an API error in the operator's language (from its code: see
+ * `errorText`), the server's own message in the title, and its code for
+ * the tests. */
 export function showError(error) {
   if (error && error.status === 401) return;
   const extra = error?.details?.permission ? tr(` (needs the “${error.details.permission}” permission)`) : '';
-  notice(`${error?.message ?? String(error)}${extra}`, 'error', error?.code ?? 'error');
+  notice(`${errorText(error)}${extra}`, 'error', error?.code ?? 'error');
+  $('#notice').title = error?.message ?? '';
 }
 
 /**
@@ -200,7 +232,8 @@ export function confirmAction({ title, text, ok = 'Confirm', reason = false, act
         const result = await action(why);
         close(result ?? true);
       } catch (failure) {
-        error.textContent = failure?.message ?? String(failure);
+        error.textContent = errorText(failure);
+        error.title = failure?.message ?? '';
         error.dataset.code = failure?.code ?? '';
         error.hidden = false;
       } finally {

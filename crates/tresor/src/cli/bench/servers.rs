@@ -282,9 +282,17 @@ impl Server {
             .stdout(Stdio::null())
             .stderr(Stdio::inherit());
         if store.is_fresh() {
+            // The bench's own database: its keys, and the checkpoints its
+            // servers keep (--kept-checkpoints) thrown away with it, not
+            // left in the working folder.
+            let kept = match &store {
+                Store::Sqlite { path, .. } => path.clone(),
+                Store::Postgres { .. } => std::env::temp_dir(),
+            };
             command
                 .env("TRESOR_SECRETS_KEY", bench_secrets_key())
-                .env("TRESOR_LOG_KEY", bench_log_key());
+                .env("TRESOR_LOG_KEY", bench_log_key())
+                .env("TRESOR_KEPT_CHECKPOINTS", kept);
         }
         if max_batch > 0 {
             command.env("TRESOR_MAX_BATCH", max_batch.to_string());

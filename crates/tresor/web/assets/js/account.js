@@ -233,6 +233,8 @@ export function setupMoney(app) {
   function statusText(account) {
     const status = statusOf(account);
     if (status === 'closed') return t('status.closed.text', { date: dateTime(account.closed_at) });
+    // Suspended by the operator: read-only, the reason never shown.
+    if (account.suspended) return t('status.suspended.text');
     if (status === 'demo') return t('status.demo.text');
     if (status === 'verified') return t('status.verified.text', { date: dateTime(account.verified_at) });
     if (account.provisional_until && Date.parse(account.provisional_until) < Date.now()) {
@@ -247,6 +249,7 @@ export function setupMoney(app) {
     const status = statusOf(account);
     if (status === 'closed') return t('why.closed');
     if (account.banned) return t('why.banned');
+    if (account.suspended) return t('why.suspended');
     if (app.state.me?.excluded_until) return t('why.excluded', { date: dateTime(app.state.me.excluded_until) });
     if (what === 'deposit') return status === 'demo' ? t('why.deposit.demo') : t('why.generic');
     if (what === 'withdraw') {

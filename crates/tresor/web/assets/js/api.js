@@ -93,6 +93,8 @@ export const api = {
   buy: (stakeCents, key) => request('POST', '/api/plays', { stake_cents: stakeCents }, { 'Idempotency-Key': key }),
   throwOnce: (playId) => request('POST', `/api/plays/${encodeURIComponent(playId)}/throws`, {}),
   play: (playId) => request('GET', `/api/plays/${encodeURIComponent(playId)}`),
+  /** The play's receipt in the signed log (docs/AUDIT.md, "Receipts"). */
+  receipt: (playId) => request('GET', `/api/plays/${encodeURIComponent(playId)}/receipt`),
   blocks: () => request('GET', '/api/blocks'),
   openAccount: (body) => request('POST', '/api/account/open', body),
   account: () => request('GET', '/api/account'),
@@ -105,6 +107,8 @@ export const api = {
   resetPassword: (token, password) => request('POST', '/api/password/reset/confirm', { token, new_password: password }),
   confirmEmail: (token) => request('POST', '/api/email/confirm', { token }),
   sessions: () => request('GET', '/api/account/sessions'),
+  /** 204 while this session holds; read without keeping it alive. */
+  sessionCheck: () => request('GET', '/api/session'),
   endSession: (id) => request('POST', `/api/account/sessions/${encodeURIComponent(id)}/end`, {}),
   endOtherSessions: () => request('POST', '/api/account/sessions/end-others', {}),
   setMarketing: (consent) => request('PUT', '/api/account/marketing', { consent }),

@@ -46,7 +46,9 @@ export function setupDocuments(app) {
         const parts = [h('strong', {}, t(`docs.kind.${kind}`)), ' — '];
         if (!d) parts.push(t('docs.missing'));
         else {
-          parts.push(t('docs.sent', { name: d.name, size: size(d.size_bytes), date: dateTime(d.uploaded_at) }), ' ');
+          // The name as sent, cut with an ellipsis when long, the whole on hover.
+          parts.push(h('span', { class: 'doc-name', title: d.name, 'data-testid': `doc-name-${kind}` }, d.name), ', ');
+          parts.push(t('docs.sent', { size: size(d.size_bytes), date: dateTime(d.uploaded_at) }), ' ');
           parts.push(h('span', { class: `tag doc-${status}`, 'data-testid': `doc-status-${kind}` }, t(`docs.status.${status}`)));
           if (status === 'refused' && d.reason) parts.push(' ', h('span', { 'data-testid': `doc-reason-${kind}` }, t('docs.reason', { reason: d.reason })));
         }

@@ -1,11 +1,13 @@
 //! The fairness page (« Équité »): every block of game units with its
 //! commitment, published before the block goes on sale, and its secret once
-//! published, with the command that re-checks a closed block.
+//! published, with the command that re-checks a closed block; the log's key
+//! and checkpoints; and a receipt pasted or saved from the history checked
+//! in the browser, with no account (proof.js).
 
 import { api } from './api.js';
-import { t, money } from './i18n.js';
+import { t, money, currentLang } from './i18n.js';
 import { $, h } from './util.js';
-import { publishedLog } from './proof.js';
+import { explainReceipt, publishedKeys, publishedLog } from './proof.js';
 
 /** The command that re-checks a block whose secret is published. */
 export function verifyCommand(block) {
@@ -105,11 +107,66 @@ export function setupFairness(app) {
     }
   }
 
+  // The receipt check: what was said last, written again on a language switch.
+  const result = $('#receipt-result');
+  let said = null;
+  function say(answer) {
+    said = answer;
+    if (!answer) {
+      result.textContent = '';
+      delete result.dataset.result;
+      delete result.dataset.reason;
+      return;
+    }
+    const number = (n) => Number(n).toLocaleString(currentLang() === 'fr' ? 'fr-FR' : 'en-GB');
+    result.textContent = answer.ok
+      ? t('receipt.ok', { index: number(answer.index), origin: answer.origin, size: number(answer.size) })
+      : answer.reason === 'checking'
+        ? t('receipt.checking')
+        : t(`receipt.fail.${answer.reason}`);
+    result.dataset.result = answer.ok ? 'ok' : answer.reason === 'checking' ? 'checking' : 'failed';
+    result.dataset.reason = answer.ok ? '' : answer.reason;
+    result.classList.toggle('ok', Boolean(answer.ok));
+    result.classList.toggle('error', !answer.ok && answer.reason !== 'checking');
+  }
+
+  async function checkPasted() {
+    const text = $('#receipt-text').value.trim();
+    if (!text) return say({ ok: false, reason: 'empty' });
+    let receipt;
+    try {
+      receipt = JSON.parse(text);
+    } catch {
+      return say({ ok: false, reason: 'json' });
+    }
+    say({ ok: false, reason: 'checking' });
+    let keys;
+    try {
+      keys = await publishedKeys();
+    } catch {
+      return say({ ok: false, reason: 'network' });
+    }
+    say(await explainReceipt(receipt, keys));
+  }
+
+  $('#receipt-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    checkPasted();
+  });
+  // A saved receipt's file is read here, in the page, and checked at once.
+  $('#receipt-file').addEventListener('change', async (event) => {
+    const file = event.target.files?.[0];
+    if (!file) return;
+    $('#receipt-text').value = await file.text();
+    checkPasted();
+  });
+
   return {
     show,
     render: () => {
       render();
       renderLog();
+      say(said);
     },
   };
 }

@@ -39,6 +39,8 @@ function sessionHint(on) {
 const FALLBACK_ISLAND = { width: 12, height: 9, land: [], start: [5, 4] };
 
 const state = { status: null, island: null, me: null, account: null };
+/** How often the page asks whether its session still holds. */
+const SESSION_CHECK_MS = 30000;
 let meVersion = 0;
 
 const app = {
@@ -325,6 +327,26 @@ async function boot() {
   // The status can change while the page stays open (sales opening, a
   // message from the operator): look again now and then.
   setInterval(() => app.refreshStatus(), 60000);
+  // A session ended elsewhere (another of the player's sessions, the
+  // operator's suspension or exclusion) is noticed within half a minute,
+  // not at the next click; the check does not keep an idle session alive.
+  const checkSession = async () => {
+    if (!state.me || document.hidden) return;
+    try {
+      await api.sessionCheck();
+    } catch (error) {
+      if (error.status === 401 && state.me) {
+        app.sessionExpired();
+        if (error.detail?.reason === 'session_ended') {
+          const said = $('#login-error');
+          said.textContent = t('session.ended.elsewhere');
+          said.dataset.code = 'session_ended';
+        }
+      }
+    }
+  };
+  setInterval(checkSession, SESSION_CHECK_MS);
+  document.addEventListener('visibilitychange', checkSession);
 }
 
 boot();

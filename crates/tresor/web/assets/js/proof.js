@@ -98,6 +98,58 @@ async function openNote(note, key) {
   throw new Error('no signature by the published key');
 }
 
+/** A receipt as `GET /api/plays/{id}/receipt` gives it (the fields
+ * `src/logcheck.rs`'s `Receipt` reads), or null when its shape is not. */
+function wellFormed(receipt) {
+  const r = receipt;
+  const text = (v) => typeof v === 'string';
+  if (!r || typeof r !== 'object' || !text(r.origin) || !text(r.checkpoint) || !text(r.key)) return null;
+  if (!Number.isSafeInteger(r.index) || r.index < 0 || !Array.isArray(r.proof) || !r.proof.every(text)) return null;
+  const rec = r.record;
+  if (!rec || !Number.isSafeInteger(rec.at_ms) || !['actor', 'action', 'request', 'result', 'salt'].every((f) => text(rec[f]))) return null;
+  return r;
+}
+
+/**
+ * Checks `receipt` as `tresor audit receipt` does (`logcheck::check_receipt`),
+ * against the keys `/log/` publishes: the key is a published one, the
+ * checkpoint is signed by it and is of the receipt's log, the record's index
+ * is within it, and the leaf hash of the record with its inclusion proof
+ * leads to the checkpoint's root. Resolves to `{ ok: true, origin, index,
+ * size }`, or `{ ok: false, reason }`: `format`, `key`, `signature`,
+ * `origin`, `index` or `inclusion`.
+ */
+export async function explainReceipt(receipt, publishedKeys) {
+  const r = wellFormed(receipt);
+  if (!r) return { ok: false, reason: 'format' };
+  if (!publishedKeys.includes(r.key.trim())) return { ok: false, reason: 'key' };
+  let key;
+  try {
+    key = await parseKey(r.key.trim());
+  } catch {
+    return { ok: false, reason: 'key' };
+  }
+  let checkpoint;
+  try {
+    checkpoint = await openNote(r.checkpoint, key);
+  } catch {
+    return { ok: false, reason: 'signature' };
+  }
+  if (checkpoint.origin !== r.origin) return { ok: false, reason: 'origin' };
+  if (!(r.index < checkpoint.size)) return { ok: false, reason: 'index' };
+  let proof;
+  try {
+    proof = r.proof.map(fromBase64);
+  } catch {
+    return { ok: false, reason: 'format' };
+  }
+  if (proof.some((p) => p.length !== 32) || checkpoint.root.length !== 32) return { ok: false, reason: 'inclusion' };
+  const leaf = await sha256(concat([0], leafData(r.origin, r.index, r.record)));
+  const root = await rootFromInclusion(r.index, checkpoint.size, leaf, proof);
+  if (root === null || !equal(root, checkpoint.root)) return { ok: false, reason: 'inclusion' };
+  return { ok: true, origin: checkpoint.origin, index: r.index, size: checkpoint.size };
+}
+
 /**
  * Checks `receipt` against the keys `/log/` publishes: resolves to true when
  * the record is in the log within a checkpoint signed by one of them, false
@@ -105,15 +157,7 @@ async function openNote(note, key) {
  */
 export async function checkReceipt(receipt, publishedKeys) {
   try {
-    if (!receipt || !publishedKeys.includes(receipt.key)) return false;
-    const key = await parseKey(receipt.key);
-    const checkpoint = await openNote(receipt.checkpoint, key);
-    if (checkpoint.origin !== receipt.origin) return false;
-    const leaf = await sha256(concat([0], leafData(receipt.origin, receipt.index, receipt.record)));
-    const proof = receipt.proof.map(fromBase64);
-    if (proof.some((p) => p.length !== 32)) return false;
-    const root = await rootFromInclusion(receipt.index, checkpoint.size, leaf, proof);
-    return root !== null && equal(root, checkpoint.root);
+    return (await explainReceipt(receipt, publishedKeys)).ok;
   } catch {
     return false;
   }

@@ -237,9 +237,36 @@ export function setupHistory(app) {
         { class: prize > 0 ? 'outcome won' : 'outcome' },
         prize > 0 ? t('outcome.win', { amount: money(prize) }) : t('outcome.lose'),
       ),
-      h('td', {}, action),
+      h(
+        'td',
+        { class: 'history-actions' },
+        action,
+        ' ',
+        h('button', { type: 'button', class: 'ghost small', 'data-receipt': play.id, 'data-testid': 'history-receipt', 'aria-label': t('history.receipt.label', { id: play.id }) }, t('history.receipt')),
+      ),
     );
   }
+
+  /** Saves the play's receipt as a JSON file, which the fairness page checks. */
+  async function saveReceipt(id) {
+    $('#history-error').textContent = '';
+    try {
+      const receipt = await api.receipt(id);
+      const url = URL.createObjectURL(new Blob([JSON.stringify(receipt, null, 2)], { type: 'application/json' }));
+      const link = h('a', { href: url, download: `tresor-receipt-${id}.json`, hidden: true });
+      document.body.append(link);
+      link.click();
+      link.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10000);
+    } catch (e) {
+      app.showError(e, $('#history-error'));
+    }
+  }
+
+  rows.addEventListener('click', (event) => {
+    const button = event.target.closest('button[data-receipt]');
+    if (button) saveReceipt(button.dataset.receipt);
+  });
 
   function render() {
     rows.replaceChildren(...plays.map(row));

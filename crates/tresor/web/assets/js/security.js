@@ -32,6 +32,17 @@ export function setupSecurity(app) {
     $('#email-current').dataset.confirmed = String(Boolean(account.email_confirmed_at));
   }
 
+  /** A session's device in the page's language, from the browser and the
+   * system the server read in its User-Agent (src/account/device.rs). */
+  function device(s) {
+    if (s.browser === undefined && s.system === undefined) return s.device;
+    const phone = s.system === 'iPhone' || s.system === 'iPad' || s.system === 'Android' ? '.phone' : '';
+    if (s.browser && s.system) return t(`device.on${phone}`, { browser: s.browser, system: s.system });
+    if (s.browser) return t('device.browser', { browser: s.browser });
+    if (s.system) return t(`device.system${phone}`, { system: s.system });
+    return t('device.unknown');
+  }
+
   function renderSessions() {
     const list = $('#sessions');
     list.replaceChildren(
@@ -39,7 +50,7 @@ export function setupSecurity(app) {
         h(
           'li',
           { 'data-testid': 'session-row', 'data-current': String(s.current) },
-          h('span', { class: 'session-device' }, s.device),
+          h('span', { class: 'session-device', 'data-testid': 'session-device' }, device(s)),
           ' · ',
           h('span', {}, s.address ?? '—'),
           ' · ',
