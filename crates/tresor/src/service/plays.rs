@@ -180,10 +180,18 @@ impl Service {
             limit + 1,
         )
         .await?;
+        let page: Vec<(i64, i64)> = rows
+            .iter()
+            .take(limit as usize)
+            .map(|row| (row.id, row.created_at_ms))
+            .collect();
+        let actor = crate::trail::Actor::player(player.id, player.username.as_str()).label();
+        let mut receipts =
+            crate::trail::receipt::of_plays(&mut *self.db.conn().await?, &actor, &page).await?;
         let mut views = Vec::with_capacity(rows.len());
         for row in rows.iter().take(limit as usize) {
             let mut view = self.play_view(row).await?;
-            view.receipt = self.receipt_of(player, row.id, row.created_at_ms).await?;
+            view.receipt = receipts.remove(&row.id);
             views.push(view);
         }
         let next_cursor = if rows.len() as i64 > limit {

@@ -13,6 +13,7 @@ use crate::store::{Conn, sql};
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
 use tlog_tiles::{Hash, HashReader};
 
 /// The record's fields a receipt carries (its leaf with origin and index).
@@ -173,10 +174,7 @@ pub async fn of_leaf(conn: &mut Conn, log_id: i64, idx: u64) -> Result<Option<Re
     let vkeys: Vec<String> = sql::query_scalar("SELECT vkey FROM log_keys ORDER BY id DESC")
         .fetch_all(conn)
         .await?;
-    let listed: Vec<&str> = vkeys.iter().map(String::as_str).collect();
-    let key = open_note(&note, &listed)
-        .map(|(k, _)| vkeys[k].clone())
-        .unwrap_or_default();
+    let key = signer(&note, &vkeys);
     Ok(Some(Receipt {
         origin: record.try_get("origin")?,
         index: idx,
@@ -194,6 +192,50 @@ pub async fn of_leaf(conn: &mut Conn, log_id: i64, idx: u64) -> Result<Option<Re
         proof: proof.iter().map(|h| b64().encode(h.0)).collect(),
         key,
     }))
+}
+
+/// Checkpoint notes whose signature was verified, with the verifier key
+/// that signed each: a receipt's checkpoint is the log's latest, the same
+/// for every receipt read until the next batch, so its signature is
+/// verified once, not on every replay and every row of a history (issue
+/// 34). Kept by the whole note (its text and signature lines), so a note
+/// is never taken for another, whichever database it came from; a key is
+/// only taken again while the installation still lists it.
+static VERIFIED: std::sync::Mutex<Option<std::collections::HashMap<String, String>>> =
+    std::sync::Mutex::new(None);
+
+/// Notes kept verified at most; past it the memory starts again.
+const VERIFIED_KEPT: usize = 4096;
+
+/// The verifier key among `vkeys` that signed `note` (empty when none).
+fn signer(note: &str, vkeys: &[String]) -> String {
+    if let Ok(verified) = VERIFIED.lock()
+        && let Some(vkey) = verified.as_ref().and_then(|known| known.get(note))
+        && vkeys.contains(vkey)
+    {
+        return vkey.clone();
+    }
+    let listed: Vec<&str> = vkeys.iter().map(String::as_str).collect();
+    #[cfg(test)]
+    NOTES_VERIFIED.with(|n| n.set(n.get() + 1));
+    let Ok((k, _)) = open_note(note, &listed) else {
+        return String::new();
+    };
+    let vkey = vkeys[k].clone();
+    if let Ok(mut verified) = VERIFIED.lock() {
+        let known = verified.get_or_insert_with(Default::default);
+        if known.len() >= VERIFIED_KEPT {
+            known.clear();
+        }
+        known.insert(note.to_owned(), vkey.clone());
+    }
+    vkey
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Signatures [`signer`] verified on this thread (the tests count them).
+    static NOTES_VERIFIED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// The latest checkpoint of log `log_id` of at least `min_size` records
@@ -246,20 +288,178 @@ pub async fn of_play(
     play_id: i64,
     created_at_ms: i64,
 ) -> Result<Option<Receipt>, Error> {
-    let leaf: Option<(i64, i64)> = sql::query_as(
-        "SELECT t.log_id, t.idx FROM plays p \
+    Ok(of_plays(conn, actor, &[(play_id, created_at_ms)])
+        .await?
+        .remove(&play_id))
+}
+
+/// A play's `buy` record, found for [`of_plays`].
+struct Found {
+    play_id: i64,
+    idx: u64,
+    origin: String,
+    record: ReceiptRecord,
+}
+
+/// The receipts of the purchases of several plays of one player (`actor`),
+/// `(play id, time of purchase)` each, by play id: each as [`of_leaf`]
+/// gives it (against the latest cosigned checkpoint that covers it, else
+/// the log's latest), with the reads shared (issue 34): the records in one
+/// read (by the leaf each play names, migration 0021), then per log its checkpoints and
+/// the hashes of every proof in one read each; each checkpoint's signature
+/// verified once ([`signer`]). A page of history thus reads a few rows per
+/// log, not eight statements and a signature per play.
+pub async fn of_plays(
+    conn: &mut Conn,
+    actor: &str,
+    plays: &[(i64, i64)],
+) -> Result<HashMap<i64, Receipt>, Error> {
+    let mut receipts = HashMap::new();
+    if plays.is_empty() {
+        return Ok(receipts);
+    }
+    let wanted: HashMap<i64, i64> = plays.iter().copied().collect();
+    let ids: Vec<[i64; 1]> = plays.iter().map(|(id, _)| [*id]).collect();
+    let sqlite = conn.is_sqlite();
+    let table = sql::json_rows(sqlite, 1, &[("id", sql::ColumnType::Int)]);
+    // Each play names its record's leaf (migration 0021): found by the
+    // plays' ids and `trail_by_leaf`.
+    let rows = sql::query_owned(format!(
+        "SELECT t.log_id, t.idx, t.at_ms, t.actor, t.action, t.request, t.result, t.salt, \
+         l.origin FROM plays p \
          JOIN trail t ON t.log_id = p.buy_log_id AND t.idx = p.buy_idx \
-         WHERE p.id = $1 AND t.at_ms = $2 AND t.action = 'buy' AND t.actor = $3 \
-         AND t.result LIKE $4 AND t.result NOT LIKE '%\"replayed\":true%'",
-    )
-    .bind(play_id)
-    .bind(created_at_ms)
+         JOIN logs l ON l.id = t.log_id \
+         WHERE p.id IN (SELECT id FROM {table} AS d) AND t.action = 'buy' \
+         AND t.actor = $2 AND t.log_id IS NOT NULL"
+    ))
+    .bind(serde_json::to_string(&ids).expect("play ids"))
     .bind(actor)
-    .bind(format!("%\"play_id\":{play_id},%"))
-    .fetch_optional(conn)
+    .fetch_all(&mut *conn)
     .await?;
-    match leaf {
-        Some((log_id, idx)) => of_leaf(conn, log_id, idx as u64).await,
-        None => Ok(None),
+    let mut by_log: BTreeMap<i64, Vec<Found>> = BTreeMap::new();
+    for row in &rows {
+        let result: String = row.try_get("result")?;
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(&result) else {
+            continue;
+        };
+        let Some(play_id) = value.get("play_id").and_then(serde_json::Value::as_i64) else {
+            continue;
+        };
+        let at_ms: i64 = row.try_get("at_ms")?;
+        let replayed = value.get("replayed") == Some(&serde_json::Value::Bool(true));
+        if replayed || wanted.get(&play_id) != Some(&at_ms) {
+            continue;
+        }
+        let log_id: i64 = row.try_get("log_id")?;
+        by_log.entry(log_id).or_default().push(Found {
+            play_id,
+            idx: row.try_get::<i64, _>("idx")? as u64,
+            origin: row.try_get("origin")?,
+            record: ReceiptRecord {
+                at_ms,
+                actor: row.try_get("actor")?,
+                action: row.try_get("action")?,
+                request: row.try_get("request")?,
+                result,
+                salt: row
+                    .try_get::<Option<String>, _>("salt")?
+                    .unwrap_or_default(),
+            },
+        });
+    }
+    if by_log.is_empty() {
+        return Ok(receipts);
+    }
+    let vkeys: Vec<String> = sql::query_scalar("SELECT vkey FROM log_keys ORDER BY id DESC")
+        .fetch_all(&mut *conn)
+        .await?;
+    for (log_id, found) in by_log {
+        let lowest = found.iter().map(|f| f.idx).min().unwrap_or_default();
+        let cosigned = latest_cosigned(conn, log_id, lowest + 1).await?;
+        let needs_latest = found.iter().any(|f| {
+            cosigned
+                .as_ref()
+                .is_none_or(|(size, _)| f.idx + 1 > *size as u64)
+        });
+        let latest: Option<(i64, String)> = if needs_latest {
+            sql::query_as(
+                "SELECT size, note FROM checkpoints WHERE log_id = $1 ORDER BY size DESC LIMIT 1",
+            )
+            .bind(log_id)
+            .fetch_optional(&mut *conn)
+            .await?
+        } else {
+            None
+        };
+        // Each record's checkpoint, as `of_leaf` chooses it.
+        let chosen: Vec<Option<&(i64, String)>> = found
+            .iter()
+            .map(|f| {
+                let checkpoint = match &cosigned {
+                    Some(c) if f.idx < c.0 as u64 => Some(c),
+                    _ => latest.as_ref(),
+                };
+                checkpoint.filter(|(size, _)| f.idx < *size as u64)
+            })
+            .collect();
+        let asked = Wanted::default();
+        for (f, checkpoint) in found.iter().zip(&chosen) {
+            if let Some((size, _)) = checkpoint {
+                let _ = tlog_tiles::prove_record(*size as u64, f.idx, &asked);
+            }
+        }
+        let mut indexes = asked.0.into_inner();
+        indexes.sort_unstable();
+        indexes.dedup();
+        let hashes = read_hashes(conn, log_id, &indexes).await?;
+        for (f, checkpoint) in found.into_iter().zip(chosen) {
+            let Some((size, note)) = checkpoint else {
+                continue;
+            };
+            let proof = tlog_tiles::prove_record(*size as u64, f.idx, &MapReader(&hashes))
+                .map_err(|_| Error::Unavailable("the log's stored hashes do not give a proof"))?;
+            receipts.insert(
+                f.play_id,
+                Receipt {
+                    origin: f.origin,
+                    index: f.idx,
+                    record: f.record,
+                    checkpoint: note.clone(),
+                    proof: proof.iter().map(|h| b64().encode(h.0)).collect(),
+                    key: signer(note, &vkeys),
+                },
+            );
+        }
+    }
+    Ok(receipts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::logkey::LogSeed;
+
+    fn verified_here() -> usize {
+        NOTES_VERIFIED.with(std::cell::Cell::get)
+    }
+
+    /// A checkpoint read for many receipts is verified once; a key the
+    /// installation no longer lists, or a note it did not sign, is not
+    /// taken from memory.
+    #[test]
+    fn a_checkpoint_is_verified_once() {
+        let key = LogSeed::generate().named("receipts-test");
+        let other = LogSeed::generate().named("receipts-test");
+        let note = key.sign_checkpoint("tresor/receipts-test/server", 7, Hash([7; 32]));
+        let vkeys = vec![other.vkey().to_owned(), key.vkey().to_owned()];
+        let before = verified_here();
+        assert_eq!(signer(&note, &vkeys), key.vkey());
+        assert_eq!(signer(&note, &vkeys), key.vkey());
+        assert_eq!(signer(&note, &vkeys[1..]), key.vkey());
+        assert_eq!(verified_here() - before, 1, "verified once");
+        assert_eq!(signer(&note, &vkeys[..1]), "", "not a listed key's");
+        let forged = note.replacen("\n7\n", "\n8\n", 1);
+        assert_ne!(forged, note);
+        assert_eq!(signer(&forged, &vkeys), "", "an altered note is no one's");
     }
 }

@@ -52,6 +52,8 @@ fn a_short_bench_reports_purchases_beside_its_baselines() {
         "POST /api/plays/{id}/throws",
         "server memory: VmRSS",
         "group commit:",
+        // The server's CPU per game, from /proc (issue 34).
+        "CPU per game (a purchase and four throws): server ",
     ] {
         assert!(
             stdout.contains(expected),
@@ -148,6 +150,13 @@ fn two_servers_on_postgres_report_each_and_their_sum_beside_one_behind_a_delay()
         format!("{backend}, server 2 of 2"),
         format!("{backend}, 2 servers in all"),
         "2 servers: ".to_owned(),
+        // PostgreSQL's CPU per purchase beside pgbench's per transaction,
+        // in one run (issue 34).
+        "CPU per purchase: server ".to_owned(),
+        " µs, PostgreSQL ".to_owned(),
+        "PostgreSQL CPU per pgbench transaction: ".to_owned(),
+        "PostgreSQL's CPU: ".to_owned(),
+        " µs a pgbench transaction = ".to_owned(),
     ] {
         assert!(
             stdout.contains(&expected),

@@ -419,8 +419,8 @@ async fn a_backup_behind_the_monitors_checkpoints_restores_with_sales_held_and_s
     ]);
     let behind_args = ["--data".to_owned(), behind.display().to_string()];
     let server = Server::start_with_args(&behind_args, db, free_port(), &flags).await;
-    let status = status(&server.base).await;
-    assert_eq!(status["closed_after_restore"], true, "{status}");
+    let held = status(&server.base).await;
+    assert_eq!(held["closed_after_restore"], true, "{held}");
     drop(server);
     // `sales status` says why.
     let said = ok(run(
@@ -433,6 +433,60 @@ async fn a_backup_behind_the_monitors_checkpoints_restores_with_sales_held_and_s
         why.starts_with("held after a restore: restored behind what was published"),
         "{said}"
     );
+
+    // The operator reopens; the restored copy sells on, past the size the
+    // monitor kept, in another history: it is then beside the monitor's
+    // checkpoints, not behind, and that does not hold them either.
+    ok(run(
+        db,
+        &[
+            "sales",
+            "open",
+            "--after-restore",
+            "--data",
+            &behind.display().to_string(),
+        ],
+    ));
+    let server = Server::start_with_args(&behind_args, db, free_port(), &unthrottled_flags()).await;
+    let reopened = status(&server.base).await;
+    assert_eq!(reopened["sales_open"], true, "{reopened}");
+    sell(&server.base, "dan", 5).await;
+    drop(server);
+    let restored = crate::common::db::signed(
+        tresor::store::Db::open_data_dir(&behind)
+            .await
+            .unwrap()
+            .with_secrets_key(db.secrets_key.clone()),
+    )
+    .await;
+    let published = tresor::backup::checkpoint::Published::read(&state).unwrap();
+    let standing = tresor::backup::checkpoint::standing(&restored.pool, &published)
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            standing,
+            tresor::backup::checkpoint::Standing::Diverged { .. }
+        ),
+        "{standing:?}"
+    );
+    assert!(
+        standing.hold_reason().unwrap().contains("another history"),
+        "{standing:?}"
+    );
+    drop(restored);
+    let verify = run(
+        db,
+        &[
+            "audit",
+            "verify",
+            "--checkpoint",
+            &state.display().to_string(),
+            "--data",
+            &behind.display().to_string(),
+        ],
+    );
+    assert_eq!(code(&verify), Some(1), "{}", describe(&verify));
 }
 
 /// The `litestream` program, or `None` (with a skip line) unless

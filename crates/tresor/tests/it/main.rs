@@ -44,6 +44,7 @@ mod outbox;
 mod passwords;
 mod pg_locks;
 mod protect;
+mod replays;
 mod secrets;
 mod settings;
 mod slowloris;

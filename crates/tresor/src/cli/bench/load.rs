@@ -1,7 +1,7 @@
 //! The load: simulated players (registration, deposit, the play loop), the
 //! refusal flood's players, and one run of a mix over all of them.
 
-use super::report::{FloodTally, RunResult, new_histogram, read_memory};
+use super::report::{FloodTally, RunResult, cpu_sample, new_histogram, read_memory};
 use super::{BenchArgs, Mix, progress};
 use anyhow::{Context, bail};
 use axum::body::Bytes;
@@ -530,8 +530,14 @@ pub(super) async fn run_mix(
     };
     bar.set_message(label.to_owned());
     let mut memory = None;
+    let on_postgres = args.database_url.is_some();
+    // Read when the measurement starts (after the warm-up) and when it stops.
+    let mut cpu_from = None;
     while clock.started.elapsed().as_secs_f64() < total {
         tokio::time::sleep(Duration::from_millis(100)).await;
+        if cpu_from.is_none() && Instant::now() >= clock.measure_from {
+            cpu_from = Some((Instant::now(), cpu_sample(server_pid, on_postgres)));
+        }
         bar.set_position((clock.started.elapsed().as_secs_f64() * 10.0) as u64);
         let done = clock.done.load(Ordering::Relaxed);
         let measured_s = clock.measure_from.elapsed().as_secs_f64();
@@ -546,6 +552,14 @@ pub(super) async fn run_mix(
     clock.stop.store(true, Ordering::Relaxed);
     clock.stopped.send_replace(true);
     let seconds = clock.measure_from.elapsed().as_secs_f64();
+    // Spent over the time read, scaled to the measurement's whole time.
+    let cpu = cpu_from.map(|(at, from)| {
+        let mut cpu = from.until(cpu_sample(server_pid, on_postgres));
+        let scale = seconds / at.elapsed().as_secs_f64().max(1e-3);
+        cpu.server_us = cpu.server_us.map(|us| us * scale);
+        cpu.postgres_us = cpu.postgres_us.map(|us| us * scale);
+        cpu
+    });
     bar.finish_and_clear();
     let mut result = RunResult {
         label: label.to_owned(),
@@ -558,6 +572,7 @@ pub(super) async fn run_mix(
         errors: 0,
         memory,
         flood: None,
+        cpu,
     };
     for task in tasks {
         let tally = task.await?;

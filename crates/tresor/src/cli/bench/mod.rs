@@ -322,6 +322,7 @@ async fn one_server(
     let result = run_mix(target, &players, &refusers, args.mix, args).await?;
     print_result(&result, ceiling);
     let tuned = result.headline();
+    let tuned_result = result;
     let store = server.stop().await;
     if let Some(bytes) = store.size_bytes().await {
         println!(
@@ -357,7 +358,8 @@ async fn one_server(
         store.drop_database().await;
 
         if let Some(admin_url) = &args.database_url {
-            let tps = pgbench(admin_url, via, args.pgbench_clients, args.duration)?;
+            let measured = pgbench(admin_url, via, args.pgbench_clients, args.duration)?;
+            let tps = measured.tps;
             println!(
                 "{:<34} {:>9.0} tps (pgbench -c {} -j 2 -T {}, scale 10{})",
                 "pgbench TPC-B-like",
@@ -370,7 +372,15 @@ async fn one_server(
                     String::new()
                 }
             );
+            if let Some(us) = measured.cpu_us_per_transaction {
+                println!("    PostgreSQL CPU per pgbench transaction: {us:.0} µs");
+            }
             println!("    tresor: {:.2} × pgbench's tps", tuned / tps);
+            if let Some(line) =
+                report::cpu_against_pgbench(&tuned_result, measured.cpu_us_per_transaction)
+            {
+                println!("{line}");
+            }
         }
     }
     Ok(tuned)

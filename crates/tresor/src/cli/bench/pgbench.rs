@@ -1,9 +1,19 @@
 //! pgbench's TPC-B-like script, the PostgreSQL yardstick of `--baselines`.
 
 use super::progress;
+use super::report::{postgres_ticks, ticks_us};
 use anyhow::{Context, bail};
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
+
+/// What pgbench measured.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct PgbenchResult {
+    pub(super) tps: f64,
+    /// PostgreSQL's CPU (every `postgres` process, from /proc) per
+    /// transaction, in µs, when it could be read.
+    pub(super) cpu_us_per_transaction: Option<f64>,
+}
 
 /// pgbench's TPC-B-like script on a scratch database of the same server.
 /// With `via`, pgbench reaches the server through the delay proxy, as the
@@ -13,7 +23,7 @@ pub(super) fn pgbench(
     via: Option<SocketAddr>,
     clients: usize,
     seconds: f64,
-) -> anyhow::Result<f64> {
+) -> anyhow::Result<PgbenchResult> {
     let (server, _) = admin_url
         .rsplit_once('/')
         .context("a PostgreSQL URL ends with a database name")?;
@@ -45,18 +55,36 @@ pub(super) fn pgbench(
         bail!("pgbench -i failed");
     }
     let bar = progress(1, "pgbench TPC-B-like");
+    let cpu_before = postgres_ticks();
     let output = Command::new("pgbench")
         .args(["-c", &clients.to_string(), "-j", "2"])
         .args(["-T", &(seconds.ceil() as u64).to_string(), &url])
         .output()
         .context("cannot run pgbench")?;
+    let cpu_after = postgres_ticks();
     bar.finish_and_clear();
     let _ = psql(&format!("DROP DATABASE IF EXISTS {name}"));
     let text = String::from_utf8_lossy(&output.stdout);
-    text.lines()
+    let tps = text
+        .lines()
         .find_map(|line| {
             let rest = line.strip_prefix("tps = ")?;
             rest.split_whitespace().next()?.parse::<f64>().ok()
         })
-        .with_context(|| format!("no tps in pgbench's output: {text}"))
+        .with_context(|| format!("no tps in pgbench's output: {text}"))?;
+    // "number of transactions actually processed: N" (or "N/M").
+    let transactions = text.lines().find_map(|line| {
+        let rest = line.strip_prefix("number of transactions actually processed: ")?;
+        rest.split(['/', ' ']).next()?.parse::<u64>().ok()
+    });
+    let cpu_us_per_transaction = match (cpu_before, cpu_after, transactions) {
+        (Some(before), Some(after), Some(n)) if n > 0 => {
+            Some(ticks_us(after.saturating_sub(before)) / n as f64)
+        }
+        _ => None,
+    };
+    Ok(PgbenchResult {
+        tps,
+        cpu_us_per_transaction,
+    })
 }

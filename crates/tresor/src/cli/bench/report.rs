@@ -1,5 +1,6 @@
 //! What a run measured and how it is printed: the latency histograms, the
-//! refusal flood's tally, the server's memory.
+//! refusal flood's tally, the server's memory, and the CPU the server and
+//! PostgreSQL spent (from /proc).
 
 use super::Mix;
 use hdrhistogram::Histogram;
@@ -19,6 +20,89 @@ pub(super) struct RunResult {
     pub(super) memory: Option<Memory>,
     /// What the refusal flood got, when there was one.
     pub(super) flood: Option<FloodTally>,
+    /// The CPU spent during the measurement, when it could be read.
+    pub(super) cpu: Option<Cpu>,
+}
+
+/// CPU time spent during a measurement, in µs: the server's process, and
+/// every PostgreSQL process of the machine (its backends and its own
+/// processes: the WAL writer, the checkpointer…), when the run is on
+/// PostgreSQL.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Cpu {
+    pub(super) server_us: Option<f64>,
+    pub(super) postgres_us: Option<f64>,
+}
+
+/// CPU clock ticks read at one moment ([`cpu_sample`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct CpuSample {
+    server: Option<u64>,
+    postgres: Option<u64>,
+}
+
+/// The CPU ticks (user and system) of `pid` so far, from /proc/PID/stat,
+/// with those of its children that ended (and were waited for) when
+/// `children`.
+fn process_ticks(pid: u32, children: bool) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command's closing parenthesis: state is field 3, utime 14,
+    // stime 15, cutime 16, cstime 17.
+    let rest = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let field = |n: usize| -> Option<u64> { fields.get(n)?.parse().ok() };
+    let own = field(11)? + field(12)?;
+    Some(if children {
+        own + field(13)? + field(14)?
+    } else {
+        own
+    })
+}
+
+/// The CPU ticks so far of every process named `postgres`, with those of
+/// the backends that ended (counted in the postmaster's children's time:
+/// pgbench's connections end before the run is read again).
+pub(super) fn postgres_ticks() -> Option<u64> {
+    let mut total = 0;
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let is_postgres = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+            .is_ok_and(|comm| comm.trim_end() == "postgres");
+        if is_postgres {
+            total += process_ticks(pid, true).unwrap_or(0);
+        }
+    }
+    Some(total)
+}
+
+/// The server's and (with `postgres`) PostgreSQL's CPU ticks now.
+pub(super) fn cpu_sample(server: Option<u32>, postgres: bool) -> CpuSample {
+    CpuSample {
+        server: server.and_then(|pid| process_ticks(pid, false)),
+        postgres: if postgres { postgres_ticks() } else { None },
+    }
+}
+
+/// Microseconds of CPU in `ticks` clock ticks.
+pub(super) fn ticks_us(ticks: u64) -> f64 {
+    ticks as f64 * 1e6 / rustix::param::clock_ticks_per_second() as f64
+}
+
+impl CpuSample {
+    /// The CPU spent from `self` to `later`.
+    pub(super) fn until(self, later: CpuSample) -> Cpu {
+        let spent = |a: Option<u64>, b: Option<u64>| Some(ticks_us(b?.saturating_sub(a?)));
+        Cpu {
+            server_us: spent(self.server, later.server),
+            postgres_us: spent(self.postgres, later.postgres),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -46,6 +130,7 @@ impl RunResult {
             errors: 0,
             memory: None,
             flood: None,
+            cpu: None,
         };
         for run in runs {
             sum.seconds = sum.seconds.max(run.seconds);
@@ -226,4 +311,48 @@ pub(super) fn print_result(result: &RunResult, ceiling: Option<f64>) {
             memory.hwm_kib as f64 / 1024.0
         );
     }
+    if let Some(line) = cpu_line(result) {
+        println!("{line}");
+    }
+}
+
+/// The CPU per purchase (per request for `/healthz`), when it was read.
+fn cpu_line(result: &RunResult) -> Option<String> {
+    let cpu = result.cpu?;
+    let (count, what) = match result.mix {
+        Mix::Purchases => (result.purchase.len(), "purchase"),
+        Mix::Games => (result.games, "game (a purchase and four throws)"),
+        Mix::Healthz => (result.healthz.len(), "request"),
+    };
+    if count == 0 {
+        return None;
+    }
+    let per = |us: Option<f64>| us.map(|us| us / count as f64);
+    let mut line = format!("    CPU per {what}:");
+    if let Some(server) = per(cpu.server_us) {
+        line += &format!(" server {server:.0} µs");
+    }
+    if let Some(postgres) = per(cpu.postgres_us) {
+        line += &format!(", PostgreSQL {postgres:.0} µs (all its processes)");
+    }
+    Some(line)
+}
+
+/// PostgreSQL's CPU per purchase of `result` against `per_transaction`
+/// µs per pgbench transaction, when both were read.
+pub(super) fn cpu_against_pgbench(
+    result: &RunResult,
+    per_transaction: Option<f64>,
+) -> Option<String> {
+    let postgres_us = result.cpu?.postgres_us?;
+    let purchases = result.purchase.len();
+    let per_transaction = per_transaction?;
+    if purchases == 0 || per_transaction <= 0.0 {
+        return None;
+    }
+    let per_purchase = postgres_us / purchases as f64;
+    Some(format!(
+        "    PostgreSQL's CPU: {per_purchase:.0} µs a purchase vs {per_transaction:.0} µs a pgbench transaction = {:.1}×",
+        per_purchase / per_transaction
+    ))
 }
