@@ -298,13 +298,17 @@ enum Decided {
     NeedMoreBlocks,
 }
 
+/// A play the batch creates: its id, idempotency key, request hash, and
+/// the leaf (log, index) of its purchase's record.
+type Created = (i64, String, String, Option<(i64, i64)>);
+
 /// The batch's state as the commands change it, one after the other.
 struct Book<'a> {
     state: State,
     context: &'a Context,
     /// Plays created by this batch (inserted rather than updated), with
     /// their idempotency key and request hash.
-    created: Vec<(i64, String, String)>,
+    created: Vec<Created>,
     created_ids: HashSet<i64>,
     /// Plays read from the database and changed, with their throws before.
     changed: HashMap<i64, i64>,
@@ -492,7 +496,7 @@ impl Book<'_> {
         };
         self.state.plays.insert(play_id, play.clone());
         self.created
-            .push((play_id, key.to_owned(), buy.request_hash.clone()));
+            .push((play_id, key.to_owned(), buy.request_hash.clone(), None));
         self.created_ids.insert(play_id);
         self.state.unfinished.insert(player.id, vec![play_id]);
         self.state.earlier.insert(
@@ -523,6 +527,11 @@ impl Book<'_> {
                 "block_sold_out": sold_out,
             }),
         );
+        // The play names its purchase's record (its receipt's leaf).
+        let leaf = self.records.last().and_then(|r| r.log_id.zip(r.idx));
+        if let Some(created) = self.created.last_mut() {
+            created.3 = leaf;
+        }
         Ok(Reply::Bought {
             play_id,
             fresh: Some(play),
@@ -711,7 +720,7 @@ impl Book<'_> {
         let new_plays = self
             .created
             .into_iter()
-            .map(|(id, key, hash)| NewPlayRow::from_state(row(&id), key, hash))
+            .map(|(id, key, hash, leaf)| NewPlayRow::from_state(row(&id), key, hash, leaf))
             .collect();
         let mut play_updates: Vec<PlayUpdate> = self
             .changed

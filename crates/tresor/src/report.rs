@@ -63,7 +63,7 @@ async fn money(pool: &AnyPool) -> Result<MoneyFigures, Error> {
     };
     let provider_deposits_cents: i64 = sqlx::query_scalar(
         "SELECT CAST(COALESCE(SUM(amount_cents), 0) AS BIGINT) FROM transfers \
-         WHERE kind = 'deposit' AND debit_account_id = $1",
+         WHERE kind = 'deposit' AND debit_account_id = $1 AND debit_account_id > -1000",
     )
     .bind(crate::model::PROVIDER_ACCOUNT)
     .fetch_one(pool)

@@ -20,6 +20,7 @@ pub mod leaf;
 pub mod log;
 pub mod receipt;
 pub mod search;
+pub mod tiles;
 
 pub use crate::logkey as key;
 pub use audit::{Trust, verify_with};

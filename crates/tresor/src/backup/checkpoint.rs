@@ -433,39 +433,15 @@ async fn log_standing(pool: &AnyPool, s: &Signed, vkeys: &[&str]) -> Result<Stan
     })
 }
 
-/// The stored hashes of a log at `indexes` (those found).
+/// The stored hashes of a log at `indexes` (those found), as served
+/// (`crate::trail::tiles`).
 async fn stored_hashes(
     pool: &AnyPool,
     log_id: i64,
     indexes: &[u64],
 ) -> Result<BTreeMap<u64, Hash>, Error> {
-    let postgres = pool
-        .connect_options()
-        .database_url
-        .scheme()
-        .starts_with("postgres");
-    let hex = if postgres {
-        "encode(hash, 'hex')"
-    } else {
-        "hex(hash)"
-    };
-    let list: Vec<String> = indexes.iter().map(u64::to_string).collect();
-    let rows = sqlx::query(&format!(
-        "SELECT idx, {hex} AS h FROM log_hashes WHERE log_id = $1 AND idx IN ({})",
-        list.join(", ")
-    ))
-    .bind(log_id)
-    .fetch_all(pool)
-    .await?;
-    let mut hashes = BTreeMap::new();
-    for row in &rows {
-        let idx: i64 = row.try_get("idx")?;
-        let h: String = row.try_get("h")?;
-        if let Some(hash) = crate::trail::leaf::hash_from_hex(&h) {
-            hashes.insert(idx as u64, hash);
-        }
-    }
-    Ok(hashes)
+    let mut conn = crate::store::Conn::Pooled(pool.acquire().await?);
+    crate::trail::tiles::read(&mut conn, log_id, indexes).await
 }
 
 impl Standing {

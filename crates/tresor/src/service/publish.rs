@@ -205,24 +205,11 @@ impl Service {
         let indexes: Vec<u64> = (0..u64::from(tile.width()))
             .map(|i| stored_hash_index(level, start + i))
             .collect();
-        // Integers the server computed, not the client's text.
-        let list = indexes
-            .iter()
-            .map(u64::to_string)
-            .collect::<Vec<_>>()
-            .join(",");
-        let rows: Vec<(i64, Vec<u8>)> = sql::query_as(&format!(
-            "SELECT idx, hash FROM log_hashes WHERE log_id = $1 AND idx IN ({list})"
-        ))
-        .bind(log_id)
-        .fetch_all(&mut conn)
-        .await?;
-        let found: std::collections::HashMap<u64, Vec<u8>> =
-            rows.into_iter().map(|(i, h)| (i as u64, h)).collect();
+        let found = crate::trail::tiles::read(&mut conn, log_id, &indexes).await?;
         let mut data = Vec::with_capacity(indexes.len() * 32);
         for index in &indexes {
             match found.get(index) {
-                Some(hash) if hash.len() == 32 => data.extend_from_slice(hash),
+                Some(hash) => data.extend_from_slice(&hash.0),
                 _ => {
                     return Err(Error::Database(sqlx::Error::Protocol(format!(
                         "the log of {writer} lacks its stored hash {index} below its checkpoint"

@@ -52,10 +52,19 @@ pub struct NewPlayRow(
     String,       // request_hash
     i64,          // created_at_ms
     Option<i64>,  // finished_at_ms
+    Option<i64>,  // buy_log_id
+    Option<i64>,  // buy_idx
 );
 
 impl NewPlayRow {
-    pub fn from_state(play: &PlayState, idempotency_key: String, request_hash: String) -> Self {
+    /// `leaf`: the purchase's record in the trail (log, index), which
+    /// finds the play's receipt (migration 0021).
+    pub fn from_state(
+        play: &PlayState,
+        idempotency_key: String,
+        request_hash: String,
+        leaf: Option<(i64, i64)>,
+    ) -> Self {
         NewPlayRow(
             play.id,
             play.player_id,
@@ -70,6 +79,8 @@ impl NewPlayRow {
             request_hash,
             play.created_at_ms,
             play.finished_at_ms,
+            leaf.map(|(log_id, _)| log_id),
+            leaf.map(|(_, idx)| idx),
         )
     }
 }
@@ -384,13 +395,17 @@ pub async fn insert_plays(conn: &mut Conn, sqlite: bool, rows: &[NewPlayRow]) ->
             ("request_hash", Text),
             ("created_at_ms", Int),
             ("finished_at_ms", Int),
+            ("buy_log_id", Int),
+            ("buy_idx", Int),
         ],
     );
     sql::query(&format!(
         "INSERT INTO plays (id, player_id, block_id, unit_index, stake_cents, level, prize_cents, \
-         throws_made, state, idempotency_key, request_hash, created_at_ms, finished_at_ms) \
+         throws_made, state, idempotency_key, request_hash, created_at_ms, finished_at_ms, \
+         buy_log_id, buy_idx) \
          SELECT id, player_id, block_id, unit_index, stake_cents, level, prize_cents, throws_made, \
-         state, idempotency_key, request_hash, created_at_ms, finished_at_ms FROM {table} AS d"
+         state, idempotency_key, request_hash, created_at_ms, finished_at_ms, buy_log_id, buy_idx \
+         FROM {table} AS d"
     ))
     .bind(json_table(rows, |row| row))
     .defer_expecting(conn, "plays", rows.len())

@@ -9,7 +9,7 @@
 //! signs nothing later in the log that announced its rotation). Nothing the
 //! database says of itself (sizes, stored hashes, a head) is trusted alone.
 
-use super::leaf::{hash_from_hex, hash_hex};
+use super::leaf::hash_hex;
 use super::log::MapReader;
 use super::{COLUMNS, PAGE, Record, Verdict, verify_v1};
 use crate::error::Error;
@@ -618,38 +618,15 @@ async fn bad_range(
     ))
 }
 
-/// The stored hashes of a log with index in `from..to`.
+/// The stored hashes of a log with index in `from..to`, as served.
 async fn stored_between(
     pool: &AnyPool,
     log_id: i64,
     from: u64,
     to: u64,
 ) -> Result<HashMap<u64, Hash>, Error> {
-    let postgres = pool
-        .connect_options()
-        .database_url
-        .scheme()
-        .starts_with("postgres");
-    let hex = if postgres {
-        "encode(hash, 'hex')"
-    } else {
-        "hex(hash)"
-    };
-    let rows = sqlx::query(&format!(
-        "SELECT idx, {hex} AS h FROM log_hashes WHERE log_id = $1 AND idx >= $2 AND idx < $3"
-    ))
-    .bind(log_id)
-    .bind(from as i64)
-    .bind(to as i64)
-    .fetch_all(pool)
-    .await?;
-    let mut hashes = HashMap::with_capacity(rows.len());
-    for row in &rows {
-        let idx: i64 = row.try_get("idx")?;
-        let h: String = row.try_get("h")?;
-        if let Some(hash) = hash_from_hex(&h) {
-            hashes.insert(idx as u64, hash);
-        }
-    }
-    Ok(hashes)
+    Ok(super::tiles::read_between(pool, log_id, from, to)
+        .await?
+        .into_iter()
+        .collect())
 }

@@ -390,32 +390,14 @@ async fn seal_v1(conn: &mut Conn, head: &mut Head, now_ms: i64) -> Result<(), Er
     super::insert_records(conn, sqlite, &[record]).await
 }
 
-/// Stored hashes of a log by index, from the database.
+/// Stored hashes of a log by index, from the database (its tiles, or
+/// `log_hashes` for those stored before them: [`super::tiles`]).
 pub async fn read_hashes(
     conn: &mut Conn,
     log_id: i64,
     indexes: &[u64],
 ) -> Result<BTreeMap<u64, Hash>, Error> {
-    if indexes.is_empty() {
-        return Ok(BTreeMap::new());
-    }
-    let hex = if conn.is_sqlite() {
-        "hex(hash)"
-    } else {
-        "encode(hash, 'hex')"
-    };
-    let list: Vec<String> = indexes.iter().map(u64::to_string).collect();
-    let rows: Vec<(i64, String)> = sql::query_as(&format!(
-        "SELECT idx, {hex} FROM log_hashes WHERE log_id = $1 AND idx IN ({})",
-        list.join(", ")
-    ))
-    .bind(log_id)
-    .fetch_all(conn)
-    .await?;
-    let hashes: BTreeMap<u64, Hash> = rows
-        .into_iter()
-        .filter_map(|(i, h)| Some((i as u64, super::leaf::hash_from_hex(&h)?)))
-        .collect();
+    let hashes = super::tiles::read(conn, log_id, indexes).await?;
     if indexes.iter().any(|i| !hashes.contains_key(i)) {
         return Err(Error::Unavailable(
             "the log's stored hashes are missing: run tresor audit verify",
@@ -424,7 +406,7 @@ pub async fn read_hashes(
     Ok(hashes)
 }
 
-/// Writes what the transaction appended: the new stored hashes, the log's
+/// Writes what the transaction appended: the new stored hashes (by tile), the log's
 /// size and, with a key, the signed checkpoint of the new tree, held back
 /// with the batch's other writes until COMMIT (`Query::defer`). Returns the
 /// right edge to keep and the checkpoint's note.
@@ -437,27 +419,8 @@ pub async fn store(
     if !head.appended() {
         return Ok((head.into_edge(), None));
     }
-    let sqlite = conn.is_sqlite();
     let first = tlog_tiles::stored_hash_index(0, head.start);
-    let rows: Vec<(u64, String)> = head
-        .hashes
-        .range(first..)
-        .map(|(i, h)| (*i, hash_hex(h)))
-        .collect();
-    use sql::ColumnType::{Int, Text};
-    let table = sql::json_rows(sqlite, 2, &[("idx", Int), ("hash", Text)]);
-    let unhex = if sqlite {
-        "unhex(hash)"
-    } else {
-        "decode(hash, 'hex')"
-    };
-    sql::query(&format!(
-        "INSERT INTO log_hashes (log_id, idx, hash) SELECT $1, idx, {unhex} FROM {table} AS d"
-    ))
-    .bind(head.log_id)
-    .bind(serde_json::to_string(&rows).expect("hashes serialise"))
-    .defer(conn)
-    .await?;
+    super::tiles::append(conn, head.log_id, head.hashes.range(first..)).await?;
     sql::query("UPDATE logs SET size = $1 WHERE id = $2")
         .bind(head.size as i64)
         .bind(head.log_id)

@@ -279,7 +279,9 @@ pub async fn latest_cosigned(
 }
 
 /// The receipt of a play's purchase (its `buy` record, not a replay's),
-/// as [`of_leaf`] gives it.
+/// as [`of_leaf`] gives it. The play names its record's leaf (migration
+/// 0021), found by the play's id and `trail_by_leaf`; the record must be
+/// that play's purchase by `actor`.
 pub async fn of_play(
     conn: &mut Conn,
     actor: &str,
@@ -303,7 +305,7 @@ struct Found {
 /// `(play id, time of purchase)` each, by play id: each as [`of_leaf`]
 /// gives it (against the latest cosigned checkpoint that covers it, else
 /// the log's latest), with the reads shared (issue 34): the records in one
-/// read (by their time: `trail_by_time`), then per log its checkpoints and
+/// read (by the leaf each play names, migration 0021), then per log its checkpoints and
 /// the hashes of every proof in one read each; each checkpoint's signature
 /// verified once ([`signer`]). A page of history thus reads a few rows per
 /// log, not eight statements and a signature per play.
@@ -317,18 +319,20 @@ pub async fn of_plays(
         return Ok(receipts);
     }
     let wanted: HashMap<i64, i64> = plays.iter().copied().collect();
-    let mut times: Vec<i64> = plays.iter().map(|(_, at_ms)| *at_ms).collect();
-    times.sort_unstable();
-    times.dedup();
+    let ids: Vec<[i64; 1]> = plays.iter().map(|(id, _)| [*id]).collect();
     let sqlite = conn.is_sqlite();
-    let table = sql::json_rows(sqlite, 1, &[("at_ms", sql::ColumnType::Int)]);
+    let table = sql::json_rows(sqlite, 1, &[("id", sql::ColumnType::Int)]);
+    // Each play names its record's leaf (migration 0021): found by the
+    // plays' ids and `trail_by_leaf`.
     let rows = sql::query_owned(format!(
         "SELECT t.log_id, t.idx, t.at_ms, t.actor, t.action, t.request, t.result, t.salt, \
-         l.origin FROM trail t JOIN logs l ON l.id = t.log_id \
-         WHERE t.at_ms IN (SELECT at_ms FROM {table} AS d) AND t.action = 'buy' \
+         l.origin FROM plays p \
+         JOIN trail t ON t.log_id = p.buy_log_id AND t.idx = p.buy_idx \
+         JOIN logs l ON l.id = t.log_id \
+         WHERE p.id IN (SELECT id FROM {table} AS d) AND t.action = 'buy' \
          AND t.actor = $2 AND t.log_id IS NOT NULL"
     ))
-    .bind(serde_json::to_string(&times.iter().map(|t| [t]).collect::<Vec<_>>()).expect("times"))
+    .bind(serde_json::to_string(&ids).expect("play ids"))
     .bind(actor)
     .fetch_all(&mut *conn)
     .await?;

@@ -123,6 +123,11 @@ async fn rewrite(
         .execute(pool)
         .await
         .expect("remove the stored hashes");
+    sqlx::query("DELETE FROM log_tiles WHERE log_id = $1")
+        .bind(log_id)
+        .execute(pool)
+        .await
+        .expect("remove the stored hashes kept by tile");
     let mut hashes: BTreeMap<u64, tlog_tiles::Hash> = BTreeMap::new();
     for (idx, record) in records.iter_mut().enumerate() {
         record.idx = Some(idx as i64);

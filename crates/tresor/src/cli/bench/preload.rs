@@ -168,6 +168,7 @@ pub(super) async fn preload(data: &std::path::Path, target: u64) -> anyhow::Resu
             .await?;
         // Each play's record, as the batch appends a purchase's.
         let mut records = Vec::with_capacity(RECORDS_PER_INSERT);
+        let mut first_leaf = None;
         for n in 0..count {
             let player = first_player + n % players;
             records.push(head.chain(
@@ -186,10 +187,27 @@ pub(super) async fn preload(data: &std::path::Path, target: u64) -> anyhow::Resu
                     "unit_index": n,
                 }),
             ));
+            if first_leaf.is_none() {
+                first_leaf = records.last().and_then(|r| r.log_id.zip(r.idx));
+            }
             if records.len() == RECORDS_PER_INSERT || n + 1 == count {
                 trail::insert_records(&mut conn, true, &records).await?;
                 records.clear();
             }
+        }
+        // Each play names its record's leaf, as the batch writes it
+        // (migration 0021): play n is leaf n after the first.
+        if let Some((log_id, first_idx)) = first_leaf {
+            sqlx::query(
+                "UPDATE plays SET buy_log_id = $1, buy_idx = $2 + (id - $3) \
+                 WHERE id >= $3 AND id < $3 + $4",
+            )
+            .bind(log_id)
+            .bind(first_idx)
+            .bind(first_play)
+            .bind(count)
+            .execute(tx(&mut conn))
+            .await?;
         }
         let (kept, _) = trail::log::store(&mut conn, head, db.log_key.as_ref(), now_ms).await?;
         let Conn::Tx(transaction) = conn else {
