@@ -42,11 +42,11 @@ on_both!(
 
 /// At most this many b-tree entries per purchase. The issue's target is 12
 /// on both; not reached yet, so the budget is what migration 0021 reached
-/// (18.1 on SQLite, 25.95 heap and index tuples on PostgreSQL, a few
-/// hundredths more or less with the share of winning plays), which the code
+/// (18.1–18.3 on SQLite, 25.8–25.95 heap and index tuples on PostgreSQL,
+/// as the share of winning plays goes: each win is a transfer), which the code
 /// before it fails (26.95 and 38.5): a purchase never writes more again.
 /// BENCHMARKS.md, "Entries per purchase (issue 34)", says what is left.
-const BUDGET_SQLITE: f64 = 18.5;
+const BUDGET_SQLITE: f64 = 18.75;
 const BUDGET_POSTGRES: f64 = 26.5;
 
 const PLAYERS: usize = 40;
