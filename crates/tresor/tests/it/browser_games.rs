@@ -490,6 +490,30 @@ async fn a_player_picks_the_scratch_card_in_the_lobby_wins_loses_then_plays_the_
         browser.assert_accessible(source, "the history (fr)").await;
     }
 
+    // A card's receipt, checked on the fairness page, names its game.
+    let card = &plays[0];
+    let receipt = fetch(&browser, &format!("/api/plays/{}/receipt", card["id"])).await;
+    browser.click("[data-testid=nav-fairness]").await;
+    browser
+        .wait_for("document.body.dataset.screen === 'fairness'")
+        .await;
+    browser
+        .execute(&format!(
+            "document.querySelector('[data-testid=receipt-text]').value = {};",
+            serde_json::to_string(&receipt.to_string()).unwrap()
+        ))
+        .await;
+    browser.click("[data-testid=receipt-check]").await;
+    let said = browser
+        .wait_for("document.querySelector('[data-testid=receipt-result]').dataset.result === 'ok' && document.querySelector('[data-testid=receipt-result]').textContent")
+        .await;
+    let said = said.as_str().unwrap();
+    assert!(
+        said.contains(&format!("partie n° {} : Trésor Express, mise de 1\u{a0}€", card["id"])),
+        "{said}"
+    );
+    browser.click("[data-testid=nav-history]").await;
+
     // In English: the history, the lobby and a card shown again.
     browser.click("[data-testid=lang]").await;
     browser
