@@ -5,7 +5,6 @@ const STORE_KEY = 'tresor.lang';
 
 const FR = {
   'skip': 'Aller au jeu',
-  'nav.game': 'Jouer',
   'nav.history': 'Historique',
   'nav.account': 'Mon compte',
   'nav.rules': 'Règlement',
@@ -470,7 +469,6 @@ const FR = {
 
 const EN = {
   'skip': 'Skip to the game',
-  'nav.game': 'Play',
   'nav.history': 'History',
   'nav.account': 'My account',
   'nav.rules': 'Rules',

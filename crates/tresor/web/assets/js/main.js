@@ -249,7 +249,9 @@ async function route() {
   const screen = scratchKind ? 'scratch' : name === 'replay' || name === 'play' ? 'game' : SCREENS.includes(name) && name !== 'scratch' ? name : 'game';
   for (const id of SCREENS) $(`#screen-${id}`).hidden = id !== screen;
   for (const link of document.querySelectorAll('.nav a')) {
-    if (link.dataset.route === (screen === 'scratch' ? 'games' : screen)) link.setAttribute('aria-current', 'page');
+    // The games' link stands for the lobby and every game's screen.
+    const section = screen === 'scratch' || screen === 'game' ? 'games' : screen;
+    if (link.dataset.route === section) link.setAttribute('aria-current', 'page');
     else link.removeAttribute('aria-current');
   }
   document.body.dataset.screen = screen;
