@@ -287,7 +287,7 @@ async fn one_server(
     backend: &str,
     flood: &str,
     via: Option<SocketAddr>,
-) -> anyhow::Result<f64> {
+) -> anyhow::Result<report::One> {
     let mut ceiling = None;
     let store = Store::fresh(args, "tuned", via).await?;
     let server = Server::start(store, args.max_batch, args.extra_blocks, &[]).await?;
@@ -322,6 +322,7 @@ async fn one_server(
     let result = run_mix(target, &players, &refusers, args.mix, args).await?;
     print_result(&result, ceiling);
     let tuned = result.headline();
+    let one = report::One::of(&result);
     let tuned_result = result;
     let store = server.stop().await;
     if let Some(bytes) = store.size_bytes().await {
@@ -383,7 +384,7 @@ async fn one_server(
             }
         }
     }
-    Ok(tuned)
+    Ok(one)
 }
 
 /// The measurement's guard: the run's ledger sums to zero (one query, once
