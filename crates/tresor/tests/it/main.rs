@@ -32,6 +32,7 @@ mod documents;
 mod durability;
 mod entries;
 mod failover;
+mod games_sold;
 mod faults;
 mod hostile;
 mod identity;
