@@ -203,7 +203,14 @@ async fn prefetch(
         .filter(|id| context.blocks.get(*id).is_none())
         .collect();
     if !needed.is_empty() {
-        blocks::load(conn, &needed, context.secrets()?, &context.games, &context.blocks).await?;
+        blocks::load(
+            conn,
+            &needed,
+            context.secrets()?,
+            &context.games,
+            &context.blocks,
+        )
+        .await?;
     }
     Ok(state)
 }
@@ -504,7 +511,11 @@ impl Book<'_> {
             json!({"throw": throws_made + 1, "throws_left": reveals - 1 - throws_made}),
         );
         if throws_made == reveals - 1 {
-            let reason = if reveals == 4 { "fourth_throw" } else { "revealed" };
+            let reason = if reveals == 4 {
+                "fourth_throw"
+            } else {
+                "revealed"
+            };
             self.settle(throw.play_id, throw.now_ms, &actor, reason);
         } else {
             self.touch(throw.play_id);

@@ -152,7 +152,10 @@ pub async fn load(
          FROM blocks b JOIN emissions e ON e.id = b.emission_id \
          WHERE b.id IN (SELECT id FROM {table} AS d)"
     ))
-    .bind(serde_json::to_string(&missing.iter().map(|id| [*id]).collect::<Vec<_>>()).expect("ids serialise"))
+    .bind(
+        serde_json::to_string(&missing.iter().map(|id| [*id]).collect::<Vec<_>>())
+            .expect("ids serialise"),
+    )
     .fetch_all(conn)
     .await?;
     for row in rows {

@@ -109,7 +109,11 @@ impl Catalog {
     /// pinned text the first time (no text: the built-in island, as
     /// emissions made before the catalogue are). Refused when the text's
     /// SHA-256 is not the one pinned: the row was changed.
-    pub fn pinned(&self, sha256_hex: &str, definition: Option<&str>) -> Result<&'static Game, String> {
+    pub fn pinned(
+        &self,
+        sha256_hex: &str,
+        definition: Option<&str>,
+    ) -> Result<&'static Game, String> {
         let mut pinned = self.pinned.lock().expect("catalogue lock");
         if let Some(game) = pinned.get(sha256_hex) {
             return Ok(game);

@@ -551,19 +551,21 @@ pub fn table(report: &Report) -> String {
         out.push_str("no emission yet\n");
     }
     for g in &report.games {
+        // Each game's emissions summed; the state column gives the table's
+        // payout rate, to compare the payout column with.
         out.push_str(&format!(
-            "game {} « {} » (emissions {:?})\n",
+            "game {} « {} » (emissions {:?}; state: the table's payout)\n",
             g.game, g.name_fr, g.emissions
         ));
         out.push_str(&header);
         for s in &g.stakes {
             out.push_str(&row(
-                format!("stake {} c", s.stake_cents),
-                &format!("tbl {}%", s.table_payout_percent),
+                format!("game stake {} c", s.stake_cents),
+                &format!("{}%", s.table_payout_percent),
                 &s.figures,
             ));
         }
-        out.push_str(&row("game".to_owned(), "", &g.figures));
+        out.push_str(&row("game total".to_owned(), "", &g.figures));
     }
     for e in &report.emissions {
         out.push_str(&format!("emission {} « {} » ({})\n", e.id, e.name, e.state));

@@ -456,7 +456,12 @@ pub async fn run_serve(args: ServeArgs, demo_if_created: bool) -> anyhow::Result
         tracing::info!(emission = id, "demo mode: created a demo emission");
         // And one for each other game of the catalogue, every stake.
         for entry in games.entries().iter().filter(|e| e.game.id() != ISLAND_ID) {
-            let stakes: Vec<i64> = entry.game.tables().iter().map(|t| t.stake_cents()).collect();
+            let stakes: Vec<i64> = entry
+                .game
+                .tables()
+                .iter()
+                .map(|t| t.stake_cents())
+                .collect();
             let id = service
                 .create_game_emission(
                     crate::trail::Actor::System,
@@ -466,7 +471,11 @@ pub async fn run_serve(args: ServeArgs, demo_if_created: bool) -> anyhow::Result
                     2,
                 )
                 .await?;
-            tracing::info!(emission = id, game = entry.game.id(), "demo mode: created a demo emission");
+            tracing::info!(
+                emission = id,
+                game = entry.game.id(),
+                "demo mode: created a demo emission"
+            );
         }
     } else if args.demo && !service.is_demo().await? {
         return Err(Usage(

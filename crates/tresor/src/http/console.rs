@@ -427,7 +427,13 @@ async fn create_emission(
     }
     let id = state
         .service
-        .create_game_emission(member.actor(), &name, game.id(), &[stake_cents], body.blocks)
+        .create_game_emission(
+            member.actor(),
+            &name,
+            game.id(),
+            &[stake_cents],
+            body.blocks,
+        )
         .await?;
     Ok((StatusCode::CREATED, Json(emission_json(&state, id).await?)).into_response())
 }

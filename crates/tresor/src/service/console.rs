@@ -3,6 +3,7 @@
 //! two small queries), the players' search and record, the trail's head and
 //! its last verification, and the re-check of a published block.
 
+use super::games::{GameRef, percent};
 use super::{Service, rfc3339};
 use crate::error::Error;
 use crate::model::Player;
@@ -12,12 +13,8 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
 use tokio::sync::Mutex;
-use super::games::{GameRef, percent};
 use tresor_game::{BlockSecret, Game, Level};
 
-/// The share of the stakes a block of « L'Ile au Trésor » pays back in
-/// prizes (its table); every game's own is its table's (`Game::payout`).
-pub const EXPECTED_PAYOUT_PERCENT: i64 = 70;
 /// A dashboard younger than this is answered again as it is.
 const DASHBOARD_FRESH_MS: i64 = 1_000;
 const MINUTE_MS: i64 = 60_000;
@@ -294,17 +291,19 @@ impl Service {
         }
         let liability: Vec<Value> = left
             .iter()
-            .filter_map(|(((_, game_id), stake_cents, level), (units_left, prize_cents))| {
-                Level::new(*level)?;
-                Some(json!({
-                    "game": game_id,
-                    "stake_cents": stake_cents,
-                    "level": level,
-                    "prize_cents": prize_cents,
-                    "left": units_left,
-                    "left_cents": units_left * prize_cents,
-                }))
-            })
+            .filter_map(
+                |(((_, game_id), stake_cents, level), (units_left, prize_cents))| {
+                    Level::new(*level)?;
+                    Some(json!({
+                        "game": game_id,
+                        "stake_cents": stake_cents,
+                        "level": level,
+                        "prize_cents": prize_cents,
+                        "left": units_left,
+                        "left_cents": units_left * prize_cents,
+                    }))
+                },
+            )
             .collect();
         let answer = json!({
             "at": rfc3339(now_ms),

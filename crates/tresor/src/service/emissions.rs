@@ -365,8 +365,8 @@ impl Service {
             "SELECT id, name, state, created_at_ms, game_sha256, definition FROM emissions \
              ORDER BY id",
         )
-            .fetch_all(&mut *self.db.conn().await?)
-            .await?;
+        .fetch_all(&mut *self.db.conn().await?)
+        .await?;
         let blocks = self.blocks().await?;
         let mut emissions = Vec::with_capacity(rows.len());
         for row in rows {

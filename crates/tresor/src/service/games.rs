@@ -133,8 +133,7 @@ impl Service {
                         .map(|table| StakeView {
                             cents: table.stake_cents(),
                             payout_percent: percent(game.payout(table).basis_points()),
-                            on_sale: on_sale
-                                .contains(&(game.id().to_owned(), table.stake_cents())),
+                            on_sale: on_sale.contains(&(game.id().to_owned(), table.stake_cents())),
                         })
                         .collect(),
                 }

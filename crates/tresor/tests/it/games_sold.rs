@@ -60,7 +60,10 @@ fn settings() -> Settings {
 async fn service(db: &TestDb) -> Service {
     let clock = Arc::new(tresor::service::ManualClock::new(crate::common::START_MS));
     let service = Service::new(db.connect().await, clock, settings());
-    service.open_secrets().await.expect("open the block secrets");
+    service
+        .open_secrets()
+        .await
+        .expect("open the block secrets");
     service
 }
 
@@ -102,7 +105,12 @@ on_both!(
             .collect();
         assert_eq!(
             ids,
-            ["ile-au-tresor", "tresor-express", "pieces-d-or", "petit-coffre"]
+            [
+                "ile-au-tresor",
+                "tresor-express",
+                "pieces-d-or",
+                "petit-coffre"
+            ]
         );
         assert_eq!(games[0]["kind"], "island");
         assert_eq!(games[0]["name"]["fr"], "L'Ile au Trésor");
@@ -116,8 +124,14 @@ on_both!(
         );
         assert_eq!(games[1]["stakes"][0]["on_sale"], false, "{games}");
         assert_eq!(games[2]["kind"], "scratch");
-        assert_eq!(games[2]["name"], json!({"fr": "Pièces d'or", "en": "Gold Coins"}));
-        assert_eq!(games[2]["scene"], json!({"rows": 4, "columns": 3, "identical": 3}));
+        assert_eq!(
+            games[2]["name"],
+            json!({"fr": "Pièces d'or", "en": "Gold Coins"})
+        );
+        assert_eq!(
+            games[2]["scene"],
+            json!({"rows": 4, "columns": 3, "identical": 3})
+        );
         assert_eq!(
             games[2]["stakes"],
             json!([
@@ -153,10 +167,12 @@ on_both!(
         );
         assert_eq!(bought["throws_left"], 1);
         assert_eq!(bought["state"], "in_progress");
-        assert!(bought["receipt"]["record"]["request"]
-            .as_str()
-            .unwrap()
-            .contains("pieces-d-or"));
+        assert!(
+            bought["receipt"]["record"]["request"]
+                .as_str()
+                .unwrap()
+                .contains("pieces-d-or")
+        );
         let id = bought["id"].as_i64().unwrap();
         assert_eq!(app.balance().await, 4_700);
         let (status, revealed) = app.throw(id).await;
@@ -224,7 +240,14 @@ async fn the_third_game_is_emitted_sold_played_and_audited_from_its_file_alone(d
     let folder = test_games();
     let folder = folder.to_str().unwrap();
     let created = db.tresor_ok(&[
-        "emission", "create", "--games", folder, "--game", "pieces-d-or", "--blocks", "1",
+        "emission",
+        "create",
+        "--games",
+        folder,
+        "--game",
+        "pieces-d-or",
+        "--blocks",
+        "1",
     ]);
     let text = String::from_utf8_lossy(&created.stdout);
     assert!(text.contains("with 2 blocks"), "{text}");
@@ -253,7 +276,11 @@ async fn the_third_game_is_emitted_sold_played_and_audited_from_its_file_alone(d
         prizes += played.outcome.prize_cents;
     }
     assert_eq!(
-        scalar(&service.db.pool, "SELECT balance_cents FROM accounts WHERE kind = 'player'").await,
+        scalar(
+            &service.db.pool,
+            "SELECT balance_cents FROM accounts WHERE kind = 'player'"
+        )
+        .await,
         10_000 - 6 * 300 + prizes
     );
 
@@ -383,17 +410,29 @@ async fn a_whole_block_of_a_scratch_card_sold_through_the_service_pays_exactly_i
     assert_eq!(sold, 2_000);
     let pool = &service.db.pool;
     assert_eq!(
-        scalar(pool, "SELECT CAST(SUM(amount_cents) AS BIGINT) FROM transfers WHERE kind = 'prize'").await,
+        scalar(
+            pool,
+            "SELECT CAST(SUM(amount_cents) AS BIGINT) FROM transfers WHERE kind = 'prize'"
+        )
+        .await,
         500_000
     );
     let table = game.table(500).unwrap();
     let counts = table.counts();
     for level in 0..=5i64 {
-        let units = scalar(pool, &format!("SELECT COUNT(*) FROM plays WHERE level = {level}")).await;
+        let units = scalar(
+            pool,
+            &format!("SELECT COUNT(*) FROM plays WHERE level = {level}"),
+        )
+        .await;
         assert_eq!(units, i64::from(counts[level as usize]), "level {level}");
     }
     assert_eq!(
-        scalar(pool, "SELECT COUNT(*) FROM blocks WHERE state = 'sold_out' AND units_sold = 2000").await,
+        scalar(
+            pool,
+            "SELECT COUNT(*) FROM blocks WHERE state = 'sold_out' AND units_sold = 2000"
+        )
+        .await,
         1
     );
     let report: Value =
@@ -582,7 +621,10 @@ fn serve_refuses_a_catalogue_with_a_bad_definition_naming_file_line_and_rule() {
     assert!(stderr.contains("petit-coffre.toml: line"), "{stderr}");
     assert!(stderr.contains("[payout-cap]"), "{stderr}");
     // Levels that do not fill the block.
-    let bad = good.replace("losing_units_per_block = 1_674", "losing_units_per_block = 1_675");
+    let bad = good.replace(
+        "losing_units_per_block = 1_674",
+        "losing_units_per_block = 1_675",
+    );
     std::fs::write(folder.path().join("petit-coffre.toml"), bad).unwrap();
     let output = serve(&[]);
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -615,7 +657,11 @@ async fn the_demo_sells_every_game_of_its_catalogue() {
         .map(|g| {
             (
                 g["id"].as_str().unwrap(),
-                g["stakes"].as_array().unwrap().iter().all(|s| s["on_sale"] == true),
+                g["stakes"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|s| s["on_sale"] == true),
             )
         })
         .collect();

@@ -59,8 +59,11 @@ impl Games {
         ));
         std::fs::create_dir_all(&dir).context("cannot make the bench's catalogue folder")?;
         for index in 1..count.max(1) {
-            std::fs::write(dir.join(format!("bench-{index:02}.toml")), definition(index))
-                .context("cannot write a generated game")?;
+            std::fs::write(
+                dir.join(format!("bench-{index:02}.toml")),
+                definition(index),
+            )
+            .context("cannot write a generated game")?;
         }
         Ok(Games { dir: Some(dir) })
     }
