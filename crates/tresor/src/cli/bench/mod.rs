@@ -294,7 +294,7 @@ async fn one_server(
     backend: &str,
     flood: &str,
     via: Option<SocketAddr>,
-) -> anyhow::Result<f64> {
+) -> anyhow::Result<report::One> {
     let mut ceiling = None;
     let store = Store::fresh(args, "tuned", via).await?;
     let games = games::Games::new(args.games)?;
@@ -330,6 +330,7 @@ async fn one_server(
     let result = run_mix(target, &players, &refusers, args.mix, args).await?;
     print_result(&result, ceiling);
     let tuned = result.headline();
+    let one = report::One::of(&result);
     let tuned_result = result;
     let store = server.stop().await;
     if let Some(bytes) = store.size_bytes().await {
@@ -391,7 +392,7 @@ async fn one_server(
             }
         }
     }
-    Ok(tuned)
+    Ok(one)
 }
 
 /// The measurement's guard: the run's ledger sums to zero (one query, once
