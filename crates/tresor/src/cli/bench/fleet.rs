@@ -26,13 +26,15 @@ pub(super) async fn run(
     }
     // One after the other: the first creates the demo emission (and the
     // extra blocks), the others find them.
+    let games = super::games::Games::new(args.games)?;
     for (index, store) in stores.into_iter().enumerate() {
-        let flags = [
+        let mut flags = vec![
             "--writer".to_owned(),
             format!("server{index}"),
             "--block-offset".to_owned(),
             index.to_string(),
         ];
+        flags.extend(games.flags());
         let extra_blocks = if index == 0 { args.extra_blocks } else { 0 };
         servers.push(Server::start(store, args.max_batch, extra_blocks, &flags).await?);
     }
