@@ -8,9 +8,9 @@
 //! the page) until a winning and a losing card have both come, reading each
 //! card's outcome from the API as it is bought (a third of the cards win).
 
+use crate::browser_console::add_operator;
 use crate::common::axe::axe_source;
 use crate::common::browser::{Browser, ONE_AT_A_TIME, browser_paths};
-use crate::browser_console::add_operator;
 use crate::common::{Harness, Server, cookie_client, post, register_and_deposit};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -143,7 +143,10 @@ async fn drag_across(browser: &Browser, index: usize, pointer: &str) {
         .await;
     let [left, top, width, height] = [0, 1, 2, 3].map(|i| rect[i].as_f64().unwrap());
     let y = (top + height / 2.0).round() as i64;
-    let (from, to) = ((left + 6.0).ceil() as i64, (left + width - 6.0).floor() as i64);
+    let (from, to) = (
+        (left + 6.0).ceil() as i64,
+        (left + width - 6.0).floor() as i64,
+    );
     let middle = (from + to) / 2;
     browser
         .post(
@@ -272,7 +275,9 @@ async fn scratch_the_card(browser: &Browser, play: &Value, how: Scratch) -> Valu
         );
         assert_eq!(
             browser
-                .execute("return document.querySelector('[data-testid=scratch-status]').dataset.kind")
+                .execute(
+                    "return document.querySelector('[data-testid=scratch-status]').dataset.kind"
+                )
                 .await,
             json!("won")
         );
@@ -377,7 +382,12 @@ async fn play_the_island(browser: &Browser) -> Value {
         .execute("return document.querySelector('#screen-game').dataset.playId")
         .await;
     let play = fetch(browser, &format!("/api/plays/{}", id.as_str().unwrap())).await;
-    dismiss_the_win(browser, play["outcome"]["prize_cents"].as_i64().unwrap(), false).await;
+    dismiss_the_win(
+        browser,
+        play["outcome"]["prize_cents"].as_i64().unwrap(),
+        false,
+    )
+    .await;
     play
 }
 
@@ -413,8 +423,20 @@ async fn a_player_picks_the_scratch_card_in_the_lobby_wins_loses_then_plays_the_
     assert_eq!(
         cards,
         json!([
-            [ISLAND, "island", "L'Ile au Trésor", [50, 100, 200], ["70,00 %", "70,00 %", "70,00 %"]],
-            [SCRATCH, "scratch", "Trésor Express", [100, 200], ["65,00 %", "65,00 %"]],
+            [
+                ISLAND,
+                "island",
+                "L'Ile au Trésor",
+                [50, 100, 200],
+                ["70,00 %", "70,00 %", "70,00 %"]
+            ],
+            [
+                SCRATCH,
+                "scratch",
+                "Trésor Express",
+                [100, 200],
+                ["65,00 %", "65,00 %"]
+            ],
         ]),
     );
     browser.screenshot("games-lobby-fr").await;
@@ -439,7 +461,9 @@ async fn a_player_picks_the_scratch_card_in_the_lobby_wins_loses_then_plays_the_
         json!("Trésor Express")
     );
     if let Some(source) = &axe {
-        browser.assert_accessible(source, "the scratch card (fr)").await;
+        browser
+            .assert_accessible(source, "the scratch card (fr)")
+            .await;
     }
 
     // Cards until a win and a loss: by mouse drags, then « Tout gratter ».
@@ -492,6 +516,21 @@ async fn a_player_picks_the_scratch_card_in_the_lobby_wins_loses_then_plays_the_
         browser.assert_accessible(source, "the history (fr)").await;
     }
 
+    // So does the statement, beside each stake and win.
+    browser.execute("location.hash = '#/statement';").await;
+    let lines = browser
+        .wait_for(
+            "(() => { const rows = [...document.querySelectorAll('[data-testid=statement-row][data-movement=stake]')];
+               return rows.length > 0 && rows.map((r) => r.cells[1].textContent); })()",
+        )
+        .await;
+    let lines: Vec<String> = serde_json::from_value(lines).unwrap();
+    assert!(
+        lines[0].ends_with("· L'Ile au Trésor")
+            && lines[1..].iter().all(|l| l.ends_with("· Trésor Express")),
+        "{lines:?}"
+    );
+
     // A card's receipt, checked on the fairness page, names its game.
     let card = &plays[0];
     let receipt = fetch(&browser, &format!("/api/plays/{}/receipt", card["id"])).await;
@@ -511,7 +550,10 @@ async fn a_player_picks_the_scratch_card_in_the_lobby_wins_loses_then_plays_the_
         .await;
     let said = said.as_str().unwrap();
     assert!(
-        said.contains(&format!("partie n° {} : Trésor Express, mise de 1 €", card["id"])),
+        said.contains(&format!(
+            "partie n° {} : Trésor Express, mise de 1 €",
+            card["id"]
+        )),
         "{said}"
     );
     browser.click("[data-testid=nav-history]").await;
@@ -640,7 +682,9 @@ async fn the_scratch_card_is_played_with_the_keyboard_alone(h: &Harness) {
         dismiss_the_win(&browser, prize, true).await;
         // « Jouer » has the focus again for the next card.
         browser
-            .wait_for("document.activeElement === document.querySelector('[data-testid=scratch-play]')")
+            .wait_for(
+                "document.activeElement === document.querySelector('[data-testid=scratch-play]')",
+            )
             .await;
         browser.wait_balance(before - 100 + prize).await;
         let live = browser
@@ -683,7 +727,13 @@ async fn the_scratch_card_fits_a_phone_and_honours_reduced_motion(h: &Harness) {
             }}),
         )
         .await;
-    register(&browser, &site.base, "telephone", &format!("#/play/{SCRATCH}")).await;
+    register(
+        &browser,
+        &site.base,
+        "telephone",
+        &format!("#/play/{SCRATCH}"),
+    )
+    .await;
     browser
         .wait_for("document.body.dataset.screen === 'scratch' && !document.querySelector('[data-testid=scratch-play]').disabled")
         .await;
@@ -817,7 +867,10 @@ async fn the_console_shows_emissions_sales_and_payout_by_game(h: &Harness) {
         .execute("return document.querySelector(`[data-testid=per-game-row][data-game=tresor-express] h3`).textContent")
         .await;
     assert!(
-        heading.as_str().unwrap().starts_with("Treasure Express: €6.00 taken"),
+        heading
+            .as_str()
+            .unwrap()
+            .starts_with("Treasure Express: €6.00 taken"),
         "{heading}"
     );
     if let Some(source) = axe_source() {
@@ -857,7 +910,9 @@ async fn the_console_shows_emissions_sales_and_payout_by_game(h: &Harness) {
         .wait_for("document.querySelector('#confirm').open && document.querySelector('#confirm-text').textContent")
         .await;
     assert!(
-        text.as_str().unwrap().starts_with("1 block of Treasure Express at €2.00"),
+        text.as_str()
+            .unwrap()
+            .starts_with("1 block of Treasure Express at €2.00"),
         "{text}"
     );
     browser.confirm().await;
