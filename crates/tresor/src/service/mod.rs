@@ -34,6 +34,7 @@ mod reauth;
 mod restore;
 mod secrets;
 mod sessions;
+mod settler;
 mod staff;
 mod staff_password;
 mod statement;
@@ -164,6 +165,8 @@ pub struct Service {
     pub clock: Arc<dyn Clock>,
     pub settings: Arc<Settings>,
     blocks: Arc<BlockCache>,
+    /// Where the settler of abandoned plays walks from (`settler.rs`).
+    settler: Arc<settler::Mark>,
 }
 
 impl fmt::Debug for Service {
@@ -222,6 +225,7 @@ impl Service {
             clock,
             settings: Arc::new(settings),
             blocks,
+            settler: Arc::default(),
         }
     }
 
