@@ -15,93 +15,23 @@
 //! updates still check what they overwrite (units sold, throws made,
 //! balances never below zero), as a guard.
 
-use crate::blocks::BlockCache;
+use crate::blocks;
 use crate::error::Error;
-use crate::model::{IdempotencyKey, Player};
 use crate::protect::{self, StakeAllowance};
 use crate::store::batch as store;
 pub use crate::store::batch::PlayState;
 use crate::store::batch::{
     AccountUpdate, BlockOnSale, BlockUpdate, HourCount, LoadedPlay, NewPlayRow, PlayUpdate,
-    TransferRow,
+    Product, TransferRow,
 };
 use crate::store::{Conn, sql};
 use crate::trail::{self, Actor, Head, Record};
 use serde_json::json;
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
-use tresor_game::{Stake, UNITS_PER_BLOCK};
+use tresor_game::ISLAND_ID;
 
-/// A hot command, as the service hands it to the writer.
-#[derive(Debug, Clone)]
-pub enum Command {
-    Buy(BuyCommand),
-    Throw(ThrowCommand),
-    Settle(SettleCommand),
-}
-
-/// Buy the next unit of `stake` for `player` (see `Service::buy`).
-#[derive(Debug, Clone)]
-pub struct BuyCommand {
-    pub player: Player,
-    pub stake: Stake,
-    pub idempotency_key: IdempotencyKey,
-    pub request_hash: String,
-    pub now_ms: i64,
-}
-
-/// Reveal the next throw of one of `player`'s plays.
-#[derive(Debug, Clone)]
-pub struct ThrowCommand {
-    pub player: Player,
-    pub play_id: i64,
-    pub now_ms: i64,
-}
-
-/// Settle plays left unfinished (the background settler).
-#[derive(Debug, Clone)]
-pub struct SettleCommand {
-    pub play_ids: Vec<i64>,
-    pub now_ms: i64,
-}
-
-/// What a command did.
-#[derive(Debug, Clone)]
-pub enum Reply {
-    /// A purchase: the play bought (`fresh`), or the id of the earlier one
-    /// its idempotency key replays (`fresh: None`).
-    Bought {
-        play_id: i64,
-        fresh: Option<PlayState>,
-        /// The receipt of its `buy` record: its proof and checkpoint are
-        /// added by the writer before COMMIT (`None` without a log key).
-        receipt: Option<Box<trail::Receipt>>,
-    },
-    /// A throw: the play after it.
-    Thrown(PlayState),
-    /// How many plays a settlement finished.
-    Settled(usize),
-}
-
-/// What the batch needs from the service: the shuffled blocks, and which
-/// open block of a stake this server sells from first.
-#[derive(Debug)]
-pub struct Context {
-    pub blocks: Arc<BlockCache>,
-    pub block_offset: i64,
-    /// The key that opens the sealed block secrets (`None`: they cannot be read).
-    pub secrets_key: Option<crate::seal::SecretsKey>,
-}
-
-impl Context {
-    fn secrets(&self) -> Result<&crate::seal::SecretsKey, Error> {
-        self.secrets_key
-            .as_ref()
-            .ok_or(Error::Secrets(crate::seal::SealError::Key(
-                "no secrets key was given: block secrets cannot be opened".to_owned(),
-            )))
-    }
-}
+mod commands;
+pub use commands::{BuyCommand, Command, Context, Reply, SettleCommand, ThrowCommand};
 
 /// Runs the hot commands of one batch inside the writer's transaction.
 /// Returns one result per command, in order, and whether anything was
@@ -145,14 +75,14 @@ struct State {
     unfinished: HashMap<i64, Vec<i64>>,
     balances: HashMap<i64, i64>,
     allowances: HashMap<i64, StakeAllowance>,
-    /// Open blocks with units left, by stake, in id order; `full` when the
-    /// read stopped at its window (more may exist).
-    blocks: HashMap<i64, (Vec<BlockOnSale>, bool)>,
+    /// Open blocks with units left, by game and stake, in id order; `full`
+    /// when the read stopped at its window (more may exist).
+    blocks: HashMap<Product, (Vec<BlockOnSale>, bool)>,
     /// Ids for the plays this batch may create, one per purchase.
     new_play_ids: Vec<i64>,
-    /// Stakes bought in this batch that have no block at all (not sold
-    /// out: never on sale), read only when a stake has no block on sale.
-    never_on_sale: HashSet<i64>,
+    /// Games' stakes bought in this batch that have no block at all (not
+    /// sold out: never on sale), read only when one has no block on sale.
+    never_on_sale: HashSet<Product>,
 }
 
 async fn prefetch(
@@ -178,9 +108,9 @@ async fn prefetch(
     let mut buyers: Vec<i64> = buys.iter().map(|b| b.player.id).collect();
     buyers.sort_unstable();
     buyers.dedup();
-    let mut stakes: Vec<i64> = buys.iter().map(|b| b.stake.cents()).collect();
-    stakes.sort_unstable();
-    stakes.dedup();
+    let mut products: Vec<Product> = buys.iter().map(|b| product(b)).collect();
+    products.sort_unstable();
+    products.dedup();
     let accounts: Vec<i64> = buys.iter().map(|b| b.player.account_id).collect();
     let keys: Vec<(i64, &str)> = buys
         .iter()
@@ -197,7 +127,7 @@ async fn prefetch(
         queries.push(store::sales_gate());
         queries.push(store::earlier_purchases(sqlite, &keys));
         queries.push(protect::stake_allowances(sqlite, &buyers, min_now_ms));
-        queries.push(store::blocks_on_sale(sqlite, &stakes, block_window));
+        queries.push(store::blocks_on_sale(sqlite, &products, block_window));
         queries.push(store::new_play_ids(sqlite, buys.len()));
     }
     if reads_plays {
@@ -220,7 +150,7 @@ async fn prefetch(
         for block in store::read_blocks_on_sale(&next())? {
             state
                 .blocks
-                .entry(block.stake_cents)
+                .entry((block.game_id.clone(), block.stake_cents))
                 .or_default()
                 .0
                 .push(block);
@@ -251,28 +181,37 @@ async fn prefetch(
         list.sort_unstable();
         list.dedup();
     }
-    // Rare: a stake with no block on sale, never on sale or sold out?
-    let without: Vec<i64> = stakes
-        .iter()
-        .copied()
-        .filter(|stake| !state.blocks.contains_key(stake))
+    // Rare: a game's stake with no block on sale, never on sale or sold out?
+    let without: Vec<Product> = products
+        .into_iter()
+        .filter(|product| !state.blocks.contains_key(product))
         .collect();
     if !without.is_empty() {
-        let with_blocks = store::stakes_with_blocks(conn, sqlite, &without).await?;
+        let with_blocks = store::products_with_blocks(conn, sqlite, &without).await?;
         state.never_on_sale = without
             .into_iter()
-            .filter(|stake| !with_blocks.contains(stake))
+            .filter(|product| !with_blocks.contains(product))
             .collect();
     }
-    // The blocks sold from must be shuffled: normally the service has warmed
-    // the cache before the purchase reached the writer.
-    for (blocks, _) in state.blocks.values() {
-        for block in blocks {
-            if context.blocks.get(block.id).is_none() {
-                let secret = context.secrets()?.open(block.id, &block.sealed_secret)?;
-                context.blocks.insert(block.id, &secret);
-            }
-        }
+    // The blocks sold from, and those of the plays thrown or settled, must
+    // be shuffled (their game known): normally the service has warmed the
+    // cache before the command reached the writer, and nothing is read.
+    let needed: Vec<i64> = state
+        .blocks
+        .values()
+        .flat_map(|(blocks, _)| blocks.iter().map(|b| b.id))
+        .chain(state.plays.values().map(|p| p.block_id))
+        .filter(|id| context.blocks.get(*id).is_none())
+        .collect();
+    if !needed.is_empty() {
+        blocks::load(
+            conn,
+            &needed,
+            context.secrets()?,
+            &context.games,
+            &context.blocks,
+        )
+        .await?;
     }
     Ok(state)
 }
@@ -325,6 +264,11 @@ struct Book<'a> {
     records: Vec<Record>,
     head: Head,
     next_new_id: usize,
+}
+
+/// The (game, stake) a purchase buys.
+fn product(buy: &BuyCommand) -> Product {
+    (buy.game.id().to_owned(), buy.stake_cents)
 }
 
 fn decide(state: State, context: &Context, commands: &[&Command], head: Head) -> Decided {
@@ -385,9 +329,14 @@ impl Book<'_> {
     fn buy(&mut self, buy: &BuyCommand) -> Result<Reply, Refusal> {
         let player = &buy.player;
         let actor = Actor::player(player.id, &player.username);
-        let stake_cents = buy.stake.cents();
+        let stake_cents = buy.stake_cents;
+        let product = product(buy);
         let key = buy.idempotency_key.as_str();
-        let request = json!({"stake_cents": stake_cents, "idempotency_key": key});
+        let mut request = json!({"stake_cents": stake_cents, "idempotency_key": key});
+        if product.0 != ISLAND_ID {
+            // The island's records stay as they were before the catalogue.
+            request["game"] = json!(product.0);
+        }
         if let Some((play_id, hash)) = self.state.earlier.get(&(player.id, key.to_owned())) {
             if *hash != buy.request_hash {
                 return Err(Error::IdempotencyConflict.into());
@@ -439,16 +388,16 @@ impl Book<'_> {
             .iter()
             .map(|id| self.state.plays[id].prize_cents)
             .sum();
-        let Some(block_position) = self.pick_block(stake_cents) else {
+        let Some(block_position) = self.pick_block(&product) else {
             if self
                 .state
                 .blocks
-                .get(&stake_cents)
+                .get(&product)
                 .is_some_and(|(_, full)| *full)
             {
                 return Err(Refusal::NeedMoreBlocks);
             }
-            if self.state.never_on_sale.contains(&stake_cents) {
+            if self.state.never_on_sale.contains(&product) {
                 return Err(Error::SalesClosed { opens_at_ms: None }.into());
             }
             return Err(Error::SoldOut.into());
@@ -479,14 +428,14 @@ impl Book<'_> {
             self.stake_hours.insert(player.account_id, hour);
         }
         let (block_id, emission_id, unit_index, sold_out) =
-            self.take_unit(stake_cents, block_position, buy.now_ms);
+            self.take_unit(&product, block_position, buy.now_ms);
         let data = self
             .context
             .blocks
             .get(block_id)
             .expect("the prefetch shuffled every block on sale");
         let level = data.outcomes[unit_index as usize];
-        let prize_cents = buy.stake.prize_cents(level);
+        let prize_cents = data.prize_cents(level);
         let play_id = self.state.new_play_ids[self.next_new_id];
         self.next_new_id += 1;
         let play = PlayState {
@@ -555,7 +504,9 @@ impl Book<'_> {
         if play.player_id != player.id {
             return Err(Error::NotFound);
         }
-        if play.finished || play.throws_made >= 4 {
+        // Four throws of the island, one scratch of a card.
+        let reveals = self.reveals(play.block_id);
+        if play.finished || play.throws_made >= reveals {
             return Err(Error::PlayFinished);
         }
         let throws_made = play.throws_made;
@@ -565,10 +516,15 @@ impl Book<'_> {
             &actor,
             "throw",
             json!({"play_id": throw.play_id}),
-            json!({"throw": throws_made + 1, "throws_left": 3 - throws_made}),
+            json!({"throw": throws_made + 1, "throws_left": reveals - 1 - throws_made}),
         );
-        if throws_made == 3 {
-            self.settle(throw.play_id, throw.now_ms, Some(&actor), "fourth_throw");
+        if throws_made == reveals - 1 {
+            let reason = if reveals == 4 {
+                "fourth_throw"
+            } else {
+                "revealed"
+            };
+            self.settle(throw.play_id, throw.now_ms, Some(&actor), reason);
         } else {
             self.touch(throw.play_id);
             let play = self
@@ -598,9 +554,10 @@ impl Book<'_> {
             _ => return None,
         }
         self.touch(play_id);
+        let reveals = self.reveals(self.state.plays[&play_id].block_id);
         let play = self.state.plays.get_mut(&play_id).expect("checked above");
         play.finished = true;
-        play.throws_made = 4;
+        play.throws_made = reveals;
         play.finished_at_ms = Some(now_ms);
         let (player_id, account_id, prize_cents) =
             (play.player_id, play.account_id, play.prize_cents);
@@ -648,6 +605,15 @@ impl Book<'_> {
         self.changed.entry(play_id).or_insert(before);
     }
 
+    /// How many reveals a play of `block_id` takes (the prefetch loaded
+    /// every play's block).
+    fn reveals(&self, block_id: i64) -> i64 {
+        self.context
+            .blocks
+            .get(block_id)
+            .map_or(4, |data| data.reveals())
+    }
+
     fn balance(&self, account_id: i64) -> i64 {
         self.state.balances.get(&account_id).copied().unwrap_or(0)
             + self.deltas.get(&account_id).copied().unwrap_or(0)
@@ -682,12 +648,12 @@ impl Book<'_> {
     /// Which of the stake's blocks sells the next unit: the server's
     /// preferred one (see `Settings::block_offset`), else the first one with
     /// units left. `None` when none has any.
-    fn pick_block(&self, stake_cents: i64) -> Option<usize> {
-        let (blocks, _) = self.state.blocks.get(&stake_cents)?;
+    fn pick_block(&self, product: &Product) -> Option<usize> {
+        let (blocks, _) = self.state.blocks.get(product)?;
         let mut with_units = blocks
             .iter()
             .enumerate()
-            .filter(|(_, b)| b.units_sold < i64::from(UNITS_PER_BLOCK))
+            .filter(|(_, b)| b.units_sold < b.units_per_block)
             .map(|(position, _)| position);
         let first = with_units.clone().next()?;
         Some(
@@ -701,18 +667,18 @@ impl Book<'_> {
     /// it was the block's last unit).
     fn take_unit(
         &mut self,
-        stake_cents: i64,
+        product: &Product,
         position: usize,
         now_ms: i64,
     ) -> (i64, i64, i64, bool) {
-        let (blocks, _) = self.state.blocks.get_mut(&stake_cents).expect("picked");
+        let (blocks, _) = self.state.blocks.get_mut(product).expect("picked");
         let block = &mut blocks[position];
         self.blocks_before
             .entry(block.id)
             .or_insert(block.units_sold);
         let unit_index = block.units_sold;
         block.units_sold += 1;
-        let sold_out = block.units_sold == i64::from(UNITS_PER_BLOCK);
+        let sold_out = block.units_sold == block.units_per_block;
         if sold_out {
             // The last unit: the block is sold out and its secret published.
             block.sold_out_at_ms = Some(now_ms);

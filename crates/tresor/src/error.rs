@@ -89,6 +89,17 @@ pub enum Error {
     InvalidCredentials,
     #[error("{0}")]
     UnknownStake(#[from] StakeError),
+    /// A game the catalogue does not have (issue 36).
+    #[error("unknown game {0:?}: GET /api/games lists the games on sale")]
+    UnknownGame(String),
+    /// A stake a game of the catalogue does not sell (the island's is
+    /// `UnknownStake`, as before the catalogue).
+    #[error("unknown stake {stake_cents} cents: {game} sells {stakes}")]
+    StakeNotSold {
+        game: String,
+        stake_cents: i64,
+        stakes: String,
+    },
     #[error("insufficient balance: {balance_cents} cents available, {needed_cents} cents needed")]
     InsufficientFunds {
         balance_cents: i64,
@@ -244,6 +255,9 @@ pub enum Error {
     /// secret changed or moved.
     #[error("{0}")]
     Secrets(#[from] crate::seal::SealError),
+    /// An emission's pinned definition that does not read back as pinned.
+    #[error("{0}")]
+    Definition(String),
     /// An error of the writer's own SQLite connection.
     #[error("database error")]
     Sqlite(rusqlite::Error),

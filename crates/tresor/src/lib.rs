@@ -8,6 +8,7 @@ pub mod blocks;
 pub mod cli;
 pub mod clock;
 pub mod error;
+pub mod games;
 pub mod http;
 pub mod logcheck;
 pub mod logkey;

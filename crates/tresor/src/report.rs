@@ -1,4 +1,5 @@
-//! The operator's report: for each emission, stake and block, the units sold
+//! The operator's report: for each emission (and its game), stake and
+//! block, and for each game of the catalogue against its table's rate, the units sold
 //! and left, the stakes taken, the wins won, credited and pending, the prizes
 //! still to win per level (the operator's liability) and the payout.
 //!
@@ -9,12 +10,15 @@ use crate::error::Error;
 use serde::Serialize;
 use sqlx::{AnyPool, Row};
 use std::collections::HashMap;
-use tresor_game::{LEVELS, Level, Stake, UNITS_PER_BLOCK};
+use tresor_game::{Game, PrizeTable};
 
 /// The whole report.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub emissions: Vec<EmissionReport>,
+    /// The emissions' figures summed per game (first emission's order), each
+    /// stake against its table's payout rate.
+    pub games: Vec<GameReport>,
     /// Money in and out of the players' accounts (all emissions).
     pub money: MoneyFigures,
 }
@@ -88,6 +92,10 @@ async fn money(pool: &AnyPool) -> Result<MoneyFigures, Error> {
 pub struct EmissionReport {
     pub id: i64,
     pub name: String,
+    /// The game's id, as the emission pinned it.
+    pub game: String,
+    /// The SHA-256 of the definition it pinned.
+    pub game_sha256: String,
     pub state: String,
     pub figures: Figures,
     pub stakes: Vec<StakeReport>,
@@ -96,8 +104,30 @@ pub struct EmissionReport {
 #[derive(Debug, Clone, Serialize)]
 pub struct StakeReport {
     pub stake_cents: i64,
+    /// The payout rate of the stake's prize table, "70.00".
+    pub table_payout_percent: String,
     pub figures: Figures,
     pub blocks: Vec<BlockReport>,
+}
+
+/// One game's emissions summed.
+#[derive(Debug, Clone, Serialize)]
+pub struct GameReport {
+    pub game: String,
+    pub name_fr: String,
+    pub name_en: String,
+    pub kind: String,
+    pub emissions: Vec<i64>,
+    pub figures: Figures,
+    /// Per stake, with its table's payout rate to compare `payout_percent` with.
+    pub stakes: Vec<GameStakeReport>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GameStakeReport {
+    pub stake_cents: i64,
+    pub table_payout_percent: String,
+    pub figures: Figures,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -142,18 +172,19 @@ pub struct LevelFigures {
 }
 
 impl Figures {
-    /// The figures of one block of `stake` from what its plays and transfers
-    /// sum to.
-    fn block(stake: Stake, units_sold: i64, sums: &BlockSums) -> Figures {
-        let levels: Vec<LevelFigures> = LEVELS
+    /// The figures of one block of `table`'s stake (of `units` units) from
+    /// what its plays and transfers sum to.
+    fn block(table: &PrizeTable, units: i64, units_sold: i64, sums: &BlockSums) -> Figures {
+        let levels: Vec<LevelFigures> = table
+            .levels()
             .iter()
             .map(|spec| {
-                let level = Level::new(spec.level).expect("a table level is valid");
-                let prize_cents = stake.prize_cents(level);
+                let level = spec.level.get();
+                let prize_cents = spec.prize_cents;
                 let units_in_table = i64::from(spec.units_per_block);
-                let sold = sums.sold_per_level.get(&spec.level).copied().unwrap_or(0);
+                let sold = sums.sold_per_level.get(&level).copied().unwrap_or(0);
                 LevelFigures {
-                    level: spec.level,
+                    level,
                     prize_cents,
                     units_in_table,
                     units_sold: sold,
@@ -162,7 +193,6 @@ impl Figures {
                 }
             })
             .collect();
-        let units = i64::from(UNITS_PER_BLOCK);
         let mut figures = Figures {
             blocks: 1,
             units,
@@ -221,6 +251,12 @@ impl Figures {
     }
 }
 
+/// A table's payout rate as "70.00".
+fn payout_text(game: &Game, table: &PrizeTable) -> String {
+    let bp = game.payout(table).basis_points();
+    format!("{}.{:02}", bp / 100, bp % 100)
+}
+
 /// What the plays and transfers of one block sum to.
 #[derive(Debug, Default)]
 struct BlockSums {
@@ -233,11 +269,13 @@ struct BlockSums {
 
 /// Builds the report for every emission, or only `emission`.
 pub async fn build(pool: &AnyPool, emission: Option<i64>) -> Result<Report, Error> {
-    let emission_rows = sqlx::query("SELECT id, name, state FROM emissions ORDER BY id")
-        .fetch_all(pool)
-        .await?;
+    let emission_rows =
+        sqlx::query("SELECT id, name, state, game_sha256, definition FROM emissions ORDER BY id")
+            .fetch_all(pool)
+            .await?;
     let block_rows = sqlx::query(
-        "SELECT id, emission_id, stake_cents, state, units_sold FROM blocks ORDER BY id",
+        "SELECT id, emission_id, stake_cents, state, units_sold, units_per_block FROM blocks \
+         ORDER BY id",
     )
     .fetch_all(pool)
     .await?;
@@ -280,12 +318,20 @@ pub async fn build(pool: &AnyPool, emission: Option<i64>) -> Result<Report, Erro
         }
     }
 
+    // Each emission's game as it pinned it (no text: the built-in island).
+    let pinned = crate::games::Catalog::default();
     let mut emissions = Vec::new();
+    let mut games: Vec<(&'static Game, GameReport)> = Vec::new();
     for row in &emission_rows {
         let id: i64 = row.try_get("id")?;
         if emission.is_some_and(|wanted| wanted != id) {
             continue;
         }
+        let sha: String = row.try_get("game_sha256")?;
+        let definition: Option<String> = row.try_get("definition")?;
+        let game = pinned
+            .pinned(&sha, definition.as_deref())
+            .map_err(|e| Error::Definition(format!("emission {id}: {e}")))?;
         let mut stakes: Vec<StakeReport> = Vec::new();
         for block in &block_rows {
             if block.try_get::<i64, _>("emission_id")? != id {
@@ -293,9 +339,15 @@ pub async fn build(pool: &AnyPool, emission: Option<i64>) -> Result<Report, Erro
             }
             let block_id: i64 = block.try_get("id")?;
             let stake_cents: i64 = block.try_get("stake_cents")?;
-            let stake = Stake::try_from(stake_cents).expect("a stored stake is valid");
+            let table = game.table(stake_cents).ok_or_else(|| {
+                Error::Definition(format!(
+                    "block {block_id}: {} sells no stake of {stake_cents} cents",
+                    game.id()
+                ))
+            })?;
             let figures = Figures::block(
-                stake,
+                table,
+                block.try_get("units_per_block")?,
                 block.try_get("units_sold")?,
                 sums.get(&block_id).unwrap_or(&BlockSums::default()),
             );
@@ -304,6 +356,7 @@ pub async fn build(pool: &AnyPool, emission: Option<i64>) -> Result<Report, Erro
                 None => {
                     stakes.push(StakeReport {
                         stake_cents,
+                        table_payout_percent: payout_text(game, table),
                         figures: Figures::default(),
                         blocks: Vec::new(),
                     });
@@ -322,9 +375,47 @@ pub async fn build(pool: &AnyPool, emission: Option<i64>) -> Result<Report, Erro
         for stake in &stakes {
             figures.add(&stake.figures);
         }
+        let at = match games.iter().position(|(g, _)| g.id() == game.id()) {
+            Some(at) => at,
+            None => {
+                games.push((
+                    game,
+                    GameReport {
+                        game: game.id().to_owned(),
+                        name_fr: game.name_fr().to_owned(),
+                        name_en: game.name_en().to_owned(),
+                        kind: game.scene().kind().to_owned(),
+                        emissions: Vec::new(),
+                        figures: Figures::default(),
+                        stakes: Vec::new(),
+                    },
+                ));
+                games.len() - 1
+            }
+        };
+        let (_, summed) = &mut games[at];
+        summed.emissions.push(id);
+        summed.figures.add(&figures);
+        for stake in &stakes {
+            match summed
+                .stakes
+                .iter_mut()
+                .find(|s| s.stake_cents == stake.stake_cents)
+            {
+                Some(mine) => mine.figures.add(&stake.figures),
+                None => summed.stakes.push(GameStakeReport {
+                    stake_cents: stake.stake_cents,
+                    table_payout_percent: stake.table_payout_percent.clone(),
+                    figures: stake.figures.clone(),
+                }),
+            }
+        }
+        summed.stakes.sort_by_key(|s| s.stake_cents);
         emissions.push(EmissionReport {
             id,
             name: row.try_get("name")?,
+            game: game.id().to_owned(),
+            game_sha256: sha,
             state: row.try_get("state")?,
             figures,
             stakes,
@@ -337,6 +428,7 @@ pub async fn build(pool: &AnyPool, emission: Option<i64>) -> Result<Report, Erro
     }
     Ok(Report {
         emissions,
+        games: games.into_iter().map(|(_, g)| g).collect(),
         money: money(pool).await?,
     })
 }
@@ -347,8 +439,10 @@ pub fn csv(report: &Report) -> String {
         "emission,stake_cents,block,scope,state,units,units_sold,units_left,stakes_taken_cents,\
          wins_won_cents,wins_credited_cents,wins_pending_cents,prizes_left_cents,payout_percent",
     );
-    for spec in &LEVELS {
-        out.push_str(&format!(",level{}_left", spec.level));
+    // Nine levels at most (docs/GAMES.md): a table with fewer leaves the
+    // rest empty.
+    for level in 1..=9 {
+        out.push_str(&format!(",level{level}_left"));
     }
     out.push('\n');
     let mut line =
@@ -365,8 +459,11 @@ pub fn csv(report: &Report) -> String {
                 f.prizes_left_cents,
                 f.payout_percent.as_deref().unwrap_or(""),
             ));
-            for level in &f.levels {
-                out.push_str(&format!(",{}", level.units_left));
+            for level in 0..9 {
+                match f.levels.get(level) {
+                    Some(level) => out.push_str(&format!(",{}", level.units_left)),
+                    None => out.push(','),
+                }
             }
             out.push('\n');
         };
@@ -455,6 +552,23 @@ pub fn table(report: &Report) -> String {
     if report.emissions.is_empty() {
         out.push_str("no emission yet\n");
     }
+    for g in &report.games {
+        // Each game's emissions summed; the state column gives the table's
+        // payout rate, to compare the payout column with.
+        out.push_str(&format!(
+            "game {} « {} » (emissions {:?}; state: the table's payout)\n",
+            g.game, g.name_fr, g.emissions
+        ));
+        out.push_str(&header);
+        for s in &g.stakes {
+            out.push_str(&row(
+                format!("game stake {} c", s.stake_cents),
+                &format!("{}%", s.table_payout_percent),
+                &s.figures,
+            ));
+        }
+        out.push_str(&row("game total".to_owned(), "", &g.figures));
+    }
     for e in &report.emissions {
         out.push_str(&format!("emission {} « {} » ({})\n", e.id, e.name, e.state));
         out.push_str(&header);
@@ -520,11 +634,11 @@ mod tests {
 
     #[test]
     fn a_block_with_nothing_sold_owes_its_whole_table() {
-        let figures = Figures::block(Stake::ALL[0], 0, &BlockSums::default());
-        assert_eq!(
-            figures.prizes_left_cents,
-            Stake::ALL[0].block_prizes_cents()
-        );
+        let island = tresor_game::ile_au_tresor();
+        let table = island.table(50).expect("the island sells 50 cents");
+        let figures = Figures::block(table, 450_000, 0, &BlockSums::default());
+        assert_eq!(figures.prizes_left_cents, table.block_prizes_cents());
+        assert_eq!(figures.units_left, 450_000);
         assert_eq!(figures.payout_percent, None);
     }
 

@@ -134,10 +134,45 @@ impl Keeper {
 fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     use anyhow::Context;
     use std::io::Write;
-    let partial = path.with_extension("partial");
+    // A name of this write's own: two servers of one installation on one
+    // host keep one file (both write what the database holds), and a shared
+    // partial file would be renamed away under the other's feet.
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let write = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let partial = path.with_extension(format!("partial.{}.{write}", std::process::id()));
     let mut file = std::fs::File::create(&partial)
         .with_context(|| format!("cannot write {}", partial.display()))?;
     file.write_all(bytes)?;
     file.sync_all()?;
     std::fs::rename(&partial, path).with_context(|| format!("cannot write {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::write_atomic;
+
+    #[test]
+    fn two_writers_of_one_file_never_fail_each_other() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("tresor-x.checkpoints");
+        let writers: Vec<_> = ["first", "second"]
+            .into_iter()
+            .map(|text| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..100 {
+                        write_atomic(&path, text.as_bytes())?;
+                    }
+                    anyhow::Ok(())
+                })
+            })
+            .collect();
+        for writer in writers {
+            writer.join().unwrap().unwrap();
+        }
+        let kept = std::fs::read_to_string(&path).unwrap();
+        assert!(kept == "first" || kept == "second", "{kept:?}");
+        let left: Vec<_> = std::fs::read_dir(folder.path()).unwrap().collect();
+        assert_eq!(left.len(), 1, "no partial file left: {left:?}");
+    }
 }

@@ -2,8 +2,10 @@
 //! every rule and prints each stake's payout rate, or the first refusal with
 //! its line and rule (exit code 2).
 
+use crate::games::{Catalog, Entry};
 use clap::{Args, Subcommand};
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tresor_game::{Game, Payout};
 
@@ -37,6 +39,65 @@ pub struct PayoutCap {
         value_parser = parse_percent
     )]
     pub basis_points: u32,
+}
+
+/// The catalogue a command sells from: `--games DIR` and the payout cap.
+#[derive(Debug, Clone, Args)]
+pub struct CatalogArgs {
+    /// The folder of game definitions (`*.toml`, docs/GAMES.md), each checked
+    /// at start as `tresor game check` does; « L'Ile au Trésor » is built in
+    /// when no file gives it. Default: `./games` if the folder exists, else
+    /// the island alone.
+    #[arg(long = "games", env = "TRESOR_GAMES", value_name = "DIR")]
+    pub games: Option<PathBuf>,
+    #[command(flatten)]
+    pub cap: PayoutCap,
+}
+
+impl CatalogArgs {
+    /// Reads and checks every definition of the folder: the first refusal
+    /// names its file, line and rule.
+    pub fn load(&self) -> Result<Catalog, String> {
+        let dir = match &self.games {
+            Some(dir) => Some(dir.clone()),
+            None => Some(PathBuf::from("games")).filter(|d| d.is_dir()),
+        };
+        let Some(dir) = dir else {
+            return Ok(Catalog::default());
+        };
+        load_dir(&dir, self.cap.basis_points).map(Catalog::new)
+    }
+}
+
+/// The checked definitions of `dir`'s `*.toml` files, by file name.
+pub fn load_dir(dir: &Path, max_basis_points: u32) -> Result<Vec<Entry>, String> {
+    let listing = std::fs::read_dir(dir)
+        .map_err(|e| format!("--games {}: cannot read the folder: {e}", dir.display()))?;
+    let mut files: Vec<PathBuf> = listing
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.sort();
+    let mut ids: HashMap<String, String> = HashMap::new();
+    let mut entries = Vec::with_capacity(files.len());
+    for path in files {
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(&path)
+            .map_err(|error| format!("{name}: cannot read it: {error}"))?;
+        let game = Game::parse(&text)
+            .map_err(|error| format!("{name}: {error}"))?
+            .leak();
+        game.check(max_basis_points)
+            .map_err(|error| format!("{name}: {error}"))?;
+        if let Some(first) = ids.insert(game.id().to_string(), name.clone()) {
+            return Err(format!(
+                "{name}: line 1: [duplicate-id] the game id {:?} is also {first}'s",
+                game.id()
+            ));
+        }
+        entries.push(Entry::new(game, text));
+    }
+    Ok(entries)
 }
 
 /// "72.5" → 7250: a percent from 0 to 100 with at most two decimals, read

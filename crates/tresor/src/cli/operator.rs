@@ -19,17 +19,24 @@ use super::Usage;
 
 #[derive(Debug, Subcommand)]
 pub enum EmissionCommand {
-    /// Create an emission with blocks of the given stakes.
+    /// Create an emission of one game with blocks of the given stakes.
     Create {
-        /// Stakes in cents, comma-separated: 50, 100, 200.
-        #[arg(long, value_delimiter = ',', default_value = "50,100,200")]
+        /// The game's id in the catalogue (`--games`): « L'Ile au Trésor »
+        /// by default.
+        #[arg(long, default_value = tresor_game::ISLAND_ID)]
+        game: String,
+        /// Stakes in cents, comma-separated (the island's: 50, 100, 200);
+        /// by default every stake the game sells.
+        #[arg(long, value_delimiter = ',')]
         stakes: Vec<i64>,
-        /// Blocks of 450,000 units per stake.
+        /// Blocks per stake (the island's hold 450,000 units).
         #[arg(long, default_value_t = 1)]
         blocks: u32,
         /// A name for the emission.
         #[arg(long, default_value = "Emission")]
         name: String,
+        #[command(flatten)]
+        catalog: super::catalog::CatalogArgs,
         #[command(flatten)]
         db: DbArgs,
     },
@@ -100,14 +107,52 @@ pub fn parse_stakes(stakes: &[i64]) -> Result<Vec<Stake>, String> {
 pub async fn run_emission(command: EmissionCommand) -> anyhow::Result<()> {
     match command {
         EmissionCommand::Create {
+            game,
             stakes,
             blocks,
             name,
+            catalog,
             db,
         } => {
-            let stakes = parse_stakes(&stakes).map_err(Usage)?;
-            let service = open_service(&db, Settings::default()).await?;
-            let id = service.create_emission(&name, &stakes, blocks).await?;
+            let games = std::sync::Arc::new(catalog.load().map_err(Usage)?);
+            let Some(chosen) = games.get(&game) else {
+                return Err(Usage(format!(
+                    "--game {game}: not in the catalogue (--games), which has {}",
+                    games
+                        .entries()
+                        .iter()
+                        .map(|e| e.game.id())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+                .into());
+            };
+            let mut stakes = if stakes.is_empty() {
+                chosen.tables().iter().map(|t| t.stake_cents()).collect()
+            } else if chosen.id() == tresor_game::ISLAND_ID {
+                parse_stakes(&stakes)
+                    .map_err(Usage)?
+                    .iter()
+                    .map(|s| s.cents())
+                    .collect()
+            } else {
+                stakes
+            };
+            stakes.dedup();
+            let settings = Settings {
+                games,
+                ..Settings::default()
+            };
+            let service = open_service(&db, settings).await?;
+            let id = service
+                .create_game_emission(Actor::Operator, &name, &game, &stakes, blocks)
+                .await
+                .map_err(|e| match e {
+                    Error::StakeNotSold { .. } | Error::UnknownStake(_) => {
+                        anyhow::Error::from(Usage(e.to_string()))
+                    }
+                    other => other.into(),
+                })?;
             let emission = service
                 .emissions()
                 .await?
@@ -120,8 +165,8 @@ pub async fn run_emission(command: EmissionCommand) -> anyhow::Result<()> {
             );
             for block in &emission.blocks {
                 println!(
-                    "  block {:>4}  stake {:>3} c  commitment {}",
-                    block.id, block.stake_cents, block.commitment
+                    "  block {:>4}  {}  stake {:>3} c  commitment {}",
+                    block.id, block.game, block.stake_cents, block.commitment
                 );
             }
         }
@@ -146,11 +191,13 @@ pub async fn run_emission(command: EmissionCommand) -> anyhow::Result<()> {
                     );
                     for b in &e.blocks {
                         println!(
-                            "        block {:>4}  {:>3} c  {:<9} {:>6}/450000 sold  {}",
+                            "        block {:>4}  {} {:>3} c  {:<9} {:>6}/{} sold  {}",
                             b.id,
+                            b.game,
                             b.stake_cents,
                             b.state,
                             b.units_sold.unwrap_or_default(),
+                            b.units_per_block,
                             b.commitment
                         );
                     }

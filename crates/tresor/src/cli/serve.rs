@@ -13,7 +13,7 @@ use clap::Args;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use tresor_game::Stake;
+use tresor_game::{ISLAND_ID, Stake};
 
 use super::Usage;
 
@@ -102,6 +102,9 @@ pub struct ServeArgs {
     /// Mail: SMTP or the outbox folder.
     #[command(flatten)]
     pub mail: super::mail::MailArgs,
+    /// The games on sale (`--games DIR`, `--max-payout-percent`).
+    #[command(flatten)]
+    pub catalog: super::catalog::CatalogArgs,
     /// A witness whose cosignatures of the log's checkpoints the site takes
     /// (`POST /log/<writer>/cosignature`) and publishes: its verifier key
     /// (`<name>+<key id>+<base64>`, as `tresor audit witness-keygen`
@@ -345,6 +348,9 @@ pub async fn run_serve(args: ServeArgs, demo_if_created: bool) -> anyhow::Result
         tracing::warn!("{lowered}");
     }
     let outage_budget = outage_budget(args.outage_budget_ms)?;
+    // Every definition checked before anything is opened: a refusal names
+    // its file, line and rule (exit 2), as `tresor game check` does.
+    let games = Arc::new(args.catalog.load().map_err(Usage)?);
     // One server per SQLite folder: taken before the database is touched.
     let _lock = match &args.db.database_url {
         None => Some(lock_data_dir(&args.db.data)?),
@@ -384,6 +390,7 @@ pub async fn run_serve(args: ServeArgs, demo_if_created: bool) -> anyhow::Result
             panics: args.fault_writer_panics,
             ..crate::writer::Faults::default()
         },
+        games: games.clone(),
         ..Settings::default()
     };
     let settings = args.payments.apply(settings)?;
@@ -447,6 +454,29 @@ pub async fn run_serve(args: ServeArgs, demo_if_created: bool) -> anyhow::Result
             .create_emission_as(crate::trail::Actor::System, "Démo", &Stake::ALL, 2)
             .await?;
         tracing::info!(emission = id, "demo mode: created a demo emission");
+        // And one for each other game of the catalogue, every stake.
+        for entry in games.entries().iter().filter(|e| e.game.id() != ISLAND_ID) {
+            let stakes: Vec<i64> = entry
+                .game
+                .tables()
+                .iter()
+                .map(|t| t.stake_cents())
+                .collect();
+            let id = service
+                .create_game_emission(
+                    crate::trail::Actor::System,
+                    &format!("Démo {}", entry.game.name_fr()),
+                    entry.game.id(),
+                    &stakes,
+                    2,
+                )
+                .await?;
+            tracing::info!(
+                emission = id,
+                game = entry.game.id(),
+                "demo mode: created a demo emission"
+            );
+        }
     } else if args.demo && !service.is_demo().await? {
         return Err(Usage(
             "--demo: this database was created without demo mode, and demo money is never \
@@ -503,6 +533,14 @@ pub async fn run_serve(args: ServeArgs, demo_if_created: bool) -> anyhow::Result
             .into());
         }
         tracing::warn!(%address, "demo mode off loopback without --secure-cookies");
+    }
+    for line in service
+        .pinned_versions()
+        .await
+        .context("reading the definitions the emissions pinned")?
+    {
+        tracing::warn!("{line}");
+        println!("{line}");
     }
     service
         .warm_block_cache()

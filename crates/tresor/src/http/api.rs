@@ -23,7 +23,7 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 use std::sync::Arc;
 use tower_http::set_header::SetResponseHeaderLayer;
-use tresor_game::{Square, Stake, island};
+use tresor_game::{Square, island};
 
 /// The session cookie's name.
 pub const SESSION_COOKIE: &str = "tresor_session";
@@ -37,6 +37,7 @@ pub fn routes() -> Router<AppState> {
     let api = Router::new()
         .route("/api/status", get(status))
         .route("/api/island", get(island_map))
+        .route("/api/games", get(games))
         .route("/api/register", post(register))
         .route("/api/login", post(login))
         .route("/api/logout", post(logout))
@@ -426,6 +427,13 @@ async fn demo_deposit(
 #[serde(deny_unknown_fields)]
 struct BuyBody {
     stake_cents: i64,
+    /// The game's id (`GET /api/games`); « L'Ile au Trésor » when absent.
+    game: Option<String>,
+}
+
+/// `GET /api/games`: the catalogue, island first (no login needed).
+async fn games(State(state): State<AppState>) -> Result<Response, ApiError> {
+    Ok(Json(state.service.games().await?).into_response())
 }
 
 /// `POST /api/plays` answered within the outage budget, whatever happens
@@ -461,8 +469,10 @@ async fn buy(
         .get("idempotency-key")
         .and_then(|v| v.to_str().ok())
         .ok_or(Error::InvalidIdempotencyKey)?;
+    let game = state.service.game(body.game.as_deref())?;
     let purchase = Purchase {
-        stake: Stake::try_from(body.stake_cents).map_err(Error::from)?,
+        game,
+        stake_cents: state.service.sold_stake(game, body.stake_cents)?,
         idempotency_key: IdempotencyKey::parse(key).map_err(Error::from)?,
     };
     let bought = state.service.buy(&current.player, purchase).await?;

@@ -24,7 +24,6 @@ use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::set_header::SetResponseHeaderLayer;
-use tresor_game::Stake;
 
 use super::console_documents::{open_document, player_documents, refuse_document, verify_document};
 use super::console_kit::{Answer, CONSOLE_COOKIE, CONSOLE_CSRF_VALUE, cookie, ok};
@@ -360,6 +359,7 @@ fn block_json(block: &BlockView) -> Value {
     json!({
         "id": block.id,
         "emission_id": block.emission,
+        "game": block.game,
         "stake_cents": block.stake_cents,
         "state": block.state,
         "sold": block.units_sold,
@@ -380,6 +380,8 @@ async fn emission_json(state: &AppState, id: i64) -> Result<Value, ApiError> {
     Ok(json!({
         "id": emission.id,
         "name": emission.name,
+        "game": emission.game,
+        "game_sha256": emission.game_sha256,
         "state": emission.state,
         "created_at": emission.created_at,
         "blocks": emission.blocks.iter().map(block_json).collect::<Vec<_>>(),
@@ -392,6 +394,8 @@ async fn emissions(State(state): State<AppState>) -> Answer {
         list.push(json!({
             "id": emission.id,
             "name": emission.name,
+            "game": emission.game,
+            "game_sha256": emission.game_sha256,
             "state": emission.state,
             "created_at": emission.created_at,
             "blocks": emission.blocks.iter().map(block_json).collect::<Vec<_>>(),
@@ -406,6 +410,8 @@ struct EmissionBody {
     stake_cents: i64,
     blocks: u32,
     name: Option<String>,
+    /// The game's id in the catalogue; « L'Ile au Trésor » when absent.
+    game: Option<String>,
 }
 
 async fn create_emission(
@@ -413,14 +419,21 @@ async fn create_emission(
     Extension(member): Extension<StaffMember>,
     Body(body): Body<EmissionBody>,
 ) -> Answer {
-    let stake = Stake::try_from(body.stake_cents).map_err(Error::from)?;
+    let game = state.service.game(body.game.as_deref())?;
+    let stake_cents = state.service.sold_stake(game, body.stake_cents)?;
     let name = body.name.unwrap_or_else(|| "Emission".to_owned());
     if name.trim().is_empty() || name.chars().count() > 100 {
         return Err(Error::Validation("name: 1 to 100 characters".to_owned()).into());
     }
     let id = state
         .service
-        .create_emission_as(member.actor(), &name, &[stake], body.blocks)
+        .create_game_emission(
+            member.actor(),
+            &name,
+            game.id(),
+            &[stake_cents],
+            body.blocks,
+        )
         .await?;
     Ok((StatusCode::CREATED, Json(emission_json(&state, id).await?)).into_response())
 }

@@ -43,6 +43,8 @@ impl From<Error> for ApiError {
             Error::UsernameTaken => (StatusCode::CONFLICT, "username_taken"),
             Error::InvalidCredentials => (StatusCode::UNAUTHORIZED, "invalid_credentials"),
             Error::UnknownStake(_) => (StatusCode::UNPROCESSABLE_ENTITY, "unknown_stake"),
+            Error::StakeNotSold { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "unknown_stake"),
+            Error::UnknownGame(_) => (StatusCode::NOT_FOUND, "unknown_game"),
             Error::InsufficientFunds { .. } => (StatusCode::PAYMENT_REQUIRED, "insufficient_funds"),
             Error::SalesClosed { .. } => (StatusCode::FORBIDDEN, "sales_closed"),
             Error::SalesHeldAfterRestore => (StatusCode::FORBIDDEN, "sales_closed_after_restore"),
@@ -110,7 +112,7 @@ impl From<Error> for ApiError {
             Error::Database(_) | Error::Sqlite(_) if error.is_outage() => {
                 (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
             }
-            Error::Database(_) | Error::Sqlite(_) | Error::Secrets(_) => {
+            Error::Database(_) | Error::Sqlite(_) | Error::Secrets(_) | Error::Definition(_) => {
                 (StatusCode::INTERNAL_SERVER_ERROR, "internal")
             }
         };
@@ -129,6 +131,10 @@ impl From<Error> for ApiError {
             }
             Error::Secrets(cause) => {
                 tracing::error!(error = %cause, "block secrets");
+                "internal error".to_owned()
+            }
+            Error::Definition(cause) => {
+                tracing::error!(error = %cause, "a pinned game definition");
                 "internal error".to_owned()
             }
             Error::LogDoesNotHold(why) => {

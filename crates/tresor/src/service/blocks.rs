@@ -11,20 +11,30 @@ impl Service {
         if let Some(data) = self.blocks.get(block_id) {
             return Ok(data);
         }
-        let sealed: Option<Vec<u8>> =
-            sql::query_scalar("SELECT sealed_secret FROM blocks WHERE id = $1")
-                .bind(block_id)
-                .fetch_one(&mut *self.db.conn().await?)
-                .await?;
+        let row = sql::query(
+            "SELECT b.stake_cents, b.sealed_secret, e.game_sha256, e.definition \
+             FROM blocks b JOIN emissions e ON e.id = b.emission_id WHERE b.id = $1",
+        )
+        .bind(block_id)
+        .fetch_one(&mut *self.db.conn().await?)
+        .await?;
+        let sealed: Option<Vec<u8>> = row.try_get("sealed_secret")?;
+        let stake_cents: i64 = row.try_get("stake_cents")?;
+        let sha: String = row.try_get("game_sha256")?;
+        let definition: Option<String> = row.try_get("definition")?;
+        // The version the emission pinned, not the catalogue's file as it is.
+        let game = self
+            .settings
+            .games
+            .pinned(&sha, definition.as_deref())
+            .map_err(|e| Error::Definition(format!("block {block_id}: {e}")))?;
         let secret = self
             .secrets_key()?
             .open(block_id, sealed.as_deref().unwrap_or_default())?;
         let cache = self.blocks.clone();
-        Ok(
-            tokio::task::spawn_blocking(move || cache.insert(block_id, &secret))
-                .await
-                .expect("shuffle task"),
-        )
+        tokio::task::spawn_blocking(move || cache.insert(block_id, game, stake_cents, &secret))
+            .await
+            .expect("shuffle task")
     }
 
     /// Computes the outcomes of every block on sale, so that no purchase waits

@@ -3,6 +3,7 @@
 //! two small queries), the players' search and record, the trail's head and
 //! its last verification, and the re-check of a published block.
 
+use super::games::{GameRef, percent};
 use super::{Service, rfc3339};
 use crate::error::Error;
 use crate::model::Player;
@@ -12,10 +13,8 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
 use tokio::sync::Mutex;
-use tresor_game::{BlockSecret, LEVELS, Level, Stake, UNITS_PER_BLOCK, block_outcomes};
+use tresor_game::{BlockSecret, Game, Level};
 
-/// The share of the stakes a block pays back in prizes (its table).
-pub const EXPECTED_PAYOUT_PERCENT: i64 = 70;
 /// A dashboard younger than this is answered again as it is.
 const DASHBOARD_FRESH_MS: i64 = 1_000;
 const MINUTE_MS: i64 = 60_000;
@@ -32,6 +31,14 @@ struct Tally {
     per_block_level: HashMap<(i64, i64), (i64, i64)>,
     /// The last answer and when it was made.
     last: Option<(i64, Value)>,
+}
+
+/// Units sold, prizes won and prizes expected by the tables, summed.
+#[derive(Debug, Default, Clone, Copy)]
+struct Sums {
+    sold: i64,
+    won: i64,
+    expected: i64,
 }
 
 /// The dashboard of one server's console: shared by every open console, so
@@ -131,11 +138,26 @@ impl Service {
         let first_minute = this_minute - 59;
         tally.per_minute.retain(|minute, _| *minute >= first_minute);
         let blocks = sql::query(
-            "SELECT id, emission_id, stake_cents, state, units_sold FROM blocks ORDER BY id",
+            "SELECT id, emission_id, stake_cents, state, units_sold, units_per_block FROM blocks \
+             ORDER BY id",
         )
         .fetch_all(&mut conn)
         .await?;
+        // Each emission's game, as it pinned it.
+        let emissions: Vec<(i64, String, Option<String>)> =
+            sql::query_as("SELECT id, game_sha256, definition FROM emissions")
+                .fetch_all(&mut conn)
+                .await?;
         drop(conn);
+        let mut game_of: HashMap<i64, &'static Game> = HashMap::new();
+        for (id, sha, definition) in emissions {
+            let game = self
+                .settings
+                .games
+                .pinned(&sha, definition.as_deref())
+                .map_err(|e| Error::Definition(format!("emission {id}: {e}")))?;
+            game_of.insert(id, game);
+        }
 
         let per_minute: Vec<Value> = (first_minute..=this_minute)
             .map(|minute| {
@@ -145,83 +167,155 @@ impl Service {
                 })
             })
             .collect();
-        // Per stake: units sold (each one stake taken), prizes won.
-        let mut stakes: BTreeMap<i64, (i64, i64)> = BTreeMap::new();
-        // Per stake and level: units left on the blocks still on sale.
-        let mut left: BTreeMap<(i64, u8), i64> = BTreeMap::new();
+        // Per stake, and per game and stake: units sold (each one stake
+        // taken), prizes won, and the prizes the tables give for the units
+        // sold (the expected payout).
+        let mut stakes: BTreeMap<i64, Sums> = BTreeMap::new();
+        // Games by their place in the catalogue (those it no longer has
+        // last), then id.
+        type GameKey = (usize, &'static str);
+        let mut per_game_stake: BTreeMap<(GameKey, i64), Sums> = BTreeMap::new();
+        // Per game, stake and level: units left on the blocks still on sale.
+        let mut left: BTreeMap<(GameKey, i64, u8), (i64, i64)> = BTreeMap::new();
+        let game_key = |game: &'static Game| -> GameKey {
+            let order = self
+                .settings
+                .games
+                .entries()
+                .iter()
+                .position(|e| e.game.id() == game.id())
+                .unwrap_or(usize::MAX);
+            (order, game.id())
+        };
+        let mut games_seen: BTreeMap<GameKey, &'static Game> = BTreeMap::new();
         let mut block_views = Vec::with_capacity(blocks.len());
         for block in &blocks {
             let id: i64 = block.try_get("id")?;
+            let emission_id: i64 = block.try_get("emission_id")?;
             let stake_cents: i64 = block.try_get("stake_cents")?;
             let state: String = block.try_get("state")?;
             let sold: i64 = block.try_get("units_sold")?;
-            let entry = stakes.entry(stake_cents).or_default();
-            entry.0 += sold;
+            let size: i64 = block.try_get("units_per_block")?;
+            let game = game_of[&emission_id];
+            let order = game_key(game);
+            games_seen.entry(order).or_insert(game);
+            let mut won = 0;
             for level in 0..=9 {
-                if let Some((_, won)) = tally.per_block_level.get(&(id, level)) {
-                    entry.1 += won;
+                if let Some((_, w)) = tally.per_block_level.get(&(id, level)) {
+                    won += w;
                 }
             }
-            if matches!(state.as_str(), "open" | "suspended") {
-                for spec in &LEVELS {
+            let table = game.table(stake_cents);
+            let expected = table.map_or(0, |table| {
+                let prizes = i128::from(table.block_prizes_cents());
+                (prizes * i128::from(sold) / i128::from(size.max(1))) as i64
+            });
+            for sums in [
+                stakes.entry(stake_cents).or_default(),
+                per_game_stake.entry((order, stake_cents)).or_default(),
+            ] {
+                sums.sold += sold;
+                sums.won += won;
+                sums.expected += expected;
+            }
+            if matches!(state.as_str(), "open" | "suspended")
+                && let Some(table) = table
+            {
+                for prize in table.levels() {
+                    let level = prize.level.get();
                     let sold_at_level = tally
                         .per_block_level
-                        .get(&(id, i64::from(spec.level)))
+                        .get(&(id, i64::from(level)))
                         .map_or(0, |(units, _)| *units);
-                    *left.entry((stake_cents, spec.level)).or_default() +=
-                        i64::from(spec.units_per_block) - sold_at_level;
+                    let entry = left.entry((order, stake_cents, level)).or_default();
+                    entry.0 += i64::from(prize.units_per_block) - sold_at_level;
+                    entry.1 = prize.prize_cents;
                 }
             }
             block_views.push(json!({
                 "id": id,
-                "emission_id": block.try_get::<i64, _>("emission_id")?,
+                "emission_id": emission_id,
+                "game": game.id(),
                 "stake_cents": stake_cents,
                 "state": state,
                 "sold": sold,
-                "size": UNITS_PER_BLOCK,
+                "size": size,
             }));
         }
-        let expected = |stakes_cents: i64| stakes_cents * EXPECTED_PAYOUT_PERCENT / 100;
-        let (mut total_stakes, mut total_prizes) = (0, 0);
+        let (mut total_stakes, mut total_prizes, mut total_expected) = (0, 0, 0);
         let per_stake: Vec<Value> = stakes
             .iter()
-            .map(|(stake_cents, (sold, prizes))| {
-                let stakes_cents = sold * stake_cents;
+            .map(|(stake_cents, sums)| {
+                let stakes_cents = sums.sold * stake_cents;
                 total_stakes += stakes_cents;
-                total_prizes += prizes;
+                total_prizes += sums.won;
+                total_expected += sums.expected;
                 json!({
                     "stake_cents": stake_cents,
-                    "sold": sold,
+                    "sold": sums.sold,
                     "stakes_cents": stakes_cents,
-                    "prizes_cents": prizes,
-                    "expected_prizes_cents": expected(stakes_cents),
+                    "prizes_cents": sums.won,
+                    "expected_prizes_cents": sums.expected,
                 })
             })
             .collect();
+        let mut per_game: Vec<Value> = Vec::new();
+        for (&order, &game) in games_seen.iter() {
+            let (mut g_stakes, mut g_prizes, mut g_expected) = (0, 0, 0);
+            let rows: Vec<Value> = per_game_stake
+                .range((order, i64::MIN)..=(order, i64::MAX))
+                .map(|(&(_, stake_cents), sums)| {
+                    let stakes_cents = sums.sold * stake_cents;
+                    g_stakes += stakes_cents;
+                    g_prizes += sums.won;
+                    g_expected += sums.expected;
+                    json!({
+                        "stake_cents": stake_cents,
+                        "sold": sums.sold,
+                        "stakes_cents": stakes_cents,
+                        "prizes_cents": sums.won,
+                        "expected_prizes_cents": sums.expected,
+                        "table_payout_percent": game
+                            .table(stake_cents)
+                            .map(|t| percent(game.payout(t).basis_points())),
+                    })
+                })
+                .collect();
+            per_game.push(json!({
+                "game": GameRef::of(game),
+                "stakes_cents": g_stakes,
+                "prizes_cents": g_prizes,
+                "expected_prizes_cents": g_expected,
+                "per_stake": rows,
+            }));
+        }
         let liability: Vec<Value> = left
             .iter()
-            .filter_map(|((stake_cents, level), units_left)| {
-                let stake = Stake::try_from(*stake_cents).ok()?;
-                let prize_cents = stake.prize_cents(Level::new(*level)?);
-                Some(json!({
-                    "stake_cents": stake_cents,
-                    "level": level,
-                    "prize_cents": prize_cents,
-                    "left": units_left,
-                    "left_cents": units_left * prize_cents,
-                }))
-            })
+            .filter_map(
+                |(((_, game_id), stake_cents, level), (units_left, prize_cents))| {
+                    Level::new(*level)?;
+                    Some(json!({
+                        "game": game_id,
+                        "stake_cents": stake_cents,
+                        "level": level,
+                        "prize_cents": prize_cents,
+                        "left": units_left,
+                        "left_cents": units_left * prize_cents,
+                    }))
+                },
+            )
             .collect();
         let answer = json!({
             "at": rfc3339(now_ms),
             "purchases_per_minute": per_minute,
             "per_stake": per_stake,
+            "per_game": per_game,
             "blocks": block_views,
             "liability": liability,
             "totals": {
                 "stakes_cents": total_stakes,
                 "prizes_cents": total_prizes,
-                "expected_prizes_cents": expected(total_stakes),
+                "expected_prizes_cents": total_expected,
             },
         });
         tally.last = Some((now_ms, answer.clone()));
@@ -384,16 +478,17 @@ impl Service {
                 .fetch_all(&mut *self.db.conn().await?)
                 .await?;
         let commitment = block.commitment.clone();
+        // The block's game as its emission pinned it.
+        let data = self.block_data(block_id).await?;
+        let (game, table) = (data.game, data.table());
         let checked = tokio::task::spawn_blocking(move || {
-            let commitment_ok = secret.commitment().to_hex() == commitment;
-            let outcomes = block_outcomes(&secret);
+            let commitment_ok = game.commitment(&secret).to_hex() == commitment;
+            let outcomes = game.outcomes(table, &secret);
             let mut counts = [0u32; 10];
             for level in &outcomes {
                 counts[usize::from(level.get())] += 1;
             }
-            let table_ok = LEVELS
-                .iter()
-                .all(|spec| counts[usize::from(spec.level)] == spec.units_per_block);
+            let table_ok = counts == table.counts();
             let plays_ok = sold.iter().all(|(index, level)| {
                 outcomes
                     .get(*index as usize)
@@ -409,7 +504,7 @@ impl Service {
             ok: commitment_ok && table_ok && plays_ok,
             commitment_ok,
             table_ok,
-            units: UNITS_PER_BLOCK,
+            units: game.units_per_block(),
             plays_ok,
             plays_checked,
         })

@@ -1,12 +1,14 @@
 //! Emissions and blocks: creating, closing, suspending and listing them.
 
+use super::games::GameRef;
 use super::{Service, os_random_32, rfc3339};
 use crate::error::Error;
+use crate::games::Entry;
 use crate::store::sql;
 use crate::trail::{self, Actor};
 use serde::Serialize;
 use serde_json::json;
-use tresor_game::{BlockSecret, Stake, UNITS_PER_BLOCK};
+use tresor_game::{BlockSecret, ISLAND_ID, Stake};
 
 /// A block: the secret only once it is published; for the public, units
 /// sold only once the block is off sale (see [`Service::public_blocks`]).
@@ -14,6 +16,8 @@ use tresor_game::{BlockSecret, Stake, UNITS_PER_BLOCK};
 pub struct BlockView {
     pub id: i64,
     pub emission: i64,
+    /// The game's id (its emission's).
+    pub game: String,
     pub stake_cents: i64,
     pub state: String,
     pub commitment: String,
@@ -27,14 +31,20 @@ pub struct BlockView {
 pub struct EmissionView {
     pub id: i64,
     pub name: String,
+    /// The game it sells, as it pinned it (`None`: a game whose pinned
+    /// definition does not read, which the start refuses).
+    pub game: Option<GameRef>,
+    /// The SHA-256 of the definition it pinned.
+    pub game_sha256: String,
     pub state: String,
     pub created_at: String,
     pub blocks: Vec<BlockView>,
 }
 
 impl Service {
-    /// Creates an emission with `blocks_per_stake` blocks of each stake, each
-    /// with a fresh secret from the OS CSPRNG. Returns the emission id.
+    /// Creates an emission of « L'Ile au Trésor » with `blocks_per_stake`
+    /// blocks of each stake, each with a fresh secret from the OS CSPRNG.
+    /// Returns the emission id.
     pub async fn create_emission(
         &self,
         name: &str,
@@ -54,15 +64,39 @@ impl Service {
         stakes: &[Stake],
         blocks_per_stake: u32,
     ) -> Result<i64, Error> {
+        let stakes: Vec<i64> = stakes.iter().map(|s| s.cents()).collect();
+        self.create_game_emission(actor, name, ISLAND_ID, &stakes, blocks_per_stake)
+            .await
+    }
+
+    /// Creates an emission of the catalogue's game `game_id`, pinning its
+    /// definition as the catalogue read it (id, SHA-256 and text): its
+    /// blocks are dealt by `Game::outcomes` and committed to by
+    /// `Game::commitment`, `blocks_per_stake` of each stake given (each one
+    /// the game sells).
+    pub async fn create_game_emission(
+        &self,
+        actor: Actor,
+        name: &str,
+        game_id: &str,
+        stakes: &[i64],
+        blocks_per_stake: u32,
+    ) -> Result<i64, Error> {
         if stakes.is_empty() || !(1..=1000).contains(&blocks_per_stake) {
             return Err(Error::Validation(
                 "an emission needs at least one stake and 1 to 1000 blocks".to_owned(),
             ));
         }
+        let Entry { game, text } = self
+            .settings
+            .games
+            .entry(game_id)
+            .ok_or_else(|| Error::UnknownGame(game_id.to_owned()))?;
         let mut blocks = Vec::new();
-        for stake in stakes {
+        for &stake_cents in stakes {
+            self.sold_stake(game, stake_cents)?;
             for _ in 0..blocks_per_stake {
-                blocks.push((stake.cents(), BlockSecret::from_bytes(os_random_32())));
+                blocks.push((stake_cents, BlockSecret::from_bytes(os_random_32())));
             }
         }
         let name = name.to_owned();
@@ -75,21 +109,30 @@ impl Service {
             let key = key.clone();
             Box::pin(async move {
                 let emission_id: i64 = sql::query_scalar(
-                    "INSERT INTO emissions (name, state, created_at_ms) VALUES ($1, 'open', $2) RETURNING id",
+                    "INSERT INTO emissions (name, state, created_at_ms, game_id, game_sha256, \
+                     definition) VALUES ($1, 'open', $2, $3, $4, $5) RETURNING id",
                 )
                 .bind(&name)
                 .bind(now_ms)
+                .bind(game.id())
+                .bind(game.sha256_hex())
+                .bind(text)
                 .fetch_one(&mut *conn)
                 .await?;
                 let mut created = Vec::with_capacity(blocks.len());
                 for (stake_cents, secret) in &blocks {
-                    let commitment = secret.commitment().to_hex();
+                    // The island's is `sha256(secret)`, as before the
+                    // catalogue; any other game's covers its definition.
+                    let commitment = game.commitment(secret).to_hex();
                     let block_id: i64 = sql::query_scalar(
-                        "INSERT INTO blocks (emission_id, stake_cents, secret, commitment, state, created_at_ms) \
-                         VALUES ($1, $2, $3, $4, 'open', $5) RETURNING id",
+                        "INSERT INTO blocks (emission_id, game_id, stake_cents, units_per_block, \
+                         secret, commitment, state, created_at_ms) \
+                         VALUES ($1, $2, $3, $4, $5, $6, 'open', $7) RETURNING id",
                     )
                     .bind(emission_id)
+                    .bind(game.id())
                     .bind(*stake_cents)
+                    .bind(i64::from(game.units_per_block()))
                     // Only the sealed secret is stored; it is sealed for the
                     // block's id, known once the row is in.
                     .bind(Vec::<u8>::new())
@@ -111,12 +154,18 @@ impl Service {
                     }));
                 }
                 let stakes: Vec<i64> = blocks.iter().map(|(stake, _)| *stake).collect();
+                let mut request = json!({"name": name, "stakes_cents": stakes});
+                if game.id() != ISLAND_ID {
+                    // The island's records stay as before the catalogue.
+                    request["game"] = json!(game.id());
+                    request["game_sha256"] = json!(game.sha256_hex());
+                }
                 trail::append(
                     conn,
                     now_ms,
                     &actor,
                     "emission_create",
-                    json!({"name": name, "stakes_cents": stakes}),
+                    request,
                     json!({"emission_id": emission_id, "blocks": created}),
                 )
                 .await?;
@@ -276,11 +325,12 @@ impl Service {
         Ok(BlockView {
             id,
             emission: row.try_get("emission_id")?,
+            game: row.try_get("game_id")?,
             stake_cents: row.try_get("stake_cents")?,
             state: row.try_get("state")?,
             commitment: row.try_get("commitment")?,
             units_sold: Some(row.try_get("units_sold")?),
-            units_per_block: UNITS_PER_BLOCK,
+            units_per_block: row.try_get::<i64, _>("units_per_block")? as u32,
             secret,
         })
     }
@@ -289,8 +339,8 @@ impl Service {
     /// operator's view.
     pub async fn blocks(&self) -> Result<Vec<BlockView>, Error> {
         let rows = sql::query(
-            "SELECT id, emission_id, stake_cents, state, commitment, units_sold, sealed_secret, \
-             published_at_ms FROM blocks ORDER BY id",
+            "SELECT id, emission_id, game_id, stake_cents, units_per_block, state, commitment, \
+             units_sold, sealed_secret, published_at_ms FROM blocks ORDER BY id",
         )
         .fetch_all(&mut *self.db.conn().await?)
         .await?;
@@ -311,16 +361,24 @@ impl Service {
     }
 
     pub async fn emissions(&self) -> Result<Vec<EmissionView>, Error> {
-        let rows = sql::query("SELECT id, name, state, created_at_ms FROM emissions ORDER BY id")
-            .fetch_all(&mut *self.db.conn().await?)
-            .await?;
+        let rows = sql::query(
+            "SELECT id, name, state, created_at_ms, game_sha256, definition FROM emissions \
+             ORDER BY id",
+        )
+        .fetch_all(&mut *self.db.conn().await?)
+        .await?;
         let blocks = self.blocks().await?;
         let mut emissions = Vec::with_capacity(rows.len());
         for row in rows {
             let id: i64 = row.try_get("id")?;
+            let sha: String = row.try_get("game_sha256")?;
+            let definition: Option<String> = row.try_get("definition")?;
+            let game = self.settings.games.pinned(&sha, definition.as_deref()).ok();
             emissions.push(EmissionView {
                 id,
                 name: row.try_get("name")?,
+                game: game.map(GameRef::of),
+                game_sha256: sha,
                 state: row.try_get("state")?,
                 created_at: rfc3339(row.try_get("created_at_ms")?),
                 blocks: blocks

@@ -19,6 +19,7 @@ mod devices;
 mod documents;
 mod email_change;
 mod emissions;
+mod games;
 mod hashing;
 mod log;
 mod money;
@@ -50,6 +51,7 @@ pub use devices::{SessionOrigin, SessionView};
 pub use documents::{DocumentView, Review, StaffDocumentView};
 pub use email_change::{CHANGES_PER_ADDRESS, CHANGES_PER_PLAYER, UNDO_TTL_MS};
 pub use emissions::{BlockView, EmissionView};
+pub use games::{GameName, GameRef, GameView, StakeView};
 pub use money::{MAX_DEMO_DEPOSIT_CENTS, MAX_DEPOSIT_CENTS, Me};
 pub use payments::{Confirmed, DepositView, Payments, sign as sign_webhook};
 pub use players::Registration;
@@ -107,6 +109,9 @@ pub struct Settings {
     /// The witnesses whose cosignatures of the log's checkpoints the site
     /// takes and publishes (`tresor serve --witness`; docs/AUDIT.md).
     pub witnesses: Vec<crate::logcheck::WitnessKey>,
+    /// The games on sale (`tresor serve --games`), island first, and the
+    /// definitions emissions pinned (docs/GAMES.md).
+    pub games: Arc<crate::games::Catalog>,
 }
 
 /// Four eyes on money out (`docs/CONSOLE.md`): the approver of a
@@ -153,6 +158,7 @@ impl Default for Settings {
             mail: None,
             max_document_bytes: crate::account::documents::DEFAULT_MAX_DOCUMENT_BYTES,
             witnesses: Vec::new(),
+            games: Arc::default(),
         }
     }
 }
@@ -209,6 +215,7 @@ impl Service {
         let blocks = Arc::new(BlockCache::default());
         let context = Arc::new(batch::Context {
             blocks: blocks.clone(),
+            games: settings.games.clone(),
             block_offset: settings.block_offset,
             secrets_key: db.secrets_key.clone(),
         });

@@ -1,12 +1,13 @@
 //! Plays: their views, throws, settlement and the player's history.
 
+use super::games::GameRef;
 use super::{Service, rfc3339};
 use crate::batch::{Command, Reply, ThrowCommand};
 use crate::error::Error;
 use crate::model::Player;
 use crate::store::plays::{self, PlayState};
 use serde::Serialize;
-use tresor_game::{Level, Outcome, Scenario, Stake, generate_scenario};
+use tresor_game::{Card, Level, Outcome, Scenario, Scene, SceneRules};
 
 /// The unit a play bought: emission, block and index in the block.
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -20,6 +21,8 @@ pub struct UnitRef {
 #[derive(Debug, Clone, Serialize)]
 pub struct PlayView {
     pub id: i64,
+    /// The game of the play, as its emission pinned it.
+    pub game: GameRef,
     pub stake_cents: i64,
     pub unit: UnitRef,
     pub created_at: String,
@@ -34,16 +37,42 @@ pub struct PlayView {
     pub receipt: Option<crate::trail::Receipt>,
 }
 
-/// A scenario with only its first `throws` throws revealed.
+/// A play's scene as far as it is revealed: the island with only its
+/// first `throws` throws, or a scratch card whose cells are hidden until
+/// its one reveal.
 #[derive(Debug, Clone)]
-pub struct RevealedScenario {
-    pub scenario: Scenario,
-    pub throws: usize,
+pub enum RevealedScenario {
+    Island {
+        scenario: Scenario,
+        throws: usize,
+    },
+    Scratch {
+        card: Card,
+        identical: u8,
+        revealed: bool,
+    },
 }
 
 impl Serialize for RevealedScenario {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.scenario.view(self.throws).serialize(serializer)
+        match self {
+            // As before the catalogue: no `kind`, the page reads it as is.
+            RevealedScenario::Island { scenario, throws } => {
+                scenario.view(*throws).serialize(serializer)
+            }
+            RevealedScenario::Scratch {
+                card,
+                identical,
+                revealed,
+            } => serde_json::json!({
+                "kind": "scratch",
+                "rows": card.rows,
+                "columns": card.columns,
+                "identical": identical,
+                "cells": revealed.then_some(&card.cells),
+            })
+            .serialize(serializer),
+        }
     }
 }
 
@@ -71,13 +100,29 @@ impl Service {
 
     pub(super) async fn play_view(&self, row: &PlayState) -> Result<PlayView, Error> {
         let data = self.block_data(row.block_id).await?;
-        let stake = Stake::try_from(row.stake_cents).expect("a stored stake is valid");
         let level = Level::new(row.level as u8).expect("a stored level is valid");
         let seed = data.seeder.seed(row.unit_index as u32);
-        let scenario = generate_scenario(stake, level, &seed);
-        debug_assert_eq!(scenario.outcome.prize_cents, row.prize_cents);
+        let reveals = data.reveals();
+        let throws_made = row.throws_made.min(reveals);
+        let scene = data.game.stage(data.table(), level, &seed);
+        debug_assert_eq!(scene.outcome().prize_cents, row.prize_cents);
+        let scenario = match (scene, data.game.scene()) {
+            (Scene::Island(scenario), _) => RevealedScenario::Island {
+                scenario,
+                throws: throws_made as usize,
+            },
+            (Scene::Scratch(card), SceneRules::Scratch(rules)) => RevealedScenario::Scratch {
+                card,
+                identical: rules.identical(),
+                revealed: row.finished || throws_made >= reveals,
+            },
+            (Scene::Scratch(_), SceneRules::Island(_)) => {
+                unreachable!("a game stages scenes of its own kind")
+            }
+        };
         Ok(PlayView {
             id: row.id,
+            game: GameRef::of(data.game),
             stake_cents: row.stake_cents,
             unit: UnitRef {
                 emission: row.emission_id,
@@ -94,12 +139,9 @@ impl Service {
                 level,
                 prize_cents: row.prize_cents,
             },
-            throws_left: 4 - row.throws_made,
+            throws_left: reveals - throws_made,
             finished_at: row.finished_at_ms.map(rfc3339),
-            scenario: RevealedScenario {
-                scenario,
-                throws: row.throws_made as usize,
-            },
+            scenario,
             receipt: None,
         })
     }

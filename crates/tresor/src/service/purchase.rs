@@ -7,12 +7,14 @@ use crate::batch::{self, BuyCommand, Command, Reply};
 use crate::error::Error;
 use crate::model::{IdempotencyKey, Player};
 use crate::store::sql;
-use tresor_game::Stake;
+use tresor_game::{Game, ISLAND_ID};
 
-/// A purchase's validated request.
+/// A purchase's validated request: a stake the game sells (see
+/// `Service::game` and `Service::sold_stake`).
 #[derive(Debug, Clone)]
 pub struct Purchase {
-    pub stake: Stake,
+    pub game: &'static Game,
+    pub stake_cents: i64,
     pub idempotency_key: IdempotencyKey,
 }
 
@@ -35,17 +37,26 @@ impl Service {
     /// recorded with its outcome. A play the player left unfinished is settled
     /// first. The same idempotency key returns the first play again.
     pub async fn buy(&self, player: &Player, purchase: Purchase) -> Result<Bought, Error> {
-        let request_hash = sha256_hex(format!("stake_cents={}", purchase.stake.cents()).as_bytes());
+        let game_id = purchase.game.id();
+        let stake_cents = self.sold_stake(purchase.game, purchase.stake_cents)?;
+        // The island's requests hash as before the catalogue, so that a key
+        // used before it replays the same purchase.
+        let request = match game_id {
+            ISLAND_ID => format!("stake_cents={stake_cents}"),
+            _ => format!("stake_cents={stake_cents}&game={game_id}"),
+        };
+        let request_hash = sha256_hex(request.as_bytes());
         // Make sure the blocks that will be sold from are in memory, so the
         // writer never waits for a shuffle (best effort: the job checks
         // again). Looked up once a second, not on every purchase.
-        if self.blocks.due_for_check(purchase.stake.cents()) {
+        if self.blocks.due_for_check(game_id, stake_cents) {
             let candidates: Vec<i64> = sql::query_scalar(
                 "SELECT b.id FROM blocks b JOIN emissions e ON e.id = b.emission_id \
-                 WHERE b.stake_cents = $1 AND b.state = 'open' AND e.state = 'open' \
-                 ORDER BY b.id LIMIT $2",
+                 WHERE b.game_id = $1 AND b.stake_cents = $2 AND b.state = 'open' \
+                 AND e.state = 'open' ORDER BY b.id LIMIT $3",
             )
-            .bind(purchase.stake.cents())
+            .bind(game_id)
+            .bind(stake_cents)
             .bind(self.settings.block_offset + 2)
             .fetch_all(&mut *self.db.conn().await?)
             .await?;
@@ -55,7 +66,8 @@ impl Service {
         }
         let command = Command::Buy(BuyCommand {
             player: player.clone(),
-            stake: purchase.stake,
+            game: purchase.game,
+            stake_cents,
             idempotency_key: purchase.idempotency_key,
             request_hash,
             now_ms: self.now_ms(),

@@ -3,6 +3,7 @@
 //! balance kept in reserve — with the balance after it, newest first and
 //! paged, or whole as CSV.
 
+use super::games::GameRef;
 use super::{Service, rfc3339};
 use crate::error::Error;
 use crate::model::Player;
@@ -25,6 +26,9 @@ pub struct Movement {
     pub delta_cents: i64,
     pub balance_cents: i64,
     pub play_id: Option<i64>,
+    /// The game of a stake's or a win's play.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub game: Option<GameRef>,
     pub deposit_id: Option<i64>,
     pub withdrawal_id: Option<i64>,
 }
@@ -63,6 +67,7 @@ impl From<StatementRow> for Movement {
             delta_cents: row.delta_cents,
             balance_cents: row.balance_cents,
             play_id: row.play_id,
+            game: None,
             deposit_id: row.deposit_id,
             withdrawal_id: row.withdrawal_id,
         }
@@ -81,11 +86,12 @@ impl Service {
         let rows = store::statement(&mut conn, player, cursor, limit + 1).await?;
         let balance_cents = store::balance(&mut conn, player.account_id).await?;
         let more = rows.len() as i64 > limit;
-        let movements: Vec<Movement> = rows
+        let mut movements: Vec<Movement> = rows
             .into_iter()
             .take(limit as usize)
             .map(Movement::from)
             .collect();
+        self.name_games(&mut conn, &mut movements).await?;
         Ok(Statement {
             next_cursor: more
                 .then(|| movements.last().map(|m| m.id.to_string()))
@@ -99,13 +105,15 @@ impl Service {
     pub async fn statement_csv(&self, player: &Player) -> Result<String, Error> {
         let mut conn = self.db.conn().await?;
         let rows = store::statement(&mut conn, player, None, i64::MAX).await?;
+        let mut movements: Vec<Movement> = rows.into_iter().rev().map(Movement::from).collect();
+        self.name_games(&mut conn, &mut movements).await?;
         let mut csv = String::from(
-            "id,at,movement,amount_cents,delta_cents,balance_cents,play_id,deposit_id,withdrawal_id\n",
+            "id,at,movement,amount_cents,delta_cents,balance_cents,play_id,deposit_id,withdrawal_id,game\n",
         );
         let cell = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_default();
-        for m in rows.into_iter().rev().map(Movement::from) {
+        for m in movements {
             csv.push_str(&format!(
-                "{},{},{},{},{},{},{},{},{}\n",
+                "{},{},{},{},{},{},{},{},{},{}\n",
                 m.id,
                 m.at,
                 m.movement,
@@ -114,7 +122,8 @@ impl Service {
                 m.balance_cents,
                 cell(m.play_id),
                 cell(m.deposit_id),
-                cell(m.withdrawal_id)
+                cell(m.withdrawal_id),
+                m.game.map(|g| g.id).unwrap_or_default()
             ));
         }
         Ok(csv)

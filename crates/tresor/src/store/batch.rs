@@ -27,11 +27,10 @@ pub struct LoadedPlay {
 pub struct BlockOnSale {
     pub id: i64,
     pub emission_id: i64,
+    pub game_id: String,
     pub stake_cents: i64,
+    pub units_per_block: i64,
     pub units_sold: i64,
-    /// The block's secret as stored: sealed (`crate::seal`), opened only
-    /// when the block is not shuffled in memory yet.
-    pub sealed_secret: Vec<u8>,
     /// Set when the batch sells its last unit.
     pub sold_out_at_ms: Option<i64>,
 }
@@ -249,51 +248,56 @@ pub async fn prune_purchase_keys(conn: &mut Conn) -> Result<(), Error> {
         .await
 }
 
-/// The first `window` open blocks with units left of each stake, by id
-/// (read by [`read_blocks_on_sale`]).
-pub fn blocks_on_sale(sqlite: bool, stakes: &[i64], window: i64) -> Query<'static> {
-    let table = sql::json_rows(sqlite, 1, &[("stake", Int)]);
+/// A game's stake: what a purchase buys, and what blocks are sold by.
+pub type Product = (String, i64);
+
+/// The first `window` open blocks with units left of each (game, stake),
+/// by id (read by [`read_blocks_on_sale`]).
+pub fn blocks_on_sale(sqlite: bool, products: &[Product], window: i64) -> Query<'static> {
+    let table = sql::json_rows(sqlite, 1, &[("game", Text), ("stake", Int)]);
     sql::query_owned(format!(
-        "SELECT id, emission_id, stake_cents, units_sold, sealed_secret FROM ( \
-             SELECT b.id, b.emission_id, b.stake_cents, b.units_sold, b.sealed_secret, \
-             ROW_NUMBER() OVER (PARTITION BY b.stake_cents ORDER BY b.id) AS position \
+        "SELECT id, emission_id, game_id, stake_cents, units_per_block, units_sold FROM ( \
+             SELECT b.id, b.emission_id, b.game_id, b.stake_cents, b.units_per_block, \
+             b.units_sold, ROW_NUMBER() OVER (PARTITION BY b.game_id, b.stake_cents \
+             ORDER BY b.id) AS position \
              FROM blocks b JOIN emissions e ON e.id = b.emission_id \
-             WHERE b.state = 'open' AND e.state = 'open' AND b.units_sold < $2 \
-             AND b.stake_cents IN (SELECT stake FROM {table} AS d)) w \
-         WHERE position <= $3 ORDER BY stake_cents, id"
+             WHERE b.state = 'open' AND e.state = 'open' AND b.units_sold < b.units_per_block \
+             AND EXISTS (SELECT 1 FROM {table} AS d \
+                 WHERE d.game = b.game_id AND d.stake = b.stake_cents)) w \
+         WHERE position <= $2 ORDER BY game_id, stake_cents, id"
     ))
-    .bind(json_table(stakes, |s| [*s]))
-    .bind(i64::from(tresor_game::UNITS_PER_BLOCK))
+    .bind(json_table(products, |(g, s)| (g, *s)))
     .bind(window)
 }
 
 pub fn read_blocks_on_sale(rows: &[Row]) -> Result<Vec<BlockOnSale>, Error> {
     rows.iter()
         .map(|row| {
-            let sealed: Option<Vec<u8>> = row.try_get("sealed_secret")?;
             Ok(BlockOnSale {
                 id: row.try_get("id")?,
                 emission_id: row.try_get("emission_id")?,
+                game_id: row.try_get("game_id")?,
                 stake_cents: row.try_get("stake_cents")?,
+                units_per_block: row.try_get("units_per_block")?,
                 units_sold: row.try_get("units_sold")?,
-                sealed_secret: sealed.unwrap_or_default(),
                 sold_out_at_ms: None,
             })
         })
         .collect()
 }
 
-/// Which of `stakes` have any block at all, whatever its state.
-pub async fn stakes_with_blocks(
+/// Which of `products` have any block at all, whatever its state.
+pub async fn products_with_blocks(
     conn: &mut Conn,
     sqlite: bool,
-    stakes: &[i64],
-) -> Result<Vec<i64>, Error> {
-    let table = sql::json_rows(sqlite, 1, &[("stake", Int)]);
-    sql::query_scalar(&format!(
-        "SELECT DISTINCT stake_cents FROM blocks WHERE stake_cents IN (SELECT stake FROM {table} AS d)"
+    products: &[Product],
+) -> Result<Vec<Product>, Error> {
+    let table = sql::json_rows(sqlite, 1, &[("game", Text), ("stake", Int)]);
+    sql::query_as(&format!(
+        "SELECT DISTINCT b.game_id, b.stake_cents FROM blocks b \
+         WHERE EXISTS (SELECT 1 FROM {table} AS d WHERE d.game = b.game_id AND d.stake = b.stake_cents)"
     ))
-    .bind(json_table(stakes, |s| [*s]))
+    .bind(json_table(products, |(g, s)| (g, *s)))
     .fetch_all(conn)
     .await
 }

@@ -157,6 +157,9 @@ fn two_servers_on_postgres_report_each_and_their_sum_beside_one_behind_a_delay()
         "PostgreSQL CPU per pgbench transaction: ".to_owned(),
         "PostgreSQL's CPU: ".to_owned(),
         " µs a pgbench transaction = ".to_owned(),
+        // Two servers' CPU per purchase against one's, PostgreSQL's counted
+        // once for both (issue 34).
+        "CPU per purchase, 2 servers vs one: server ".to_owned(),
     ] {
         assert!(
             stdout.contains(&expected),
@@ -173,6 +176,16 @@ fn two_servers_on_postgres_report_each_and_their_sum_beside_one_behind_a_delay()
         first_rate > 0.0 && second_rate > 0.0 && sum_rate > 0.0,
         "every line has a rate:\n{stdout}"
     );
+    // PostgreSQL's CPU is the machine's: never divided by one server's
+    // purchases alone.
+    for label in ["server 1 of 2", "server 2 of 2"] {
+        let cpu = stdout
+            .lines()
+            .skip_while(|line| !line.contains(label))
+            .find(|line| line.contains("CPU per purchase"))
+            .unwrap_or_else(|| panic!("a CPU line under {label}:\n{stdout}"));
+        assert!(!cpu.contains("PostgreSQL"), "{label}: {cpu}\n{stdout}");
+    }
     // Every run's ledger was checked (one server, one per job, two servers).
     assert_eq!(
         stdout

@@ -161,7 +161,8 @@ async fn a_whole_block_sold_through_the_service_pays_exactly_its_table(db: &Test
             let mut n = 0;
             loop {
                 let purchase = Purchase {
-                    stake,
+                    game: tresor_game::ile_au_tresor(),
+                    stake_cents: stake.cents(),
                     idempotency_key: IdempotencyKey::parse(&format!("k{n}")).unwrap(),
                 };
                 match service.buy(&player, purchase).await {

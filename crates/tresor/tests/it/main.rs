@@ -33,6 +33,7 @@ mod durability;
 mod entries;
 mod failover;
 mod faults;
+mod games_sold;
 mod hostile;
 mod identity;
 mod intake;

@@ -10,7 +10,6 @@ use tresor::error::Error;
 use tresor::protect::{ExclusionLength, RateLimits};
 use tresor::service::{Clock, IdempotencyKey, Purchase, Settings, rfc3339};
 use tresor::trail::Actor;
-use tresor_game::Stake;
 
 const MINUTE_MS: i64 = 60 * 1000;
 const HOUR_MS: i64 = 60 * MINUTE_MS;
@@ -327,7 +326,8 @@ on_both!(
             Err(Error::Excluded { .. })
         ));
         let purchase = Purchase {
-            stake: Stake::try_from(50).unwrap(),
+            game: tresor_game::ile_au_tresor(),
+            stake_cents: 50,
             idempotency_key: IdempotencyKey::parse("k").unwrap(),
         };
         assert!(matches!(

@@ -17,13 +17,13 @@ use serde_json::{Value, json};
 use tresor::error::Error;
 use tresor::model::IdempotencyKey;
 use tresor::service::Purchase;
-use tresor_game::Stake;
 
 const REASON: &str = "chargeback under review, case 4411";
 
 fn purchase(key: &str) -> Purchase {
     Purchase {
-        stake: Stake::try_from(100).unwrap(),
+        game: tresor_game::ile_au_tresor(),
+        stake_cents: 100,
         idempotency_key: IdempotencyKey::parse(key).unwrap(),
     }
 }

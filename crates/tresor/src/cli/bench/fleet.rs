@@ -4,7 +4,7 @@
 //! result is printed, then their sum, beside one server's run.
 
 use super::load::{Target, register_players, run_mix};
-use super::report::{RunResult, print_result};
+use super::report::{One, RunResult, print_result};
 use super::servers::{Server, Store};
 use super::{BenchArgs, check_ledger};
 use anyhow::Context;
@@ -15,7 +15,7 @@ pub(super) async fn run(
     args: &BenchArgs,
     backend: &str,
     via: Option<SocketAddr>,
-    one: Option<f64>,
+    one: Option<One>,
 ) -> anyhow::Result<()> {
     let count = args.servers;
     let store = Store::fresh(args, "servers", via).await?;
@@ -26,13 +26,15 @@ pub(super) async fn run(
     }
     // One after the other: the first creates the demo emission (and the
     // extra blocks), the others find them.
+    let games = super::games::Games::new(args.games)?;
     for (index, store) in stores.into_iter().enumerate() {
-        let flags = [
+        let mut flags = vec![
             "--writer".to_owned(),
             format!("server{index}"),
             "--block-offset".to_owned(),
             index.to_string(),
         ];
+        flags.extend(games.flags());
         let extra_blocks = if index == 0 { args.extra_blocks } else { 0 };
         servers.push(Server::start(store, args.max_batch, extra_blocks, &flags).await?);
     }
@@ -58,17 +60,26 @@ pub(super) async fn run(
             run_mix(target, players, &[], args.mix, args)
         },
     );
-    let results = futures_util::future::try_join_all(runs).await?;
-    for result in &results {
+    let mut results = futures_util::future::try_join_all(runs).await?;
+    let sum = RunResult::sum(format!("{backend}, {count} servers in all"), &results)?;
+    // PostgreSQL's CPU is the machine's, spent for all the servers at once:
+    // it is shown per purchase of them all, on the sum's line only.
+    for result in &mut results {
+        if let Some(cpu) = &mut result.cpu {
+            cpu.postgres_us = None;
+        }
         print_result(result, None);
     }
-    let sum = RunResult::sum(format!("{backend}, {count} servers in all"), &results)?;
     print_result(&sum, None);
     if let Some(one) = one {
         println!(
-            "    {count} servers: {:.2} × one server's {one:.0}/s",
-            sum.headline() / one
+            "    {count} servers: {:.2} × one server's {:.0}/s",
+            sum.headline() / one.rate,
+            one.rate
         );
+        if let Some(line) = one.cpu_against(&sum, count) {
+            println!("{line}");
+        }
     }
     let mut stores = Vec::with_capacity(count);
     for server in servers {

@@ -27,6 +27,7 @@
 //! with one query that the ledger still sums to zero.
 
 mod fleet;
+mod games;
 mod load;
 mod pgbench;
 mod preload;
@@ -133,6 +134,12 @@ pub struct BenchArgs {
     /// a proxy of the bench, as a network would; pgbench goes through it too.
     #[arg(long, default_value_t = 0.0)]
     pub pg_delay_ms: f64,
+    /// With `--spawn`: a catalogue of this many games, the island and
+    /// generated scratch games (each with an emission), to measure whether
+    /// the purchase's cost grows with the games on sale; the players still
+    /// buy the island's units. Without it, the servers' default catalogue.
+    #[arg(long)]
+    pub games: Option<usize>,
 }
 
 fn progress(length: u64, message: &'static str) -> indicatif::ProgressBar {
@@ -287,10 +294,11 @@ async fn one_server(
     backend: &str,
     flood: &str,
     via: Option<SocketAddr>,
-) -> anyhow::Result<f64> {
+) -> anyhow::Result<report::One> {
     let mut ceiling = None;
     let store = Store::fresh(args, "tuned", via).await?;
-    let server = Server::start(store, args.max_batch, args.extra_blocks, &[]).await?;
+    let games = games::Games::new(args.games)?;
+    let server = Server::start(store, args.max_batch, args.extra_blocks, &games.flags()).await?;
     let run = hex::encode(&crate::service::os_random_32()[..4]);
     let players = register_players(&server.base, args.concurrency, &run).await?;
     let refusers = flood_refusers(&server.base, args, &run).await?;
@@ -322,6 +330,7 @@ async fn one_server(
     let result = run_mix(target, &players, &refusers, args.mix, args).await?;
     print_result(&result, ceiling);
     let tuned = result.headline();
+    let one = report::One::of(&result);
     let tuned_result = result;
     let store = server.stop().await;
     if let Some(bytes) = store.size_bytes().await {
@@ -337,7 +346,7 @@ async fn one_server(
     if args.baselines && args.data.is_none() {
         // One transaction per job, on a fresh database of the same kind.
         let store = Store::fresh(args, "single", via).await?;
-        let server = Server::start(store, 1, args.extra_blocks, &[]).await?;
+        let server = Server::start(store, 1, args.extra_blocks, &games.flags()).await?;
         let players = register_players(&server.base, args.concurrency, &run).await?;
         let refusers = flood_refusers(&server.base, args, &run).await?;
         let label = format!("{backend}, one transaction per job{flood}");
@@ -383,7 +392,7 @@ async fn one_server(
             }
         }
     }
-    Ok(tuned)
+    Ok(one)
 }
 
 /// The measurement's guard: the run's ledger sums to zero (one query, once

@@ -132,6 +132,18 @@ impl RunResult {
             flood: None,
             cpu: None,
         };
+        // Each server's own CPU, added up; PostgreSQL's CPU is the
+        // machine's, read by every run over the same window: the largest
+        // reading, not their sum.
+        let servers: Option<f64> = runs.iter().map(|run| run.cpu?.server_us).sum();
+        let postgres = runs
+            .iter()
+            .filter_map(|run| run.cpu?.postgres_us)
+            .reduce(f64::max);
+        sum.cpu = Some(Cpu {
+            server_us: servers,
+            postgres_us: postgres,
+        });
         for run in runs {
             sum.seconds = sum.seconds.max(run.seconds);
             sum.purchase.add(&run.purchase)?;
@@ -336,6 +348,53 @@ fn cpu_line(result: &RunResult) -> Option<String> {
         line += &format!(", PostgreSQL {postgres:.0} µs (all its processes)");
     }
     Some(line)
+}
+
+/// One server's run, as the several servers' run of the same go is
+/// compared with it: its rate, and its CPU per purchase.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct One {
+    pub(super) rate: f64,
+    server_us: Option<f64>,
+    postgres_us: Option<f64>,
+}
+
+impl One {
+    pub(super) fn of(result: &RunResult) -> One {
+        let count = result.purchase.len().max(1) as f64;
+        let per = |us: Option<f64>| us.map(|us| us / count);
+        One {
+            rate: result.headline(),
+            server_us: result.cpu.and_then(|cpu| per(cpu.server_us)),
+            postgres_us: result.cpu.and_then(|cpu| per(cpu.postgres_us)),
+        }
+    }
+
+    /// The CPU per purchase of `servers` (their sum) against this one's:
+    /// scale-out shows as cost on a machine whose cores the servers share.
+    pub(super) fn cpu_against(&self, servers: &RunResult, count: usize) -> Option<String> {
+        let theirs = One::of(servers);
+        let compare = |name: &str, one: Option<f64>, them: Option<f64>| {
+            let (one, them) = (one?, them?);
+            Some(format!(
+                "{name} {them:.0} vs {one:.0} µs ({:.2}×)",
+                them / one
+            ))
+        };
+        let parts: Vec<String> = [
+            compare("server", self.server_us, theirs.server_us),
+            compare("PostgreSQL", self.postgres_us, theirs.postgres_us),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        (!parts.is_empty()).then(|| {
+            format!(
+                "    CPU per purchase, {count} servers vs one: {}",
+                parts.join(", ")
+            )
+        })
+    }
 }
 
 /// PostgreSQL's CPU per purchase of `result` against `per_transaction`

@@ -4,7 +4,6 @@
 use sqlx::{AnyPool, Row};
 use tresor::service::{IdempotencyKey, Player, Purchase, Registration, Service};
 use tresor::store::Db;
-use tresor_game::Stake;
 
 /// Registers a player with a valid password and the highest 7-day caps (the
 /// operate and audit tests move large sums; tests/it/protect.rs tests the caps).
@@ -107,7 +106,8 @@ pub async fn writer_accounts(db: &Db) -> tresor::store::writer_accounts::WriterA
 /// A purchase of one unit at `stake_cents` under the idempotency key `key`.
 pub fn purchase(stake_cents: i64, key: &str) -> Purchase {
     Purchase {
-        stake: Stake::try_from(stake_cents).expect("a stake"),
+        game: tresor_game::ile_au_tresor(),
+        stake_cents,
         idempotency_key: IdempotencyKey::parse(key).expect("a key"),
     }
 }

@@ -1,0 +1,669 @@
+//! The catalogue sold by the server (issue 36): `GET /api/games`, a scratch
+//! card bought, revealed by its one `POST …/throws` and credited; a third
+//! game that is only a file (`tests/it/games/pieces-d-or.toml`) emitted by
+//! `tresor emission create --game`, sold, played and audited; a whole block
+//! of a scratch card sold through the service paying exactly its table (a
+//! small one, `tests/it/games/petit-coffre.toml`: 2,000 units a block, so
+//! that CI sells it in seconds where the island's 450,000 take minutes);
+//! a database made before migration 0023 selling and verifying on; and
+//! `tresor serve --games` refusing a bad definition at start.
+
+use crate::common::{TestApp, TestDb, describe, player, scalar, tresor};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tresor::games::{Catalog, Entry};
+use tresor::model::IdempotencyKey;
+use tresor::service::{Purchase, Service, Settings};
+use tresor::trail::Actor;
+use tresor_game::{BlockSecret, Game, Stake, block_outcomes};
+
+/// The test games' folder: « Pièces d'or » and « Petit coffre ».
+fn test_games() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/games")
+}
+
+/// A file of the repository's `games/` folder.
+fn shipped(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../games")
+        .join(name)
+}
+
+/// A definition read and checked as a server's start does.
+fn entry(path: &Path) -> Entry {
+    let text = std::fs::read_to_string(path).unwrap();
+    let game = Game::parse(&text).unwrap().leak();
+    game.check(7_500).unwrap();
+    Entry::new(game, text)
+}
+
+/// The catalogue: the island (built in), « Trésor Express », then the
+/// test games.
+fn catalog() -> Arc<Catalog> {
+    Arc::new(Catalog::new(vec![
+        entry(&shipped("tresor-express.toml")),
+        entry(&test_games().join("pieces-d-or.toml")),
+        entry(&test_games().join("petit-coffre.toml")),
+    ]))
+}
+
+fn settings() -> Settings {
+    Settings {
+        games: catalog(),
+        ..TestApp::settings()
+    }
+}
+
+/// A service on `db` selling the test catalogue.
+async fn service(db: &TestDb) -> Service {
+    let clock = Arc::new(tresor::service::ManualClock::new(crate::common::START_MS));
+    let service = Service::new(db.connect().await, clock, settings());
+    service
+        .open_secrets()
+        .await
+        .expect("open the block secrets");
+    service
+}
+
+async fn buy_game(app: &TestApp, game: &str, stake_cents: i64) -> (StatusCode, Value) {
+    let key = hex::encode(&tresor::service::os_random_32()[..12]);
+    app.post_raw(
+        "/api/plays",
+        &json!({"stake_cents": stake_cents, "game": game}).to_string(),
+        &[("x-requested-with", "tresor"), ("idempotency-key", &key)],
+    )
+    .await
+}
+
+/// The amount a revealed card shows `identical` times (0: none).
+fn winning_amount(cells: &[Value], identical: usize) -> i64 {
+    let amounts: Vec<i64> = cells.iter().map(|c| c.as_i64().unwrap()).collect();
+    amounts
+        .iter()
+        .copied()
+        .find(|a| amounts.iter().filter(|b| *b == a).count() == identical)
+        .unwrap_or(0)
+}
+
+on_both!(
+    the_api_lists_the_catalogue_and_sells_a_scratch_card_revealed_by_one_throw,
+    settings(),
+    |app| {
+        app.service
+            .create_game_emission(Actor::Operator, "Pièces", "pieces-d-or", &[300, 1_000], 1)
+            .await
+            .unwrap();
+
+        // The lobby: island first, each stake's table rate, on sale or not.
+        let (status, games) = app.get("/api/games").await;
+        assert_eq!(status, StatusCode::OK, "{games}");
+        let ids: Vec<&str> = crate::common::items(&games, "games")
+            .iter()
+            .map(|g| g["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "ile-au-tresor",
+                "tresor-express",
+                "pieces-d-or",
+                "petit-coffre"
+            ]
+        );
+        assert_eq!(games[0]["kind"], "island");
+        assert_eq!(games[0]["name"]["fr"], "L'Ile au Trésor");
+        assert_eq!(
+            games[0]["stakes"],
+            json!([
+                {"cents": 50, "payout_percent": "70.00", "on_sale": true},
+                {"cents": 100, "payout_percent": "70.00", "on_sale": true},
+                {"cents": 200, "payout_percent": "70.00", "on_sale": true},
+            ])
+        );
+        assert_eq!(games[1]["stakes"][0]["on_sale"], false, "{games}");
+        assert_eq!(games[2]["kind"], "scratch");
+        assert_eq!(
+            games[2]["name"],
+            json!({"fr": "Pièces d'or", "en": "Gold Coins"})
+        );
+        assert_eq!(
+            games[2]["scene"],
+            json!({"rows": 4, "columns": 3, "identical": 3})
+        );
+        assert_eq!(
+            games[2]["stakes"],
+            json!([
+                {"cents": 300, "payout_percent": "63.67", "on_sale": true},
+                {"cents": 1000, "payout_percent": "67.00", "on_sale": true},
+            ])
+        );
+
+        app.player("ana", 5_000).await;
+        // Refusals: an unknown game, a stake the game does not sell, a game
+        // with no emission.
+        let (status, body) = buy_game(&app, "no-such-game", 100).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+        assert_eq!(body["error"]["code"], "unknown_game");
+        let (status, body) = buy_game(&app, "pieces-d-or", 100).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        assert_eq!(body["error"]["code"], "unknown_stake");
+        let (status, body) = buy_game(&app, "tresor-express", 100).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+        assert_eq!(body["error"]["code"], "sales_closed");
+        assert_eq!(app.balance().await, 5_000);
+
+        // A scratch card: bought hidden, revealed by one throw.
+        let (status, bought) = buy_game(&app, "pieces-d-or", 300).await;
+        assert_eq!(status, StatusCode::CREATED, "{bought}");
+        assert_eq!(
+            bought["game"],
+            json!({"id": "pieces-d-or", "name": {"fr": "Pièces d'or", "en": "Gold Coins"}, "kind": "scratch"})
+        );
+        assert_eq!(
+            bought["scenario"],
+            json!({"kind": "scratch", "rows": 4, "columns": 3, "identical": 3, "cells": null})
+        );
+        assert_eq!(bought["throws_left"], 1);
+        assert_eq!(bought["state"], "in_progress");
+        assert!(
+            bought["receipt"]["record"]["request"]
+                .as_str()
+                .unwrap()
+                .contains("pieces-d-or")
+        );
+        let id = bought["id"].as_i64().unwrap();
+        assert_eq!(app.balance().await, 4_700);
+        let (status, revealed) = app.throw(id).await;
+        assert_eq!(status, StatusCode::OK, "{revealed}");
+        assert_eq!(revealed["state"], "finished");
+        assert_eq!(revealed["throws_left"], 0);
+        let cells = revealed["scenario"]["cells"].as_array().unwrap().clone();
+        assert_eq!(cells.len(), 12);
+        let prize = revealed["outcome"]["prize_cents"].as_i64().unwrap();
+        assert_eq!(winning_amount(&cells, 3), prize, "{revealed}");
+        assert_eq!(app.balance().await, 4_700 + prize);
+        let (status, body) = app.throw(id).await;
+        assert_eq!(status, StatusCode::CONFLICT, "{body}");
+        assert_eq!(body["error"]["code"], "play_finished");
+        let (status, again) = app.play(id).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(again["scenario"], revealed["scenario"]);
+
+        // A card left hidden is settled by the next purchase, shown whole.
+        let (_, left) = buy_game(&app, "pieces-d-or", 300).await;
+        let left_id = left["id"].as_i64().unwrap();
+        // The island as before: no `kind` in its scenario.
+        let (status, island) = app.buy(100).await;
+        assert_eq!(status, StatusCode::CREATED, "{island}");
+        assert_eq!(island["game"]["kind"], "island");
+        assert_eq!(island["throws_left"], 4);
+        assert!(island["scenario"].get("kind").is_none(), "{island}");
+        assert!(island["scenario"]["chests"].is_array(), "{island}");
+        let finished = app.finish(island["id"].as_i64().unwrap()).await;
+        assert_eq!(finished["state"], "finished");
+        let (_, settled) = app.play(left_id).await;
+        assert_eq!(settled["state"], "finished");
+        assert_eq!(settled["throws_left"], 0);
+        let cells = settled["scenario"]["cells"].as_array().unwrap();
+        assert_eq!(
+            winning_amount(cells, 3),
+            settled["outcome"]["prize_cents"].as_i64().unwrap()
+        );
+
+        // The history and the statement name each play's game.
+        let (status, history) = app.history("").await;
+        assert_eq!(status, StatusCode::OK);
+        let games: Vec<&str> = crate::common::items(&history["plays"], "plays")
+            .iter()
+            .map(|p| p["game"]["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(games, ["ile-au-tresor", "pieces-d-or", "pieces-d-or"]);
+        let (status, statement) = app.get("/api/account/statement?limit=100").await;
+        assert_eq!(status, StatusCode::OK, "{statement}");
+        let stakes: Vec<&str> = crate::common::items(&statement["movements"], "movements")
+            .iter()
+            .filter(|m| m["movement"] == "stake")
+            .map(|m| m["game"]["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(stakes, ["ile-au-tresor", "pieces-d-or", "pieces-d-or"]);
+        app.assert_ledger_balances().await;
+    }
+);
+
+/// « Pièces d'or » exists only as its file: `tresor emission create --game`
+/// pins it, the service sells and plays it, the dashboard and the report
+/// give it against its table, and once closed its block is re-derived by
+/// `tresor block verify --game FILE` and the trail verifies.
+async fn the_third_game_is_emitted_sold_played_and_audited_from_its_file_alone(db: &TestDb) {
+    let folder = test_games();
+    let folder = folder.to_str().unwrap();
+    let created = db.tresor_ok(&[
+        "emission",
+        "create",
+        "--games",
+        folder,
+        "--game",
+        "pieces-d-or",
+        "--blocks",
+        "1",
+    ]);
+    let text = String::from_utf8_lossy(&created.stdout);
+    assert!(text.contains("with 2 blocks"), "{text}");
+    let unknown = db.tresor(&["emission", "create", "--games", folder, "--game", "nope"]);
+    assert_eq!(unknown.status.code(), Some(2), "{}", describe(&unknown));
+
+    let service = service(db).await;
+    let buyer = player(&service, "buyer").await;
+    service.credit(&buyer, 10_000).await.unwrap();
+    let game = service.game(Some("pieces-d-or")).unwrap();
+    let mut prizes = 0;
+    for n in 0..6 {
+        let bought = service
+            .buy(
+                &buyer,
+                Purchase {
+                    game,
+                    stake_cents: 300,
+                    idempotency_key: IdempotencyKey::parse(&format!("k{n}")).unwrap(),
+                },
+            )
+            .await
+            .unwrap();
+        let played = service.throw(&buyer, bought.play_id).await.unwrap();
+        assert_eq!(played.throws_left, 0);
+        prizes += played.outcome.prize_cents;
+    }
+    assert_eq!(
+        scalar(
+            &service.db.pool,
+            "SELECT balance_cents FROM accounts WHERE kind = 'player'"
+        )
+        .await,
+        10_000 - 6 * 300 + prizes
+    );
+
+    // The console's dashboard and the report, per game, against the table.
+    let board = tresor::service::Dashboard::default();
+    let dashboard = service.dashboard(&board).await.unwrap();
+    let per_game = crate::common::items(&dashboard["per_game"], "per_game");
+    let pieces = per_game
+        .iter()
+        .find(|g| g["game"]["id"] == "pieces-d-or")
+        .expect("the third game on the dashboard");
+    assert_eq!(pieces["stakes_cents"], 1_800);
+    assert_eq!(pieces["prizes_cents"], prizes);
+    assert_eq!(pieces["per_stake"][0]["table_payout_percent"], "63.67");
+    assert_eq!(
+        pieces["expected_prizes_cents"],
+        json!(6 * 9_550_000 / 50_000)
+    );
+    let report: Value =
+        serde_json::from_slice(&db.tresor_ok(&["report", "--format", "json"]).stdout).unwrap();
+    let emission = &report["emissions"][0];
+    assert_eq!(emission["game"], "pieces-d-or");
+    assert_eq!(emission["stakes"][0]["table_payout_percent"], "63.67");
+    assert_eq!(emission["figures"]["wins_won_cents"], prizes);
+    assert_eq!(report["games"][0]["game"], "pieces-d-or");
+    assert_eq!(report["games"][0]["figures"]["stakes_taken_cents"], 1_800);
+
+    // Closed, its blocks are published and verify with the file alone.
+    let emission_id = emission["id"].as_i64().unwrap().to_string();
+    db.tresor_ok(&["emission", "close", &emission_id]);
+    let list: Value =
+        serde_json::from_slice(&db.tresor_ok(&["emission", "list", "--json"]).stdout).unwrap();
+    let file = test_games().join("pieces-d-or.toml");
+    let file = file.to_str().unwrap();
+    for block in crate::common::items(&list[0]["blocks"], "blocks") {
+        assert_eq!(block["game"], "pieces-d-or");
+        assert_eq!(block["units_per_block"], 50_000);
+        let secret = block["secret"].as_str().unwrap();
+        let stake = block["stake_cents"].to_string();
+        let verify = tresor(&[
+            "block",
+            "verify",
+            "--game",
+            file,
+            "--secret",
+            secret,
+            "--commitment",
+            block["commitment"].as_str().unwrap(),
+            "--stake",
+            &stake,
+        ]);
+        assert_eq!(verify.status.code(), Some(0), "{}", describe(&verify));
+        // The island's rules would not verify it.
+        let island = tresor(&[
+            "block",
+            "verify",
+            "--secret",
+            secret,
+            "--commitment",
+            block["commitment"].as_str().unwrap(),
+            "--stake",
+            "100",
+        ]);
+        assert_ne!(island.status.code(), Some(0), "{}", describe(&island));
+    }
+    // Every unit sold was sold at the level its block's shuffle gives.
+    let table = game.table(300).unwrap();
+    let block = &list[0]["blocks"][0];
+    let secret = BlockSecret::parse_hex(block["secret"].as_str().unwrap()).unwrap();
+    let outcomes = game.outcomes(table, &secret);
+    let plays: Vec<(i64, i64)> =
+        sqlx::query_as("SELECT unit_index, level FROM plays WHERE block_id = $1")
+            .bind(block["id"].as_i64().unwrap())
+            .fetch_all(&service.db.pool)
+            .await
+            .unwrap();
+    assert_eq!(plays.len(), 6);
+    for (index, level) in plays {
+        assert_eq!(i64::from(outcomes[index as usize].get()), level);
+    }
+    db.tresor_ok(&["audit", "verify"]);
+    crate::common::assert_ledger_balances(&service.db).await;
+}
+
+/// A whole block of « Petit coffre » (2,000 units at 5 €) sold through the
+/// service by concurrent players, each card revealed: the prizes paid are
+/// exactly its table, level by level, and the report says so.
+async fn a_whole_block_of_a_scratch_card_sold_through_the_service_pays_exactly_its_table(
+    db: &TestDb,
+) {
+    let service = service(db).await;
+    service
+        .create_game_emission(Actor::Operator, "Tout le coffre", "petit-coffre", &[500], 1)
+        .await
+        .unwrap();
+    const PLAYERS: usize = 16;
+    let game = service.game(Some("petit-coffre")).unwrap();
+    let mut tasks = Vec::new();
+    for p in 0..PLAYERS {
+        let service = service.clone();
+        tasks.push(tokio::spawn(async move {
+            let buyer = player(&service, &format!("player{p}")).await;
+            service.deposit(&buyer, 500 * 200).await.unwrap();
+            let mut bought = 0;
+            loop {
+                let purchase = Purchase {
+                    game,
+                    stake_cents: 500,
+                    idempotency_key: IdempotencyKey::parse(&format!("k{bought}")).unwrap(),
+                };
+                match service.buy(&buyer, purchase).await {
+                    Ok(play) => {
+                        bought += 1;
+                        let revealed = service.throw(&buyer, play.play_id).await.unwrap();
+                        assert_eq!(revealed.state, "finished");
+                    }
+                    Err(tresor::error::Error::SoldOut) => break bought,
+                    Err(error) => panic!("{error}"),
+                }
+            }
+        }));
+    }
+    let mut sold = 0;
+    for task in tasks {
+        sold += task.await.unwrap();
+    }
+    assert_eq!(sold, 2_000);
+    let pool = &service.db.pool;
+    assert_eq!(
+        scalar(
+            pool,
+            "SELECT CAST(SUM(amount_cents) AS BIGINT) FROM transfers WHERE kind = 'prize'"
+        )
+        .await,
+        500_000
+    );
+    let table = game.table(500).unwrap();
+    let counts = table.counts();
+    for level in 0..=5i64 {
+        let units = scalar(
+            pool,
+            &format!("SELECT COUNT(*) FROM plays WHERE level = {level}"),
+        )
+        .await;
+        assert_eq!(units, i64::from(counts[level as usize]), "level {level}");
+    }
+    assert_eq!(
+        scalar(
+            pool,
+            "SELECT COUNT(*) FROM blocks WHERE state = 'sold_out' AND units_sold = 2000"
+        )
+        .await,
+        1
+    );
+    let report: Value =
+        serde_json::from_slice(&db.tresor_ok(&["report", "--format", "json"]).stdout).unwrap();
+    let figures = &report["emissions"][0]["figures"];
+    assert_eq!(figures["units_left"], 0);
+    assert_eq!(figures["wins_won_cents"], 500_000);
+    assert_eq!(figures["wins_credited_cents"], 500_000);
+    assert_eq!(figures["prizes_left_cents"], 0);
+    assert_eq!(figures["payout_percent"], "50.00");
+    crate::common::assert_ledger_balances(&service.db).await;
+}
+
+/// A database made before migration 0023, with an island block half way
+/// through its sales (a play on it in progress): the migration makes its
+/// emission the island's, pinned to the built-in definition, keeps the
+/// block's commitment and its play, and the block sells on at the levels of
+/// its shuffle and verifies once published.
+async fn a_database_made_before_0023_keeps_selling_and_verifying(db: &TestDb) {
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::any::AnyPoolOptions::new()
+        .max_connections(1)
+        .connect(&db.url)
+        .await
+        .expect("connect");
+    let mut before = match db.backend {
+        tresor::store::Backend::Sqlite => sqlx::migrate!("./migrations/sqlite"),
+        tresor::store::Backend::Postgres => sqlx::migrate!("./migrations/postgres"),
+    };
+    before.migrations = before
+        .migrations
+        .iter()
+        .filter(|m| m.version < 23)
+        .cloned()
+        .collect::<Vec<_>>()
+        .into();
+    before.run(&pool).await.expect("the migrations before 0023");
+    // As the code before the catalogue wrote them (a clear secret, sealed
+    // at the next start as any older database's).
+    let secret = BlockSecret::from_bytes([7; 32]);
+    let outcomes = block_outcomes(&secret);
+    sqlx::query("INSERT INTO accounts (id, kind, balance_cents) VALUES (100, 'player', 0)")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let old_player: i64 = sqlx::query_scalar(
+        "INSERT INTO players (username, username_key, password_hash, account_id, \
+         adult_declared_at_ms, rules_accepted_at_ms, created_at_ms) \
+         VALUES ('old', 'old', 'x', 100, 1, 1, 1) RETURNING id",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    let emission: i64 = sqlx::query_scalar(
+        "INSERT INTO emissions (name, state, created_at_ms) VALUES ('Before', 'open', 1) RETURNING id",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    let commitment = secret.commitment().to_hex();
+    let block: i64 = sqlx::query_scalar(
+        "INSERT INTO blocks (emission_id, stake_cents, secret, commitment, units_sold, state, \
+         created_at_ms) VALUES ($1, 100, $2, $3, 1, 'open', 1) RETURNING id",
+    )
+    .bind(emission)
+    .bind(secret.as_bytes().to_vec())
+    .bind(&commitment)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    let level = outcomes[0];
+    let stake = Stake::try_from(100).unwrap();
+    sqlx::query(
+        "INSERT INTO plays (player_id, block_id, unit_index, stake_cents, level, prize_cents, \
+         throws_made, state, idempotency_key, request_hash, created_at_ms) \
+         VALUES ($1, $2, 0, 100, $3, $4, 0, 'in_progress', 'k0', 'h', 1)",
+    )
+    .bind(old_player)
+    .bind(block)
+    .bind(i64::from(level.get()))
+    .bind(stake.prize_cents(level))
+    .execute(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+
+    // The new code opens it: migration 0023 runs on it.
+    let service = service(db).await;
+    let pool = &service.db.pool;
+    let (game_id, sha, definition): (String, String, Option<String>) =
+        sqlx::query_as("SELECT game_id, game_sha256, definition FROM emissions")
+            .fetch_one(pool)
+            .await
+            .unwrap();
+    assert_eq!(game_id, "ile-au-tresor");
+    assert_eq!(sha, tresor_game::ile_au_tresor().sha256_hex());
+    assert_eq!(definition, None);
+    let (game_id, units, kept, sold): (String, i64, String, i64) = sqlx::query_as(
+        "SELECT game_id, units_per_block, commitment, units_sold FROM blocks WHERE id = $1",
+    )
+    .bind(block)
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        (game_id.as_str(), units, kept.as_str(), sold),
+        ("ile-au-tresor", 450_000, commitment.as_str(), 1)
+    );
+    assert_eq!(
+        scalar(pool, "SELECT COUNT(*) FROM plays WHERE unit_index = 0").await,
+        1,
+        "the play made before is kept"
+    );
+    assert!(service.pinned_versions().await.unwrap().is_empty());
+
+    // It sells on, from unit 1, at its shuffle's levels.
+    let buyer = player(&service, "buyer").await;
+    service.credit(&buyer, 1_000).await.unwrap();
+    for n in 1..=3i64 {
+        let bought = service
+            .buy(&buyer, crate::common::purchase(100, &format!("k{n}")))
+            .await
+            .unwrap();
+        let view = service.play(&buyer, bought.play_id).await.unwrap();
+        assert_eq!(view.unit.index, n);
+        assert_eq!(view.unit.block, block);
+        assert_eq!(view.outcome.level, outcomes[n as usize]);
+        assert_eq!(view.game.id, "ile-au-tresor");
+        for _ in 0..4 {
+            service.throw(&buyer, bought.play_id).await.unwrap();
+        }
+    }
+    // Published, it verifies with the island's rules, and the re-check too.
+    service.close_emission(emission).await.unwrap();
+    let verify = tresor(&[
+        "block",
+        "verify",
+        "--secret",
+        &secret.to_hex(),
+        "--commitment",
+        &commitment,
+        "--stake",
+        "100",
+    ]);
+    assert_eq!(verify.status.code(), Some(0), "{}", describe(&verify));
+    let recheck = service.recheck_block(block).await.unwrap();
+    assert!(recheck.ok, "{recheck:?}");
+    assert_eq!(recheck.plays_checked, 4);
+}
+
+on_both!(
+    the_third_game_is_emitted_sold_played_and_audited_from_its_file_alone,
+    a_whole_block_of_a_scratch_card_sold_through_the_service_pays_exactly_its_table,
+    a_database_made_before_0023_keeps_selling_and_verifying,
+);
+
+/// `tresor serve --games DIR` checks every file before it opens anything:
+/// a refusal names the file, the line and the rule (exit 2).
+#[test]
+fn serve_refuses_a_catalogue_with_a_bad_definition_naming_file_line_and_rule() {
+    let folder = tempfile::tempdir().unwrap();
+    let good = std::fs::read_to_string(test_games().join("petit-coffre.toml")).unwrap();
+    std::fs::write(folder.path().join("petit-coffre.toml"), &good).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let data_arg = data.path().join("data");
+    let serve = |extra: &[&str]| {
+        let mut args = vec![
+            "serve",
+            "--demo",
+            "--games",
+            folder.path().to_str().unwrap(),
+            "--data",
+            data_arg.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+            "--admin-listen",
+            "127.0.0.1:0",
+        ];
+        args.extend_from_slice(extra);
+        tresor(&args)
+    };
+    // Above the operator's cap: 50 % against 40.
+    let output = serve(&["--max-payout-percent", "40"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    assert!(stderr.contains("petit-coffre.toml: line"), "{stderr}");
+    assert!(stderr.contains("[payout-cap]"), "{stderr}");
+    // Levels that do not fill the block.
+    let bad = good.replace(
+        "losing_units_per_block = 1_674",
+        "losing_units_per_block = 1_675",
+    );
+    std::fs::write(folder.path().join("petit-coffre.toml"), bad).unwrap();
+    let output = serve(&[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    assert!(stderr.contains("petit-coffre.toml: line 15"), "{stderr}");
+    assert!(stderr.contains("[levels-sum]"), "{stderr}");
+    assert!(!data_arg.exists(), "nothing was opened");
+}
+
+/// The demo from the repository's folder: both shipped games on sale.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_sells_every_game_of_its_catalogue() {
+    let db = TestDb::sqlite().await;
+    let games = shipped("tresor-express.toml");
+    let folder = games.parent().unwrap().to_str().unwrap().to_owned();
+    let server = crate::common::Server::start(
+        &db,
+        crate::common::free_port(),
+        &["--games".to_owned(), folder],
+    )
+    .await;
+    let games: Value = reqwest::get(format!("{}/api/games", server.base))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let on_sale: Vec<(&str, bool)> = crate::common::items(&games, "games")
+        .iter()
+        .map(|g| {
+            (
+                g["id"].as_str().unwrap(),
+                g["stakes"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|s| s["on_sale"] == true),
+            )
+        })
+        .collect();
+    assert_eq!(on_sale, [("ile-au-tresor", true), ("tresor-express", true)]);
+}
