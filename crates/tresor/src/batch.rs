@@ -21,7 +21,8 @@ use crate::protect::{self, StakeAllowance};
 use crate::store::batch as store;
 pub use crate::store::batch::PlayState;
 use crate::store::batch::{
-    BlockOnSale, BlockUpdate, HourCount, LoadedPlay, NewPlayRow, PlayUpdate, Product, TransferRow,
+    AccountUpdate, BlockOnSale, BlockUpdate, HourCount, LoadedPlay, NewPlayRow, PlayUpdate,
+    Product, TransferRow,
 };
 use crate::store::{Conn, sql};
 use crate::trail::{self, Actor, Head, Record};
@@ -224,8 +225,8 @@ pub(crate) struct Writes {
     new_plays: Vec<NewPlayRow>,
     play_updates: Vec<PlayUpdate>,
     transfers: Vec<TransferRow>,
-    /// Balance changes by account.
-    deltas: Vec<(i64, i64)>,
+    /// Balance changes and hours of stakes by account.
+    accounts: Vec<AccountUpdate>,
     block_updates: Vec<BlockUpdate>,
     hours: Vec<HourCount>,
     records: Vec<Record>,
@@ -255,7 +256,11 @@ struct Book<'a> {
     deltas: HashMap<i64, i64>,
     /// Blocks changed: units sold before the batch.
     blocks_before: HashMap<i64, i64>,
+    /// Hours of stakes moved out of the buyers' account rows, by (player, hour).
     hours: HashMap<(i64, i64), i64>,
+    /// The hour of stakes each buyer's account row holds after the batch,
+    /// by account: (hour, stakes).
+    stake_hours: HashMap<i64, (i64, i64)>,
     records: Vec<Record>,
     head: Head,
     next_new_id: usize,
@@ -277,6 +282,7 @@ fn decide(state: State, context: &Context, commands: &[&Command], head: Head) ->
         deltas: HashMap::new(),
         blocks_before: HashMap::new(),
         hours: HashMap::new(),
+        stake_hours: HashMap::new(),
         records: Vec::new(),
         head,
         next_new_id: 0,
@@ -295,7 +301,10 @@ fn decide(state: State, context: &Context, commands: &[&Command], head: Head) ->
                 let count = settle
                     .play_ids
                     .iter()
-                    .filter(|&&id| book.settle(id, settle.now_ms, &actor, "abandoned"))
+                    .filter(|&&id| {
+                        book.settle(id, settle.now_ms, Some(&actor), "abandoned")
+                            .is_some()
+                    })
                     .count();
                 Ok(Reply::Settled(count))
             }
@@ -402,21 +411,22 @@ impl Book<'_> {
             .into());
         }
 
-        // Every check passed: from here on the purchase happens.
-        for id in unfinished {
-            self.settle(id, buy.now_ms, &actor, "next_purchase");
+        // Every check passed: from here on the purchase happens. The plays
+        // it settles are recorded in its own record (migration 0022: one
+        // record, not one more each), with their reason and what they paid.
+        let settled: Vec<serde_json::Value> = unfinished
+            .into_iter()
+            .filter_map(|id| self.settle(id, buy.now_ms, None, "next_purchase"))
+            .collect();
+        // The stake counts in the hour its account's row holds, written
+        // with the balance; an hour it leaves goes to movement_hours.
+        let allowance = self.state.allowances.entry(player.id).or_insert(allowance);
+        if let Some((hour_ms, cents)) = allowance.count(stake_cents, buy.now_ms) {
+            *self.hours.entry((player.id, hour_ms)).or_default() += cents;
         }
-        if let Some(allowance) = self.state.allowances.get_mut(&player.id) {
-            allowance.count(stake_cents, buy.now_ms);
-        } else {
-            let mut allowance = allowance;
-            allowance.count(stake_cents, buy.now_ms);
-            self.state.allowances.insert(player.id, allowance);
+        if let Some(hour) = allowance.hour() {
+            self.stake_hours.insert(player.account_id, hour);
         }
-        *self
-            .hours
-            .entry((player.id, protect::hour_of(buy.now_ms)))
-            .or_default() += stake_cents;
         let (block_id, emission_id, unit_index, sold_out) =
             self.take_unit(&product, block_position, buy.now_ms);
         let data = self
@@ -460,22 +470,20 @@ impl Book<'_> {
             play_id,
             buy.now_ms,
         );
-        self.record(
-            buy.now_ms,
-            &actor,
-            "buy",
-            request,
-            json!({
-                "play_id": play_id,
-                "emission_id": emission_id,
-                "block_id": block_id,
-                "unit_index": unit_index,
-                "level": level.get(),
-                "prize_cents": prize_cents,
-                "balance_cents": balance_cents,
-                "block_sold_out": sold_out,
-            }),
-        );
+        let mut result = json!({
+            "play_id": play_id,
+            "emission_id": emission_id,
+            "block_id": block_id,
+            "unit_index": unit_index,
+            "level": level.get(),
+            "prize_cents": prize_cents,
+            "balance_cents": balance_cents,
+            "block_sold_out": sold_out,
+        });
+        if !settled.is_empty() {
+            result["settled"] = serde_json::Value::Array(settled);
+        }
+        self.record(buy.now_ms, &actor, "buy", request, result);
         // The play names its purchase's record (its receipt's leaf).
         let leaf = self.records.last().and_then(|r| r.log_id.zip(r.idx));
         if let Some(created) = self.created.last_mut() {
@@ -516,7 +524,7 @@ impl Book<'_> {
             } else {
                 "revealed"
             };
-            self.settle(throw.play_id, throw.now_ms, &actor, reason);
+            self.settle(throw.play_id, throw.now_ms, Some(&actor), reason);
         } else {
             self.touch(throw.play_id);
             let play = self
@@ -530,11 +538,20 @@ impl Book<'_> {
     }
 
     /// Finishes a play and credits its win, once: a play already finished
-    /// (or unknown) is left as it is. Returns whether this settled it.
-    fn settle(&mut self, play_id: i64, now_ms: i64, actor: &Actor, reason: &str) -> bool {
+    /// (or unknown) is left as it is. Returns the settlement as recorded
+    /// (`None`: nothing to settle): in a `settle` record of its own by
+    /// `actor`, or, without one, in the record of the purchase that settles
+    /// it (its `settled`), which the caller writes.
+    fn settle(
+        &mut self,
+        play_id: i64,
+        now_ms: i64,
+        actor: Option<&Actor>,
+        reason: &str,
+    ) -> Option<serde_json::Value> {
         match self.state.plays.get(&play_id) {
             Some(play) if !play.finished => {}
-            _ => return false,
+            _ => return None,
         }
         self.touch(play_id);
         let reveals = self.reveals(self.state.plays[&play_id].block_id);
@@ -555,19 +572,27 @@ impl Book<'_> {
             );
         }
         let balance_cents = self.balance(account_id);
-        self.record(
-            now_ms,
-            actor,
-            "settle",
-            json!({"play_id": play_id, "reason": reason}),
-            json!({
-                "player_id": player_id,
-                "prize_cents": prize_cents,
-                "credited_cents": prize_cents,
-                "balance_cents": balance_cents,
-            }),
-        );
-        true
+        if let Some(actor) = actor {
+            self.record(
+                now_ms,
+                actor,
+                "settle",
+                json!({"play_id": play_id, "reason": reason}),
+                json!({
+                    "player_id": player_id,
+                    "prize_cents": prize_cents,
+                    "credited_cents": prize_cents,
+                    "balance_cents": balance_cents,
+                }),
+            );
+        }
+        Some(json!({
+            "play_id": play_id,
+            "reason": reason,
+            "prize_cents": prize_cents,
+            "credited_cents": prize_cents,
+            "balance_cents": balance_cents,
+        }))
     }
 
     /// Notes a play read from the database as changed (with its throws as
@@ -708,10 +733,22 @@ impl Book<'_> {
             }
         }
         block_updates.sort_by_key(|u| u.id);
-        let mut deltas: Vec<(i64, i64)> =
-            self.deltas.into_iter().filter(|(_, d)| *d != 0).collect();
+        let mut accounts: Vec<AccountUpdate> = self
+            .deltas
+            .iter()
+            .filter(|(_, d)| **d != 0)
+            .map(|(&id, _)| id)
+            .chain(self.stake_hours.keys().copied())
+            .collect::<HashSet<i64>>()
+            .into_iter()
+            .map(|id| AccountUpdate {
+                id,
+                delta_cents: self.deltas.get(&id).copied().unwrap_or(0),
+                stake_hour: self.stake_hours.get(&id).copied(),
+            })
+            .collect();
         // A fixed order, so that two servers never lock accounts crosswise.
-        deltas.sort_unstable();
+        accounts.sort_unstable_by_key(|a| a.id);
         let mut hours: Vec<HourCount> = self
             .hours
             .into_iter()
@@ -726,7 +763,7 @@ impl Book<'_> {
             new_plays,
             play_updates,
             transfers: self.transfers,
-            deltas,
+            accounts,
             block_updates,
             hours,
             records: self.records,
@@ -743,7 +780,7 @@ async fn write(conn: &mut Conn, sqlite: bool, writes: &Writes) -> Result<(), Err
     store::insert_purchase_keys(conn, sqlite, &writes.new_plays).await?;
     store::update_plays(conn, sqlite, &writes.play_updates).await?;
     store::insert_transfers(conn, sqlite, &writes.transfers).await?;
-    store::add_to_balances(conn, sqlite, &writes.deltas).await?;
+    store::update_accounts(conn, sqlite, &writes.accounts).await?;
     store::update_blocks(conn, sqlite, &writes.block_updates).await?;
     store::count_stake_hours(conn, sqlite, &writes.hours).await?;
     trail::defer_records(conn, sqlite, &writes.records).await?;

@@ -334,7 +334,12 @@ pub(crate) async fn insert_limits(
 }
 
 /// Movements are counted by the hour (`movement_hours`), so that checking a
-/// cap reads at most 169 rows however much the player plays.
+/// cap reads at most 169 rows however much the player plays. A player's
+/// latest hour of stakes is kept in their account's row instead
+/// (`accounts.stake_hour_ms`, `stake_hour_cents`, migration 0022), which
+/// each stake rewrites anyway for its balance, and moved to `movement_hours`
+/// by the first stake of another hour (issue 34: one b-tree entry less a
+/// purchase). Every reader adds it.
 const HOUR_MS: i64 = 3600 * 1000;
 
 /// What the player moved in the window ending at `now_ms`, and when the
@@ -347,8 +352,12 @@ async fn used(
     now_ms: i64,
 ) -> Result<(i64, Option<i64>), Error> {
     let (sum, oldest): (i64, Option<i64>) = sql::query_as(
-        "SELECT CAST(COALESCE(SUM(amount_cents), 0) AS BIGINT), MIN(hour_ms) FROM movement_hours \
-         WHERE player_id = $1 AND kind = $2 AND hour_ms > $3",
+        "SELECT CAST(COALESCE(SUM(amount_cents), 0) AS BIGINT), MIN(hour_ms) FROM ( \
+           SELECT amount_cents, hour_ms FROM movement_hours \
+           WHERE player_id = $1 AND kind = $2 AND hour_ms > $3 \
+           UNION ALL SELECT ac.stake_hour_cents, ac.stake_hour_ms \
+           FROM players pl JOIN accounts ac ON ac.id = pl.account_id \
+           WHERE pl.id = $1 AND $2 = 'stake' AND ac.stake_hour_ms > $3) m",
     )
     .bind(player_id)
     .bind(kind.as_str())
@@ -445,6 +454,10 @@ pub(crate) struct StakeAllowance {
     excluded_until_ms: Option<i64>,
     used_cents: i64,
     oldest_hour_ms: Option<i64>,
+    /// The hour of stakes the player's account row holds (its hour, the
+    /// stakes in it), not yet in `movement_hours` (migration 0022): see
+    /// [`StakeAllowance::count`].
+    hour: Option<(i64, i64)>,
     /// The account's side: closed, banned, provisional, rules accepted.
     gate: crate::account::StakeGate,
 }
@@ -460,6 +473,7 @@ impl Default for StakeAllowance {
             excluded_until_ms: None,
             used_cents: 0,
             oldest_hour_ms: None,
+            hour: None,
             gate: crate::account::StakeGate::default(),
         }
     }
@@ -486,10 +500,29 @@ impl StakeAllowance {
         Ok(())
     }
 
-    /// Counts a stake the batch accepted.
-    pub(crate) fn count(&mut self, amount_cents: i64, now_ms: i64) {
+    /// Counts a stake the batch accepted, in the hour its account row holds
+    /// (written with the balance the stake changes anyway: no entry of its
+    /// own), and returns the hour that row held before, (hour, stakes), when
+    /// the stake starts another: the batch moves it to `movement_hours`.
+    pub(crate) fn count(&mut self, amount_cents: i64, now_ms: i64) -> Option<(i64, i64)> {
         self.used_cents += amount_cents;
-        self.oldest_hour_ms.get_or_insert(hour_of(now_ms));
+        let hour_ms = hour_of(now_ms);
+        self.oldest_hour_ms = Some(self.oldest_hour_ms.map_or(hour_ms, |o| o.min(hour_ms)));
+        match self.hour {
+            Some((h, cents)) if h == hour_ms => {
+                self.hour = Some((h, cents + amount_cents));
+                None
+            }
+            before => {
+                self.hour = Some((hour_ms, amount_cents));
+                before
+            }
+        }
+    }
+
+    /// The hour of stakes for the player's account row: (hour, stakes).
+    pub(crate) fn hour(&self) -> Option<(i64, i64)> {
+        self.hour
     }
 }
 
@@ -501,7 +534,19 @@ impl StakeAllowance {
 pub(crate) fn stake_allowances(sqlite: bool, players: &[i64], now_ms: i64) -> sql::Query<'static> {
     let table = sql::json_rows(sqlite, 1, &[("id", sql::ColumnType::Int)]);
     sql::query_owned(format!(
-        "SELECT d.id, p.stake_limit_cents, p.stake_pending_cents, p.stake_pending_at_ms,          p.excluded_until_ms,          (SELECT CAST(COALESCE(SUM(m.amount_cents), 0) AS BIGINT) FROM movement_hours m           WHERE m.player_id = d.id AND m.kind = 'stake' AND m.hour_ms > $2) AS used_cents,          (SELECT MIN(m.hour_ms) FROM movement_hours m           WHERE m.player_id = d.id AND m.kind = 'stake' AND m.hour_ms > $2) AS oldest_hour_ms,          a.status, a.provisional_until_ms, a.opened_at_ms, a.suspended_at_ms, a.banned_at_ms, a.rules_version,          (SELECT value FROM settings WHERE key = 'rules_version') AS rules_current,          (SELECT i.duplicate_of FROM identities i WHERE i.player_id = d.id) AS duplicate_of          FROM {table} AS d LEFT JOIN protections p ON p.player_id = d.id          LEFT JOIN player_accounts a ON a.player_id = d.id"
+        "SELECT d.id, p.stake_limit_cents, p.stake_pending_cents, p.stake_pending_at_ms, \
+         p.excluded_until_ms, \
+         (SELECT CAST(COALESCE(SUM(m.amount_cents), 0) AS BIGINT) FROM movement_hours m \
+          WHERE m.player_id = d.id AND m.kind = 'stake' AND m.hour_ms > $2) AS used_cents, \
+         (SELECT MIN(m.hour_ms) FROM movement_hours m \
+          WHERE m.player_id = d.id AND m.kind = 'stake' AND m.hour_ms > $2) AS oldest_hour_ms, \
+         ac.stake_hour_ms, ac.stake_hour_cents, CAST($2 AS BIGINT) AS window_from_ms, \
+         a.status, a.provisional_until_ms, a.opened_at_ms, a.suspended_at_ms, a.banned_at_ms, a.rules_version, \
+         (SELECT value FROM settings WHERE key = 'rules_version') AS rules_current, \
+         (SELECT i.duplicate_of FROM identities i WHERE i.player_id = d.id) AS duplicate_of \
+         FROM {table} AS d LEFT JOIN protections p ON p.player_id = d.id \
+         LEFT JOIN player_accounts a ON a.player_id = d.id \
+         LEFT JOIN players pl ON pl.id = d.id LEFT JOIN accounts ac ON ac.id = pl.account_id"
     ))
     .bind(serde_json::to_string(&players.iter().map(|id| [*id]).collect::<Vec<_>>()).expect("ids"))
     .bind(now_ms - WINDOW_MS - HOUR_MS)
@@ -515,9 +560,21 @@ pub(crate) fn read_stake_allowances(
         let limit_cents: Option<i64> = row.try_get("stake_limit_cents")?;
         let pending_cents: Option<i64> = row.try_get("stake_pending_cents")?;
         let pending_at_ms: Option<i64> = row.try_get("stake_pending_at_ms")?;
+        let hour_ms: Option<i64> = row.try_get("stake_hour_ms")?;
+        let hour_cents: Option<i64> = row.try_get("stake_hour_cents")?;
+        let hour = hour_ms.zip(hour_cents);
+        let window_from_ms: i64 = row.try_get("window_from_ms")?;
+        let mut used_cents: i64 = row.try_get("used_cents")?;
+        let mut oldest_hour_ms: Option<i64> = row.try_get("oldest_hour_ms")?;
+        // The account row's hour counts as a row of movement_hours would.
+        if let Some((hour_ms, cents)) = hour.filter(|(h, _)| *h > window_from_ms) {
+            used_cents += cents;
+            oldest_hour_ms = Some(oldest_hour_ms.map_or(hour_ms, |o| o.min(hour_ms)));
+        }
         let mut allowance = StakeAllowance {
-            used_cents: row.try_get("used_cents")?,
-            oldest_hour_ms: row.try_get("oldest_hour_ms")?,
+            used_cents,
+            oldest_hour_ms,
+            hour,
             excluded_until_ms: row.try_get("excluded_until_ms")?,
             gate: crate::account::StakeGate {
                 closed: row.try_get::<Option<String>, _>("status")?.as_deref() == Some("closed"),

@@ -65,9 +65,11 @@ async fn money(pool: &AnyPool) -> Result<MoneyFigures, Error> {
         .fetch_one(pool)
         .await
     };
+    // The partial index's predicate spelled out (`> -1000`, not a stake:
+    // migrations 0021 and 0022), so that SQLite uses it.
     let provider_deposits_cents: i64 = sqlx::query_scalar(
         "SELECT CAST(COALESCE(SUM(amount_cents), 0) AS BIGINT) FROM transfers \
-         WHERE kind = 'deposit' AND debit_account_id = $1 AND debit_account_id > -1000",
+         WHERE kind = 'deposit' AND debit_account_id = $1 AND debit_account_id > -1000 AND kind <> 'stake'",
     )
     .bind(crate::model::PROVIDER_ACCOUNT)
     .fetch_one(pool)

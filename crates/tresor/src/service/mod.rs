@@ -35,6 +35,7 @@ mod reauth;
 mod restore;
 mod secrets;
 mod sessions;
+mod settler;
 mod staff;
 mod staff_password;
 mod statement;
@@ -170,6 +171,8 @@ pub struct Service {
     pub clock: Arc<dyn Clock>,
     pub settings: Arc<Settings>,
     blocks: Arc<BlockCache>,
+    /// Where the settler of abandoned plays walks from (`settler.rs`).
+    settler: Arc<settler::Mark>,
 }
 
 impl fmt::Debug for Service {
@@ -229,6 +232,7 @@ impl Service {
             clock,
             settings: Arc::new(settings),
             blocks,
+            settler: Arc::default(),
         }
     }
 

@@ -2,11 +2,10 @@
 
 use super::games::GameRef;
 use super::{Service, rfc3339};
-use crate::batch::{Command, Reply, SettleCommand, ThrowCommand};
+use crate::batch::{Command, Reply, ThrowCommand};
 use crate::error::Error;
 use crate::model::Player;
 use crate::store::plays::{self, PlayState};
-use crate::store::sql;
 use serde::Serialize;
 use tresor_game::{Card, Level, Outcome, Scenario, Scene, SceneRules};
 
@@ -97,31 +96,6 @@ impl Service {
             Reply::Thrown(play) => self.play_view(&play).await,
             other => unreachable!("a throw is answered as one: {other:?}"),
         }
-    }
-
-    /// Settles every play left unfinished for longer than the configured
-    /// delay. Returns how many were settled.
-    pub async fn settle_abandoned(&self) -> Result<usize, Error> {
-        let now_ms = self.now_ms();
-        let before_ms = now_ms - self.settings.auto_settle_after_s * 1000;
-        let ids: Vec<i64> = sql::query_scalar(
-            "SELECT id FROM plays WHERE state = 'in_progress' AND created_at_ms <= $1 ORDER BY id LIMIT 1000",
-        )
-        .bind(before_ms)
-        .fetch_all(&mut *self.db.conn().await?)
-        .await?;
-        let mut settled = 0;
-        for chunk in ids.chunks(100) {
-            let command = Command::Settle(SettleCommand {
-                play_ids: chunk.to_vec(),
-                now_ms,
-            });
-            match self.writer.hot(command).await? {
-                Reply::Settled(count) => settled += count,
-                other => unreachable!("a settlement is answered as one: {other:?}"),
-            }
-        }
-        Ok(settled)
     }
 
     pub(super) async fn play_view(&self, row: &PlayState) -> Result<PlayView, Error> {

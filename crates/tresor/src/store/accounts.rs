@@ -750,20 +750,26 @@ pub async fn statement(
     // so one snapshot. Only the page is summed row by row, never the whole
     // history from the account's first movement. A player's account is
     // above -1000, which lets the partial indexes by account serve it
-    // (migration 0021: the writers' own accounts are left out of them).
+    // (migration 0021: the writers' own accounts are left out of them). A
+    // stake is found through the player's plays (`plays_by_player`, then
+    // `transfers_one_stake_per_play`): migration 0022 left stakes out of
+    // `transfers_by_debit`, where every purchase put an entry for this
+    // statement alone.
     let rows = sql::query(
         "WITH page AS (SELECT t.id, t.kind, t.amount_cents, t.created_at_ms, t.play_id, \
            t.deposit_id, t.withdrawal_id, CASE WHEN t.credit_account_id = $1 THEN t.amount_cents \
              WHEN t.debit_account_id = $1 THEN -t.amount_cents ELSE 0 END AS delta_cents \
          FROM transfers t WHERE ((t.credit_account_id = $1 AND t.credit_account_id > -1000) \
-           OR (t.debit_account_id = $1 AND t.debit_account_id > -1000) \
+           OR (t.debit_account_id = $1 AND t.debit_account_id > -1000 AND t.kind <> 'stake') \
+           OR (t.kind = 'stake' AND t.play_id IN (SELECT id FROM plays WHERE player_id = $2)) \
            OR (t.kind = 'withdrawal_paid' AND t.withdrawal_id IN (SELECT id FROM withdrawals WHERE player_id = $2))) \
            AND ($3 = 0 OR t.id < $3) ORDER BY t.id DESC LIMIT $4), \
          newer AS (SELECT COALESCE(SUM(CASE WHEN t.credit_account_id = $1 THEN t.amount_cents \
              ELSE -t.amount_cents END), 0) AS cents \
          FROM transfers t WHERE $3 <> 0 AND t.id >= $3 \
            AND ((t.credit_account_id = $1 AND t.credit_account_id > -1000) \
-             OR (t.debit_account_id = $1 AND t.debit_account_id > -1000))) \
+             OR (t.debit_account_id = $1 AND t.debit_account_id > -1000 AND t.kind <> 'stake') \
+             OR (t.kind = 'stake' AND t.play_id IN (SELECT id FROM plays WHERE player_id = $2)))) \
          SELECT page.*, CAST((SELECT balance_cents FROM accounts WHERE id = $1) \
            - (SELECT cents FROM newer) \
            - COALESCE(SUM(page.delta_cents) OVER (ORDER BY page.id DESC \

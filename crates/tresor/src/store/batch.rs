@@ -172,23 +172,43 @@ pub fn read_sales_gate(rows: &[Row]) -> Result<SalesGate, Error> {
     Ok(gate)
 }
 
-/// How long a purchase's idempotency key is remembered, counted back from
-/// the newest key (not from the clock, so that a clock set wrong forgets no
-/// key early): 7 days. A key older than that is forgotten at the next prune
-/// ([`prune_purchase_keys`]), and the same key then buys a new unit, as a
-/// key never seen would (ARCHITECTURE.md, "Invariants").
-pub const PURCHASE_KEYS_KEEP_MS: i64 = 7 * 24 * 3600 * 1000;
+/// How long a purchase's idempotency key is remembered at least: 7 days.
+/// Keys are kept by the week of their purchase (counted from the epoch), in
+/// three tables, the week's number modulo 3 (`purchase_keys_0` to `_2`,
+/// migration 0022), and a week's table is emptied whole during the second
+/// week after it ([`prune_purchase_keys`]): a key is forgotten between 7
+/// and 21 days after its purchase, and the same key then buys a new unit,
+/// as a key never seen would (ARCHITECTURE.md, "Invariants"). No index by
+/// time is written for the prune (issue 34: it was one entry a purchase).
+pub const PURCHASE_KEYS_KEEP_MS: i64 = WEEK_MS;
+
+/// A week, the span of a table of purchase keys.
+pub const WEEK_MS: i64 = 7 * 24 * 3600 * 1000;
+
+/// The table of purchase keys that holds the keys of purchases made at `at_ms`.
+pub fn purchase_keys_table(at_ms: i64) -> &'static str {
+    ["purchase_keys_0", "purchase_keys_1", "purchase_keys_2"]
+        [at_ms.div_euclid(WEEK_MS).rem_euclid(3) as usize]
+}
 
 /// Earlier purchases under these (player, idempotency key) pairs, from the
-/// keys remembered (`purchase_keys`): (player, key, play id, request hash),
-/// read by [`read_earlier_purchases`]. The request hash is the play's, read
-/// by its id.
+/// keys remembered (the three tables of `purchase_keys`): (player, key,
+/// play id, request hash), read by [`read_earlier_purchases`]. The request
+/// hash is the play's, read by its id.
 pub fn earlier_purchases(sqlite: bool, keys: &[(i64, &str)]) -> Query<'static> {
     let table = sql::json_rows(sqlite, 1, &[("player_id", Int), ("key", Text)]);
+    let each = |keys: &str| {
+        format!(
+            "SELECT k.player_id, k.key, k.play_id, p.request_hash FROM {keys} k \
+             JOIN {table} AS d ON k.player_id = d.player_id AND k.key = d.key \
+             JOIN plays p ON p.id = k.play_id"
+        )
+    };
     sql::query_owned(format!(
-        "SELECT k.player_id, k.key, k.play_id, p.request_hash FROM purchase_keys k \
-         JOIN {table} AS d ON k.player_id = d.player_id AND k.key = d.key \
-         JOIN plays p ON p.id = k.play_id"
+        "{} UNION ALL {} UNION ALL {}",
+        each("purchase_keys_0"),
+        each("purchase_keys_1"),
+        each("purchase_keys_2")
     ))
     .bind(json_table(keys, |k| *k))
 }
@@ -206,18 +226,26 @@ pub fn read_earlier_purchases(rows: &[Row]) -> Result<Vec<(i64, String, i64, Str
         .collect()
 }
 
-/// Forgets the purchase keys older than [`PURCHASE_KEYS_KEEP_MS`] before
-/// the newest one, held back with the batch's writes. The writer runs it now
-/// and then (`writer::batch_loop`); the index on `at_ms` finds both the
-/// newest key and the old ones.
+/// Forgets the purchase keys of two weeks before the newest purchase's (and
+/// any older left in that table), held back with the batch's writes: their
+/// table is emptied whole (no entry of it written one by one on SQLite,
+/// whose `DELETE` without `WHERE` drops the table's pages). The writer runs
+/// it now and then (`writer::batch_loop`). The week is the newest play's,
+/// not the clock's, so that a clock set wrong forgets no key early.
 pub async fn prune_purchase_keys(conn: &mut Conn) -> Result<(), Error> {
-    sql::query(
-        "DELETE FROM purchase_keys \
-         WHERE at_ms < (SELECT MAX(at_ms) FROM purchase_keys) - $1",
-    )
-    .bind(PURCHASE_KEYS_KEEP_MS)
-    .defer(conn)
-    .await
+    let newest: Option<i64> =
+        sql::query_scalar("SELECT created_at_ms FROM plays ORDER BY id DESC LIMIT 1")
+            .fetch_optional(&mut *conn)
+            .await?;
+    let Some(newest_ms) = newest else {
+        return Ok(());
+    };
+    // The table of the week after the newest holds the keys of two weeks
+    // before it (three tables: weeks w - 2, w - 1, w).
+    let table = purchase_keys_table(newest_ms + WEEK_MS);
+    sql::query(&format!("DELETE FROM {table}"))
+        .defer(conn)
+        .await
 }
 
 /// A game's stake: what a purchase buys, and what blocks are sold by.
@@ -417,15 +445,33 @@ pub async fn insert_plays(conn: &mut Conn, sqlite: bool, rows: &[NewPlayRow]) ->
 }
 
 /// Remembers the new plays' idempotency keys ([`earlier_purchases`] reads
-/// them), from the same rows as [`insert_plays`].
+/// them), from the same rows as [`insert_plays`], each in the table of its
+/// purchase's week (one statement a table: two for a batch across a week's end).
 pub async fn insert_purchase_keys(
     conn: &mut Conn,
     sqlite: bool,
     rows: &[NewPlayRow],
 ) -> Result<(), Error> {
-    if rows.is_empty() {
-        return Ok(());
+    let mut by_table: Vec<(&'static str, Vec<&NewPlayRow>)> = Vec::new();
+    for row in rows {
+        let keys = purchase_keys_table(row.11);
+        match by_table.iter_mut().find(|(t, _)| *t == keys) {
+            Some((_, rows)) => rows.push(row),
+            None => by_table.push((keys, vec![row])),
+        }
     }
+    for (keys, rows) in by_table {
+        insert_keys_into(conn, sqlite, keys, &rows).await?;
+    }
+    Ok(())
+}
+
+async fn insert_keys_into(
+    conn: &mut Conn,
+    sqlite: bool,
+    keys: &'static str,
+    rows: &[&NewPlayRow],
+) -> Result<(), Error> {
     let table = sql::json_rows(
         sqlite,
         1,
@@ -437,11 +483,11 @@ pub async fn insert_purchase_keys(
         ],
     );
     sql::query(&format!(
-        "INSERT INTO purchase_keys (player_id, key, play_id, at_ms) \
+        "INSERT INTO {keys} (player_id, key, play_id, at_ms) \
          SELECT player_id, key, id, created_at_ms FROM {table} AS d"
     ))
     .bind(json_table(rows, |row| (row.0, row.1, &row.9, row.11)))
-    .defer_expecting(conn, "purchase_keys", rows.len())
+    .defer_expecting(conn, keys, rows.len())
     .await
 }
 
@@ -518,23 +564,52 @@ pub async fn insert_transfers(
     .await
 }
 
-/// Adds each (account, delta) to the account's balance. A player's balance
-/// below zero is refused by the `CHECK` (the batch checked it before).
-pub async fn add_to_balances(
+/// What the batch changes of an account: its balance, and for a buyer the
+/// hour of stakes its row holds (`crate::protect`, migration 0022).
+#[derive(Debug)]
+pub struct AccountUpdate {
+    pub id: i64,
+    pub delta_cents: i64,
+    /// (hour, stakes in it), or `None` to leave it as it is.
+    pub stake_hour: Option<(i64, i64)>,
+}
+
+/// Adds each delta to its account's balance and sets the buyers' hours of
+/// stakes, in one statement. A player's balance below zero is refused by
+/// the `CHECK` (the batch checked it before).
+pub async fn update_accounts(
     conn: &mut Conn,
     sqlite: bool,
-    deltas: &[(i64, i64)],
+    rows: &[AccountUpdate],
 ) -> Result<(), Error> {
-    if deltas.is_empty() {
+    if rows.is_empty() {
         return Ok(());
     }
-    let table = sql::json_rows(sqlite, 1, &[("id", Int), ("delta", Int)]);
+    let table = sql::json_rows(
+        sqlite,
+        1,
+        &[
+            ("id", Int),
+            ("delta", Int),
+            ("hour_ms", Int),
+            ("hour_cents", Int),
+        ],
+    );
     sql::query(&format!(
-        "UPDATE accounts SET balance_cents = accounts.balance_cents + d.delta \
+        "UPDATE accounts SET balance_cents = accounts.balance_cents + d.delta, \
+         stake_hour_ms = COALESCE(d.hour_ms, accounts.stake_hour_ms), \
+         stake_hour_cents = COALESCE(d.hour_cents, accounts.stake_hour_cents) \
          FROM {table} AS d WHERE accounts.id = d.id"
     ))
-    .bind(json_table(deltas, |d| *d))
-    .defer_expecting(conn, "accounts", deltas.len())
+    .bind(json_table(rows, |a| {
+        (
+            a.id,
+            a.delta_cents,
+            a.stake_hour.map(|(h, _)| h),
+            a.stake_hour.map(|(_, c)| c),
+        )
+    }))
+    .defer_expecting(conn, "accounts", rows.len())
     .await
 }
 
@@ -572,7 +647,8 @@ pub async fn update_blocks(
     .await
 }
 
-/// Counts stakes in the players' hours (the 7-day caps read them).
+/// Counts stakes in the players' hours (the 7-day caps read them): the
+/// hours a buyer's account row held before a stake of another hour.
 pub async fn count_stake_hours(
     conn: &mut Conn,
     sqlite: bool,

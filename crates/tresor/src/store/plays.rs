@@ -86,3 +86,50 @@ pub async fn history(
     .await?;
     rows.iter().map(PlayState::from_row).collect()
 }
+
+/// A play as the settler of abandoned plays walks them: id, whether it is
+/// in progress, when it was bought.
+#[derive(Debug, Clone, Copy)]
+pub struct Walked {
+    pub id: i64,
+    pub in_progress: bool,
+    pub created_at_ms: i64,
+}
+
+/// Where the settler's walk starts when it knows nothing yet: the first
+/// play still in progress or bought after `recent_ms` (one may still be
+/// committing, see `service::settler`), or past the last play. It reads the
+/// whole table, once per process: no index finds plays in progress
+/// (migration 0022 dropped `plays_in_progress`, which every purchase wrote
+/// twice, in and out).
+pub async fn walk_start(conn: &mut Conn, recent_ms: i64) -> Result<i64, Error> {
+    sql::query_scalar(
+        "SELECT COALESCE( \
+           (SELECT MIN(id) FROM plays WHERE state = 'in_progress' OR created_at_ms > $1), \
+           (SELECT MAX(id) + 1 FROM plays), 0)",
+    )
+    .bind(recent_ms)
+    .fetch_one(conn)
+    .await
+}
+
+/// Up to `limit` plays from `from_id` on, in id order (the primary key).
+pub async fn walk(conn: &mut Conn, from_id: i64, limit: i64) -> Result<Vec<Walked>, Error> {
+    let rows = sql::query(
+        "SELECT id, state, created_at_ms FROM plays WHERE id >= $1 ORDER BY id LIMIT $2",
+    )
+    .bind(from_id)
+    .bind(limit)
+    .fetch_all(conn)
+    .await?;
+    rows.iter()
+        .map(|row| {
+            let state: String = row.try_get("state")?;
+            Ok(Walked {
+                id: row.try_get("id")?,
+                in_progress: state == "in_progress",
+                created_at_ms: row.try_get("created_at_ms")?,
+            })
+        })
+        .collect()
+}

@@ -11,7 +11,9 @@ pub struct Filter {
     /// An actor label (`staff:alice`, `operator`), or its beginning up to a
     /// colon (`staff` for every console account, `player:12` for player 12).
     pub actor: Option<String>,
-    /// An action (`account_verified`), exactly.
+    /// An action (`account_verified`), exactly. `settle` also finds the
+    /// purchases that settled the player's previous play: that settlement
+    /// is written in the purchase's record, its `settled` (migration 0022).
     pub action: Option<String>,
     /// `from_ms <= at_ms`.
     pub from_ms: Option<i64>,
@@ -28,7 +30,8 @@ pub async fn search(pool: &AnyPool, filter: &Filter, limit: i64) -> Result<Vec<R
     let sql = format!(
         "SELECT {COLUMNS} FROM trail WHERE \
          ($1 = '' OR actor = $1 OR substr(actor, 1, CAST($2 AS INTEGER)) = $3) \
-         AND ($4 = '' OR action = $4) \
+         AND ($4 = '' OR action = $4 \
+              OR ($4 = 'settle' AND action = 'buy' AND result LIKE '%\"settled\":[%')) \
          AND at_ms >= $5 AND at_ms < $6 AND seq < $7 \
          ORDER BY seq DESC LIMIT $8"
     );

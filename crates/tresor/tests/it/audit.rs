@@ -361,11 +361,23 @@ async fn every_purchase_throw_and_settlement_of_a_few_hundred_games_is_in_the_tr
         assert_eq!(record.seq, i as i64 + 1, "gapless numbers");
     }
 
-    // Every record that names a play, grouped by play, in trail order.
+    // Every record that names a play, grouped by play, in trail order. A
+    // purchase's record also holds the settlement of the play it settles
+    // (`settled`, with its reason and what it paid: migration 0022), which
+    // counts as that play's settlement, recorded just before it is bought.
     let mut by_play: HashMap<i64, Vec<(i64, String)>> = HashMap::new();
     for record in &records {
         let request: serde_json::Value = serde_json::from_str(&record.request).expect("JSON");
         let result: serde_json::Value = serde_json::from_str(&record.result).expect("JSON");
+        for settled in result["settled"].as_array().into_iter().flatten() {
+            assert_eq!(record.action, "buy", "{record:?}");
+            let play_id = settled["play_id"].as_i64().expect("the play settled");
+            assert!(settled["prize_cents"].is_i64(), "{record:?}");
+            assert_eq!(settled["credited_cents"], settled["prize_cents"]);
+            let reason = settled["reason"].as_str().unwrap_or("?");
+            let what = format!("settle:{reason}");
+            by_play.entry(play_id).or_default().push((record.seq, what));
+        }
         let play_id = request["play_id"].as_i64().or(result["play_id"].as_i64());
         if let Some(play_id) = play_id {
             let what = match record.action.as_str() {
@@ -379,6 +391,7 @@ async fn every_purchase_throw_and_settlement_of_a_few_hundred_games_is_in_the_tr
     for (player, plays) in &played {
         let actor = format!("player:{}:{}", player.id, player.username);
         let mut last_seq = 0;
+        let mut settled_by_this_purchase = false;
         for (i, &(play_id, throws)) in plays.iter().enumerate() {
             games += 1;
             let events = &by_play[&play_id];
@@ -392,15 +405,40 @@ async fn every_purchase_throw_and_settlement_of_a_few_hundred_games_is_in_the_tr
             let actual: Vec<String> = events.iter().map(|(_, what)| what.clone()).collect();
             assert_eq!(actual, expected, "play {play_id} of {actor}");
             // A player's games come one after the other in the trail, and a
-            // game left mid-way is settled just before the next purchase.
+            // game left mid-way is settled by the next purchase, in its record.
             let first = events[0].0;
-            assert!(first > last_seq, "play {play_id} after the previous one");
+            if settled_by_this_purchase {
+                assert_eq!(first, last_seq, "play {play_id} settles the previous one");
+            } else {
+                assert!(first > last_seq, "play {play_id} after the previous one");
+            }
+            settled_by_this_purchase = expected.last().is_some_and(|e| e == "settle:next_purchase");
             last_seq = events.last().expect("events").0;
             let buy = &records[(first - 1) as usize];
             assert_eq!(buy.actor, actor);
         }
     }
     assert_eq!(games, PLAYERS * GAMES);
+
+    // The console's trail search for settlements finds every one, those
+    // recorded in a purchase's record too.
+    let filter = trail::search::Filter {
+        action: Some("settle".to_owned()),
+        ..Default::default()
+    };
+    let found = trail::search::search(&service.db.pool, &filter, 100_000)
+        .await
+        .expect("search the trail");
+    let settlements: Vec<i64> = by_play
+        .values()
+        .flatten()
+        .filter(|(_, what)| what.starts_with("settle:"))
+        .map(|(seq, _)| *seq)
+        .collect::<std::collections::BTreeSet<i64>>()
+        .into_iter()
+        .rev()
+        .collect();
+    assert_eq!(found.iter().map(|r| r.seq).collect::<Vec<_>>(), settlements);
 }
 
 /// A v1 database's chain becomes the first leaf of the first log; the v1

@@ -306,3 +306,17 @@ fn a_refusal_flood_is_refused_as_expected_and_named() {
     }
     assert!(!stdout.contains("errors)"), "no errors:\n{stdout}");
 }
+
+/// `--games 20`: the spawned server sells the island and 19 generated
+/// scratch games, each with its emission, and the players' purchases (the
+/// island's) go on (BENCHMARKS.md compares the purchase's cost with 1 and
+/// 20 games).
+#[test]
+fn a_bench_with_twenty_games_on_sale_runs_and_says_so() {
+    let stdout = short_bench(&["--games", "20"]);
+    assert!(
+        stdout.contains("catalogue: 20 games, 20 on sale"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("POST /api/plays "), "{stdout}");
+}

@@ -68,6 +68,34 @@ impl Games {
         Ok(Games { dir: Some(dir) })
     }
 
+    /// Prints the catalogue the server at `base` sells (`GET /api/games`),
+    /// with `--games` only: what the run was measured with.
+    pub(super) async fn announce(&self, base: &str) -> anyhow::Result<()> {
+        if self.dir.is_none() {
+            return Ok(());
+        }
+        let games: Vec<serde_json::Value> = super::load::client()?
+            .get(format!("{base}/api/games"))
+            .send()
+            .await?
+            .error_for_status()?
+            .json()
+            .await?;
+        let on_sale = games
+            .iter()
+            .filter(|g| {
+                g["stakes"]
+                    .as_array()
+                    .is_some_and(|s| s.iter().any(|s| s["on_sale"] == true))
+            })
+            .count();
+        println!(
+            "catalogue: {} games, {on_sale} on sale (the island and generated scratch games)",
+            games.len()
+        );
+        Ok(())
+    }
+
     /// `--games DIR` for `tresor serve` (nothing: its default catalogue).
     pub(super) fn flags(&self) -> Vec<String> {
         match &self.dir {

@@ -299,6 +299,7 @@ async fn one_server(
     let store = Store::fresh(args, "tuned", via).await?;
     let games = games::Games::new(args.games)?;
     let server = Server::start(store, args.max_batch, args.extra_blocks, &games.flags()).await?;
+    games.announce(&server.base).await?;
     let run = hex::encode(&crate::service::os_random_32()[..4]);
     let players = register_players(&server.base, args.concurrency, &run).await?;
     let refusers = flood_refusers(&server.base, args, &run).await?;
