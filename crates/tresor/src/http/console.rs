@@ -154,6 +154,7 @@ pub fn routes(state: AppState) -> Router<AppState> {
         Router::new()
             .route("/console/api/dashboard", get(dashboard))
             .route("/console/api/report", get(report))
+            .route("/console/api/games", get(games))
             .route("/console/api/emissions", get(emissions))
             .route("/console/api/blocks", get(blocks))
             .route("/console/api/site", get(site)),
@@ -348,6 +349,12 @@ async fn dashboard(
     let mut answer = state.service.dashboard(&console.dashboard).await?;
     answer["writer"] = console.writer_figures(&state);
     ok(answer)
+}
+
+/// The catalogue, as the players' `GET /api/games` gives it: the emission
+/// form picks a game and one of its stakes from it.
+async fn games(State(state): State<AppState>) -> Answer {
+    Ok(Json(state.service.games().await?).into_response())
 }
 
 async fn report(State(state): State<AppState>) -> Answer {

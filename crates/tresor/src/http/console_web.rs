@@ -19,6 +19,7 @@ static ASSETS: &[Asset] = &[
     asset!(in "console", "assets/js/login.js", JS),
     asset!(in "console", "assets/js/dashboard.js", JS),
     asset!(in "console", "assets/js/emissions.js", JS),
+    asset!(in "console", "assets/js/games.js", JS),
     asset!(in "console", "assets/js/players.js", JS),
     asset!(in "console", "assets/js/queues.js", JS),
     asset!(in "console", "assets/js/trail.js", JS),

@@ -75,7 +75,9 @@ export const api = {
   me: () => request('GET', `${base}/me`),
   dashboard: () => request('GET', `${base}/dashboard`),
   emissions: () => request('GET', `${base}/emissions`),
-  createEmission: (stakeCents, blocks) => request('POST', `${base}/emissions`, { stake_cents: stakeCents, blocks }),
+  /** The catalogue: each game, its kind and its stakes (docs/GAMES.md). */
+  games: () => request('GET', `${base}/games`),
+  createEmission: (game, stakeCents, blocks) => request('POST', `${base}/emissions`, { game, stake_cents: stakeCents, blocks }),
   closeEmission: (emission) => request('POST', `${base}/emissions/${id(emission)}/close`, {}),
   blocks: () => request('GET', `${base}/blocks`),
   suspendBlock: (block) => request('POST', `${base}/blocks/${id(block)}/suspend`, {}),

@@ -1,13 +1,15 @@
 //! The dashboard: purchases per minute over the last hour (a live line
-//! chart), stakes taken against prizes won and the 70 % expected (bars),
-//! sales per stake and block with progress bars, the liability left per
-//! prize level, and the writer's queue and latency. Polls
+//! chart), stakes taken against prizes won and what the prize tables expect
+//! for the units sold (bars), sales and payout by game against each table's
+//! rate, sales per stake and block with progress bars, the liability left
+//! per game, stake and prize level, and the writer's queue and latency. Polls
 //! `/console/api/dashboard` every 2 s while the tab is visible.
 
 import { api } from './api.js';
 import { lineChart, barChart } from './chart.js';
 import { $, h, euros, count, clock, dateTime, fill, table, showError, percent, millis } from './util.js';
 import { locale, setText } from './i18n.js';
+import { gameName, remember } from './games.js';
 
 const EVERY_MS = 2000;
 let timer = 0;
@@ -88,15 +90,15 @@ function render(data) {
             bars: [
               { name: 'Stakes taken', value: p.stakes_cents, kind: 'stakes' },
               { name: 'Prizes won', value: p.prizes_cents, kind: 'prizes' },
-              { name: '70 % expected', value: p.expected_prizes_cents, kind: 'expected' },
+              { name: 'Expected by the tables', value: p.expected_prizes_cents, kind: 'expected' },
             ],
           })),
           series: [
             { name: 'Stakes taken', kind: 'stakes' },
             { name: 'Prizes won', kind: 'prizes' },
-            { name: '70 % expected', kind: 'expected' },
+            { name: 'Expected by the tables', kind: 'expected' },
           ],
-          title: 'Stakes taken, prizes won and 70 % expected, per stake',
+          title: 'Stakes taken, prizes won and expected by the tables, per stake',
           describe: `In all: ${euros(totals.stakes_cents)} taken, ${euros(totals.prizes_cents)} won, ${euros(totals.expected_prizes_cents)} expected.`,
           format: (v) => euros(v),
           shortFormat: compactEuros,
@@ -104,6 +106,8 @@ function render(data) {
         })
       : h('p', { class: 'empty' }, 'No stake on sale.'),
   );
+
+  renderPerGame(data.per_game ?? []);
 
   fill(
     $('#writer-facts'),
@@ -122,6 +126,7 @@ function render(data) {
     $('#sales'),
     table(
       [
+        ['Game', (b) => gameName(b.game)],
         ['Stake', (b) => euros(b.stake_cents)],
         ['Block', (b) => `#${b.id} (emission ${b.emission_id})`],
         ['State', (b) => h('span', { class: `state ${b.state}` }, b.state)],
@@ -137,16 +142,18 @@ function render(data) {
             ),
         ],
       ],
-      [...blocks].sort((a, b) => a.stake_cents - b.stake_cents || a.id - b.id),
+      [...blocks].sort((a, b) => gameOrder(a.game) - gameOrder(b.game) || a.stake_cents - b.stake_cents || a.id - b.id),
       { empty: 'No block.', rowAttrs: (b) => ({ 'data-testid': 'sales-row', 'data-block-id': b.id, 'data-sold': b.sold }), caption: 'Sales per block' },
     ),
   );
 
+  // By game and stake: two games may sell the same stake.
   const liability = data.liability ?? [];
   const byStake = new Map();
   for (const row of liability) {
-    if (!byStake.has(row.stake_cents)) byStake.set(row.stake_cents, []);
-    byStake.get(row.stake_cents).push(row);
+    const key = `${row.game ?? ''} ${row.stake_cents}`;
+    if (!byStake.has(key)) byStake.set(key, { game: row.game, stake: row.stake_cents, rows: [] });
+    byStake.get(key).rows.push(row);
   }
   fill(
     $('#liability'),
@@ -154,11 +161,17 @@ function render(data) {
       ? h(
           'div',
           { class: 'liability-grid' },
-          [...byStake.entries()].map(([stake, rows]) =>
+          [...byStake.values()].map(({ game, stake, rows }) =>
             h(
               'section',
-              { class: 'liability-stake' },
-              h('h3', {}, `Stake ${euros(stake)}: ${euros(rows.reduce((sum, r) => sum + r.left_cents, 0))} left`),
+              { class: 'liability-stake', 'data-game': game ?? '', 'data-stake-cents': stake },
+              h(
+                'h3',
+                {},
+                game
+                  ? `${gameName(game).textContent}, stake ${euros(stake)}: ${euros(rows.reduce((sum, r) => sum + r.left_cents, 0))} left`
+                  : `Stake ${euros(stake)}: ${euros(rows.reduce((sum, r) => sum + r.left_cents, 0))} left`,
+              ),
               table(
                 [
                   ['Level', (r) => r.level, 'num'],
@@ -167,12 +180,71 @@ function render(data) {
                   ['Left', (r) => euros(r.left_cents), 'num'],
                 ],
                 rows,
-                { caption: `Liability left at stake ${euros(stake)}` },
+                { caption: game ? `Liability left of ${gameName(game).textContent} at stake ${euros(stake)}` : `Liability left at stake ${euros(stake)}` },
               ),
             ),
           ),
         )
       : h('p', { class: 'empty' }, 'No liability: no block on sale.'),
+  );
+}
+
+/** The games in the order the server lists them (the catalogue's). */
+let order = [];
+const gameOrder = (id) => {
+  const at = order.indexOf(id);
+  return at < 0 ? order.length : at;
+};
+
+/** A payout rate given as a decimal string ("65.00") or a share of two amounts. */
+const rate = (text) => (text === null || text === undefined ? '—' : percent(Number(text)));
+
+/**
+ * Sales and payout by game: for each game its stakes taken and prizes won,
+ * the payout so far beside its table's rate, and per stake the same with
+ * the prizes the table expects for the units sold.
+ */
+function renderPerGame(games) {
+  order = games.map((g) => g.game?.id);
+  for (const g of games) remember(g.game);
+  fill(
+    $('#per-game'),
+    games.length
+      ? games.map((g) => {
+          const stakes = g.per_stake ?? [];
+          const rates = [...new Set(stakes.map((s) => s.table_payout_percent).filter(Boolean))];
+          const name = gameName(g.game).textContent;
+          return h(
+            'section',
+            { class: 'per-game', 'data-testid': 'per-game-row', 'data-game': g.game?.id, 'data-stakes-cents': g.stakes_cents, 'data-prizes-cents': g.prizes_cents },
+            h('h3', {}, `${name}: ${euros(g.stakes_cents)} taken, ${euros(g.prizes_cents)} won, payout ${share(g.prizes_cents, g.stakes_cents)} (the table's ${rates.map(rate).join(', ') || '—'})`),
+            table(
+              [
+                ['Stake', (s) => euros(s.stake_cents), 'num'],
+                ['Units sold', (s) => count(s.sold), 'num'],
+                ['Stakes taken', (s) => euros(s.stakes_cents), 'num'],
+                ['Prizes won', (s) => euros(s.prizes_cents), 'num'],
+                ['Payout', (s) => share(s.prizes_cents, s.stakes_cents), 'num'],
+                ['Table\'s rate', (s) => rate(s.table_payout_percent), 'num'],
+                ['Expected by the table', (s) => euros(s.expected_prizes_cents), 'num'],
+              ],
+              stakes,
+              {
+                rowAttrs: (s) => ({
+                  'data-testid': 'per-game-stake',
+                  'data-game': g.game?.id,
+                  'data-stake-cents': s.stake_cents,
+                  'data-sold': s.sold,
+                  'data-stakes-cents': s.stakes_cents,
+                  'data-prizes-cents': s.prizes_cents,
+                  'data-table-percent': s.table_payout_percent ?? '',
+                }),
+                caption: `Sales and payout of ${name} per stake`,
+              },
+            ),
+          );
+        })
+      : h('p', { class: 'empty' }, 'No game sold yet.'),
   );
 }
 

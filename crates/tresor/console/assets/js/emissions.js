@@ -1,10 +1,13 @@
-//! Emissions and blocks: the lists, creating and closing an emission,
+//! Emissions and blocks: the lists (each with its game), creating an
+//! emission of a game of the catalogue and closing one,
 //! suspending and resuming a block (role `emissions`), each block's
 //! commitment and, once published, its secret; re-checking a published
 //! block against its commitment (role `trail`).
 
 import { api } from './api.js';
 import { $, h, euros, count, fill, table, timeNode, shortHash, notice, showError, confirmAction, busy } from './util.js';
+import { loadGames, gameName } from './games.js';
+import { currentLang } from './i18n.js';
 
 let appRef = null;
 
@@ -16,6 +19,7 @@ function emissionRows(emissions, blocks) {
   return table(
     [
       ['Emission', (e) => `#${e.id}${e.name ? ` ${e.name}` : ''}`],
+      ['Game', (e) => h('span', { 'data-testid': 'emission-game' }, gameName(e.game))],
       ['State', (e) => h('span', { class: `state ${e.state}` }, e.state)],
       ['Created', (e) => timeNode(e.created_at)],
       [
@@ -37,7 +41,11 @@ function emissionRows(emissions, blocks) {
       ],
     ],
     emissions,
-    { empty: 'No emission yet.', rowAttrs: (e) => ({ 'data-testid': 'emission-row', 'data-emission-id': e.id, 'data-state': e.state }), caption: 'Emissions' },
+    {
+      empty: 'No emission yet.',
+      rowAttrs: (e) => ({ 'data-testid': 'emission-row', 'data-emission-id': e.id, 'data-state': e.state, 'data-game': e.game?.id ?? '' }),
+      caption: 'Emissions',
+    },
   );
 }
 
@@ -61,6 +69,7 @@ function blockRows(blocks) {
     [
       ['Block', (b) => `#${b.id}`],
       ['Emission', (b) => `#${blockEmission(b)}`],
+      ['Game', (b) => gameName(b.game)],
       ['Stake', (b) => euros(b.stake_cents), 'num'],
       ['State', (b) => h('span', { class: `state ${b.state}`, 'data-testid': 'block-state' }, b.state)],
       [
@@ -78,11 +87,37 @@ function blockRows(blocks) {
       ['Actions', blockActions, 'actions'],
     ],
     blocks,
-    { empty: 'No block.', rowAttrs: (b) => ({ 'data-testid': 'block-row', 'data-block-id': b.id, 'data-state': b.state }), caption: 'Blocks' },
+    { empty: 'No block.', rowAttrs: (b) => ({ 'data-testid': 'block-row', 'data-block-id': b.id, 'data-state': b.state, 'data-game': b.game ?? '' }), caption: 'Blocks' },
   );
 }
 
+/** The form's games, and the stakes of the one chosen (the island's 0,50 €, 1 € and 2 € until the catalogue comes). */
+let games = [];
+
+function fillStakes() {
+  const select = $('#emission-stake');
+  const game = games.find((g) => g.id === $('#emission-game').value);
+  if (!game) return;
+  const before = Number(select.value);
+  select.replaceChildren(...game.stakes.map((s) => h('option', { value: s.cents }, euros(s.cents))));
+  select.value = String(game.stakes.some((s) => s.cents === before) ? before : game.stakes[0]?.cents ?? '');
+}
+
+async function fillForm() {
+  try {
+    games = await loadGames();
+  } catch {
+    return;
+  }
+  const select = $('#emission-game');
+  const before = select.value;
+  select.replaceChildren(...games.map((g) => h('option', { value: g.id }, gameName(g))));
+  select.value = games.some((g) => g.id === before) ? before : games[0]?.id ?? '';
+  fillStakes();
+}
+
 async function load() {
+  await fillForm();
   const [{ emissions }, { blocks }] = await Promise.all([api.emissions(), api.blocks()]);
   const sortedBlocks = [...blocks].sort((a, b) => b.id - a.id);
   fill($('#emission-list'), emissionRows([...emissions].sort((a, b) => b.id - a.id), blocks));
@@ -152,8 +187,10 @@ export const emissions = {
         showError(failure);
       }
     });
+    $('#emission-game').addEventListener('change', fillStakes);
     $('#emission-form').addEventListener('submit', async (event) => {
       event.preventDefault();
+      const game = $('#emission-game').value || undefined;
       const stake = Number($('#emission-stake').value);
       const blocks = Number($('#emission-blocks').value);
       if (!Number.isInteger(blocks) || blocks < 1) {
@@ -161,11 +198,13 @@ export const emissions = {
         return;
       }
       try {
+        const chosen = games.find((g) => g.id === game);
+        const what = chosen ? (chosen.name?.[currentLang()] ?? chosen.id) : 'L\'Ile au Trésor';
         const created = await confirmAction({
           title: 'Create an emission?',
-          text: `${blocks} block${blocks === 1 ? '' : 's'} of 450,000 units at ${euros(stake)}, each with a fresh secret; the commitments are public at once.`,
+          text: `${blocks} block${blocks === 1 ? '' : 's'} of ${what} at ${euros(stake)}, each with a fresh secret; the commitments are public at once.`,
           ok: 'Create',
-          action: () => api.createEmission(stake, blocks),
+          action: () => api.createEmission(game, stake, blocks),
         });
         if (created) {
           notice(`Emission #${created.id ?? ''} is created.`);

@@ -151,10 +151,23 @@ const FR = {
   'No emission yet.': 'Aucune émission pour l\'instant.',
   'Create an emission?': 'Créer une émission ?',
   'Give a whole number of blocks, at least 1.': 'Indiquez un nombre entier de blocs, au moins 1.',
-  '{} block of 450,000 units at {}, each with a fresh secret; the commitments are public at once.':
-    '{0} bloc de 450 000 unités à {1}, avec un secret neuf ; les engagements sont publics aussitôt.',
-  '{} blocks of 450,000 units at {}, each with a fresh secret; the commitments are public at once.':
-    '{0} blocs de 450 000 unités à {1}, chacun avec un secret neuf ; les engagements sont publics aussitôt.',
+  '{} block of {} at {}, each with a fresh secret; the commitments are public at once.':
+    '{0} bloc de {1} à {2}, avec un secret neuf ; les engagements sont publics aussitôt.',
+  '{} blocks of {} at {}, each with a fresh secret; the commitments are public at once.':
+    '{0} blocs de {1} à {2}, chacun avec un secret neuf ; les engagements sont publics aussitôt.',
+  'Game': 'Jeu',
+  'Sales and payout by game': 'Ventes et taux de retour par jeu',
+  'Table\'s rate': 'Taux de la table',
+  'Expected by the table': 'Attendus par la table',
+  'Expected by the tables': 'Attendus par les tables',
+  'Stakes taken, prizes won, expected by the tables': 'Mises reçues, gains versés, attendus par les tables',
+  'Stakes taken, prizes won and expected by the tables, per stake': 'Mises reçues, gains versés et attendus par les tables, par mise',
+  '{}, Expected by the tables: {}': '{0}, attendus par les tables : {1}',
+  '{}: {} taken, {} won, payout {} (the table\'s {})': '{0} : {1} reçus, {2} versés, taux de retour {3} (celui de la table : {4})',
+  'Sales and payout of {} per stake': 'Ventes et taux de retour de {0} par mise',
+  'No game sold yet.': 'Aucun jeu vendu pour l\'instant.',
+  '{}, stake {}: {} left': '{0}, mise {1} : {2} restants',
+  'Liability left of {} at stake {}': 'Engagement restant de {0} à la mise de {1}',
   'Emission #{} is created.': 'L\'émission n° {0} est créée.',
   'Close emission #{}?': 'Clore l\'émission n° {0} ?',
   'Its sales stop for good and the secrets of its blocks are published. This cannot be undone.':

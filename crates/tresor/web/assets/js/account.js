@@ -8,6 +8,7 @@ import { api } from './api.js';
 import { t, money, dateTime, currentLang, setText } from './i18n.js';
 import { loadRules } from './screens.js';
 import { wrongPassword } from './security.js';
+import { gameName } from './lobby.js';
 import { $, h, parseEuros, showDialog, sleep } from './util.js';
 
 /** The fields of the opening form, in the order they appear (for the focus). */
@@ -171,7 +172,7 @@ export function setupOpening(app) {
 /** The movement of a statement line in words. */
 function movementWords(m) {
   const text = t(`mv.${m.movement}`);
-  if (m.play_id) return `${text} · ${t('mv.play', { id: m.play_id })}`;
+  if (m.play_id) return `${text} · ${t('mv.play', { id: m.play_id })}${m.game ? ` · ${gameName(m.game)}` : ''}`;
   if (m.deposit_id) return `${text} · ${t('mv.deposit.ref', { id: m.deposit_id })}`;
   if (m.withdrawal_id) return `${text} · ${t('mv.withdrawal.ref', { id: m.withdrawal_id })}`;
   return text;

@@ -90,7 +90,11 @@ export const api = {
   login: (username, password) => request('POST', '/api/login', { username, password }),
   logout: () => request('POST', '/api/logout', {}),
   demoDeposit: (amountCents) => request('POST', '/api/demo/deposit', { amount_cents: amountCents }),
-  buy: (stakeCents, key) => request('POST', '/api/plays', { stake_cents: stakeCents }, { 'Idempotency-Key': key }),
+  /** The catalogue: every game on sale, island first (docs/GAMES.md). */
+  games: () => request('GET', '/api/games'),
+  /** Buys a unit of `game` (an id; the island without one). */
+  buy: (stakeCents, key, game) =>
+    request('POST', '/api/plays', game ? { stake_cents: stakeCents, game } : { stake_cents: stakeCents }, { 'Idempotency-Key': key }),
   throwOnce: (playId) => request('POST', `/api/plays/${encodeURIComponent(playId)}/throws`, {}),
   play: (playId) => request('GET', `/api/plays/${encodeURIComponent(playId)}`),
   /** The play's receipt in the signed log (docs/AUDIT.md, "Receipts"). */

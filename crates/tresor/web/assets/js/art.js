@@ -24,6 +24,9 @@ export const DEFS = `
   <linearGradient id="g-grass" x1="0" y1="0" x2="1" y2="1">
     <stop offset="0" stop-color="#86cc6c"/><stop offset="1" stop-color="#55a24c"/>
   </linearGradient>
+  <linearGradient id="g-foil" x1="0" y1="0" x2="1" y2="1">
+    <stop offset="0" stop-color="#eef1f4"/><stop offset=".5" stop-color="#aab4bf"/><stop offset="1" stop-color="#dde3e9"/>
+  </linearGradient>
   <linearGradient id="g-wood" x1="0" y1="0" x2="0" y2="1">
     <stop offset="0" stop-color="#b5733a"/><stop offset="1" stop-color="#6e3d17"/>
   </linearGradient>

@@ -8,6 +8,24 @@ import { api } from './api.js';
 import { t, money, currentLang } from './i18n.js';
 import { $, h } from './util.js';
 import { explainReceipt, publishedKeys, publishedLog } from './proof.js';
+import { findGame, gameName } from './lobby.js';
+
+/**
+ * What a checked purchase's record says was bought: its play, its stake and
+ * its game (the record's `game`, the island when it names none), or null
+ * for a record of anything else.
+ */
+async function purchaseOf(receipt) {
+  if (receipt?.record?.action !== 'buy') return null;
+  try {
+    const request = JSON.parse(receipt.record.request);
+    const result = JSON.parse(receipt.record.result);
+    const game = request.game ? ((await findGame(request.game)) ?? { id: request.game, name: { fr: request.game, en: request.game } }) : null;
+    return { play: result.play_id, stake: request.stake_cents, game };
+  } catch {
+    return null;
+  }
+}
 
 /** The command that re-checks a block whose secret is published. */
 export function verifyCommand(block) {
@@ -119,8 +137,11 @@ export function setupFairness(app) {
       return;
     }
     const number = (n) => Number(n).toLocaleString(currentLang() === 'fr' ? 'fr-FR' : 'en-GB');
+    const bought = answer.purchase
+      ? ` ${t('receipt.purchase', { play: answer.purchase.play, game: gameName(answer.purchase.game), stake: money(answer.purchase.stake) })}`
+      : '';
     result.textContent = answer.ok
-      ? t('receipt.ok', { index: number(answer.index), origin: answer.origin, size: number(answer.size) })
+      ? t('receipt.ok', { index: number(answer.index), origin: answer.origin, size: number(answer.size) }) + bought
       : answer.reason === 'checking'
         ? t('receipt.checking')
         : t(`receipt.fail.${answer.reason}`);
@@ -146,7 +167,9 @@ export function setupFairness(app) {
     } catch {
       return say({ ok: false, reason: 'network' });
     }
-    say(await explainReceipt(receipt, keys));
+    const answer = await explainReceipt(receipt, keys);
+    if (answer.ok) answer.purchase = await purchaseOf(receipt);
+    say(answer);
   }
 
   $('#receipt-form').addEventListener('submit', (event) => {

@@ -136,6 +136,12 @@ export class Game {
     try {
       const play = await api.play(playId);
       if (run !== this.runId) return;
+      if (play.scenario?.kind === 'scratch') {
+        // A scratch card left unscratched waits on its own screen.
+        this.showIdle();
+        location.hash = `#/play/${encodeURIComponent(play.game?.id ?? '')}`;
+        return;
+      }
       await this.setupPlay(play, false);
       for (const [i, th] of play.scenario.throws.entries()) await this.scene.playThrow(th, i + 1, true);
       if (play.state === 'finished' || play.throws_left === 0) {

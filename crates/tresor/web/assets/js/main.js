@@ -1,5 +1,6 @@
 //! The page's entry point: loads the sale status, the island and the player,
-//! routes between screens with the URL hash (#/, #/history, #/account,
+//! routes between screens with the URL hash (#/ the island, #/games the
+//! lobby, #/play/ID a game of the catalogue, #/history, #/account,
 //! #/account/deposit/ID (back from the payment provider), #/statement,
 //! #/rules, #/fairness, #/login, #/register, #/replay/ID), keeps the balance,
 //! the account, the time played, the site message and the language in step,
@@ -10,6 +11,8 @@ import { t, money, dateTime, setLang, currentLang, applyStatic, onLangChange } f
 import { installDefs } from './scene.js';
 import { EMBLEM } from './art.js';
 import { Game } from './game.js';
+import { ScratchGame } from './scratch.js';
+import { setupLobby, findGame } from './lobby.js';
 import { setupAuth, setupAccount, setupHistory, loadRules } from './screens.js';
 import { setupFairness } from './fairness.js';
 import { setupMoney, setupOpening } from './account.js';
@@ -47,6 +50,7 @@ const app = {
   state,
   dateTime,
   game: null,
+  scratch: null,
   playtime: null,
 
   /** Keeps the account read from `/api/account` (or an answer with its body). */
@@ -129,12 +133,13 @@ const app = {
     }
     renderStatus();
     game.update();
+    scratch.update();
   },
 
   loggedIn(me) {
     app.setMe(me);
     wallet.refresh();
-    if (currentRoute().name === 'game') route();
+    if (['game', 'play', 'games'].includes(currentRoute().name)) route();
     else location.hash = '#/';
   },
 
@@ -158,12 +163,15 @@ const app = {
     meVersion++;
     renderUser();
     if (game.mode !== 'idle') game.showIdle();
+    scratch.reset();
     const route = currentRoute().name;
     if (NEEDS_USER.includes(route)) location.hash = '#/login';
   },
 };
 
 let game;
+let scratch;
+let lobby;
 let account;
 let history;
 let fairness;
@@ -191,6 +199,7 @@ function renderUser() {
   }
   account?.render();
   game?.update();
+  scratch?.update();
 }
 
 function renderStatus() {
@@ -214,7 +223,7 @@ function currentRoute() {
   return { name: name || 'game', arg: rest[0], rest };
 }
 
-const SCREENS = ['game', 'history', 'account', 'statement', 'login', 'register', 'rules', 'fairness', 'forgot', 'reset', 'confirm'];
+const SCREENS = ['game', 'games', 'scratch', 'history', 'account', 'statement', 'login', 'register', 'rules', 'fairness', 'forgot', 'reset', 'confirm'];
 const NEEDS_USER = ['history', 'account', 'statement'];
 
 async function route() {
@@ -224,10 +233,25 @@ async function route() {
   const undo = name === 'undo-email';
   if (name === 'confirm-email' || undo) name = 'confirm';
   if (name === 'forgot' && state.me) name = 'account';
-  const screen = name === 'replay' ? 'game' : SCREENS.includes(name) ? name : 'game';
+  // A game of the catalogue, or a play shown again, is on its kind's screen.
+  let picked = null;
+  let replayed = null;
+  if (name === 'play' && arg) picked = await findGame(decodeURIComponent(arg));
+  if (name === 'replay' && arg && state.me) {
+    try {
+      replayed = await api.play(Number(arg));
+      if (replayed.scenario?.kind === 'scratch') picked = (await findGame(replayed.game?.id)) ?? replayed.game;
+    } catch {
+      replayed = null;
+    }
+  }
+  const scratchKind = picked?.kind === 'scratch';
+  const screen = scratchKind ? 'scratch' : name === 'replay' || name === 'play' ? 'game' : SCREENS.includes(name) && name !== 'scratch' ? name : 'game';
   for (const id of SCREENS) $(`#screen-${id}`).hidden = id !== screen;
   for (const link of document.querySelectorAll('.nav a')) {
-    if (link.dataset.route === screen) link.setAttribute('aria-current', 'page');
+    // The games' link stands for the lobby and every game's screen.
+    const section = screen === 'scratch' || screen === 'game' ? 'games' : screen;
+    if (link.dataset.route === section) link.setAttribute('aria-current', 'page');
     else link.removeAttribute('aria-current');
   }
   document.body.dataset.screen = screen;
@@ -237,8 +261,11 @@ async function route() {
     heading.focus({ preventScroll: true });
     window.scrollTo(0, 0);
   }
-  if (screen === 'game' && name === 'replay' && arg) await game.replay(Number(arg));
+  if (screen === 'scratch' && replayed) await scratch.replay(replayed, picked);
+  else if (screen === 'scratch') await scratch.enter(picked);
+  else if (screen === 'game' && name === 'replay' && arg) await game.replay(Number(arg));
   else if (screen === 'game') await game.enter();
+  else if (screen === 'games') await lobby.show();
   else if (screen === 'history') await history.show();
   else if (screen === 'account') {
     account.render();
@@ -254,6 +281,8 @@ async function boot() {
   $('#emblem').innerHTML = EMBLEM;
   applyStatic(document);
   game = new Game(app);
+  scratch = new ScratchGame(app);
+  lobby = setupLobby(app);
   account = setupAccount(app);
   history = setupHistory(app);
   fairness = setupFairness(app);
@@ -264,6 +293,7 @@ async function boot() {
   security = setupSecurity(app);
   documents = setupDocuments(app);
   app.game = game;
+  app.scratch = scratch;
   app.playtime = playtime;
 
   $('#lang').addEventListener('click', () => setLang(currentLang() === 'fr' ? 'en' : 'fr'));
@@ -285,6 +315,8 @@ async function boot() {
     renderUser();
     renderStatus();
     game.relabel();
+    scratch.relabel();
+    lobby.relabel();
     wallet.relabel();
     playtime.relabel();
     security.relabel();

@@ -58,6 +58,7 @@ export function setupPlaytime(app) {
     dialog.dataset.playedS = String(Math.floor(playedMs() / 1000));
     renderText();
     app.game?.update();
+    app.scratch?.update();
     app.say($('#dlg-reminder-text').textContent);
     // Escape does not dismiss it; should the browser close it anyway, it comes back.
     while ((await showDialog(dialog, { blocking: true })) !== 'ok' && base) {
@@ -66,6 +67,7 @@ export function setupPlaytime(app) {
     if (base) store(key(), due());
     showing = false;
     app.game?.update();
+    app.scratch?.update();
     // "Jouer" was disabled while the window waited: the focus goes back now.
     if (returnTo?.isConnected && typeof returnTo.focus === 'function') returnTo.focus();
   }

@@ -4,6 +4,7 @@
 import { api } from './api.js';
 import { t, money, dateTime, currentLang, setText } from './i18n.js';
 import { $, h } from './util.js';
+import { gameName, gameRoute } from './lobby.js';
 
 const DEMO_DEPOSIT_CENTS = 2000;
 
@@ -223,12 +224,19 @@ export function setupHistory(app) {
     const finished = play.state === 'finished';
     const action = finished
       ? h('a', { class: 'button small', href: `#/replay/${play.id}`, 'data-testid': 'history-replay' }, t('history.replay'))
-      : h('a', { class: 'button small primary', href: '#/', 'data-testid': 'history-resume' }, t('history.resume'));
+      : h('a', { class: 'button small primary', href: gameRoute(play.game), 'data-testid': 'history-resume' }, t('history.resume'));
     return h(
       'tr',
-      { 'data-testid': 'history-row', 'data-play-id': play.id, 'data-state': play.state, 'data-prize-cents': prize },
+      {
+        'data-testid': 'history-row',
+        'data-play-id': play.id,
+        'data-state': play.state,
+        'data-prize-cents': prize,
+        'data-game': play.game?.id ?? '',
+      },
       h('td', { class: 'num' }, String(play.id)),
       h('td', {}, h('time', { datetime: play.created_at }, dateTime(play.created_at))),
+      h('td', { class: 'game', 'data-testid': 'history-game' }, gameName(play.game)),
       h('td', { class: 'unit' }, t('history.unit.ref', { e: play.unit.emission, b: play.unit.block, i: play.unit.index })),
       h('td', { class: 'money' }, money(play.stake_cents)),
       h('td', {}, h('span', { class: `tag ${play.state}` }, t(`state.${play.state}`))),
