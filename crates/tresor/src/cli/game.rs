@@ -231,7 +231,7 @@ fn committed(game: &Game) -> &'static str {
 }
 
 fn verify_block(
-    game: &Game,
+    game: &'static Game,
     table: &PrizeTable,
     secret: &BlockSecret,
     commitment: Commitment,
@@ -242,7 +242,8 @@ fn verify_block(
         println!("FAILED: {what} is {derived}, not the commitment {commitment}");
         return ExitCode::from(1);
     }
-    let counts = level_counts(&game.outcomes(table, secret));
+    let outcomes = game.outcomes(table, secret);
+    let counts = level_counts(&outcomes);
     let expected = table.counts();
     let wrong: Vec<String> = (0..10)
         .filter(|&l| counts[l] != expected[l])
@@ -255,6 +256,19 @@ fn verify_block(
         );
         return ExitCode::from(1);
     }
+    // Every unit's scene, staged from its seed as the server staged it,
+    // shows exactly the unit's level.
+    let seeder = ScenarioSeeder::new(secret);
+    for (index, level) in outcomes.iter().enumerate() {
+        let scene = game.stage(table, *level, &seeder.seed(index as u32));
+        if let Err(why) = game.check_scene(table, &scene, *level) {
+            println!(
+                "FAILED: unit {index}'s scene does not show its level {}: {why}",
+                level.get()
+            );
+            return ExitCode::from(1);
+        }
+    }
     let definition = if game.commitment_covers_definition() {
         format!(
             " (game {}, definition sha256 {})",
@@ -266,7 +280,8 @@ fn verify_block(
     };
     println!(
         "OK: {what} equals the commitment {commitment}; the block's {} \
-         units hold exactly the table ({} winning units, {} cents of prizes at {}){definition}.",
+         units hold exactly the table ({} winning units, {} cents of prizes at {}){definition}, \
+         and every unit's scene shows its level.",
         game.units_per_block(),
         game.units_per_block() - expected[0],
         table.block_prizes_cents(),

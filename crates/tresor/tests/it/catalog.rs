@@ -190,7 +190,8 @@ fn the_island_from_its_file_generates_and_verifies_exactly_as_the_built_in_islan
         stdout(&built_in),
         format!(
             "OK: sha256(secret) equals the commitment {commitment}; the block's 450000 units hold \
-             exactly the table (119604 winning units, 31500000 cents of prizes at 1,00 €).\n"
+             exactly the table (119604 winning units, 31500000 cents of prizes at 1,00 €), and \
+             every unit's scene shows its level.\n"
         )
     );
 }

@@ -74,13 +74,14 @@ impl Games {
         if self.dir.is_none() {
             return Ok(());
         }
-        let games: Vec<serde_json::Value> = super::load::client()?
+        let text = super::load::client()?
             .get(format!("{base}/api/games"))
             .send()
             .await?
             .error_for_status()?
-            .json()
+            .text()
             .await?;
+        let games: Vec<serde_json::Value> = serde_json::from_str(&text)?;
         let on_sale = games
             .iter()
             .filter(|g| {
