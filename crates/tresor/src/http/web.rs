@@ -77,6 +77,7 @@ static ASSETS: &[Asset] = &[
     asset!("assets/js/util.js", JS),
     asset!("assets/js/fairness.js", JS),
     asset!("assets/js/proof.js", JS),
+    asset!("assets/js/play-screen.js", JS),
     asset!("assets/js/account.js", JS),
     asset!("assets/js/playtime.js", JS),
     asset!("assets/js/security.js", JS),

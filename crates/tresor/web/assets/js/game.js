@@ -8,7 +8,7 @@ import { t, money } from './i18n.js';
 import { Scene } from './scene.js';
 import { symbolSvg } from './art.js';
 import { $, h, sleep, duration } from './util.js';
-import { verifyReceipt } from './proof.js';
+import { PlayScreen } from './play-screen.js';
 
 const SYMBOLS = ['candlestick', 'monkey', 'sapphire', 'skull'];
 
@@ -32,13 +32,14 @@ export function openDialog(dialog) {
   });
 }
 
-export class Game {
+export class Game extends PlayScreen {
   /**
    * @param {object} app shared state and services from main.js: `state`
    *   (`status`, `island`, `me`), `refreshMe()`, `adjustBalance(cents)`,
    *   `say(text)`, `showError(error, node)`, `loggedOut()`.
    */
   constructor(app) {
+    super();
     this.app = app;
     this.mode = 'idle';
     this.play = null;
@@ -346,46 +347,6 @@ export class Game {
       return { text: t('reason.funds', { stake: money(this.stake()) }), link: ['#/account', t('reason.deposit')] };
     }
     return null;
-  }
-
-  /**
-   * Beside the play: its receipt checked in the browser (proof.js) against
-   * the key `/log/` publishes, in words and a sign (not colour alone).
-   */
-  async showProof(receipt) {
-    const run = (this.proofRun = (this.proofRun ?? 0) + 1);
-    this.proofState = receipt ? 'checking' : null;
-    this.renderProof();
-    if (!receipt) return;
-    const ok = await verifyReceipt(receipt);
-    if (run !== this.proofRun) return;
-    this.proofState = ok ? 'checked' : 'failed';
-    this.renderProof();
-  }
-
-  renderProof() {
-    const node = this.els.proof;
-    node.hidden = !this.proofState;
-    if (!this.proofState) return;
-    node.dataset.state = this.proofState;
-    const sign = { checking: '…', checked: '✓', failed: '✗' }[this.proofState];
-    node.replaceChildren(h('span', { 'aria-hidden': 'true' }, `${sign} `), t(`proof.${this.proofState}`));
-  }
-
-  /** An error on the status line: it stays as the server worded it. */
-  showError(error) {
-    this.statusText = null;
-    this.app.showError(error, this.els.status);
-  }
-
-  /**
-   * Shows the status line. Given as a function of the current language, the
-   * line is written again in the new language when the player switches.
-   */
-  setStatus(text, kind = '') {
-    this.statusText = typeof text === 'function' ? text : null;
-    this.els.status.textContent = this.statusText ? this.statusText() : text;
-    this.els.status.dataset.kind = kind;
   }
 
   /** Shows the controls that fit the moment; keeps labels in the current language. */

@@ -12,12 +12,13 @@ import { t, money } from './i18n.js';
 import { ScratchScene } from './scratch-scene.js';
 import { openDialog } from './game.js';
 import { findGame, gameName } from './lobby.js';
-import { verifyReceipt } from './proof.js';
+import { PlayScreen } from './play-screen.js';
 import { $, h, sleep, duration } from './util.js';
 
-export class ScratchGame {
+export class ScratchGame extends PlayScreen {
   /** @param {object} app shared state and services from main.js (as `Game` takes). */
   constructor(app) {
+    super();
     this.app = app;
     this.game = null;
     this.play = null;
@@ -293,39 +294,6 @@ export class ScratchGame {
       return { text: t('reason.funds', { stake: money(stake) }), link: ['#/account', t('reason.deposit')] };
     }
     return null;
-  }
-
-  /** The play's receipt checked in the browser, as the island's line says it. */
-  async showProof(receipt) {
-    const run = (this.proofRun = (this.proofRun ?? 0) + 1);
-    this.proofState = receipt ? 'checking' : null;
-    this.renderProof();
-    if (!receipt) return;
-    const ok = await verifyReceipt(receipt);
-    if (run !== this.proofRun) return;
-    this.proofState = ok ? 'checked' : 'failed';
-    this.renderProof();
-  }
-
-  renderProof() {
-    const node = this.els.proof;
-    node.hidden = !this.proofState;
-    if (!this.proofState) return;
-    node.dataset.state = this.proofState;
-    const sign = { checking: '…', checked: '✓', failed: '✗' }[this.proofState];
-    node.replaceChildren(h('span', { 'aria-hidden': 'true' }, `${sign} `), t(`proof.${this.proofState}`));
-  }
-
-  showError(error) {
-    this.statusText = null;
-    this.app.showError(error, this.els.status);
-  }
-
-  /** The status line, written again in the new language when given as a function. */
-  setStatus(text, kind = '') {
-    this.statusText = typeof text === 'function' ? text : null;
-    this.els.status.textContent = this.statusText ? this.statusText() : text;
-    this.els.status.dataset.kind = kind;
   }
 
   /** Shows the controls that fit the moment. */

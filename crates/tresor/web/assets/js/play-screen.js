@@ -1,0 +1,49 @@
+// What every game's play screen shares (the island's `Game`, the scratch
+// card's `ScratchGame`): the status line and the play's receipt checked in
+// the browser. A screen sets `this.app` and `this.els` (`status`, `proof`).
+
+import { t } from './i18n.js';
+import { h } from './util.js';
+import { verifyReceipt } from './proof.js';
+
+export class PlayScreen {
+  /**
+   * Beside the play: its receipt checked in the browser (proof.js) against
+   * the key `/log/` publishes, in words and a sign (not colour alone).
+   */
+  async showProof(receipt) {
+    const run = (this.proofRun = (this.proofRun ?? 0) + 1);
+    this.proofState = receipt ? 'checking' : null;
+    this.renderProof();
+    if (!receipt) return;
+    const ok = await verifyReceipt(receipt);
+    if (run !== this.proofRun) return;
+    this.proofState = ok ? 'checked' : 'failed';
+    this.renderProof();
+  }
+
+  renderProof() {
+    const node = this.els.proof;
+    node.hidden = !this.proofState;
+    if (!this.proofState) return;
+    node.dataset.state = this.proofState;
+    const sign = { checking: '…', checked: '✓', failed: '✗' }[this.proofState];
+    node.replaceChildren(h('span', { 'aria-hidden': 'true' }, `${sign} `), t(`proof.${this.proofState}`));
+  }
+
+  /** An error on the status line: it stays as the server worded it. */
+  showError(error) {
+    this.statusText = null;
+    this.app.showError(error, this.els.status);
+  }
+
+  /**
+   * Shows the status line. Given as a function of the current language, the
+   * line is written again in the new language when the player switches.
+   */
+  setStatus(text, kind = '') {
+    this.statusText = typeof text === 'function' ? text : null;
+    this.els.status.textContent = this.statusText ? this.statusText() : text;
+    this.els.status.dataset.kind = kind;
+  }
+}
