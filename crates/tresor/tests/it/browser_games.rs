@@ -538,6 +538,39 @@ async fn a_player_picks_the_scratch_card_in_the_lobby_wins_loses_then_plays_the_
     browser
         .wait_for("document.body.dataset.screen === 'fairness'")
         .await;
+    // Every block names its game, and a published one's command re-checks
+    // it with its game's definition (the island's needs none).
+    let named = browser
+        .wait_for(
+            "document.querySelectorAll('[data-testid=block-row]').length > 0 && \
+             Array.from(document.querySelectorAll('[data-testid=block-row]'), (row) => \
+               row.querySelector('[data-testid=block-game]').textContent)",
+        )
+        .await;
+    let named: Vec<String> = serde_json::from_value(named).unwrap();
+    assert!(
+        named.iter().any(|n| n == "Trésor Express")
+            && named.iter().any(|n| n == "L'Ile au Trésor")
+            && named
+                .iter()
+                .all(|n| n == "Trésor Express" || n == "L'Ile au Trésor"),
+        "{named:?}"
+    );
+    let commands = browser
+        .execute(
+            "const main = document.querySelector('script[type=module]').src; \
+             return import(main.replace(/main\\.js$/, 'fairness.js')).then((m) => [ \
+               m.verifyCommand({ secret: 's', commitment: 'c', stake_cents: 100, game: 'tresor-express' }), \
+               m.verifyCommand({ secret: 's', commitment: 'c', stake_cents: 50, game: 'ile-au-tresor' })]);",
+        )
+        .await;
+    assert_eq!(
+        commands,
+        serde_json::json!([
+            "tresor block verify --secret s --commitment c --stake 100 --game games/tresor-express.toml",
+            "tresor block verify --secret s --commitment c --stake 50"
+        ])
+    );
     browser
         .execute(&format!(
             "document.querySelector('[data-testid=receipt-text]').value = {};",

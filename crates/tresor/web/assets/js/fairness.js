@@ -8,7 +8,7 @@ import { api } from './api.js';
 import { t, money, currentLang } from './i18n.js';
 import { $, h } from './util.js';
 import { explainReceipt, publishedKeys, publishedLog } from './proof.js';
-import { findGame, gameName } from './lobby.js';
+import { findGame, gameName, loadGames } from './lobby.js';
 
 /**
  * What a checked purchase's record says was bought: its play, its stake and
@@ -27,18 +27,33 @@ async function purchaseOf(receipt) {
   }
 }
 
-/** The command that re-checks a block whose secret is published. */
+/** The island's id: its blocks are re-checked without a definition file. */
+const ISLAND = 'ile-au-tresor';
+
+/**
+ * The command that re-checks a block whose secret is published: another
+ * game's block with its definition file, which its commitment covers
+ * (docs/AUDIT.md).
+ */
 export function verifyCommand(block) {
-  return `tresor block verify --secret ${block.secret} --commitment ${block.commitment} --stake ${block.stake_cents}`;
+  const game = block.game && block.game !== ISLAND ? ` --game games/${block.game}.toml` : '';
+  return `tresor block verify --secret ${block.secret} --commitment ${block.commitment} --stake ${block.stake_cents}${game}`;
 }
 
-function row(block) {
+/** A block's game by name, from the catalogue (its id when the catalogue no longer has it). */
+function blockGame(block, games) {
+  const game = games.find((g) => g.id === (block.game ?? ISLAND));
+  return game ? gameName(game) : block.game;
+}
+
+function row(block, games) {
   const published = typeof block.secret === 'string' && block.secret.length > 0;
   return h(
     'tr',
     { 'data-testid': 'block-row', 'data-block-id': block.id, 'data-state': block.state },
     h('td', { class: 'num' }, String(block.id)),
     h('td', { class: 'num' }, String(block.emission)),
+    h('td', { 'data-testid': 'block-game' }, blockGame(block, games)),
     h('td', { class: 'money' }, money(block.stake_cents)),
     h('td', {}, h('span', { class: `tag ${block.state}` }, t(`block.state.${block.state}`))),
     h(
@@ -72,9 +87,10 @@ function row(block) {
 export function setupFairness(app) {
   const rows = $('#blocks-rows');
   let blocks = [];
+  let games = [];
 
   function render() {
-    rows.replaceChildren(...blocks.map(row));
+    rows.replaceChildren(...blocks.map((block) => row(block, games)));
     $('#blocks-empty').hidden = blocks.length > 0;
   }
 
@@ -117,8 +133,9 @@ export function setupFairness(app) {
     showLog();
     $('#blocks-error').textContent = '';
     try {
-      const answer = await api.blocks();
+      const [answer, catalogue] = await Promise.all([api.blocks(), loadGames().catch(() => [])]);
       blocks = answer.blocks ?? [];
+      games = catalogue;
       render();
     } catch (e) {
       app.showError(e, $('#blocks-error'));
