@@ -229,19 +229,7 @@ export class Game extends PlayScreen {
       if (this.els.howto.open) this.els.howto.close();
       this.busy = false;
       this.mode = 'idle';
-      if (error.code === 'sales_closed' || error.code === 'sales_closed_after_restore' || error.code === 'sold_out') this.app.refreshStatus();
-      if (error.code === 'rules_not_accepted' && this.app.askRules) {
-        // New rules are in force: read and accept them, then the purchase goes on.
-        this.setStatus(() => t('status.rules'));
-        this.update();
-        if (await this.app.askRules(error.detail?.rules_version)) {
-          this.buy();
-          return;
-        }
-      }
-      this.showError(error);
-      this.update();
-      this.els.play.focus();
+      await this.purchaseRefused(error);
     }
   }
 

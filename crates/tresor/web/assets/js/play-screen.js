@@ -1,6 +1,7 @@
 // What every game's play screen shares (the island's `Game`, the scratch
-// card's `ScratchGame`): the status line and the play's receipt checked in
-// the browser. A screen sets `this.app` and `this.els` (`status`, `proof`).
+// card's `ScratchGame`): the status line, a refused purchase, and the play's
+// receipt checked in the browser. A screen sets `this.app` and `this.els`
+// (`status`, `proof`, `play`) and has `buy()` and `update()`.
 
 import { t } from './i18n.js';
 import { h } from './util.js';
@@ -29,6 +30,26 @@ export class PlayScreen {
     node.dataset.state = this.proofState;
     const sign = { checking: '…', checked: '✓', failed: '✗' }[this.proofState];
     node.replaceChildren(h('span', { 'aria-hidden': 'true' }, `${sign} `), t(`proof.${this.proofState}`));
+  }
+
+  /**
+   * A purchase refused (the screen has put itself back first): sales closed
+   * or sold out refresh the status; new rules in force are read and accepted,
+   * then the purchase goes on; anything else is said on the status line.
+   */
+  async purchaseRefused(error) {
+    if (error.code === 'sales_closed' || error.code === 'sales_closed_after_restore' || error.code === 'sold_out') this.app.refreshStatus();
+    if (error.code === 'rules_not_accepted' && this.app.askRules) {
+      this.setStatus(() => t('status.rules'));
+      this.update();
+      if (await this.app.askRules(error.detail?.rules_version)) {
+        this.buy();
+        return;
+      }
+    }
+    this.showError(error);
+    this.update();
+    this.els.play.focus();
   }
 
   /** An error on the status line: it stays as the server worded it. */

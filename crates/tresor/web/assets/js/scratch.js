@@ -203,18 +203,7 @@ export class ScratchGame extends PlayScreen {
       if (error.code !== 'network') this.pending = null;
       this.busy = false;
       this.mode = this.play ? 'finished' : 'idle';
-      if (error.code === 'sales_closed' || error.code === 'sales_closed_after_restore' || error.code === 'sold_out') this.app.refreshStatus();
-      if (error.code === 'rules_not_accepted' && this.app.askRules) {
-        this.setStatus(() => t('status.rules'));
-        this.update();
-        if (await this.app.askRules(error.detail?.rules_version)) {
-          this.buy();
-          return;
-        }
-      }
-      this.showError(error);
-      this.update();
-      this.els.play.focus();
+      await this.purchaseRefused(error);
     }
   }
 
