@@ -6,7 +6,7 @@
 //! Screenshots of the main states go to `target/screenshots/`.
 
 use crate::common::axe::axe_source;
-use crate::common::browser::{Browser, ONE_AT_A_TIME, browser_paths};
+use crate::common::browser::{Browser, Turn, browser_paths, browser_turn};
 use crate::common::{Harness, Server};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -33,11 +33,11 @@ const STAKES: [i64; 3] = [50, 100, 200];
 struct Site {
     base: String,
     _server: Server,
-    _turn: tokio::sync::MutexGuard<'static, ()>,
+    _turn: Turn,
 }
 
 impl Site {
-    async fn start(h: &Harness, turn: tokio::sync::MutexGuard<'static, ()>) -> Site {
+    async fn start(h: &Harness, turn: Turn) -> Site {
         let server = h.server(&[]).await;
         Site {
             base: server.base.clone(),
@@ -252,7 +252,7 @@ fn revealed(play: &Value) -> Vec<String> {
 /// Waits for this test's turn, then starts the server and a browser; or
 /// says why the test is skipped.
 async fn setup(h: &Harness, width: u32, height: u32) -> Option<(Site, Browser)> {
-    let turn = ONE_AT_A_TIME.lock().await;
+    let turn = browser_turn().await;
     let (chromium, chromedriver) = browser_paths()?;
     let server = Site::start(h, turn).await;
     let browser = Browser::start(&chromium, &chromedriver, width, height).await;

@@ -15,7 +15,7 @@
 //! reads elapsed time from one clock, `util.clock()`, which the test moves
 //! forward with `window.tresorClock.advance(ms)`.
 
-use crate::common::browser::{Browser, ONE_AT_A_TIME, browser_paths};
+use crate::common::browser::{Browser, Turn, browser_paths, browser_turn};
 use crate::common::{Harness, Server};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -43,11 +43,11 @@ const PASSWORD: &str = "a long enough password";
 struct Site {
     base: String,
     _server: Server,
-    _turn: tokio::sync::MutexGuard<'static, ()>,
+    _turn: Turn,
 }
 
 async fn setup(h: &Harness, width: u32, height: u32) -> Option<(Site, Browser)> {
-    let turn = ONE_AT_A_TIME.lock().await;
+    let turn = browser_turn().await;
     let (chromium, chromedriver) = browser_paths()?;
     let server = h.server(&[]).await;
     let site = Site {
@@ -889,7 +889,7 @@ const RESET_WORDS: [(&str, ResetWords); 2] = [
 ];
 
 async fn a_forgotten_password_is_reset_through_the_link_in_the_outbox(h: &Harness) {
-    let turn = ONE_AT_A_TIME.lock().await;
+    let turn = browser_turn().await;
     let Some((chromium, chromedriver)) = browser_paths() else {
         return;
     };
@@ -1158,7 +1158,7 @@ async fn a_suspended_player_is_told_neutrally_in_both_languages(h: &Harness) {
 async fn an_honest_player_changes_iban_and_address_with_the_password_and_the_old_address_undoes_it(
     h: &Harness,
 ) {
-    let turn = ONE_AT_A_TIME.lock().await;
+    let turn = browser_turn().await;
     let Some((chromium, chromedriver)) = browser_paths() else {
         return;
     };

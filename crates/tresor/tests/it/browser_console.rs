@@ -10,7 +10,7 @@
 //! (the README's pictures).
 
 use crate::common::axe::axe_source;
-use crate::common::browser::{Browser, ONE_AT_A_TIME, browser_paths, screenshots_dir};
+use crate::common::browser::{Browser, Turn, browser_paths, browser_turn, screenshots_dir};
 use crate::common::{
     Harness, Server, cookie_client, describe, get_json, post, tresor_command, unthrottled_flags,
 };
@@ -45,13 +45,13 @@ pub(crate) struct Site {
     /// The operator listener.
     pub(crate) admin: String,
     _server: Server,
-    _turn: tokio::sync::MutexGuard<'static, ()>,
+    _turn: Turn,
 }
 
 /// Waits for this test's turn, then starts the server and a browser; or
 /// says why the test is skipped.
 pub(crate) async fn setup(h: &Harness, width: u32, height: u32) -> Option<(Site, Browser)> {
-    let turn = ONE_AT_A_TIME.lock().await;
+    let turn = browser_turn().await;
     let (chromium, chromedriver) = browser_paths()?;
     let server = h.server(&unthrottled_flags()).await;
     let site = Site {

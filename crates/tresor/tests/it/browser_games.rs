@@ -10,7 +10,7 @@
 
 use crate::browser_console::add_operator;
 use crate::common::axe::axe_source;
-use crate::common::browser::{Browser, ONE_AT_A_TIME, browser_paths};
+use crate::common::browser::{Browser, Turn, browser_paths, browser_turn};
 use crate::common::{Harness, Server, cookie_client, post, register_and_deposit};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -38,11 +38,11 @@ struct Site {
     /// The operator's listener (the console).
     admin: String,
     _server: Server,
-    _turn: tokio::sync::MutexGuard<'static, ()>,
+    _turn: Turn,
 }
 
 async fn setup(h: &Harness, width: u32, height: u32) -> Option<(Site, Browser)> {
-    let turn = ONE_AT_A_TIME.lock().await;
+    let turn = browser_turn().await;
     let (chromium, chromedriver) = browser_paths()?;
     let games = concat!(env!("CARGO_MANIFEST_DIR"), "/../../games");
     let server = h.server(&["--games".to_owned(), games.to_owned()]).await;

@@ -5,7 +5,7 @@
 //! sous Linux »); a session ended elsewhere noticed by the page within a
 //! minute, with no click; the « SYMBOLES » panel's names whole at 1280 px.
 
-use crate::common::browser::{Browser, ONE_AT_A_TIME, browser_paths};
+use crate::common::browser::{Browser, Turn, browser_paths, browser_turn};
 use crate::common::{Harness, Server, post};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -23,11 +23,11 @@ const FIREFOX_ON_WINDOWS: &str =
 struct Site {
     base: String,
     _server: Server,
-    _turn: tokio::sync::MutexGuard<'static, ()>,
+    _turn: Turn,
 }
 
 async fn setup(h: &Harness, width: u32, height: u32) -> Option<(Site, Browser)> {
-    let turn = ONE_AT_A_TIME.lock().await;
+    let turn = browser_turn().await;
     let (chromium, chromedriver) = browser_paths()?;
     let server = h.server(&[]).await;
     let site = Site {

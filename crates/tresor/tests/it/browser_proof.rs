@@ -6,7 +6,7 @@
 //! English.
 
 use crate::common::Harness;
-use crate::common::browser::{Browser, ONE_AT_A_TIME, browser_paths};
+use crate::common::browser::{Browser, browser_paths, browser_turn};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -174,7 +174,7 @@ async fn finish(browser: &Browser) {
 }
 
 async fn a_plays_receipt_shows_checked_and_one_altered_in_transit_shows_failed(h: &Harness) {
-    let _turn = ONE_AT_A_TIME.lock().await;
+    let _turn = browser_turn().await;
     let Some((chromium, chromedriver)) = browser_paths() else {
         return;
     };
@@ -264,7 +264,7 @@ async fn verdict(browser: &Browser) -> Value {
 async fn a_receipt_saved_from_the_history_is_checked_on_the_fairness_page_with_no_account(
     h: &Harness,
 ) {
-    let _turn = ONE_AT_A_TIME.lock().await;
+    let _turn = browser_turn().await;
     let Some((chromium, chromedriver)) = browser_paths() else {
         return;
     };

@@ -2,7 +2,8 @@
 //! its own writer (`--writer`), its own block (`--block-offset`) and its own
 //! players, under load, while a sampler polls `pg_stat_activity` and
 //! `pg_locks` every few milliseconds: no backend of the test's database ever
-//! waits on a heavyweight lock (issue 20: nothing in the write path is
+//! waits on a row's or a transaction's lock, the only waits seen being the
+//! rare, brief relation extension locks (issue 20: nothing in the write path is
 //! written by every server's transactions — not the trail's head, not the
 //! stakes or prizes account; docs/SCALING.md, "Hot rows").
 
@@ -153,10 +154,26 @@ async fn two_servers_on_one_postgres_never_wait_on_a_lock_in_the_write_path(h: &
         "the servers sold under load ({sold} purchases)"
     );
     assert!(samples >= 100, "the sampler polled throughout ({samples})");
+    // A relation extension lock (`extend`) is held while a page is added to
+    // a table both servers insert into (`plays`, `writer_batches`): a few
+    // microseconds, but a backend descheduled while holding it makes the
+    // other wait. It is not a row either server's batches queue on
+    // (docs/SCALING.md, "The hot rows"), so it is counted apart and only
+    // bounded; every other wait fails the test.
+    let (extending, queued): (Vec<&Wait>, Vec<&Wait>) = waits
+        .iter()
+        .partition(|(locktype, ..)| locktype == "extend");
+    println!("{} of them on a relation extension", extending.len());
     assert!(
-        waits.is_empty(),
-        "{} lock waits in {samples} samples during {sold} purchases:\n{}",
-        waits.len(),
+        queued.is_empty(),
+        "{} lock waits other than relation extension in {samples} samples during {sold} \
+         purchases:\n{}",
+        queued.len(),
+        described.join("\n")
+    );
+    assert!(
+        extending.len() * 20 <= samples as usize,
+        "relation extension waits in more than 5 % of {samples} samples:\n{}",
         described.join("\n")
     );
 

@@ -13,9 +13,32 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// One browser test at a time: each runs a server, chromedriver and a
-/// Chromium, which is plenty for a two-core machine.
-pub static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+/// Browser tests take turns, [`BROWSER_TURNS`] at a time: each runs a
+/// server, chromedriver and a Chromium, and spends about half its time
+/// waiting on the page (animations, polls), so two share a two-core machine
+/// without starving each other. `TRESOR_BROWSER_TESTS_AT_ONCE` sets how many.
+static TURNS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(0);
+
+/// How many browser tests run at once unless `TRESOR_BROWSER_TESTS_AT_ONCE`
+/// says otherwise.
+pub const BROWSER_TURNS: usize = 2;
+
+/// A browser test's turn, held for as long as its browser and server run.
+pub type Turn = tokio::sync::SemaphorePermit<'static>;
+
+/// Waits for a browser test's turn.
+pub async fn browser_turn() -> Turn {
+    static SIZED: std::sync::Once = std::sync::Once::new();
+    SIZED.call_once(|| {
+        let at_once = std::env::var("TRESOR_BROWSER_TESTS_AT_ONCE")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .filter(|&n: &usize| n > 0)
+            .unwrap_or(BROWSER_TURNS);
+        TURNS.add_permits(at_once);
+    });
+    TURNS.acquire().await.expect("the turns are never closed")
+}
 
 pub fn screenshots_dir() -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/screenshots");
