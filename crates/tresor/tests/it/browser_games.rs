@@ -906,6 +906,39 @@ async fn the_console_shows_emissions_sales_and_payout_by_game(h: &Harness) {
             .starts_with("Treasure Express: €6.00 taken"),
         "{heading}"
     );
+    // Each game has its own bars per stake: stakes taken, prizes won and
+    // what its table expects.
+    let chart = browser
+        .execute(
+            "const chart = document.querySelector(`[data-testid=per-game-chart][data-game=tresor-express]`);
+             return [chart.querySelector('svg title').textContent,
+                     ...[...chart.querySelectorAll('svg rect.bar title')].map((t) => t.textContent)]",
+        )
+        .await;
+    let chart: Vec<String> = serde_json::from_value(chart).unwrap();
+    let unsold = browser
+        .execute("return document.querySelectorAll(`[data-testid=per-game-chart][data-game=ile-au-tresor]`).length")
+        .await;
+    assert_eq!(unsold, json!(0), "no bars for a game that has sold nothing");
+    assert_eq!(
+        chart.len(),
+        7,
+        "a title and three bars for each of two stakes: {chart:?}"
+    );
+    assert_eq!(
+        chart[0],
+        "Treasure Express: stakes taken, prizes won and expected by its table, per stake"
+    );
+    assert_eq!(chart[1], "€1.00, Stakes taken: €6.00");
+    assert_eq!(chart[4], "€2.00, Stakes taken: €0.00");
+    assert!(
+        chart[5].starts_with("€2.00, Prizes won: €0.00"),
+        "{chart:?}"
+    );
+    browser
+        .execute("document.querySelector('[data-testid=per-game]').scrollIntoView()")
+        .await;
+    browser.screenshot("console-dashboard-by-game").await;
     if let Some(source) = axe_source() {
         browser
             .assert_accessible(&source, "the dashboard by game")

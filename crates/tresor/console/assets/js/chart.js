@@ -136,7 +136,7 @@ export function lineChart({ points, title, describe, xLabel, format = String, un
  * same series in each group, drawn with the legend `series`
  * (`[{name, kind}]`, `kind` naming the CSS colour class).
  */
-export function barChart({ groups, series, title, describe, format = String, shortFormat = format, width = 420, height = 230 }) {
+export function barChart({ groups, series, title, describe, format = String, shortFormat = format, width = 420, height = 230, groupHeading = 'Period' }) {
   const id = `chart-${++chartSeq}`;
   const m = { left: 62, right: 10, top: 12, bottom: 30 };
   const innerW = width - m.left - m.right;
@@ -199,6 +199,6 @@ export function barChart({ groups, series, title, describe, format = String, sho
     { class: 'figure' },
     legend,
     svg,
-    disclosure(['Period', ...series.map((entry) => entry.name)], groups.map((g) => [g.label, ...g.bars.map((b) => format(b.value))])),
+    disclosure([groupHeading, ...series.map((entry) => entry.name)], groups.map((g) => [g.label, ...g.bars.map((b) => format(b.value))])),
   );
 }

@@ -38,6 +38,34 @@ function share(part, whole) {
   return percent((100 * part) / whole);
 }
 
+/**
+ * Stakes taken, prizes won and the prizes the tables expect, a group of
+ * three bars per stake (`per_stake` rows of the whole site or of one game).
+ */
+function moneyChart(stakes, { title, totals, width }) {
+  return barChart({
+    groups: stakes.map((p) => ({
+      label: euros(p.stake_cents),
+      bars: [
+        { name: 'Stakes taken', value: p.stakes_cents, kind: 'stakes' },
+        { name: 'Prizes won', value: p.prizes_cents, kind: 'prizes' },
+        { name: 'Expected by the tables', value: p.expected_prizes_cents, kind: 'expected' },
+      ],
+    })),
+    series: [
+      { name: 'Stakes taken', kind: 'stakes' },
+      { name: 'Prizes won', kind: 'prizes' },
+      { name: 'Expected by the tables', kind: 'expected' },
+    ],
+    title,
+    describe: `In all: ${euros(totals.stakes_cents)} taken, ${euros(totals.prizes_cents)} won, ${euros(totals.expected_prizes_cents)} expected.`,
+    format: (v) => euros(v),
+    shortFormat: compactEuros,
+    width,
+    groupHeading: 'Stake',
+  });
+}
+
 function render(data) {
   const perMinute = data.purchases_per_minute ?? [];
   const totalHour = perMinute.reduce((sum, p) => sum + p.count, 0);
@@ -84,24 +112,9 @@ function render(data) {
   fill(
     money,
     stakes.length
-      ? barChart({
-          groups: stakes.map((p) => ({
-            label: euros(p.stake_cents),
-            bars: [
-              { name: 'Stakes taken', value: p.stakes_cents, kind: 'stakes' },
-              { name: 'Prizes won', value: p.prizes_cents, kind: 'prizes' },
-              { name: 'Expected by the tables', value: p.expected_prizes_cents, kind: 'expected' },
-            ],
-          })),
-          series: [
-            { name: 'Stakes taken', kind: 'stakes' },
-            { name: 'Prizes won', kind: 'prizes' },
-            { name: 'Expected by the tables', kind: 'expected' },
-          ],
+      ? moneyChart(stakes, {
           title: 'Stakes taken, prizes won and expected by the tables, per stake',
-          describe: `In all: ${euros(totals.stakes_cents)} taken, ${euros(totals.prizes_cents)} won, ${euros(totals.expected_prizes_cents)} expected.`,
-          format: (v) => euros(v),
-          shortFormat: compactEuros,
+          totals,
           width: chartWidth(money),
         })
       : h('p', { class: 'empty' }, 'No stake on sale.'),
@@ -207,17 +220,31 @@ const rate = (text) => (text === null || text === undefined ? '—' : percent(Nu
 function renderPerGame(games) {
   order = games.map((g) => g.game?.id);
   for (const g of games) remember(g.game);
+  const perGame = $('#per-game');
   fill(
-    $('#per-game'),
+    perGame,
     games.length
       ? games.map((g) => {
           const stakes = g.per_stake ?? [];
           const rates = [...new Set(stakes.map((s) => s.table_payout_percent).filter(Boolean))];
           const name = gameName(g.game).textContent;
+          const expected = stakes.reduce((sum, s) => sum + (s.expected_prizes_cents ?? 0), 0);
           return h(
             'section',
             { class: 'per-game', 'data-testid': 'per-game-row', 'data-game': g.game?.id, 'data-stakes-cents': g.stakes_cents, 'data-prizes-cents': g.prizes_cents },
             h('h3', {}, `${name}: ${euros(g.stakes_cents)} taken, ${euros(g.prizes_cents)} won, payout ${share(g.prizes_cents, g.stakes_cents)} (the table's ${rates.map(rate).join(', ') || '—'})`),
+            // Bars once the game has sold: before that its table says it all.
+            g.stakes_cents > 0 && stakes.length
+              ? h(
+                  'div',
+                  { class: 'chart', 'data-testid': 'per-game-chart', 'data-game': g.game?.id },
+                  moneyChart(stakes, {
+                    title: `${name}: stakes taken, prizes won and expected by its table, per stake`,
+                    totals: { stakes_cents: g.stakes_cents, prizes_cents: g.prizes_cents, expected_prizes_cents: expected },
+                    width: chartWidth(perGame),
+                  }),
+                )
+              : null,
             table(
               [
                 ['Stake', (s) => euros(s.stake_cents), 'num'],

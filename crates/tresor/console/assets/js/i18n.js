@@ -163,6 +163,7 @@ const FR = {
   'Stakes taken, prizes won, expected by the tables': 'Mises reçues, gains versés, attendus par les tables',
   'Stakes taken, prizes won and expected by the tables, per stake': 'Mises reçues, gains versés et attendus par les tables, par mise',
   '{}, Expected by the tables: {}': '{0}, attendus par les tables : {1}',
+  '{}: stakes taken, prizes won and expected by its table, per stake': '{0} : mises reçues, gains versés et attendus par sa table, par mise',
   '{}: {} taken, {} won, payout {} (the table\'s {})': '{0} : {1} reçus, {2} versés, taux de retour {3} (celui de la table : {4})',
   'Sales and payout of {} per stake': 'Ventes et taux de retour de {0} par mise',
   'No game sold yet.': 'Aucun jeu vendu pour l\'instant.',
