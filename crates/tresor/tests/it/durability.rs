@@ -126,7 +126,7 @@ async fn acknowledged_purchases_survive_a_kill(h: &Harness) {
 }
 
 on_both!(
-    #[ignore = "sells 450,000 units (about 8 minutes): .ci/run runs it first, beside clippy"]
+    #[ignore = "sells 450,000 units (2 to 3 minutes): .ci/run runs it first, beside clippy"]
     a_whole_block_sold_through_the_service_pays_exactly_its_table
 );
 
