@@ -8,6 +8,7 @@ pub mod batch;
 pub mod deferred;
 pub mod documents;
 pub mod lock;
+mod migrations;
 pub mod oversight;
 pub mod persons;
 pub mod pipe;
@@ -18,6 +19,7 @@ pub mod suspension;
 pub mod withdrawals;
 pub mod writer_accounts;
 
+pub use migrations::migrator;
 pub use sql::Conn;
 
 use crate::error::Error;
@@ -118,9 +120,6 @@ impl Drop for ReadConn {
 
 const MAX_IDLE_READERS: usize = 16;
 
-static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
-static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
-
 /// The database URL for the SQLite file under `data_dir`.
 pub fn sqlite_url(data_dir: &Path) -> String {
     format!("sqlite://{}?mode=rwc", data_dir.join("tresor.db").display())
@@ -205,11 +204,7 @@ impl Db {
             _ => None,
         };
         let created = !has_schema(&pool, backend).await?;
-        let migrator = match backend {
-            Backend::Sqlite => &SQLITE_MIGRATIONS,
-            Backend::Postgres => &POSTGRES_MIGRATIONS,
-        };
-        migrator
+        migrator(backend)
             .run(&pool)
             .await
             .context("cannot migrate the database")?;

@@ -458,11 +458,9 @@ async fn a_database_made_before_0023_keeps_selling_and_verifying(db: &TestDb) {
         .connect(&db.url)
         .await
         .expect("connect");
-    let mut before = match db.backend {
-        tresor::store::Backend::Sqlite => sqlx::migrate!("./migrations/sqlite"),
-        tresor::store::Backend::Postgres => sqlx::migrate!("./migrations/postgres"),
-    };
-    before.migrations = before
+    let all = tresor::store::migrator(db.backend);
+    let mut before = sqlx::migrate::Migrator::DEFAULT;
+    before.migrations = all
         .migrations
         .iter()
         .filter(|m| m.version < 23)

@@ -970,11 +970,9 @@ async fn a_database_from_before_0016_gets_accounts_for_the_logs_it_has(db: &Test
         .connect(&db.url)
         .await
         .expect("connect");
-    let mut before = match db.backend {
-        Backend::Sqlite => sqlx::migrate!("./migrations/sqlite"),
-        Backend::Postgres => sqlx::migrate!("./migrations/postgres"),
-    };
-    before.migrations = before
+    let all = tresor::store::migrator(db.backend);
+    let mut before = sqlx::migrate::Migrator::DEFAULT;
+    before.migrations = all
         .migrations
         .iter()
         .filter(|m| m.version < 16)
