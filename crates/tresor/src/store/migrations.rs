@@ -19,66 +19,58 @@ macro_rules! files {
     };
 }
 
-const SQLITE: &[(&str, &str)] = files!("sqlite":
-        "0001_init.sql"
-        "0002_trail.sql"
-        "0003_protect.sql"
-        "0004_plays_in_progress_by_player.sql"
-        "0006_sealed_secrets.sql"
-        "0007_username_skeletons.sql"
-        "0008_accounts.sql"
-        "0009_staff.sql"
-        "0010_identity.sql"
-        "0012_installation.sql"
-        "0013_tlog.sql"
-        "0014_account_care.sql"
-        "0015_documents.sql"
-        "0016_writer_accounts.sql"
-        "0017_purchase_keys.sql"
-        "0018_account_guard.sql"
-        "0020_cosignatures.sql"
-        "0021_entries.sql"
-        "0022_entries.sql"
-        "0023_games.sql"
+/// The files of both folders (each folder's own text of each), as
+/// `(SQLite's, PostgreSQL's)`.
+macro_rules! both {
+    ($($file:literal)*) => {
+        (files!("sqlite": $($file)*), files!("postgres": $($file)*))
+    };
+}
+
+type Files = &'static [(&'static str, &'static str)];
+
+const BOTH: (Files, Files) = both!(
+    "0001_init.sql"
+    "0002_trail.sql"
+    "0003_protect.sql"
+    "0004_plays_in_progress_by_player.sql"
+    "0006_sealed_secrets.sql"
+    "0007_username_skeletons.sql"
+    "0008_accounts.sql"
+    "0009_staff.sql"
+    "0010_identity.sql"
+    "0012_installation.sql"
+    "0013_tlog.sql"
+    "0014_account_care.sql"
+    "0015_documents.sql"
+    "0016_writer_accounts.sql"
+    "0017_purchase_keys.sql"
+    "0018_account_guard.sql"
+    "0020_cosignatures.sql"
+    "0021_entries.sql"
+    "0022_entries.sql"
+    "0023_games.sql"
 );
 
-const POSTGRES: &[(&str, &str)] = files!("postgres":
-        "0001_init.sql"
-        "0002_trail.sql"
-        "0003_protect.sql"
-        "0004_plays_in_progress_by_player.sql"
-        "0005_writer_batches.sql"
-        "0006_sealed_secrets.sql"
-        "0007_username_skeletons.sql"
-        "0008_accounts.sql"
-        "0009_staff.sql"
-        "0010_identity.sql"
-        "0012_installation.sql"
-        "0013_tlog.sql"
-        "0014_account_care.sql"
-        "0015_documents.sql"
-        "0016_writer_accounts.sql"
-        "0017_purchase_keys.sql"
-        "0018_account_guard.sql"
-        "0020_cosignatures.sql"
-        "0021_entries.sql"
-        "0022_entries.sql"
-        "0023_games.sql"
-);
+/// PostgreSQL's alone: the writers' batch records (how a writer finds out
+/// whether a COMMIT whose answer was lost took effect).
+const POSTGRES_ONLY: Files = files!("postgres": "0005_writer_batches.sql");
 
 /// The migrations of `backend`'s schema, in order.
 pub fn migrator(backend: Backend) -> &'static Migrator {
-    static SQLITE_MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| migrator_of(SQLITE));
-    static POSTGRES_MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| migrator_of(POSTGRES));
+    static SQLITE_MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| migrator_of(&[BOTH.0]));
+    static POSTGRES_MIGRATOR: LazyLock<Migrator> =
+        LazyLock::new(|| migrator_of(&[BOTH.1, POSTGRES_ONLY]));
     match backend {
         Backend::Sqlite => &SQLITE_MIGRATOR,
         Backend::Postgres => &POSTGRES_MIGRATOR,
     }
 }
 
-fn migrator_of(files: &[(&str, &'static str)]) -> Migrator {
-    let mut migrations: Vec<Migration> = files
+fn migrator_of(lists: &[Files]) -> Migrator {
+    let mut migrations: Vec<Migration> = lists
         .iter()
+        .flat_map(|files| files.iter())
         .map(|&(name, sql)| migration(name, sql))
         .collect();
     migrations.sort_by_key(|m| m.version);
@@ -113,7 +105,10 @@ mod tests {
     /// Every file of both folders is listed, and nothing else.
     #[test]
     fn the_lists_are_the_folders_files() {
-        for (folder, files) in [("sqlite", SQLITE), ("postgres", POSTGRES)] {
+        for (folder, lists) in [
+            ("sqlite", vec![BOTH.0]),
+            ("postgres", vec![BOTH.1, POSTGRES_ONLY]),
+        ] {
             let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("migrations")
                 .join(folder);
@@ -123,7 +118,12 @@ mod tests {
                 .filter(|name| name.ends_with(".sql"))
                 .collect();
             on_disk.sort();
-            let listed: Vec<&str> = files.iter().map(|&(name, _)| name).collect();
+            let mut listed: Vec<&str> = lists
+                .iter()
+                .flat_map(|files| files.iter())
+                .map(|&(name, _)| name)
+                .collect();
+            listed.sort();
             assert_eq!(listed, on_disk, "migrations/{folder}");
         }
     }
