@@ -56,21 +56,27 @@ const BOTH: (Files, Files) = both!(
 /// whether a COMMIT whose answer was lost took effect).
 const POSTGRES_ONLY: Files = files!("postgres": "0005_writer_batches.sql");
 
+/// The files of `backend`'s folder.
+fn files(backend: Backend) -> impl Iterator<Item = &'static (&'static str, &'static str)> {
+    let lists: &[Files] = match backend {
+        Backend::Sqlite => &[BOTH.0],
+        Backend::Postgres => &[BOTH.1, POSTGRES_ONLY],
+    };
+    lists.iter().flat_map(|files| files.iter())
+}
+
 /// The migrations of `backend`'s schema, in order.
 pub fn migrator(backend: Backend) -> &'static Migrator {
-    static SQLITE_MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| migrator_of(&[BOTH.0]));
-    static POSTGRES_MIGRATOR: LazyLock<Migrator> =
-        LazyLock::new(|| migrator_of(&[BOTH.1, POSTGRES_ONLY]));
+    static SQLITE_MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| migrator_of(Backend::Sqlite));
+    static POSTGRES_MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| migrator_of(Backend::Postgres));
     match backend {
         Backend::Sqlite => &SQLITE_MIGRATOR,
         Backend::Postgres => &POSTGRES_MIGRATOR,
     }
 }
 
-fn migrator_of(lists: &[Files]) -> Migrator {
-    let mut migrations: Vec<Migration> = lists
-        .iter()
-        .flat_map(|files| files.iter())
+fn migrator_of(backend: Backend) -> Migrator {
+    let mut migrations: Vec<Migration> = files(backend)
         .map(|&(name, sql)| migration(name, sql))
         .collect();
     migrations.sort_by_key(|m| m.version);
@@ -105,10 +111,7 @@ mod tests {
     /// Every file of both folders is listed, and nothing else.
     #[test]
     fn the_lists_are_the_folders_files() {
-        for (folder, lists) in [
-            ("sqlite", vec![BOTH.0]),
-            ("postgres", vec![BOTH.1, POSTGRES_ONLY]),
-        ] {
+        for (folder, backend) in [("sqlite", Backend::Sqlite), ("postgres", Backend::Postgres)] {
             let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("migrations")
                 .join(folder);
@@ -118,11 +121,7 @@ mod tests {
                 .filter(|name| name.ends_with(".sql"))
                 .collect();
             on_disk.sort();
-            let mut listed: Vec<&str> = lists
-                .iter()
-                .flat_map(|files| files.iter())
-                .map(|&(name, _)| name)
-                .collect();
+            let mut listed: Vec<&str> = files(backend).map(|&(name, _)| name).collect();
             listed.sort();
             assert_eq!(listed, on_disk, "migrations/{folder}");
         }

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tresor::games::{Catalog, Entry};
 use tresor::model::IdempotencyKey;
-use tresor::service::{ManualClock, Purchase, Service, Settings};
+use tresor::service::{Purchase, Service, Settings};
 use tresor::trail::Actor;
 use tresor_game::{BlockSecret, Game, Stake, block_outcomes};
 
@@ -60,18 +60,7 @@ fn settings() -> Settings {
 
 /// A service on `db` selling the test catalogue.
 async fn service(db: &TestDb) -> Service {
-    service_and_clock(db).await.0
-}
-
-/// The same, with its clock in hand.
-async fn service_and_clock(db: &TestDb) -> (Service, Arc<ManualClock>) {
-    let clock = Arc::new(ManualClock::new(crate::common::START_MS));
-    let service = Service::new(db.connect().await, clock.clone(), settings());
-    service
-        .open_secrets()
-        .await
-        .expect("open the block secrets");
-    (service, clock)
+    db.service_with(settings()).await.0
 }
 
 async fn buy_game(app: &TestApp, game: &str, stake_cents: i64) -> (StatusCode, Value) {
@@ -433,7 +422,7 @@ async fn sell_a_whole_block(
     players: usize,
     reveal: Reveal,
 ) -> Service {
-    let (service, clock) = service_and_clock(db).await;
+    let (service, clock) = db.service_with(settings()).await;
     service
         .create_game_emission(Actor::Operator, "A whole block", game_id, &[stake_cents], 1)
         .await
@@ -514,7 +503,7 @@ async fn sell_a_whole_block(
     assert_eq!(figures["wins_won_cents"], table.block_prizes_cents());
     assert_eq!(figures["wins_credited_cents"], table.block_prizes_cents());
     assert_eq!(figures["prizes_left_cents"], 0);
-    let percent = table.block_prizes_cents() * 10_000 / (stake_cents * units as i64);
+    let percent = game.payout(table).basis_points();
     assert_eq!(
         figures["payout_percent"],
         format!("{}.{:02}", percent / 100, percent % 100)
@@ -529,22 +518,7 @@ async fn sell_a_whole_block(
 /// block's commitment and its play, and the block sells on at the levels of
 /// its shuffle and verifies once published.
 async fn a_database_made_before_0023_keeps_selling_and_verifying(db: &TestDb) {
-    sqlx::any::install_default_drivers();
-    let pool = sqlx::any::AnyPoolOptions::new()
-        .max_connections(1)
-        .connect(&db.url)
-        .await
-        .expect("connect");
-    let all = tresor::store::migrator(db.backend);
-    let mut before = sqlx::migrate::Migrator::DEFAULT;
-    before.migrations = all
-        .migrations
-        .iter()
-        .filter(|m| m.version < 23)
-        .cloned()
-        .collect::<Vec<_>>()
-        .into();
-    before.run(&pool).await.expect("the migrations before 0023");
+    let pool = db.migrated_before(23).await;
     // As the code before the catalogue wrote them (a clear secret, sealed
     // at the next start as any older database's).
     let secret = BlockSecret::from_bytes([7; 32]);

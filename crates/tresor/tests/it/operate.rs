@@ -964,22 +964,7 @@ async fn each_writer_stakes_into_its_own_accounts_and_the_report_sums_them(db: &
 /// migration gives each log its stakes and prizes accounts (the ids the
 /// writer would have made), and the writer then stakes into them.
 async fn a_database_from_before_0016_gets_accounts_for_the_logs_it_has(db: &TestDb) {
-    sqlx::any::install_default_drivers();
-    let pool = sqlx::any::AnyPoolOptions::new()
-        .max_connections(1)
-        .connect(&db.url)
-        .await
-        .expect("connect");
-    let all = tresor::store::migrator(db.backend);
-    let mut before = sqlx::migrate::Migrator::DEFAULT;
-    before.migrations = all
-        .migrations
-        .iter()
-        .filter(|m| m.version < 16)
-        .cloned()
-        .collect::<Vec<_>>()
-        .into();
-    before.run(&pool).await.expect("the migrations before 0016");
+    let pool = db.migrated_before(16).await;
     let installation: String =
         sqlx::query_scalar("SELECT value FROM settings WHERE key = 'installation_id'")
             .fetch_one(&pool)

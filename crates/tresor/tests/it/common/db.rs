@@ -133,13 +133,42 @@ impl TestDb {
 
     /// A service on this database whose clock starts at [`START_MS`].
     pub async fn service(&self) -> (Service, Arc<ManualClock>) {
+        self.service_with(Settings::default()).await
+    }
+
+    /// The same, with `settings`.
+    pub async fn service_with(&self, settings: Settings) -> (Service, Arc<ManualClock>) {
         let clock = Arc::new(ManualClock::new(START_MS));
-        let service = Service::new(self.connect().await, clock.clone(), Settings::default());
+        let service = Service::new(self.connect().await, clock.clone(), settings);
         service
             .open_secrets()
             .await
             .expect("open the block secrets");
         (service, clock)
+    }
+
+    /// One connection to this database, its schema brought up to the
+    /// migrations before `version` only: a database as older code left it.
+    pub async fn migrated_before(&self, version: i64) -> sqlx::AnyPool {
+        sqlx::any::install_default_drivers();
+        let pool = sqlx::any::AnyPoolOptions::new()
+            .max_connections(1)
+            .connect(&self.url)
+            .await
+            .expect("connect");
+        let mut before = sqlx::migrate::Migrator::DEFAULT;
+        before.migrations = tresor::store::migrator(self.backend)
+            .migrations
+            .iter()
+            .filter(|m| m.version < version)
+            .cloned()
+            .collect::<Vec<_>>()
+            .into();
+        before
+            .run(&pool)
+            .await
+            .unwrap_or_else(|error| panic!("the migrations before {version:04}: {error}"));
+        pool
     }
 
     /// Gives `command` (a [`tresor_command`]) this database's secrets key.
