@@ -208,6 +208,7 @@ impl Service {
 
 /// The change itself, inside its writer job.
 async fn change(conn: &mut Conn, player: &Player, email: &str, now_ms: i64) -> Result<Sent, Error> {
+    crate::store::suspension::refuse_changes(conn, player.id).await?;
     let row =
         sql::query("SELECT email, email_confirmed_at_ms FROM identities WHERE player_id = $1")
             .bind(player.id)
