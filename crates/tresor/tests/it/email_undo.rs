@@ -312,6 +312,35 @@ on_both!(
     }
 );
 
+on_both!(a_link_mailed_before_it_was_bound_undoes_nothing, |app| {
+    // A change recorded as migration 0018 kept it (no undo_state), its old
+    // address confirmed: what an installation holds when it upgrades.
+    open_account(&app, "old").await;
+    confirm_address(&app, "old@example.org").await;
+    change_to(&app, "old@example.net", PASSWORD).await;
+    let token = "a link mailed before migration 0024";
+    let now_ms = app.service.now_ms();
+    sqlx::query(
+        "INSERT INTO email_changes (player_id, old_email, old_confirmed_at_ms, new_email, \
+         changed_at_ms, undo_token_hash, undo_until_ms) \
+         SELECT id, 'old@example.org', $1, 'old@example.net', $1, $2, $3 \
+         FROM players WHERE username = 'old'",
+    )
+    .bind(now_ms)
+    .bind(tresor::service::sha256_hex(token.as_bytes()))
+    .bind(now_ms + DAY_MS)
+    .execute(&app.service.db.pool)
+    .await
+    .unwrap();
+    assert_refused(
+        &undo(&app, token).await,
+        StatusCode::BAD_REQUEST,
+        "invalid_token",
+    );
+    let (_, account) = app.get("/api/account").await;
+    assert_eq!(account["identity"]["email"], "old@example.net", "{account}");
+});
+
 on_both!(a_stolen_session_cannot_take_the_account, |app| {
     open_account(&app, "owen").await;
     confirm_address(&app, "owen@example.org").await;
