@@ -3,11 +3,12 @@
 //! latest signed checkpoint, and the hash tiles (C2SP tlog-tiles) built from
 //! `log_hashes` at that checkpoint's size; the witnesses' cosignatures
 //! (C2SP tlog-cosignature): taken, checked, stored, published. Only a
-//! witness's request writes, never a purchase.
+//! witness's request writes, never a purchase; a line sent again writes
+//! nothing, and an older one never replaces a newer.
 
 use super::Service;
 use crate::error::Error;
-use crate::logcheck::{self, TILE_HEIGHT};
+use crate::logcheck::{self, TILE_HEIGHT, WitnessKey};
 use crate::store::{Conn, sql};
 use serde::Serialize;
 use tlog_tiles::stored_hash_index;
@@ -128,7 +129,9 @@ impl Service {
     /// `POST /log/<writer>/cosignature`: a witness's cosignature `line` of
     /// the checkpoint of `size` records, stored when the witness is one the
     /// site was told of and the line verifies over the checkpoint kept at
-    /// that size; refused with nothing stored otherwise.
+    /// that size; refused with nothing stored otherwise. The line kept
+    /// already is nothing to do (nothing written); a line no newer than the
+    /// one kept is refused (`cosignature_not_newer`).
     pub async fn log_cosign(&self, writer: &str, size: u64, line: &str) -> Result<(), Error> {
         let line = line.trim_end_matches('\n');
         let witness = self
@@ -153,7 +156,6 @@ impl Service {
         .bind(i64::try_from(size).unwrap_or(i64::MAX))
         .fetch_optional(&mut conn)
         .await?;
-        drop(conn);
         let Some((log_id, note)) = found else {
             return Err(Error::Validation(format!(
                 "no_checkpoint: the log {writer} has no signed checkpoint of {size} records"
@@ -161,13 +163,39 @@ impl Service {
         };
         let (body, _) = logcheck::split_note(&note)
             .map_err(|e| Error::Validation(format!("the stored checkpoint: {e}")))?;
-        witness
+        let time = witness
             .verify(&body, line)
             .map_err(|e| Error::Validation(format!("bad_cosignature: {e}")))?;
-        let (vkey, line, now_ms) = (witness.as_str().to_owned(), line.to_owned(), self.now_ms());
+        // The same line again, or an older one: decided on a read, without
+        // the writer; decided again inside its job (two may race).
+        let kept = kept_cosignature(&mut conn, log_id, size, &witness).await?;
+        drop(conn);
+        if !replaces(kept.as_deref(), line, time, &body, &witness)? {
+            return Ok(());
+        }
+        self.store_cosignature(log_id, size, witness, line.to_owned(), time, body)
+            .await
+    }
+
+    /// The writer's job storing a checked cosignature, unless the line kept
+    /// meanwhile is the same or newer.
+    async fn store_cosignature(
+        &self,
+        log_id: i64,
+        size: u64,
+        witness: WitnessKey,
+        line: String,
+        time: u64,
+        body: String,
+    ) -> Result<(), Error> {
+        let now_ms = self.now_ms();
         self.write(move |conn| {
-            let (vkey, line) = (vkey.clone(), line.clone());
+            let (line, body, witness) = (line.clone(), body.clone(), witness.clone());
             Box::pin(async move {
+                let kept = kept_cosignature(conn, log_id, size, &witness).await?;
+                if !replaces(kept.as_deref(), &line, time, &body, &witness)? {
+                    return Ok(());
+                }
                 sql::query(
                     "INSERT INTO cosignatures (log_id, size, witness_vkey, line, at_ms) \
                      VALUES ($1, $2, $3, $4, $5) ON CONFLICT (log_id, size, witness_vkey) \
@@ -175,7 +203,7 @@ impl Service {
                 )
                 .bind(log_id)
                 .bind(size as i64)
-                .bind(vkey)
+                .bind(witness.as_str())
                 .bind(line)
                 .bind(now_ms)
                 .execute(&mut *conn)
@@ -218,5 +246,46 @@ impl Service {
             }
         }
         Ok(Some(PublishedTile { data, full }))
+    }
+}
+
+/// The cosignature line kept of `witness` for the checkpoint of `size`
+/// records of the log `log_id`, if any.
+async fn kept_cosignature(
+    conn: &mut Conn,
+    log_id: i64,
+    size: u64,
+    witness: &WitnessKey,
+) -> Result<Option<String>, Error> {
+    sql::query_scalar(
+        "SELECT line FROM cosignatures WHERE log_id = $1 AND size = $2 AND witness_vkey = $3",
+    )
+    .bind(log_id)
+    .bind(size as i64)
+    .bind(witness.as_str())
+    .fetch_optional(conn)
+    .await
+}
+
+/// Whether `line` (checked, of `time`) is to be stored over the `kept` one
+/// of the same witness and checkpoint: nothing kept, or a newer time. The
+/// same line is nothing to do; an older or equal time is refused. A kept
+/// line that no longer verifies over `body` is replaced.
+fn replaces(
+    kept: Option<&str>,
+    line: &str,
+    time: u64,
+    body: &str,
+    witness: &WitnessKey,
+) -> Result<bool, Error> {
+    let Some(kept) = kept else {
+        return Ok(true);
+    };
+    if kept == line {
+        return Ok(false);
+    }
+    match witness.verify(body, kept) {
+        Ok(kept) if time <= kept => Err(Error::CosignatureNotNewer { time, kept }),
+        _ => Ok(true),
     }
 }
