@@ -17,10 +17,12 @@ use signed_note::{Note, StandardVerifier, Verifier, VerifierList};
 use tlog_tiles::{Checkpoint, Hash};
 
 mod cosignature;
+mod listing;
 mod tiles;
 pub use cosignature::{
     COSIGNATURE_ALG, Witness, WitnessKey, check_cosigned, cosigned_message, split_note,
 };
+pub use listing::{LastSigned, ListedKey, Listing, ListingVerdict};
 pub use tiles::{
     Needs, TileStore, authenticated_tile, check_consistency, over_tiles, parse_tile_path,
     tile_in_tree, tile_path, tiles_of,

@@ -8,26 +8,23 @@
 
 use super::Service;
 use crate::error::Error;
-use crate::logcheck::{self, TILE_HEIGHT, WitnessKey};
+use crate::logcheck::{self, LastSigned, ListedKey, TILE_HEIGHT, VerifierKey, WitnessKey};
 use crate::store::{Conn, sql};
+use crate::trail::retired;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use tlog_tiles::stored_hash_index;
 
-/// `GET /log/`: the installation's keys and its logs.
+/// `GET /log/`: the installation's keys (each retired one with the last
+/// size it signed of each log), its witnesses and its logs.
 #[derive(Debug, Clone, Serialize)]
 pub struct LogIndex {
     /// The key that signs checkpoints now.
     pub key: Option<String>,
-    pub keys: Vec<PublishedKey>,
+    pub keys: Vec<ListedKey>,
     /// The witnesses whose cosignatures the site takes (verifier keys).
     pub witnesses: Vec<String>,
     pub logs: Vec<PublishedLog>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct PublishedKey {
-    pub vkey: String,
-    pub since_ms: i64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -61,12 +58,19 @@ impl Service {
         )
         .fetch_all(&mut conn)
         .await?;
+        let current = keys.last().map(|(vkey, _)| vkey.clone());
+        let mut ends = self.retired_ends(&mut conn, &keys, &logs).await?;
         Ok(LogIndex {
-            key: keys.last().map(|(vkey, _)| vkey.clone()),
             keys: keys
                 .into_iter()
-                .map(|(vkey, since_ms)| PublishedKey { vkey, since_ms })
+                .map(|(vkey, since_ms)| ListedKey {
+                    last_signed: (Some(&vkey) != current.as_ref())
+                        .then(|| ends.remove(&vkey).unwrap_or_default()),
+                    vkey,
+                    since_ms,
+                })
                 .collect(),
+            key: current,
             witnesses: self
                 .settings
                 .witnesses
@@ -84,6 +88,60 @@ impl Service {
                 })
                 .collect(),
         })
+    }
+
+    /// Each retired key's last size of each log it signed: the one recorded
+    /// when the log's writer moved to a later key, or, for a log whose latest
+    /// checkpoint that key signed (its server not started again yet), that
+    /// checkpoint's size. The current key (the last of `keys`) has none.
+    async fn retired_ends(
+        &self,
+        conn: &mut Conn,
+        keys: &[(String, i64)],
+        logs: &[(String, String)],
+    ) -> Result<BTreeMap<String, Vec<LastSigned>>, Error> {
+        let mut ends: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+        let Some(((current, _), retired_keys)) = keys.split_last() else {
+            return Ok(BTreeMap::new());
+        };
+        if retired_keys.is_empty() {
+            return Ok(BTreeMap::new());
+        }
+        let mut end = |vkey: &str, origin: &str, size: u64| {
+            let size_then = ends
+                .entry(vkey.to_owned())
+                .or_default()
+                .entry(origin.to_owned())
+                .or_default();
+            *size_then = (*size_then).max(size);
+        };
+        for (vkey, origin, size) in retired::recorded(conn).await? {
+            end(&vkey, &origin, size);
+        }
+        let parsed: Vec<VerifierKey> = keys
+            .iter()
+            .filter_map(|(vkey, _)| VerifierKey::parse(vkey).ok())
+            .collect();
+        for (writer, origin) in logs {
+            let Some((_, size, note)) = self.latest_checkpoint(conn, writer).await? else {
+                continue;
+            };
+            if let Some(signer) = retired::named_signer(&note, &parsed)
+                && signer.as_str() != current
+            {
+                end(signer.as_str(), origin, size.max(0) as u64);
+            }
+        }
+        Ok(ends
+            .into_iter()
+            .map(|(vkey, logs)| {
+                let last = logs
+                    .into_iter()
+                    .map(|(origin, size)| LastSigned { origin, size })
+                    .collect();
+                (vkey, last)
+            })
+            .collect())
     }
 
     /// The latest signed checkpoint of `writer`'s log: its id, size and note.
