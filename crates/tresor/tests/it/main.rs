@@ -27,6 +27,7 @@ mod browser_proof;
 mod catalog;
 mod checkpoints;
 mod cli_game;
+mod commitments;
 mod console_api;
 mod credit_race;
 mod documents;
