@@ -21,6 +21,7 @@ mod browser;
 mod browser_account;
 mod browser_console;
 mod browser_console_french;
+mod browser_fairness;
 mod browser_games;
 mod browser_player_french;
 mod browser_proof;
