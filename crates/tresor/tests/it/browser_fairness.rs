@@ -52,7 +52,7 @@ fn count(n: i64, lang: &str) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, digit) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(if lang == "fr" { ' ' } else { ',' });
         }
         out.push(digit);
