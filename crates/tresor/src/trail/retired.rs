@@ -67,7 +67,7 @@ pub fn named_signer<'k>(note: &str, keys: &'k [VerifierKey]) -> Option<&'k Verif
 const PAGE: i64 = 1000;
 
 /// In a database whose keys were rotated before the ends were recorded
-/// (migration 0024 leaves `log_key_ends_backfill` then), every checkpoint
+/// (migration 0025 leaves `log_key_ends_backfill` then), every checkpoint
 /// of every log is read once and each retired key's last size recorded, in
 /// one transaction. Run before the writer starts; one read once done.
 pub async fn backfill(db: &Db) -> Result<(), Error> {

@@ -3,7 +3,7 @@
 //! the key; the writer records it when it first signs a log whose last
 //! checkpoint the retired key signed; a database rotated before the record
 //! existed has it found once by a scan of its checkpoints (asked for by
-//! migration 0024), to the same sizes. Each test on SQLite and PostgreSQL.
+//! migration 0025), to the same sizes. Each test on SQLite and PostgreSQL.
 
 use crate::common::{START_MS, TestDb, player};
 use serde_json::{Value, json};
@@ -13,7 +13,7 @@ use tresor::store::Db;
 
 on_both!(
     a_writer_records_the_last_size_of_a_retired_key_and_a_scan_finds_the_same,
-    migration_0024_asks_for_the_scan_only_where_a_key_was_rotated,
+    migration_0025_asks_for_the_scan_only_where_a_key_was_rotated,
 );
 
 /// What `/log/` lists of the keys.
@@ -107,8 +107,8 @@ async fn a_writer_records_the_last_size_of_a_retired_key_and_a_scan_finds_the_sa
     assert!(!backfill_due(&service.db).await, "done once");
 }
 
-async fn migration_0024_asks_for_the_scan_only_where_a_key_was_rotated(db: &TestDb) {
-    let pool = db.migrated_before(24).await;
+async fn migration_0025_asks_for_the_scan_only_where_a_key_was_rotated(db: &TestDb) {
+    let pool = db.migrated_before(25).await;
     for (vkey, since_ms) in [("tresor/a+00000000+AQ", 1_i64), ("tresor/a+11111111+AQ", 2)] {
         sqlx::query("INSERT INTO log_keys (vkey, since_ms) VALUES ($1, $2)")
             .bind(vkey)
