@@ -6,6 +6,7 @@
 
 mod check;
 mod grammar;
+mod rate;
 mod sample;
 
 pub use check::{DefinitionError, Rule};
@@ -101,7 +102,8 @@ pub struct Payout {
 }
 
 impl Payout {
-    /// The rate in hundredths of a percent, rounded half up (7000 is 70 %).
+    /// The rate in hundredths of a percent, rounded half up (7000 is 70 %);
+    /// `beyond` shows as many digits as comparing it with a cap needs.
     pub fn basis_points(&self) -> i64 {
         let scaled = i128::from(self.prizes_cents) * 10_000;
         let sales = i128::from(self.sales_cents);
@@ -150,8 +152,12 @@ impl Game {
                     line: table.line,
                     rule: Rule::PayoutCap,
                     message: format!(
-                        "stake {} cents pays back {payout} of its sales, above the cap of {}.{:02} %",
+                        "stake {} cents pays back {} of its sales ({} cents of prizes for {} \
+                         cents of sales), above the cap of {}.{:02} %",
                         table.stake_cents,
+                        payout.beyond(max_basis_points),
+                        payout.prizes_cents,
+                        payout.sales_cents,
                         max_basis_points / 100,
                         max_basis_points % 100
                     ),

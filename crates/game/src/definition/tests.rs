@@ -277,9 +277,10 @@ fn each_stake_s_payout_is_computed_and_refused_above_the_cap() {
         (line_of(ISLAND_DEFINITION, "[[stakes]]"), Rule::PayoutCap)
     );
     assert!(
-        error
-            .message
-            .contains("stake 50 cents pays back 70.00 % of its sales, above the cap of 69.99 %"),
+        error.message.contains(
+            "stake 50 cents pays back 70.00 % of its sales (15750000 cents of prizes for \
+             22500000 cents of sales), above the cap of 69.99 %"
+        ),
         "{error}"
     );
     let express = Game::parse(EXPRESS).unwrap().leak();
