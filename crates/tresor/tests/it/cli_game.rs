@@ -210,6 +210,50 @@ fn test_game(name: &str) -> std::path::PathBuf {
         .join(name)
 }
 
+/// « L'Ilot » (18 land squares) was accepted by a check that staged 256
+/// sample seeds per level, yet unit 665 of the block of secret 0101…01 could
+/// not be staged: `block verify` and `scenario` exited 101. The check now
+/// proves room for every walk and refuses it, naming the walk; the commands
+/// that read it refuse it as bad input.
+#[test]
+fn an_island_whose_walks_can_leave_no_room_for_the_chests_is_refused_everywhere() {
+    let ilot = test_game("refused/ilot.toml");
+    let ilot = ilot.to_str().unwrap();
+    let output = tresor(&["game", "check", ilot]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    for words in [
+        "ilot.toml: line 27: [scene] the map has 18 land squares, and the walk from [",
+        "nine land squares off the walk and the start",
+    ] {
+        assert!(stderr.contains(words), "{stderr} does not say {words:?}");
+    }
+
+    let secret = "01".repeat(32);
+    let definition = Sha256::digest(std::fs::read(ilot).unwrap());
+    let commitment = hex::encode(Sha256::digest(
+        [hex::decode(&secret).unwrap(), definition.to_vec()].concat(),
+    ));
+    let verify = [
+        "block",
+        "verify",
+        "--game",
+        ilot,
+        "--secret",
+        &secret,
+        "--commitment",
+        &commitment,
+        "--stake",
+        "100",
+    ];
+    assert_refused(&verify, "[scene] the map has 18 land squares");
+    let scenario = [
+        "scenario", "--game", ilot, "--secret", &secret, "--stake", "100", "--index", "665",
+    ];
+    assert_refused(&scenario, "[scene] the map has 18 land squares");
+}
+
 /// Finding 13: a stake at 75.0001 % read "pays back 75.00 % … above the cap
 /// of 75.00 %". The refusal shows the digits that set it apart, and the
 /// cents it is the ratio of.

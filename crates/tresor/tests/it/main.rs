@@ -55,5 +55,6 @@ mod suspension;
 mod tile_edges;
 mod tlog;
 mod tlog_interop;
+mod unstaged;
 mod watch;
 mod witness;
