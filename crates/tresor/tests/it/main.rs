@@ -31,6 +31,7 @@ mod console_api;
 mod credit_race;
 mod documents;
 mod durability;
+mod email_undo;
 mod entries;
 mod failover;
 mod faults;
