@@ -214,9 +214,16 @@ impl Game {
 
     /// Whether the block commitment covers the definition: every game but
     /// the island, whose commitments were `sha256(secret)` before the
-    /// catalogue existed and stay so.
+    /// catalogue existed and stay so (SPEC §7). The island's commitment so
+    /// binds no file: its definition can only be the built-in one, and a
+    /// catalogue refuses any other file of its id (docs/GAMES.md).
     pub fn commitment_covers_definition(&self) -> bool {
-        self.id != ISLAND_ID
+        covers_definition(&self.id)
+    }
+
+    /// What a block commitment of the game is the hash of.
+    pub fn commitment_form(&self) -> &'static str {
+        commitment_form(&self.id)
     }
 
     /// A block's public commitment: `sha256(secret)` for the island,
@@ -354,6 +361,22 @@ impl PrizeTable {
         }
         outcomes.resize(units_per_block as usize, Level::LOSE);
         outcomes
+    }
+}
+
+/// Whether the block commitments of the game `id` cover its definition.
+fn covers_definition(id: &str) -> bool {
+    id != ISLAND_ID
+}
+
+/// What a block commitment of the game `id` is the hash of, as `tresor
+/// block verify` and `GET /api/blocks` say it: `sha256(secret)` for the
+/// island, `sha256(secret || sha256(definition))` for every other game.
+pub fn commitment_form(id: &str) -> &'static str {
+    if covers_definition(id) {
+        "sha256(secret || sha256(definition))"
+    } else {
+        "sha256(secret)"
     }
 }
 

@@ -3,6 +3,7 @@
 //! for « L'Ile au Trésor » or, with `--game FILE`, any game of the catalogue
 //! (docs/GAMES.md). `simulate` is in `simulate.rs`.
 
+use crate::games::refuse_another_island;
 use clap::{Args, Subcommand};
 use std::fmt;
 use std::io::{self, BufWriter, Write};
@@ -90,7 +91,8 @@ pub(super) fn parse_secret(text: &str, what: &str) -> Result<BlockSecret, Refusa
 }
 
 /// The game of `--game FILE`, read and checked (every rule but the payout
-/// cap, which is the operator's and not an auditor's business), or the island.
+/// cap, which is the operator's and not an auditor's business; a file of the
+/// island's id only as built in), or the island.
 pub(super) fn load_game(file: &GameFile) -> Result<&'static Game, Refusal> {
     let Some(path) = &file.game else {
         return Ok(ile_au_tresor());
@@ -101,7 +103,8 @@ pub(super) fn load_game(file: &GameFile) -> Result<&'static Game, Refusal> {
     let game = Game::parse(&text)
         .map_err(|error| Refusal(format!("--game {name}: {error}")))?
         .leak();
-    game.check(10_000)
+    refuse_another_island(game, &text)
+        .and_then(|()| game.check(10_000))
         .map_err(|error| Refusal(format!("--game {name}: {error}")))?;
     Ok(game)
 }
@@ -221,15 +224,6 @@ pub(super) fn level_counts(outcomes: &[Level]) -> [u32; 10] {
     counts
 }
 
-/// What the commitment is the hash of, as the audit guide writes it.
-fn committed(game: &Game) -> &'static str {
-    if game.commitment_covers_definition() {
-        "sha256(secret || sha256(definition))"
-    } else {
-        "sha256(secret)"
-    }
-}
-
 fn verify_block(
     game: &'static Game,
     table: &PrizeTable,
@@ -237,7 +231,7 @@ fn verify_block(
     commitment: Commitment,
 ) -> ExitCode {
     let derived = game.commitment(secret);
-    let what = committed(game);
+    let what = game.commitment_form();
     if derived != commitment {
         println!("FAILED: {what} is {derived}, not the commitment {commitment}");
         return ExitCode::from(1);
