@@ -58,5 +58,6 @@ mod suspension;
 mod tile_edges;
 mod tlog;
 mod tlog_interop;
+mod unstaged;
 mod watch;
 mod witness;
