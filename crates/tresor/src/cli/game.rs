@@ -254,7 +254,13 @@ fn verify_block(
     // shows exactly the unit's level.
     let seeder = ScenarioSeeder::new(secret);
     for (index, level) in outcomes.iter().enumerate() {
-        let scene = game.stage(table, *level, &seeder.seed(index as u32));
+        let scene = match game.stage(table, *level, &seeder.seed(index as u32)) {
+            Ok(scene) => scene,
+            Err(unstaged) => {
+                println!("FAILED: unit {index}: {unstaged}");
+                return ExitCode::from(1);
+            }
+        };
         if let Err(why) = game.check_scene(table, &scene, *level) {
             println!(
                 "FAILED: unit {index}'s scene does not show its level {}: {why}",
@@ -303,7 +309,13 @@ pub fn run_scenario(args: ScenarioArgs) -> ExitCode {
     };
     let level = game.outcomes(table, &secret)[args.index as usize];
     let seed = ScenarioSeeder::new(&secret).seed(args.index);
-    let scene = game.stage(table, level, &seed);
+    let scene = match game.stage(table, level, &seed) {
+        Ok(scene) => scene,
+        Err(unstaged) => {
+            eprintln!("error: unit {}: {unstaged}", args.index);
+            return ExitCode::from(1);
+        }
+    };
     let mut out = io::stdout().lock();
     let json = match &scene {
         Scene::Island(scenario) => serde_json::to_writer_pretty(&mut out, &scenario.view(4)),

@@ -60,5 +60,6 @@ mod suspension;
 mod tile_edges;
 mod tlog;
 mod tlog_interop;
+mod unstaged;
 mod watch;
 mod witness;
