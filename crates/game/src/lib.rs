@@ -19,7 +19,7 @@ pub use block::{
 };
 pub use definition::{
     DefinitionError, Game, ISLAND_DEFINITION, ISLAND_ID, MAX_UNITS_PER_BLOCK, Payout, Prize,
-    PrizeTable, Rule, Scene, SceneRules, ile_au_tresor,
+    PrizeTable, Rule, Scene, SceneRules, Unstaged, commitment_form, ile_au_tresor,
 };
 pub use math::{
     Evaluation, InvalidReveal, LEVELS, Level, LevelSpec, Stake, StakeError, Symbol, evaluate,

@@ -25,6 +25,7 @@
 mod map;
 
 pub use map::Island;
+use map::nth_set_bit;
 
 use crate::math::{Level, Stake, Symbol};
 use crate::rng::SceneRng;
@@ -461,34 +462,18 @@ impl Walk {
     }
 }
 
-/// Picks the `r`-th set bit (0-based, lowest first) of `set`.
-fn nth_set_bit(set: u128, r: u32) -> usize {
-    debug_assert!(r < set.count_ones());
-    let low = set as u64;
-    let (mut word, mut r, base) = if r < low.count_ones() {
-        (low, r, 0)
-    } else {
-        ((set >> 64) as u64, r - low.count_ones(), 64)
-    };
-    while r > 0 {
-        word &= word - 1;
-        r -= 1;
-    }
-    base + word.trailing_zeros() as usize
-}
-
 /// Stages `level` of « L'Ile au Trésor » as a game drawn from `seed`;
 /// `stake` only sets the prize.
 pub fn generate_scenario(stake: Stake, level: Level, seed: &[u8; 32]) -> Scenario {
     ile_au_tresor_rules()
         .stage(level, stake.prize_cents(level), seed)
-        .expect("the island's scenes can always be staged")
+        .expect("the island's 69 land squares leave room for every scene (`room.rs`)")
 }
 
 impl IslandRules {
     /// Stages `level`, which pays `prize_cents`, as a game drawn from `seed`;
-    /// `None` only when the map has no room for the nine chests (a definition
-    /// with such a map is refused when checked).
+    /// `None` only when the walk leaves no room for the nine chests, which
+    /// `room_for_every_scene` proves never happens on an accepted map.
     pub fn stage(
         &'static self,
         level: Level,
@@ -598,6 +583,7 @@ fn replay(walk: &Walk, chests: &[Square; 9], contents: &[Option<Content>; 9]) ->
     })
 }
 
+mod room;
 mod rules;
 
 pub use rules::{Combination, FallbackWalk, IslandRules};

@@ -115,11 +115,45 @@ impl ScratchRules {
         usize::from(self.rows) * usize::from(self.columns)
     }
 
+    /// `Ok` when a card of `level` can be staged from every seed at a stake
+    /// whose prizes are `prizes` (level 1 first): the pool of step 1 holds at
+    /// least as many amounts as step 2 draws. That is the only way staging
+    /// can fail, and no draw comes before it, so it holds for every seed or
+    /// for none (docs/GAMES.md, rule `scene`).
+    pub fn room(&self, prizes: &[i64], level: Level) -> Result<(), String> {
+        let winning = match level.get() {
+            0 => None,
+            l => Some(
+                *prizes
+                    .get(usize::from(l) - 1)
+                    .ok_or_else(|| format!("level {l} is not in the stake's table"))?,
+            ),
+        };
+        let copies = usize::from(self.identical) - 1;
+        let amounts = prizes.iter().filter(|&&a| Some(a) != winning).count();
+        let shown = usize::from(self.identical) * usize::from(winning.is_some());
+        let drawn = self.cells() - shown;
+        if copies * amounts >= drawn {
+            return Ok(());
+        }
+        let (card, other) = match level.get() {
+            0 => ("a losing card".to_string(), ""),
+            l => (format!("a card of level {l}"), " other"),
+        };
+        Err(format!(
+            "{card} draws its {drawn}{other} cells from {copies} copies of each of its \
+             {amounts}{other} amounts, {} cells: it cannot be filled without {} alike",
+            copies * amounts,
+            self.identical
+        ))
+    }
+
     /// Stages `level` as a card drawn from `seed`. `prizes` are the stake's
     /// prize amounts by level, level 1 first; `None` when they are too few
-    /// different amounts to fill the card without a second win (a definition
-    /// like that is refused when checked).
+    /// different amounts to fill the card without a second win (`room`
+    /// says why; a definition like that is refused when checked).
     pub fn stage(&self, prizes: &[i64], level: Level, seed: &[u8; 32]) -> Option<Card> {
+        self.room(prizes, level).ok()?;
         let winning = match level.get() {
             0 => None,
             l => Some(*prizes.get(usize::from(l) - 1)?),
@@ -132,9 +166,6 @@ impl ScratchRules {
             .collect();
         let shown = usize::from(self.identical) * usize::from(winning.is_some());
         let drawn = self.cells() - shown;
-        if pool.len() < drawn {
-            return None;
-        }
         let mut rng = SceneRng::new(seed);
         for k in 0..drawn {
             let j = k + rng.below((pool.len() - k) as u32) as usize;

@@ -16,7 +16,7 @@ fn express() -> &'static Game {
 }
 
 fn card(table: &PrizeTable, level: Level, seed: &[u8; 32]) -> Card {
-    match express().stage(table, level, seed) {
+    match express().stage(table, level, seed).unwrap() {
         Scene::Scratch(card) => card,
         Scene::Island(_) => unreachable!("Trésor Express is a scratch card"),
     }

@@ -193,7 +193,7 @@ pub enum Error {
     InvalidToken,
     /// Suspended by the operator: the reason is the staff's only.
     #[error(
-        "this account is suspended: play and deposits are refused, and a withdrawal waits until the suspension is lifted; the operator's support can tell you more"
+        "this account is suspended: play, deposits and changes to the account (its e-mail address, IBAN and documents) are refused, and a withdrawal waits until the suspension is lifted; the operator's support can tell you more"
     )]
     AccountSuspended,
     /// One account per person: the identity is that of an existing account.

@@ -5,12 +5,16 @@
 //! An emission sells from the definition it pinned, never from the file as
 //! it is now: a file changed after an emission exists is a new version, for
 //! new emissions only. The catalogue's games are what players may buy (by
-//! id); the pinned versions are what their blocks deal and stage.
+//! id); the pinned versions are what their blocks deal and stage. The
+//! island is the exception: its commitments cover no file, so its only
+//! version is the built-in one (`refuse_another_island`).
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Mutex;
-use tresor_game::{Game, ISLAND_DEFINITION, ISLAND_ID, SceneRules, ile_au_tresor};
+use tresor_game::{
+    DefinitionError, Game, ISLAND_DEFINITION, ISLAND_ID, Rule, SceneRules, ile_au_tresor,
+};
 
 /// One game of the catalogue and the text it was read from (an emission
 /// pins the text).
@@ -58,6 +62,45 @@ impl Default for Catalog {
     }
 }
 
+/// Refuses a file of the island's id that is not the built-in island byte
+/// for byte (docs/GAMES.md, "A definition's identity"). The island's block
+/// commitments are `sha256(secret)` (SPEC §7): they bind no file, so a
+/// published island block must have one table only, the built-in one —
+/// else it verifies under every table a file of its id could give. A
+/// changed island is another game, with another id, whose commitments then
+/// cover its file. Called wherever a file comes in: `tresor game check`,
+/// `--game FILE` and a catalogue's folder.
+pub fn refuse_another_island(game: &Game, text: &str) -> Result<(), DefinitionError> {
+    let built_in = ile_au_tresor();
+    if game.id() != ISLAND_ID || text.as_bytes() == ISLAND_DEFINITION.as_bytes() {
+        return Ok(());
+    }
+    Err(DefinitionError {
+        line: id_line(text),
+        rule: Rule::DuplicateId,
+        message: format!(
+            "the id {ISLAND_ID:?} is the built-in « {} », whose block commitments are \
+             sha256(secret) and cover no file: a file of it must be games/{ISLAND_ID}.toml \
+             byte for byte (sha256 {}), not this one (sha256 {}); give a changed island \
+             another id, whose commitments will cover its file",
+            built_in.name_fr(),
+            built_in.sha256_hex(),
+            game.sha256_hex()
+        ),
+    })
+}
+
+/// The line of a definition's top-level `id` key (1 when not found: a
+/// quoted key, say).
+fn id_line(text: &str) -> usize {
+    text.lines()
+        .position(|line| {
+            line.strip_prefix("id")
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        })
+        .map_or(1, |index| index + 1)
+}
+
 /// How many reveals a scene kind's play takes: four throws of the totem,
 /// or the one scratch that uncovers the card.
 pub fn reveals(game: &Game) -> i64 {
@@ -68,7 +111,8 @@ pub fn reveals(game: &Game) -> i64 {
 }
 
 impl Catalog {
-    /// The catalogue of `entries` (checked, distinct ids), island first: the
+    /// The catalogue of `entries` (checked, distinct ids, an island entry
+    /// only as built in: `refuse_another_island`), island first: the
     /// built-in island when no entry is the island, so that a database made
     /// before the catalogue keeps its game. The others keep their order.
     pub fn new(entries: Vec<Entry>) -> Catalog {
@@ -150,14 +194,32 @@ mod tests {
     }
 
     /// Migration 0023 pins emissions made before it to this SHA-256: the
-    /// built-in island's. Changing `games/ile-au-tresor.toml` changes it,
-    /// which is allowed (a new version), but this test says it happened.
+    /// built-in island's. The island's commitments cover no file, so its
+    /// file never changes: a changed island is a game of another id.
     #[test]
     fn migration_0023_pins_the_built_in_island() {
         let migration = include_str!("../migrations/sqlite/0023_games.sql");
         assert!(migration.contains(&ile_au_tresor().sha256_hex()));
         let migration = include_str!("../migrations/postgres/0023_games.sql");
         assert!(migration.contains(&ile_au_tresor().sha256_hex()));
+    }
+
+    #[test]
+    fn a_file_of_the_island_s_id_must_be_the_built_in_one() {
+        let island = Game::parse(ISLAND_DEFINITION).unwrap();
+        assert_eq!(refuse_another_island(&island, ISLAND_DEFINITION), Ok(()));
+        // One comment more is another file: refused, on its `id` line.
+        let text = format!("# a comment\n{ISLAND_DEFINITION}");
+        let edited = Game::parse(&text).unwrap();
+        let error = refuse_another_island(&edited, &text).unwrap_err();
+        assert_eq!((error.line, error.rule), (7, Rule::DuplicateId), "{error}");
+        assert!(error.message.contains(&island.sha256_hex()), "{error}");
+        assert!(error.message.contains(&edited.sha256_hex()), "{error}");
+        // The same file under another id is another game: accepted.
+        let text = ISLAND_DEFINITION.replacen("id = \"ile-au-tresor\"", "id = \"ile-2\"", 1);
+        let other = Game::parse(&text).unwrap();
+        assert!(other.commitment_covers_definition());
+        assert_eq!(refuse_another_island(&other, &text), Ok(()));
     }
 
     #[test]

@@ -2,80 +2,13 @@
 //! "Rules"), each refusal naming the line of the file and the rule broken.
 
 use super::grammar::{self, File, ISLAND_KEYS, SCRATCH_KEYS};
-use super::{Game, MAX_UNITS_PER_BLOCK, Prize, PrizeTable, SceneRules};
+use super::{DefinitionError, Game, MAX_UNITS_PER_BLOCK, Prize, PrizeTable, Rule, SceneRules};
 use crate::math::{Level, Symbol};
 use crate::scenario::{Combination, Direction, FallbackWalk, Island, IslandRules, Square};
 use crate::scratch::ScratchRules;
 use std::collections::HashMap;
-use std::fmt;
 use std::ops::Range;
 use toml::Spanned;
-
-/// The rule a refused definition breaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Rule {
-    /// Not TOML, or a value of the wrong type.
-    Syntax,
-    /// A key the grammar (or the scene kind) does not have.
-    UnknownKey,
-    /// A key the grammar requires is missing.
-    MissingKey,
-    /// A value out of its range or form.
-    BadValue,
-    /// A stake, level, symbol or game listed twice.
-    DuplicateId,
-    /// A scene kind the program does not know.
-    UnknownSceneKind,
-    /// A stake's levels and losing units do not fill a block exactly.
-    LevelsSum,
-    /// A stake pays back more than the operator's cap.
-    PayoutCap,
-    /// A prize reachable by no combination, or by more than one.
-    OneCombination,
-    /// A level whose scene cannot be staged, or does not show the level.
-    Scene,
-}
-
-impl Rule {
-    /// The rule's name, as docs/GAMES.md lists it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Rule::Syntax => "syntax",
-            Rule::UnknownKey => "unknown-key",
-            Rule::MissingKey => "missing-key",
-            Rule::BadValue => "bad-value",
-            Rule::DuplicateId => "duplicate-id",
-            Rule::UnknownSceneKind => "unknown-scene-kind",
-            Rule::LevelsSum => "levels-sum",
-            Rule::PayoutCap => "payout-cap",
-            Rule::OneCombination => "one-combination",
-            Rule::Scene => "scene",
-        }
-    }
-}
-
-impl fmt::Display for Rule {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// Why a definition is refused: where, which rule, and what to fix.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DefinitionError {
-    /// The line of the file, from 1.
-    pub line: usize,
-    pub rule: Rule,
-    pub message: String,
-}
-
-impl fmt::Display for DefinitionError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "line {}: [{}] {}", self.line, self.rule, self.message)
-    }
-}
-
-impl std::error::Error for DefinitionError {}
 
 /// Turns byte offsets into line numbers.
 struct Lines<'a>(&'a str);
@@ -136,6 +69,13 @@ pub(super) fn parse(text: &str) -> Result<Game, DefinitionError> {
     };
     let tables = check_tables(&lines, &file.stakes, units_per_block)?;
     let scene = check_scene(&lines, &file.scene, &tables)?;
+    // An island's room is its map's; a card's, its `[scene]`.
+    let scene_line = lines.of(file
+        .scene
+        .get_ref()
+        .map
+        .as_ref()
+        .map_or(file.scene.span(), Spanned::span));
     Ok(Game {
         id,
         name_fr,
@@ -143,6 +83,7 @@ pub(super) fn parse(text: &str) -> Result<Game, DefinitionError> {
         units_per_block,
         tables,
         scene,
+        scene_line,
         sha256: [0; 32],
     })
 }

@@ -6,9 +6,12 @@
 
 mod check;
 mod grammar;
-mod sample;
+mod rate;
+mod rule;
+mod stageable;
 
-pub use check::{DefinitionError, Rule};
+pub use rule::{DefinitionError, Rule};
+pub use stageable::Unstaged;
 
 use crate::block::{BlockSecret, Commitment, shuffle};
 use crate::math::Level;
@@ -35,6 +38,8 @@ pub struct Game {
     units_per_block: u32,
     tables: Vec<PrizeTable>,
     scene: SceneRules,
+    /// The line of the scene's parameters a refusal of `scene` names.
+    scene_line: usize,
     sha256: [u8; 32],
 }
 
@@ -101,7 +106,8 @@ pub struct Payout {
 }
 
 impl Payout {
-    /// The rate in hundredths of a percent, rounded half up (7000 is 70 %).
+    /// The rate in hundredths of a percent, rounded half up (7000 is 70 %);
+    /// `beyond` shows as many digits as comparing it with a cap needs.
     pub fn basis_points(&self) -> i64 {
         let scaled = i128::from(self.prizes_cents) * 10_000;
         let sales = i128::from(self.sales_cents);
@@ -123,9 +129,9 @@ impl fmt::Display for Payout {
 }
 
 impl Game {
-    /// Reads and checks a definition: its grammar and every rule that needs
-    /// no scene to be staged (docs/GAMES.md, "Rules"). `Game::check` then
-    /// stages a sample of scenes and applies the operator's payout cap.
+    /// Reads and checks a definition: its grammar and every rule but two
+    /// (docs/GAMES.md, "Rules"). `Game::check` then applies the operator's
+    /// payout cap and proves that every unit can be staged.
     pub fn parse(text: &str) -> Result<Game, DefinitionError> {
         let mut game = check::parse(text)?;
         game.sha256 = Sha256::digest(text.as_bytes()).into();
@@ -139,8 +145,8 @@ impl Game {
     }
 
     /// Refuses a stake whose payout rate is above `max_basis_points`
-    /// (hundredths of a percent), then stages every level of every stake for
-    /// a sample of seeds and checks each scene shows exactly its level.
+    /// (hundredths of a percent), then a definition under which some unit of
+    /// some level could not be staged from some seed (`stageable.rs`).
     /// Returns each stake's payout.
     pub fn check(&'static self, max_basis_points: u32) -> Result<Vec<Payout>, DefinitionError> {
         let payouts: Vec<Payout> = self.tables.iter().map(|t| self.payout(t)).collect();
@@ -150,15 +156,19 @@ impl Game {
                     line: table.line,
                     rule: Rule::PayoutCap,
                     message: format!(
-                        "stake {} cents pays back {payout} of its sales, above the cap of {}.{:02} %",
+                        "stake {} cents pays back {} of its sales ({} cents of prizes for {} \
+                         cents of sales), above the cap of {}.{:02} %",
                         table.stake_cents,
+                        payout.beyond(max_basis_points),
+                        payout.prizes_cents,
+                        payout.sales_cents,
                         max_basis_points / 100,
                         max_basis_points % 100
                     ),
                 });
             }
         }
-        sample::stage_every_level(self)?;
+        stageable::every_unit_stages(self)?;
         Ok(payouts)
     }
 
@@ -204,9 +214,16 @@ impl Game {
 
     /// Whether the block commitment covers the definition: every game but
     /// the island, whose commitments were `sha256(secret)` before the
-    /// catalogue existed and stay so.
+    /// catalogue existed and stay so (SPEC §7). The island's commitment so
+    /// binds no file: its definition can only be the built-in one, and a
+    /// catalogue refuses any other file of its id (docs/GAMES.md).
     pub fn commitment_covers_definition(&self) -> bool {
-        self.id != ISLAND_ID
+        covers_definition(&self.id)
+    }
+
+    /// What a block commitment of the game is the hash of.
+    pub fn commitment_form(&self) -> &'static str {
+        commitment_form(&self.id)
     }
 
     /// A block's public commitment: `sha256(secret)` for the island,
@@ -240,25 +257,31 @@ impl Game {
     }
 
     /// Stages unit `level` of a block of `table`'s stake from its seed.
-    pub fn stage(&'static self, table: &PrizeTable, level: Level, seed: &[u8; 32]) -> Scene {
-        self.try_stage(table, level, seed)
-            .expect("a checked definition stages every level")
-    }
-
-    /// As `stage`, `None` when the scene cannot be staged (the sample check
-    /// refuses such a definition).
-    fn try_stage(
+    /// Never an error under a definition `check` accepted; under one loaded
+    /// without it, the reason a unit cannot be staged.
+    pub fn stage(
         &'static self,
         table: &PrizeTable,
         level: Level,
         seed: &[u8; 32],
-    ) -> Option<Scene> {
-        let prize_cents = table.prize_cents(level)?;
+    ) -> Result<Scene, Unstaged> {
+        let unstaged = |reason: String| Unstaged { level, reason };
+        let prize_cents = table
+            .prize_cents(level)
+            .ok_or_else(|| unstaged(format!("level {level} is not in the stake's table")))?;
         match &self.scene {
-            SceneRules::Island(rules) => rules.stage(level, prize_cents, seed).map(Scene::Island),
-            SceneRules::Scratch(rules) => {
-                rules.stage(&table.amounts, level, seed).map(Scene::Scratch)
-            }
+            SceneRules::Island(rules) => rules
+                .stage(level, prize_cents, seed)
+                .map(Scene::Island)
+                .ok_or_else(|| {
+                    unstaged("its walk leaves too few land squares for the nine chests".into())
+                }),
+            SceneRules::Scratch(rules) => rules
+                .stage(&table.amounts, level, seed)
+                .map(Scene::Scratch)
+                .ok_or_else(|| {
+                    unstaged(rules.room(&table.amounts, level).err().unwrap_or_default())
+                }),
         }
     }
 
@@ -338,6 +361,22 @@ impl PrizeTable {
         }
         outcomes.resize(units_per_block as usize, Level::LOSE);
         outcomes
+    }
+}
+
+/// Whether the block commitments of the game `id` cover its definition.
+fn covers_definition(id: &str) -> bool {
+    id != ISLAND_ID
+}
+
+/// What a block commitment of the game `id` is the hash of, as `tresor
+/// block verify` and `GET /api/blocks` say it: `sha256(secret)` for the
+/// island, `sha256(secret || sha256(definition))` for every other game.
+pub fn commitment_form(id: &str) -> &'static str {
+    if covers_definition(id) {
+        "sha256(secret || sha256(definition))"
+    } else {
+        "sha256(secret)"
     }
 }
 

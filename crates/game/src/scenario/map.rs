@@ -131,3 +131,19 @@ impl Island {
                 .expect("only land squares are in a bitmap")
     }
 }
+
+/// Picks the `r`-th set bit (0-based, lowest first) of `set`.
+pub(super) fn nth_set_bit(set: u128, r: u32) -> usize {
+    debug_assert!(r < set.count_ones());
+    let low = set as u64;
+    let (mut word, mut r, base) = if r < low.count_ones() {
+        (low, r, 0)
+    } else {
+        ((set >> 64) as u64, r - low.count_ones(), 64)
+    };
+    while r > 0 {
+        word &= word - 1;
+        r -= 1;
+    }
+    base + word.trailing_zeros() as usize
+}

@@ -2,7 +2,7 @@
 //! every rule and prints each stake's payout rate, or the first refusal with
 //! its line and rule (exit code 2).
 
-use crate::games::{Catalog, Entry};
+use crate::games::{Catalog, Entry, refuse_another_island};
 use clap::{Args, Subcommand};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -87,7 +87,8 @@ pub fn load_dir(dir: &Path, max_basis_points: u32) -> Result<Vec<Entry>, String>
         let game = Game::parse(&text)
             .map_err(|error| format!("{name}: {error}"))?
             .leak();
-        game.check(max_basis_points)
+        refuse_another_island(game, &text)
+            .and_then(|()| game.check(max_basis_points))
             .map_err(|error| format!("{name}: {error}"))?;
         if let Some(first) = ids.insert(game.id().to_string(), name.clone()) {
             return Err(format!(
@@ -142,6 +143,7 @@ fn check(args: &CheckArgs) -> ExitCode {
         };
         let checked = Game::parse(&text).and_then(|game| {
             let game = game.leak();
+            refuse_another_island(game, &text)?;
             game.check(args.cap.basis_points)
                 .map(|payouts| (game, payouts))
         });

@@ -3,6 +3,7 @@
 //! for « L'Ile au Trésor » or, with `--game FILE`, any game of the catalogue
 //! (docs/GAMES.md). `simulate` is in `simulate.rs`.
 
+use crate::games::refuse_another_island;
 use clap::{Args, Subcommand};
 use std::fmt;
 use std::io::{self, BufWriter, Write};
@@ -90,7 +91,8 @@ pub(super) fn parse_secret(text: &str, what: &str) -> Result<BlockSecret, Refusa
 }
 
 /// The game of `--game FILE`, read and checked (every rule but the payout
-/// cap, which is the operator's and not an auditor's business), or the island.
+/// cap, which is the operator's and not an auditor's business; a file of the
+/// island's id only as built in), or the island.
 pub(super) fn load_game(file: &GameFile) -> Result<&'static Game, Refusal> {
     let Some(path) = &file.game else {
         return Ok(ile_au_tresor());
@@ -101,7 +103,8 @@ pub(super) fn load_game(file: &GameFile) -> Result<&'static Game, Refusal> {
     let game = Game::parse(&text)
         .map_err(|error| Refusal(format!("--game {name}: {error}")))?
         .leak();
-    game.check(10_000)
+    refuse_another_island(game, &text)
+        .and_then(|()| game.check(10_000))
         .map_err(|error| Refusal(format!("--game {name}: {error}")))?;
     Ok(game)
 }
@@ -221,15 +224,6 @@ pub(super) fn level_counts(outcomes: &[Level]) -> [u32; 10] {
     counts
 }
 
-/// What the commitment is the hash of, as the audit guide writes it.
-fn committed(game: &Game) -> &'static str {
-    if game.commitment_covers_definition() {
-        "sha256(secret || sha256(definition))"
-    } else {
-        "sha256(secret)"
-    }
-}
-
 fn verify_block(
     game: &'static Game,
     table: &PrizeTable,
@@ -237,7 +231,7 @@ fn verify_block(
     commitment: Commitment,
 ) -> ExitCode {
     let derived = game.commitment(secret);
-    let what = committed(game);
+    let what = game.commitment_form();
     if derived != commitment {
         println!("FAILED: {what} is {derived}, not the commitment {commitment}");
         return ExitCode::from(1);
@@ -260,7 +254,13 @@ fn verify_block(
     // shows exactly the unit's level.
     let seeder = ScenarioSeeder::new(secret);
     for (index, level) in outcomes.iter().enumerate() {
-        let scene = game.stage(table, *level, &seeder.seed(index as u32));
+        let scene = match game.stage(table, *level, &seeder.seed(index as u32)) {
+            Ok(scene) => scene,
+            Err(unstaged) => {
+                println!("FAILED: unit {index}: {unstaged}");
+                return ExitCode::from(1);
+            }
+        };
         if let Err(why) = game.check_scene(table, &scene, *level) {
             println!(
                 "FAILED: unit {index}'s scene does not show its level {}: {why}",
@@ -309,7 +309,13 @@ pub fn run_scenario(args: ScenarioArgs) -> ExitCode {
     };
     let level = game.outcomes(table, &secret)[args.index as usize];
     let seed = ScenarioSeeder::new(&secret).seed(args.index);
-    let scene = game.stage(table, level, &seed);
+    let scene = match game.stage(table, level, &seed) {
+        Ok(scene) => scene,
+        Err(unstaged) => {
+            eprintln!("error: unit {}: {unstaged}", args.index);
+            return ExitCode::from(1);
+        }
+    };
     let mut out = io::stdout().lock();
     let json = match &scene {
         Scene::Island(scenario) => serde_json::to_writer_pretty(&mut out, &scenario.view(4)),

@@ -1,9 +1,8 @@
 //! The player account: opening with an identity (called by the
-//! registration's job), its view, the rules version, the reminder, the IBAN,
-//! closing, and the operator's side (listing and verifying accounts,
+//! registration's job), its view, the rules version, the reminder,
+//! closing (the IBAN the player gives: `iban.rs`), and the operator's side (listing and verifying accounts,
 //! publishing rules, importing the national ban list, the reserves).
 
-use super::reauth::{PasswordConfirmed, PasswordOf};
 use super::{Service, rfc3339, sha256_hex};
 use crate::account::{self, Iban, Identity, ReminderMinutes, Status, parse_ban_csv};
 use crate::error::Error;
@@ -270,72 +269,6 @@ impl Service {
             })
         })
         .await
-    }
-
-    /// Gives the IBAN the operator will check; only before verification
-    /// (after it, the operator changes it with the identity check), the
-    /// current password `confirmed`. A new IBAN puts its proof back to
-    /// review (it proved the old one), and the player is told by mail.
-    pub async fn set_iban(
-        &self,
-        player: &Player,
-        confirmed: PasswordConfirmed,
-        iban: Iban,
-    ) -> Result<(), Error> {
-        confirmed.check(PasswordOf::Player(player.id))?;
-        let now_ms = self.now_ms();
-        let who = player.clone();
-        let masked = Iban::masked(iban.as_str());
-        let changed = self
-            .write(move |conn| {
-                let player = who.clone();
-                let iban = iban.clone();
-                Box::pin(async move {
-                    let row = store::account(conn, player.id).await?;
-                    match row.status {
-                        Status::Closed => return Err(Error::AccountClosed),
-                        Status::Verified => {
-                            return Err(Error::Validation(
-                                "iban: a verified account's IBAN is changed by the operator, with a new check"
-                                    .to_owned(),
-                            ));
-                        }
-                        Status::Provisional => {}
-                    }
-                    // The same IBAN again changes nothing (not its date either:
-                    // a proof checked since still proves it).
-                    let changed = row.iban.as_deref() != Some(iban.as_str());
-                    let proof = if changed {
-                        store::set_iban(conn, player.id, iban.as_str(), now_ms).await?;
-                        super::documents::iban_proof_back_to_review(conn, &player, now_ms).await?
-                    } else {
-                        None
-                    };
-                    trail::append(
-                        conn,
-                        now_ms,
-                        &Actor::player(player.id, &player.username),
-                        "iban_set",
-                        json!({"iban": Iban::masked(iban.as_str())}),
-                        json!({"changed": changed, "proof_back_to_review": proof}),
-                    )
-                    .await?;
-                    Ok(changed)
-                })
-            })
-            .await?;
-        if changed {
-            let username = player.username.clone();
-            self.notify(
-                player.id,
-                super::notify::Notice::IbanChanged {
-                    username,
-                    iban: masked,
-                },
-            )
-            .await;
-        }
-        Ok(())
     }
 
     /// Closes the account: a positive balance becomes a withdrawal to the

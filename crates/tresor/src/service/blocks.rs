@@ -28,6 +28,18 @@ impl Service {
             .games
             .pinned(&sha, definition.as_deref())
             .map_err(|e| Error::Definition(format!("block {block_id}: {e}")))?;
+        // A version pinned before `tresor game check` proved that every
+        // unit stages may hold units that do not: each is shown with its
+        // outcome alone (`plays.rs`). Said once, as the block is loaded.
+        if let Err(refused) = game.check(u32::MAX) {
+            tracing::warn!(
+                block = block_id,
+                game = game.id(),
+                %refused,
+                "this block's pinned definition fails `tresor game check`: \
+                 a unit whose scene cannot be staged is shown without one"
+            );
+        }
         let secret = self
             .secrets_key()?
             .open(block_id, sealed.as_deref().unwrap_or_default())?;

@@ -172,6 +172,60 @@ async fn replace_outdated_proof(
     Ok(())
 }
 
+/// Refuses a document of `kind` the account may not send (nothing
+/// stored): an account without identity, closed or suspended, or one whose
+/// document of this kind waits for review or is verified. A proof of IBAN
+/// sent before the IBAN on file was given is replaced.
+async fn may_send(
+    conn: &mut Conn,
+    player: &Player,
+    kind: DocumentKind,
+    now_ms: i64,
+) -> Result<(), Error> {
+    crate::store::suspension::refuse_changes(conn, player.id).await?;
+    let account = accounts_store::account(conn, player.id).await?;
+    if !account.has_identity {
+        return Err(Error::Validation(
+            "documents are for accounts opened with an identity (not a demo account)".to_owned(),
+        ));
+    }
+    if account.status == Status::Closed {
+        return Err(Error::AccountClosed);
+    }
+    let latest = store::latest(conn, player.id, kind.as_str()).await?;
+    // A proof of IBAN sent before the IBAN on file was given
+    // proves another: a proof of this one replaces it.
+    let outdated = latest.as_ref().filter(|latest| {
+        kind == DocumentKind::IbanProof
+            && account
+                .iban_set_at_ms
+                .is_some_and(|set_at| latest.uploaded_at_ms < set_at)
+            && DocumentStatus::parse(&latest.status) != DocumentStatus::Refused
+    });
+    if let Some(old) = outdated {
+        replace_outdated_proof(conn, player, old, now_ms).await?;
+    } else if let Some(latest) = latest {
+        let message = match DocumentStatus::parse(&latest.status) {
+            DocumentStatus::Refused => None,
+            DocumentStatus::Pending => Some(format!(
+                "your {} ({}) is waiting for review: send it again only if it is refused",
+                kind_words(kind),
+                latest.name
+            )),
+            DocumentStatus::Verified => {
+                Some(format!("your {} is already verified", kind_words(kind)))
+            }
+        };
+        if let Some(message) = message {
+            return Err(Error::Document {
+                code: "document_already_sent",
+                message,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// The IBAN changed: its proof, if verified, goes back to review (a
 /// trail record says so); its id.
 pub(super) async fn iban_proof_back_to_review(
@@ -203,8 +257,8 @@ impl Service {
 
     /// The player sends a document of `kind`: refused (nothing stored) when
     /// empty, too large, not a JPEG, PNG or PDF by its bytes, when the
-    /// account has no identity or is closed, or while a document of the
-    /// same kind waits for review or is verified.
+    /// account has no identity, is closed or suspended, or while a
+    /// document of the same kind waits for review or is verified.
     pub async fn upload_document(
         &self,
         player: &Player,
@@ -228,48 +282,7 @@ impl Service {
                 bytes.clone(),
             );
             Box::pin(async move {
-                let account = accounts_store::account(conn, player.id).await?;
-                if !account.has_identity {
-                    return Err(Error::Validation(
-                        "documents are for accounts opened with an identity (not a demo account)"
-                            .to_owned(),
-                    ));
-                }
-                if account.status == Status::Closed {
-                    return Err(Error::AccountClosed);
-                }
-                let latest = store::latest(conn, player.id, kind.as_str()).await?;
-                // A proof of IBAN sent before the IBAN on file was given
-                // proves another: a proof of this one replaces it.
-                let outdated = latest.as_ref().filter(|latest| {
-                    kind == DocumentKind::IbanProof
-                        && account
-                            .iban_set_at_ms
-                            .is_some_and(|set_at| latest.uploaded_at_ms < set_at)
-                        && DocumentStatus::parse(&latest.status) != DocumentStatus::Refused
-                });
-                if let Some(old) = outdated {
-                    replace_outdated_proof(conn, &player, old, now_ms).await?;
-                } else if let Some(latest) = latest {
-                    let message = match DocumentStatus::parse(&latest.status) {
-                        DocumentStatus::Refused => None,
-                        DocumentStatus::Pending => Some(format!(
-                            "your {} ({}) is waiting for review: send it again only if it is refused",
-                            kind_words(kind),
-                            latest.name
-                        )),
-                        DocumentStatus::Verified => Some(format!(
-                            "your {} is already verified",
-                            kind_words(kind)
-                        )),
-                    };
-                    if let Some(message) = message {
-                        return Err(Error::Document {
-                            code: "document_already_sent",
-                            message,
-                        });
-                    }
-                }
+                may_send(conn, &player, kind, now_ms).await?;
                 let new = NewDocument {
                     player_id: player.id,
                     kind: kind.as_str(),

@@ -8,7 +8,7 @@ use crate::store::sql;
 use crate::trail::{self, Actor};
 use serde::Serialize;
 use serde_json::json;
-use tresor_game::{BlockSecret, ISLAND_ID, Stake};
+use tresor_game::{BlockSecret, ISLAND_ID, Stake, commitment_form};
 
 /// A block: the secret only once it is published; for the public, units
 /// sold only once the block is off sale (see [`Service::public_blocks`]).
@@ -24,6 +24,11 @@ pub struct BlockView {
     pub units_sold: Option<i64>,
     pub units_per_block: u32,
     pub secret: Option<String>,
+    /// The SHA-256 of the definition its emission pinned.
+    pub game_sha256: String,
+    /// What its commitment is the hash of: `sha256(secret)` (the island),
+    /// `sha256(secret || sha256(definition))` (every other game).
+    pub commitment_form: &'static str,
 }
 
 /// An emission with its blocks, for the operator.
@@ -154,12 +159,14 @@ impl Service {
                     }));
                 }
                 let stakes: Vec<i64> = blocks.iter().map(|(stake, _)| *stake).collect();
-                let mut request = json!({"name": name, "stakes_cents": stakes});
-                if game.id() != ISLAND_ID {
-                    // The island's records stay as before the catalogue.
-                    request["game"] = json!(game.id());
-                    request["game_sha256"] = json!(game.sha256_hex());
-                }
+                // Every game's record names the definition its blocks were
+                // dealt from (older island records have neither key).
+                let request = json!({
+                    "name": name,
+                    "stakes_cents": stakes,
+                    "game": game.id(),
+                    "game_sha256": game.sha256_hex(),
+                });
                 trail::append(
                     conn,
                     now_ms,
@@ -322,16 +329,19 @@ impl Service {
             }
             None => None,
         };
+        let game: String = row.try_get("game_id")?;
         Ok(BlockView {
             id,
             emission: row.try_get("emission_id")?,
-            game: row.try_get("game_id")?,
+            game: game.clone(),
             stake_cents: row.try_get("stake_cents")?,
             state: row.try_get("state")?,
             commitment: row.try_get("commitment")?,
             units_sold: Some(row.try_get("units_sold")?),
             units_per_block: row.try_get::<i64, _>("units_per_block")? as u32,
             secret,
+            game_sha256: row.try_get("game_sha256")?,
+            commitment_form: commitment_form(&game),
         })
     }
 
@@ -339,8 +349,9 @@ impl Service {
     /// operator's view.
     pub async fn blocks(&self) -> Result<Vec<BlockView>, Error> {
         let rows = sql::query(
-            "SELECT id, emission_id, game_id, stake_cents, units_per_block, state, commitment, \
-             units_sold, sealed_secret, published_at_ms FROM blocks ORDER BY id",
+            "SELECT b.id, b.emission_id, b.game_id, b.stake_cents, b.units_per_block, b.state, \
+             b.commitment, b.units_sold, b.sealed_secret, b.published_at_ms, e.game_sha256 \
+             FROM blocks b JOIN emissions e ON e.id = b.emission_id ORDER BY b.id",
         )
         .fetch_all(&mut *self.db.conn().await?)
         .await?;

@@ -6,7 +6,7 @@ use crate::error::Error;
 use crate::store::sql;
 use serde::Serialize;
 use std::collections::HashSet;
-use tresor_game::{Game, ISLAND_ID, SceneRules, StakeError};
+use tresor_game::{Game, ISLAND_ID, SceneRules, StakeError, ile_au_tresor};
 
 /// A game's names, French and English.
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -145,9 +145,10 @@ impl Service {
 impl Service {
     /// What the server says at start of the open emissions whose game's
     /// file is not the version they pinned (each keeps selling from its
-    /// pinned text: a new version is for new emissions only) or whose game
-    /// the catalogue no longer has. Refused: a pinned text that does not
-    /// read back under its SHA-256.
+    /// pinned text: a new version is for new emissions only), whose game
+    /// the catalogue no longer has, or of the island pinned to a file other
+    /// than the built-in one. Refused: a pinned text that does not read
+    /// back under its SHA-256.
     pub async fn pinned_versions(&self) -> Result<Vec<String>, Error> {
         let rows = sql::query(
             "SELECT id, game_id, game_sha256, definition FROM emissions \
@@ -166,6 +167,15 @@ impl Service {
                 .pinned(&sha, definition.as_deref())
                 .map_err(|e| Error::Definition(format!("emission {id}: {e}")))?;
             match self.settings.games.get(&game_id) {
+                // Made before a catalogue refused such a file (issue 42).
+                Some(_) if game_id == ISLAND_ID && sha != ile_au_tresor().sha256_hex() => lines
+                    .push(format!(
+                        "emission {id} of {game_id} pinned an island file that is not the \
+                         built-in island (sha256 {sha}): its blocks' commitments are \
+                         sha256(secret) and do not cover that file, so a published block of it \
+                         verifies under the built-in table too; it sells on from the file it \
+                         pinned until closed (tresor emission close {id})"
+                    )),
                 None => lines.push(format!(
                     "emission {id} sells {game_id}, which the catalogue (--games) does not \
                      have: its units are not sold until the game is back"

@@ -21,6 +21,7 @@ mod email_change;
 mod emissions;
 mod games;
 mod hashing;
+mod iban;
 mod log;
 mod money;
 mod notify;

@@ -39,9 +39,12 @@ pub struct PlayView {
 
 /// A play's scene as far as it is revealed: the island with only its
 /// first `throws` throws, or a scratch card whose cells are hidden until
-/// its one reveal.
+/// its one reveal; or none, for a unit whose scene cannot be staged (a
+/// definition `tresor game check` refuses, pinned by an emission made before
+/// it did): the play is still shown, with its outcome.
 #[derive(Debug, Clone)]
 pub enum RevealedScenario {
+    Unavailable,
     Island {
         scenario: Scenario,
         throws: usize,
@@ -56,6 +59,9 @@ pub enum RevealedScenario {
 impl Serialize for RevealedScenario {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
+            RevealedScenario::Unavailable => {
+                serde_json::json!({"kind": "unavailable"}).serialize(serializer)
+            }
             // As before the catalogue: no `kind`, the page reads it as is.
             RevealedScenario::Island { scenario, throws } => {
                 scenario.view(*throws).serialize(serializer)
@@ -104,19 +110,31 @@ impl Service {
         let seed = data.seeder.seed(row.unit_index as u32);
         let reveals = data.reveals();
         let throws_made = row.throws_made.min(reveals);
-        let scene = data.game.stage(data.table(), level, &seed);
-        debug_assert_eq!(scene.outcome().prize_cents, row.prize_cents);
-        let scenario = match (scene, data.game.scene()) {
-            (Scene::Island(scenario), _) => RevealedScenario::Island {
+        let scenario = match (
+            data.game.stage(data.table(), level, &seed),
+            data.game.scene(),
+        ) {
+            (Err(unstaged), _) => {
+                tracing::error!(
+                    play = row.id,
+                    block = row.block_id,
+                    unit = row.unit_index,
+                    game = data.game.id(),
+                    %unstaged,
+                    "a play's scene cannot be staged: the play is shown with its outcome alone"
+                );
+                RevealedScenario::Unavailable
+            }
+            (Ok(Scene::Island(scenario)), _) => RevealedScenario::Island {
                 scenario,
                 throws: throws_made as usize,
             },
-            (Scene::Scratch(card), SceneRules::Scratch(rules)) => RevealedScenario::Scratch {
+            (Ok(Scene::Scratch(card)), SceneRules::Scratch(rules)) => RevealedScenario::Scratch {
                 card,
                 identical: rules.identical(),
                 revealed: row.finished || throws_made >= reveals,
             },
-            (Scene::Scratch(_), SceneRules::Island(_)) => {
+            (Ok(Scene::Scratch(_)), SceneRules::Island(_)) => {
                 unreachable!("a game stages scenes of its own kind")
             }
         };

@@ -50,6 +50,7 @@ const BOTH: (Files, Files) = both!(
     "0021_entries.sql"
     "0022_entries.sql"
     "0023_games.sql"
+    "0024_email_undo_state.sql"
 );
 
 /// PostgreSQL's alone: the writers' batch records (how a writer finds out

@@ -1,8 +1,9 @@
 //! The operator's suspension of a player account, apart from an exclusion
 //! (migration 0014): when, by whom and why (the reason is the staff's
 //! only). Stakes (`protect::stake_allowances`) and deposits
-//! (`accounts::refuse_money_in`) read `suspended_at_ms`; logins do not (a
-//! suspended player still reads their account: docs/ACCOUNT.md).
+//! (`accounts::refuse_money_in`) read `suspended_at_ms`, and so do the
+//! player's own changes ([`refuse_changes`]); logins do not (a suspended
+//! player still reads their account: docs/ACCOUNT.md).
 
 use super::sql::{self, Conn};
 use crate::error::Error;
@@ -37,6 +38,17 @@ pub async fn suspension(conn: &mut Conn, player_id: i64) -> Result<Option<Suspen
             .try_get::<Option<String>, _>("suspended_reason")?
             .unwrap_or_default(),
     }))
+}
+
+/// Refuses what the player changes of their own account while it is
+/// suspended, read-only as the console says (issue 42, finding 9): the
+/// address, the IBAN, a document sent. Reading, withdrawals (held), caps,
+/// exclusion, password and sessions do not ask it.
+pub async fn refuse_changes(conn: &mut Conn, player_id: i64) -> Result<(), Error> {
+    match suspension(conn, player_id).await? {
+        Some(_) => Err(Error::AccountSuspended),
+        None => Ok(()),
+    }
 }
 
 /// Suspends the account (`Some`) or lifts its suspension (`None`).

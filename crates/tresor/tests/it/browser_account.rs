@@ -1194,6 +1194,12 @@ async fn an_honest_player_changes_iban_and_address_with_the_password_and_the_old
            .catch((e) => done(String(e)));"
     );
     assert_eq!(browser.execute_async(&script).await, json!(201));
+    // The address confirmed: only a confirmed one gets the undo link.
+    let confirm = outbox_link(outbox.path(), "iris@example.org", "/#/confirm-email/").await;
+    browser.goto(&confirm).await;
+    browser
+        .wait_for("document.querySelector('[data-testid=confirm-text]').dataset.kind === 'notice'")
+        .await;
     browser.goto(&format!("{base}/?fast=1#/account")).await;
     browser
         .execute("document.body.dataset.ready = ''; location.reload();")

@@ -1,7 +1,7 @@
 //! The game-core commands through the real binary: `block generate|verify`,
 //! `scenario`, `simulate`, and one clear line with exit code 2 for bad input.
 
-use crate::common::{tresor, tresor_command};
+use crate::common::{describe, tresor, tresor_command};
 use sha2::{Digest, Sha256};
 use std::process::{Output, Stdio};
 
@@ -201,4 +201,78 @@ fn bad_secrets_stakes_and_indexes_get_one_line_and_exit_code_two() {
         "--seed",
     );
     assert_refused(&["block", "generate", "--secret", ZEROS], "required");
+}
+
+/// A test definition of `tests/it/games/`.
+fn test_game(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/it/games")
+        .join(name)
+}
+
+/// « L'Ilot » (18 land squares) was accepted by a check that staged 256
+/// sample seeds per level, yet unit 665 of the block of secret 0101…01 could
+/// not be staged: `block verify` and `scenario` exited 101. The check now
+/// proves room for every walk and refuses it, naming the walk; the commands
+/// that read it refuse it as bad input.
+#[test]
+fn an_island_whose_walks_can_leave_no_room_for_the_chests_is_refused_everywhere() {
+    let ilot = test_game("refused/ilot.toml");
+    let ilot = ilot.to_str().unwrap();
+    let output = tresor(&["game", "check", ilot]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    for words in [
+        "ilot.toml: line 27: [scene] the map has 18 land squares, and the walk from [",
+        "nine land squares off the walk and the start",
+    ] {
+        assert!(stderr.contains(words), "{stderr} does not say {words:?}");
+    }
+
+    let secret = "01".repeat(32);
+    let definition = Sha256::digest(std::fs::read(ilot).unwrap());
+    let commitment = hex::encode(Sha256::digest(
+        [hex::decode(&secret).unwrap(), definition.to_vec()].concat(),
+    ));
+    let verify = [
+        "block",
+        "verify",
+        "--game",
+        ilot,
+        "--secret",
+        &secret,
+        "--commitment",
+        &commitment,
+        "--stake",
+        "100",
+    ];
+    assert_refused(&verify, "[scene] the map has 18 land squares");
+    let scenario = [
+        "scenario", "--game", ilot, "--secret", &secret, "--stake", "100", "--index", "665",
+    ];
+    assert_refused(&scenario, "[scene] the map has 18 land squares");
+}
+
+/// Finding 13: a stake at 75.0001 % read "pays back 75.00 % … above the cap
+/// of 75.00 %". The refusal shows the digits that set it apart, and the
+/// cents it is the ratio of.
+#[test]
+fn a_payout_just_above_the_cap_is_refused_with_the_digits_that_show_why() {
+    let text = std::fs::read_to_string(test_game("petit-coffre.toml"))
+        .unwrap()
+        .replacen("prize_cents = 100_000", "prize_cents = 350_001", 1);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("juste.toml");
+    std::fs::write(&file, text).unwrap();
+    let output = tresor(&["game", "check", file.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    assert!(
+        stderr.contains(
+            "[payout-cap] stake 500 cents pays back 75.0001 % of its sales (750001 cents of \
+             prizes for 1000000 cents of sales), above the cap of 75.00 %"
+        ),
+        "{stderr}"
+    );
 }

@@ -9,8 +9,8 @@
 //! suspended.
 
 use crate::common::opening::{
-    PASSWORD, assert_refused, console, console_get, console_post, count, deposit, open_account,
-    webhook,
+    PASSWORD, PDF, assert_refused, console, console_get, console_post, count, deposit,
+    open_account, webhook,
 };
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -245,3 +245,119 @@ on_both!(the_command_line_suspends_and_lifts_with_a_reason, |app| {
         2
     );
 });
+
+/// Sends an identity document as the page does.
+async fn send_document(app: &crate::common::TestApp) -> (StatusCode, Value) {
+    app.post_bytes(
+        "/api/account/documents?kind=identity&name=id.pdf",
+        PDF.to_vec(),
+        &[("x-requested-with", "tresor")],
+    )
+    .await
+}
+
+// Issue 42, finding 9: a suspended account (read-only, as the console's
+// dialog says) changes neither its address nor its IBAN and sends no
+// document, and nothing of them is written; reading, the caps, the
+// password, the sessions and the exclusion stay open; lifted, the
+// changes are taken again.
+on_both!(
+    a_suspended_account_changes_neither_address_nor_iban_and_sends_no_document,
+    |app| {
+        open_account(&app, "sue").await;
+        let sue = app.service.player_by_username("sue").await.unwrap();
+        let actor = tresor::trail::Actor::staff("vera");
+        app.service
+            .suspend_account(actor.clone(), &sue, REASON)
+            .await
+            .unwrap();
+        assert_eq!(app.login("sue", PASSWORD).await.0, StatusCode::OK);
+        let written = "SELECT COUNT(*) FROM trail WHERE action IN \
+                       ('email_set', 'iban_set', 'document_uploaded')";
+        let change_email = json!({"email": "sue@example.net", "current_password": PASSWORD});
+        let change_iban =
+            json!({"iban": "DE89 3704 0044 0532 0130 00", "current_password": PASSWORD});
+        let refused = [
+            app.put_json("/api/account/email", change_email.clone())
+                .await,
+            app.put_json("/api/account/iban", change_iban.clone()).await,
+            send_document(&app).await,
+        ];
+        for answer in &refused {
+            assert_refused(answer, StatusCode::FORBIDDEN, "account_suspended");
+            let message = answer.1["error"]["message"].as_str().unwrap();
+            assert!(!message.contains("chargeback"), "{message}");
+        }
+        // Nothing written, no mail asked.
+        assert_eq!(count(&app, written).await, 0);
+        assert_eq!(count(&app, "SELECT COUNT(*) FROM email_changes").await, 0);
+        assert_eq!(
+            count(&app, "SELECT COUNT(*) FROM identity_documents").await,
+            0
+        );
+        let (status, account) = app.get("/api/account").await;
+        assert_eq!(status, StatusCode::OK, "{account}");
+        assert_eq!(account["identity"]["email"], "sue@example.org");
+        assert_eq!(account["iban"], "FR76 •••• 0189");
+
+        // Open: reading, the caps, the sessions, the password.
+        for path in [
+            "/api/account/documents",
+            "/api/account/sessions",
+            "/api/limits",
+        ] {
+            let (status, body) = app.get(path).await;
+            assert_eq!(status, StatusCode::OK, "{path}: {body}");
+        }
+        let (status, body) = app
+            .post("/api/limits", json!({"stake_limit_cents": 500}))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let (status, body) = app
+            .post("/api/account/sessions/end-others", json!({}))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let (status, body) = app
+            .post(
+                "/api/account/password",
+                json!({"current_password": PASSWORD, "new_password": "another long password"}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+
+        // Lifted: the same changes are taken.
+        app.service
+            .unsuspend_account(actor, &sue, "chargeback withdrawn")
+            .await
+            .unwrap();
+        let change_email =
+            json!({"email": "sue@example.net", "current_password": "another long password"});
+        let change_iban = json!({"iban": "DE89 3704 0044 0532 0130 00", "current_password": "another long password"});
+        assert_eq!(
+            app.login("sue", "another long password").await.0,
+            StatusCode::OK
+        );
+        let taken = [
+            app.put_json("/api/account/email", change_email).await,
+            app.put_json("/api/account/iban", change_iban).await,
+            send_document(&app).await,
+        ];
+        for answer in &taken {
+            assert!(answer.0.is_success(), "{answer:?}");
+        }
+        assert_eq!(count(&app, written).await, 3);
+
+        // The exclusion stays open to a suspended account (it ends the sessions).
+        app.service
+            .suspend_account(tresor::trail::Actor::staff("vera"), &sue, REASON)
+            .await
+            .unwrap();
+        assert_eq!(
+            app.login("sue", "another long password").await.0,
+            StatusCode::OK
+        );
+        let (status, body) = app.post("/api/exclusion", json!({"period": "7d"})).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        app.assert_ledger_balances().await;
+    }
+);

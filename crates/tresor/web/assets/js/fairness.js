@@ -1,6 +1,8 @@
-//! The fairness page (« Équité »): every block of game units with its
-//! commitment, published before the block goes on sale, and its secret once
-//! published, with the command that re-checks a closed block; the log's key
+//! The fairness page (« Équité »): every block of game units with its game,
+//! its units, its game's definition (SHA-256), its commitment and what the
+//! commitment is the hash of, published before the block goes on sale, and
+//! its secret once published, with the command that re-checks a closed
+//! block (another game's with its definition file, checked); the log's key
 //! and checkpoints; and a receipt pasted or saved from the history checked
 //! in the browser, with no account (proof.js).
 
@@ -27,23 +29,35 @@ async function purchaseOf(receipt) {
   }
 }
 
-/** The island's id: its blocks are re-checked without a definition file. */
+/**
+ * The island's id: its commitment is sha256(secret), it has one definition
+ * (built into the program) and its blocks are re-checked without a file.
+ */
 const ISLAND = 'ile-au-tresor';
 
 /**
  * The command that re-checks a block whose secret is published: another
- * game's block with its definition file, which its commitment covers
- * (docs/AUDIT.md).
+ * game's block with its definition file, which its commitment covers, the
+ * file's SHA-256 checked first against the block's definition
+ * (docs/AUDIT.md, 3b).
  */
 export function verifyCommand(block) {
-  const game = block.game && block.game !== ISLAND ? ` --game games/${block.game}.toml` : '';
-  return `tresor block verify --secret ${block.secret} --commitment ${block.commitment} --stake ${block.stake_cents}${game}`;
+  const verify = `tresor block verify --secret ${block.secret} --commitment ${block.commitment} --stake ${block.stake_cents}`;
+  if (!block.game || block.game === ISLAND) return verify;
+  const file = `games/${block.game}.toml`;
+  const checked = block.game_sha256 ? `echo "${block.game_sha256}  ${file}" | sha256sum --check && ` : '';
+  return `${checked}${verify} --game ${file}`;
 }
 
 /** A block's game by name, from the catalogue (its id when the catalogue no longer has it). */
 function blockGame(block, games) {
   const game = games.find((g) => g.id === (block.game ?? ISLAND));
   return game ? gameName(game) : block.game;
+}
+
+/** A count in the page's language: "450 000", "450,000". */
+function count(n) {
+  return Number(n).toLocaleString(currentLang() === 'fr' ? 'fr-FR' : 'en-GB');
 }
 
 function row(block, games) {
@@ -53,22 +67,31 @@ function row(block, games) {
     { 'data-testid': 'block-row', 'data-block-id': block.id, 'data-state': block.state },
     h('td', { class: 'num' }, String(block.id)),
     h('td', { class: 'num' }, String(block.emission)),
-    h('td', { 'data-testid': 'block-game' }, blockGame(block, games)),
+    h(
+      'td',
+      {},
+      h('span', { 'data-testid': 'block-game' }, blockGame(block, games)),
+      h('p', { class: 'verify-label' }, t('fair.definition')),
+      h('code', { class: 'hash', 'data-testid': 'block-definition' }, block.game_sha256 ?? '—'),
+    ),
     h('td', { class: 'money' }, money(block.stake_cents)),
     h('td', {}, h('span', { class: `tag ${block.state}` }, t(`block.state.${block.state}`))),
     h(
       'td',
-      { class: 'num' },
+      { class: 'num units', 'data-testid': 'block-units' },
       // Units sold are not shown while a block is on sale (the API gives
       // null): with the prizes paid they would tell where top prizes remain.
-      block.units_sold == null
-        ? '—'
-        : t('fair.sold', {
-            sold: block.units_sold.toLocaleString(),
-            total: (block.units_per_block ?? 450000).toLocaleString(),
-          }),
+      t('fair.sold', {
+        sold: block.units_sold == null ? '—' : count(block.units_sold),
+        total: count(block.units_per_block),
+      }),
     ),
-    h('td', {}, h('code', { class: 'hash', 'data-testid': 'block-commitment' }, block.commitment)),
+    h(
+      'td',
+      {},
+      h('p', { class: 'verify-label' }, h('code', { 'data-testid': 'block-commitment-form' }, block.commitment_form ?? '')),
+      h('code', { class: 'hash', 'data-testid': 'block-commitment' }, block.commitment),
+    ),
     h(
       'td',
       {},

@@ -1,0 +1,11 @@
+-- Issue 42, finding 1 (postgres; the twin is ../sqlite/0024_email_undo_state.sql):
+-- the link that undoes an address change is bound to the state it was made
+-- for, as a password-reset token is bound to the password it resets.
+-- undo_state is the SHA-256 of the player's state right after the change
+-- (src/service/email_change.rs, undo_state: the change as the latest one,
+-- the address on file, the password's hash), set only when a link was
+-- mailed (the old address was confirmed). An undo is taken only while the
+-- state is still that one: a later address change, password change or
+-- reset spends the link. Changes made before this migration have none:
+-- their links no longer undo anything.
+ALTER TABLE email_changes ADD COLUMN undo_state TEXT;
