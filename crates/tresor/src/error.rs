@@ -145,6 +145,13 @@ pub enum Error {
     ExclusionShorter { until_ms: i64, asked_until_ms: i64 },
     #[error("too many attempts: try again in {retry_after_s} seconds")]
     RateLimited { retry_after_s: u64 },
+    /// A witness's cosignature of a checkpoint whose time is not after the
+    /// one kept of that witness and checkpoint: an older line sent again
+    /// never replaces a newer one (`POST /log/<writer>/cosignature`).
+    #[error(
+        "this cosignature (time {time}) is not newer than the one kept of this witness and checkpoint (time {kept}): nothing changed"
+    )]
+    CosignatureNotNewer { time: u64, kept: u64 },
     /// The current password asked before a change is wrong (counted: the
     /// session ends after a few).
     #[error("current_password: this is not your password")]

@@ -69,7 +69,7 @@ pub enum AuditCommand {
     },
     /// Check one play's receipt offline against the installation's key:
     /// its record is in the log, within a checkpoint signed by that key.
-    Receipt(super::monitor::ReceiptArgs),
+    Receipt(super::receipt::ReceiptArgs),
     /// Monitor a site's transparency log from outside: fetch each log's
     /// checkpoint and the tiles it needs, check the signature and the
     /// consistency with the last checkpoint kept, keep the new one; exit 1
@@ -125,7 +125,7 @@ fn parse_time(flag: &str, text: Option<&str>) -> anyhow::Result<Option<i64>> {
 
 pub async fn run_audit(command: AuditCommand) -> anyhow::Result<()> {
     match command {
-        AuditCommand::Receipt(args) => super::monitor::run_receipt(args),
+        AuditCommand::Receipt(args) => super::receipt::run_receipt(args).await,
         AuditCommand::Watch(args) => super::monitor::run_watch(args).await,
         AuditCommand::WitnessKeygen(args) => super::monitor::run_witness_keygen(args),
         AuditCommand::Verify {

@@ -114,6 +114,12 @@ impl DbArgs {
             Ok(mut conn) => crate::trail::log::check_all_signed(&mut conn).await,
             Err(error) => Err(error),
         };
+        // A database rotated before retired keys' last sizes were recorded:
+        // found once, before the writer starts.
+        let checked = match checked {
+            Ok(()) => crate::trail::retired::backfill(&db).await,
+            Err(error) => Err(error),
+        };
         checked.map_err(|e| match e {
             crate::error::Error::LogDoesNotHold(why) => anyhow::Error::new(LogDoesNotHold(why)),
             other => anyhow::Error::new(other),

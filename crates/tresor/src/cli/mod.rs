@@ -15,6 +15,7 @@ pub mod log;
 pub mod mail;
 pub mod monitor;
 pub mod operator;
+pub mod receipt;
 pub mod serve;
 pub mod simulate;
 pub mod staff;

@@ -1,37 +1,18 @@
 //! Checks from outside the installation, with what it published and no
-//! access to its database: `tresor audit receipt` (one play's receipt,
-//! offline) and `tresor audit watch` (the monitor: every log's checkpoint,
+//! access to its database (one play's receipt: `receipt.rs`): `tresor
+//! audit watch` (the monitor: every log's checkpoint,
 //! its signature under the pinned key, a consistency proof from the last
 //! checkpoint kept, built from the published tiles; optionally a mirror of
 //! the tiles; optionally cosigning, as a witness, each checkpoint it
 //! checked). docs/AUDIT.md says what a monitor keeps.
 
 use super::{CheckFailed, Usage};
-use crate::logcheck::{
-    self, CheckError, Needs, Receipt, SignedCheckpoint, TileStore, VerifierKey, Witness, WitnessKey,
-};
+use crate::logcheck::{self, CheckError, Needs, SignedCheckpoint, TileStore, VerifierKey, Witness};
 use anyhow::Context;
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tlog_tiles::Tile;
-
-/// `tresor audit receipt`.
-#[derive(Debug, Args)]
-pub struct ReceiptArgs {
-    /// The receipt (JSON: a play's `receipt`, or the whole answer holding it).
-    pub file: PathBuf,
-    /// The installation's verifier key (`tresor/<id>+<key id>+<base64>`),
-    /// as the fairness page and `/log/` publish it: the receipt's own `key`
-    /// is never trusted alone.
-    #[arg(long)]
-    pub key: String,
-    /// A witness that must have cosigned the receipt's checkpoint (its
-    /// verifier key, `<name>+<key id>+<base64>`). May be given more than
-    /// once: each must have.
-    #[arg(long = "witness", value_name = "VKEY")]
-    pub witnesses: Vec<String>,
-}
 
 /// `tresor audit witness-keygen`.
 #[derive(Debug, Args)]
@@ -80,38 +61,8 @@ pub struct WatchArgs {
     pub witness_name: Option<String>,
 }
 
-fn checked(error: CheckError) -> anyhow::Error {
+pub(super) fn checked(error: CheckError) -> anyhow::Error {
     CheckFailed(error.0).into()
-}
-
-pub fn run_receipt(args: ReceiptArgs) -> anyhow::Result<()> {
-    let key = VerifierKey::parse(&args.key).map_err(|e| Usage(format!("--key: {e}")))?;
-    let text = std::fs::read_to_string(&args.file)
-        .with_context(|| format!("cannot read {}", args.file.display()))?;
-    let value: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| CheckFailed(format!("{}: not JSON ({e})", args.file.display())))?;
-    let receipt = value.get("receipt").cloned().unwrap_or(value);
-    let receipt: Receipt = serde_json::from_value(receipt)
-        .map_err(|e| CheckFailed(format!("{}: not a receipt ({e})", args.file.display())))?;
-    let witnesses = args
-        .witnesses
-        .iter()
-        .map(|w| WitnessKey::parse(w).map_err(|e| Usage(format!("--witness: {e}"))))
-        .collect::<Result<Vec<_>, _>>()?;
-    let included = logcheck::check_receipt(&receipt, &key).map_err(checked)?;
-    println!(
-        "the receipt checks: record {} ({} by {}) is in the log {}, within its signed \
-         checkpoint of {} records",
-        included.index, receipt.record.action, receipt.record.actor, included.origin, included.size
-    );
-    for witness in &witnesses {
-        let time = logcheck::check_cosigned(&receipt.checkpoint, witness).map_err(checked)?;
-        println!(
-            "cosigned by the witness {} (at {time}, Unix seconds)",
-            witness.as_str()
-        );
-    }
-    Ok(())
 }
 
 pub fn run_witness_keygen(args: WitnessKeygenArgs) -> anyhow::Result<()> {

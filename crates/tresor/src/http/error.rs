@@ -69,6 +69,7 @@ impl From<Error> for ApiError {
                 (StatusCode::CONFLICT, "exclusion_cannot_be_shortened")
             }
             Error::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
+            Error::CosignatureNotNewer { .. } => (StatusCode::CONFLICT, "cosignature_not_newer"),
             // The code pages already show for a wrong field.
             Error::WrongPassword => (StatusCode::UNPROCESSABLE_ENTITY, "validation"),
             Error::MailQuota { .. } => (StatusCode::TOO_MANY_REQUESTS, "mail_quota"),

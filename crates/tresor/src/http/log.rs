@@ -8,8 +8,10 @@
 //! witness sends one: C2SP tlog-cosignature). Never the entries: they hold
 //! personal data.
 
+use super::throttle::{ClientAddress, Throttles};
 use super::{ApiError, AppState};
-use axum::extract::{Path, State};
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Extension, Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -96,11 +98,21 @@ struct Cosignature {
     cosignature: String,
 }
 
+/// Throttled per address before the body is even parsed: anyone may post.
 async fn cosignature(
     State(state): State<AppState>,
+    Extension(throttles): Extension<std::sync::Arc<Throttles>>,
+    address: ClientAddress,
     Path(writer): Path<String>,
-    Json(body): Json<Cosignature>,
+    body: Result<Json<Cosignature>, JsonRejection>,
 ) -> Response {
+    if let Err(error) = throttles.cosignature(&address) {
+        return ApiError::from(error).into_response();
+    }
+    let body = match body {
+        Ok(Json(body)) => body,
+        Err(rejection) => return rejection.into_response(),
+    };
     match state
         .service
         .log_cosign(&writer, body.size, &body.cosignature)

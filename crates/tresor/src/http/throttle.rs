@@ -1,9 +1,10 @@
 //! Throttles against abuse at the HTTP edge, kept in memory (per server):
 //! registrations and login attempts per client address, purchases and the
 //! other requests that reach the writer (throws, logouts, deposits, caps,
-//! exclusions) per player and per address, each a keyed GCRA limiter from
-//! `governor`; and failed logins per (name typed, address) and per address
-//! ([`FailedLogins`], growing waits, the account itself never locked).
+//! exclusions) per player and per address, witnesses' cosignatures per
+//! address, each a keyed GCRA limiter from `governor`; and failed logins
+//! per (name typed, address) and per address ([`FailedLogins`], growing
+//! waits, the account itself never locked).
 
 use super::AppState;
 use crate::error::Error;
@@ -27,8 +28,14 @@ pub struct Throttles {
     purchases_by_player: DefaultKeyedRateLimiter<i64>,
     actions_by_address: DefaultKeyedRateLimiter<IpAddr>,
     actions_by_player: DefaultKeyedRateLimiter<i64>,
+    cosignatures_by_address: DefaultKeyedRateLimiter<IpAddr>,
     failed_logins: FailedLogins,
 }
+
+/// Cosignatures taken per client address per minute (`POST
+/// /log/<writer>/cosignature`, open to anyone): a witness sends one per log
+/// at each poll, every minute or so.
+pub const COSIGNATURES_PER_MINUTE_PER_ADDRESS: u32 = 60;
 
 fn at_least_one(n: u32) -> NonZeroU32 {
     NonZeroU32::new(n).unwrap_or(NonZeroU32::MIN)
@@ -64,6 +71,9 @@ impl Throttles {
             actions_by_player: RateLimiter::keyed(Quota::per_minute(at_least_one(
                 limits.actions_per_minute_per_player,
             ))),
+            cosignatures_by_address: RateLimiter::keyed(Quota::per_minute(at_least_one(
+                COSIGNATURES_PER_MINUTE_PER_ADDRESS,
+            ))),
             failed_logins: FailedLogins::new(
                 limits.failed_logins_free_per_name_and_address,
                 limits.failed_logins_free_per_address,
@@ -88,6 +98,12 @@ impl Throttles {
     /// checked before the session is even read.
     pub fn action_by_address(&self, address: &ClientAddress) -> Result<(), Error> {
         check(&self.actions_by_address, &address.0)
+    }
+
+    /// A witness's cosignature from `address`, checked before its body is
+    /// read or anything looked up.
+    pub fn cosignature(&self, address: &ClientAddress) -> Result<(), Error> {
+        check(&self.cosignatures_by_address, &address.0)
     }
 
     /// The same request, once its player is known.
@@ -117,6 +133,7 @@ impl Throttles {
         self.failed_logins.forget_idle(now_ms);
         self.actions_by_address.retain_recent();
         self.actions_by_player.retain_recent();
+        self.cosignatures_by_address.retain_recent();
         self.registrations_by_address.retain_recent();
         self.logins_by_address.retain_recent();
         self.purchases_by_address.retain_recent();

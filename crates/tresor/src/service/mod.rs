@@ -57,7 +57,7 @@ pub use money::{MAX_DEMO_DEPOSIT_CENTS, MAX_DEPOSIT_CENTS, Me};
 pub use payments::{Confirmed, DepositView, Payments, sign as sign_webhook};
 pub use players::Registration;
 pub use plays::{History, PlayView, RevealedScenario, UnitRef};
-pub use publish::{LogIndex, PublishedKey, PublishedLog, PublishedTile};
+pub use publish::{LogIndex, PublishedLog, PublishedTile};
 pub use purchase::{Bought, Purchase};
 pub use reauth::{PasswordConfirmed, PasswordOf, WRONG_PASSWORDS_PER_SESSION};
 /// The webhook's headers.

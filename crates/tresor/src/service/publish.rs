@@ -3,30 +3,28 @@
 //! latest signed checkpoint, and the hash tiles (C2SP tlog-tiles) built from
 //! `log_hashes` at that checkpoint's size; the witnesses' cosignatures
 //! (C2SP tlog-cosignature): taken, checked, stored, published. Only a
-//! witness's request writes, never a purchase.
+//! witness's request writes, never a purchase; a line sent again writes
+//! nothing, and an older one never replaces a newer.
 
 use super::Service;
 use crate::error::Error;
-use crate::logcheck::{self, TILE_HEIGHT};
+use crate::logcheck::{self, LastSigned, ListedKey, TILE_HEIGHT, VerifierKey, WitnessKey};
 use crate::store::{Conn, sql};
+use crate::trail::retired;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use tlog_tiles::stored_hash_index;
 
-/// `GET /log/`: the installation's keys and its logs.
+/// `GET /log/`: the installation's keys (each retired one with the last
+/// size it signed of each log), its witnesses and its logs.
 #[derive(Debug, Clone, Serialize)]
 pub struct LogIndex {
     /// The key that signs checkpoints now.
     pub key: Option<String>,
-    pub keys: Vec<PublishedKey>,
+    pub keys: Vec<ListedKey>,
     /// The witnesses whose cosignatures the site takes (verifier keys).
     pub witnesses: Vec<String>,
     pub logs: Vec<PublishedLog>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct PublishedKey {
-    pub vkey: String,
-    pub since_ms: i64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -60,12 +58,19 @@ impl Service {
         )
         .fetch_all(&mut conn)
         .await?;
+        let current = keys.last().map(|(vkey, _)| vkey.clone());
+        let mut ends = self.retired_ends(&mut conn, &keys, &logs).await?;
         Ok(LogIndex {
-            key: keys.last().map(|(vkey, _)| vkey.clone()),
             keys: keys
                 .into_iter()
-                .map(|(vkey, since_ms)| PublishedKey { vkey, since_ms })
+                .map(|(vkey, since_ms)| ListedKey {
+                    last_signed: (Some(&vkey) != current.as_ref())
+                        .then(|| ends.remove(&vkey).unwrap_or_default()),
+                    vkey,
+                    since_ms,
+                })
                 .collect(),
+            key: current,
             witnesses: self
                 .settings
                 .witnesses
@@ -83,6 +88,60 @@ impl Service {
                 })
                 .collect(),
         })
+    }
+
+    /// Each retired key's last size of each log it signed: the one recorded
+    /// when the log's writer moved to a later key, or, for a log whose latest
+    /// checkpoint that key signed (its server not started again yet), that
+    /// checkpoint's size. The current key (the last of `keys`) has none.
+    async fn retired_ends(
+        &self,
+        conn: &mut Conn,
+        keys: &[(String, i64)],
+        logs: &[(String, String)],
+    ) -> Result<BTreeMap<String, Vec<LastSigned>>, Error> {
+        let mut ends: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+        let Some(((current, _), retired_keys)) = keys.split_last() else {
+            return Ok(BTreeMap::new());
+        };
+        if retired_keys.is_empty() {
+            return Ok(BTreeMap::new());
+        }
+        let mut end = |vkey: &str, origin: &str, size: u64| {
+            let size_then = ends
+                .entry(vkey.to_owned())
+                .or_default()
+                .entry(origin.to_owned())
+                .or_default();
+            *size_then = (*size_then).max(size);
+        };
+        for (vkey, origin, size) in retired::recorded(conn).await? {
+            end(&vkey, &origin, size);
+        }
+        let parsed: Vec<VerifierKey> = keys
+            .iter()
+            .filter_map(|(vkey, _)| VerifierKey::parse(vkey).ok())
+            .collect();
+        for (writer, origin) in logs {
+            let Some((_, size, note)) = self.latest_checkpoint(conn, writer).await? else {
+                continue;
+            };
+            if let Some(signer) = retired::named_signer(&note, &parsed)
+                && signer.as_str() != current
+            {
+                end(signer.as_str(), origin, size.max(0) as u64);
+            }
+        }
+        Ok(ends
+            .into_iter()
+            .map(|(vkey, logs)| {
+                let last = logs
+                    .into_iter()
+                    .map(|(origin, size)| LastSigned { origin, size })
+                    .collect();
+                (vkey, last)
+            })
+            .collect())
     }
 
     /// The latest signed checkpoint of `writer`'s log: its id, size and note.
@@ -128,7 +187,9 @@ impl Service {
     /// `POST /log/<writer>/cosignature`: a witness's cosignature `line` of
     /// the checkpoint of `size` records, stored when the witness is one the
     /// site was told of and the line verifies over the checkpoint kept at
-    /// that size; refused with nothing stored otherwise.
+    /// that size; refused with nothing stored otherwise. The line kept
+    /// already is nothing to do (nothing written); a line no newer than the
+    /// one kept is refused (`cosignature_not_newer`).
     pub async fn log_cosign(&self, writer: &str, size: u64, line: &str) -> Result<(), Error> {
         let line = line.trim_end_matches('\n');
         let witness = self
@@ -153,7 +214,6 @@ impl Service {
         .bind(i64::try_from(size).unwrap_or(i64::MAX))
         .fetch_optional(&mut conn)
         .await?;
-        drop(conn);
         let Some((log_id, note)) = found else {
             return Err(Error::Validation(format!(
                 "no_checkpoint: the log {writer} has no signed checkpoint of {size} records"
@@ -161,13 +221,39 @@ impl Service {
         };
         let (body, _) = logcheck::split_note(&note)
             .map_err(|e| Error::Validation(format!("the stored checkpoint: {e}")))?;
-        witness
+        let time = witness
             .verify(&body, line)
             .map_err(|e| Error::Validation(format!("bad_cosignature: {e}")))?;
-        let (vkey, line, now_ms) = (witness.as_str().to_owned(), line.to_owned(), self.now_ms());
+        // The same line again, or an older one: decided on a read, without
+        // the writer; decided again inside its job (two may race).
+        let kept = kept_cosignature(&mut conn, log_id, size, &witness).await?;
+        drop(conn);
+        if !replaces(kept.as_deref(), line, time, &body, &witness)? {
+            return Ok(());
+        }
+        self.store_cosignature(log_id, size, witness, line.to_owned(), time, body)
+            .await
+    }
+
+    /// The writer's job storing a checked cosignature, unless the line kept
+    /// meanwhile is the same or newer.
+    async fn store_cosignature(
+        &self,
+        log_id: i64,
+        size: u64,
+        witness: WitnessKey,
+        line: String,
+        time: u64,
+        body: String,
+    ) -> Result<(), Error> {
+        let now_ms = self.now_ms();
         self.write(move |conn| {
-            let (vkey, line) = (vkey.clone(), line.clone());
+            let (line, body, witness) = (line.clone(), body.clone(), witness.clone());
             Box::pin(async move {
+                let kept = kept_cosignature(conn, log_id, size, &witness).await?;
+                if !replaces(kept.as_deref(), &line, time, &body, &witness)? {
+                    return Ok(());
+                }
                 sql::query(
                     "INSERT INTO cosignatures (log_id, size, witness_vkey, line, at_ms) \
                      VALUES ($1, $2, $3, $4, $5) ON CONFLICT (log_id, size, witness_vkey) \
@@ -175,7 +261,7 @@ impl Service {
                 )
                 .bind(log_id)
                 .bind(size as i64)
-                .bind(vkey)
+                .bind(witness.as_str())
                 .bind(line)
                 .bind(now_ms)
                 .execute(&mut *conn)
@@ -218,5 +304,46 @@ impl Service {
             }
         }
         Ok(Some(PublishedTile { data, full }))
+    }
+}
+
+/// The cosignature line kept of `witness` for the checkpoint of `size`
+/// records of the log `log_id`, if any.
+async fn kept_cosignature(
+    conn: &mut Conn,
+    log_id: i64,
+    size: u64,
+    witness: &WitnessKey,
+) -> Result<Option<String>, Error> {
+    sql::query_scalar(
+        "SELECT line FROM cosignatures WHERE log_id = $1 AND size = $2 AND witness_vkey = $3",
+    )
+    .bind(log_id)
+    .bind(size as i64)
+    .bind(witness.as_str())
+    .fetch_optional(conn)
+    .await
+}
+
+/// Whether `line` (checked, of `time`) is to be stored over the `kept` one
+/// of the same witness and checkpoint: nothing kept, or a newer time. The
+/// same line is nothing to do; an older or equal time is refused. A kept
+/// line that no longer verifies over `body` is replaced.
+fn replaces(
+    kept: Option<&str>,
+    line: &str,
+    time: u64,
+    body: &str,
+    witness: &WitnessKey,
+) -> Result<bool, Error> {
+    let Some(kept) = kept else {
+        return Ok(true);
+    };
+    if kept == line {
+        return Ok(false);
+    }
+    match witness.verify(body, kept) {
+        Ok(kept) if time <= kept => Err(Error::CosignatureNotNewer { time, kept }),
+        _ => Ok(true),
     }
 }

@@ -170,16 +170,18 @@ pub struct Writer {
 /// Without a kept edge (the writer's first transaction, or after a rollback)
 /// the writer's stakes and prizes accounts are found, or made.
 ///
-/// With `signed` (the writer signs checkpoints), a log read from the
-/// database is first checked against its last signed checkpoint
-/// ([`check_signed`]): a writer never extends a log that someone without the
-/// key has rewritten.
+/// With `signer` (the verifier key the writer signs checkpoints with), a
+/// log read from the database is first checked against its last signed
+/// checkpoint ([`check_signed`]): a writer never extends a log that someone
+/// without the key has rewritten. When another key signed that checkpoint
+/// (a rotation, seen from this log), its size is recorded as the last that
+/// key signed of this log ([`super::retired`]).
 pub async fn lock(
     conn: &mut Conn,
     writer: &str,
     kept: Option<Edge>,
     now_ms: i64,
-    signed: bool,
+    signer: Option<&str>,
 ) -> Result<Head, Error> {
     const LOCK: &str = "UPDATE logs SET size = size WHERE writer = $1 RETURNING id, origin, size";
     let row = match sql::query(LOCK).bind(writer).fetch_optional(conn).await? {
@@ -200,8 +202,11 @@ pub async fn lock(
         Some(edge) if edge.log_id == log_id && edge.size == size => edge.hashes,
         _ => {
             let hashes = read_hashes(conn, log_id, &edge_indexes(size)).await?;
-            if signed {
-                check_signed(conn, log_id, &origin, size, &hashes, true).await?;
+            if let Some(signer) = signer {
+                let last = check_signed(conn, log_id, &origin, size, &hashes, true).await?;
+                if let Some(other) = last.filter(|vkey| vkey != signer) {
+                    super::retired::record(conn, &other, log_id, size).await?;
+                }
             }
             hashes
         }
@@ -230,7 +235,8 @@ pub async fn lock(
 /// row, so no checkpoint past `size` can be committing (one past it means
 /// records were cut off). Costs two reads and one signature
 /// check, when a writer takes its log: at its first transaction, after a
-/// rollback, or when another process of the same name appended.
+/// rollback, or when another process of the same name appended. Returns the
+/// verifier key that signed the last checkpoint (none for an empty log).
 pub async fn check_signed(
     conn: &mut Conn,
     log_id: i64,
@@ -238,9 +244,9 @@ pub async fn check_signed(
     size: u64,
     edge: &BTreeMap<u64, Hash>,
     locked: bool,
-) -> Result<(), Error> {
+) -> Result<Option<String>, Error> {
     if size == 0 {
-        return Ok(());
+        return Ok(None);
     }
     let refuse = |why: String| {
         Error::LogDoesNotHold(format!(
@@ -286,10 +292,10 @@ pub async fn check_signed(
     let vkeys: Vec<String> = sql::query_scalar("SELECT vkey FROM log_keys ORDER BY id")
         .fetch_all(&mut *conn)
         .await?;
-    let checkpoint = vkeys
+    let (signer, checkpoint) = vkeys
         .iter()
         .filter_map(|vkey| VerifierKey::parse(vkey).ok())
-        .find_map(|key| open_checkpoint(&note, &key).ok())
+        .find_map(|key| Some((key.as_str().to_owned(), open_checkpoint(&note, &key).ok()?)))
         .ok_or_else(|| {
             refuse(format!(
                 "its last checkpoint (size {size}) is signed by no key of the installation"
@@ -302,7 +308,7 @@ pub async fn check_signed(
             "its last checkpoint (size {size}) names another tree than its stored hashes"
         )));
     }
-    Ok(())
+    Ok(Some(signer))
 }
 
 /// Every log of the database checked as [`check_signed`] does: what a

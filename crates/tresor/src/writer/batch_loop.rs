@@ -295,7 +295,7 @@ impl Loop {
                 &self.log.name,
                 kept,
                 now_ms,
-                self.log_key.is_some(),
+                self.log_key.as_ref().map(|key| key.vkey()),
             )
             .await?;
             let (outcome, head) =

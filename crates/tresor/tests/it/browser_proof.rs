@@ -92,7 +92,7 @@ async fn start_proxy(upstream: &str) -> (String, Arc<Tamper>) {
     (base, tamper)
 }
 
-async fn register(browser: &Browser, base: &str) {
+pub(crate) async fn register(browser: &Browser, base: &str) {
     browser.goto(&format!("{base}/?fast=1#/")).await;
     let script = "const done = arguments[arguments.length - 1];
          const post = (path, body) => fetch(path, {method: 'POST', credentials: 'same-origin',
@@ -115,7 +115,7 @@ async fn register(browser: &Browser, base: &str) {
 }
 
 /// Buys a unit with the mouse and waits for the proof's verdict.
-async fn buy(browser: &Browser, state: &str) -> String {
+pub(crate) async fn buy(browser: &Browser, state: &str) -> String {
     browser.click("[data-testid=play]").await;
     browser
         .wait_for("document.querySelector('#dlg-howto').open")
@@ -127,7 +127,7 @@ async fn buy(browser: &Browser, state: &str) -> String {
     proof_text(browser, state).await
 }
 
-async fn proof_text(browser: &Browser, state: &str) -> String {
+pub(crate) async fn proof_text(browser: &Browser, state: &str) -> String {
     browser
         .wait_for(&format!(
             "(() => {{ const p = document.querySelector('[data-testid=play-proof]');
@@ -139,7 +139,7 @@ async fn proof_text(browser: &Browser, state: &str) -> String {
         .to_owned()
 }
 
-async fn switch_language(browser: &Browser, lang: &str) {
+pub(crate) async fn switch_language(browser: &Browser, lang: &str) {
     browser.click("[data-testid=lang]").await;
     browser
         .wait_for(&format!("document.documentElement.lang === '{lang}'"))
@@ -147,7 +147,7 @@ async fn switch_language(browser: &Browser, lang: &str) {
 }
 
 /// Plays the four throws out, closing the congratulations if they come.
-async fn finish(browser: &Browser) {
+pub(crate) async fn finish(browser: &Browser) {
     for number in 1..=4 {
         browser.click("[data-testid=throw]").await;
         browser
@@ -234,7 +234,7 @@ async fn a_plays_receipt_shows_checked_and_one_altered_in_transit_shows_failed(h
 
 /// Sets the fairness page's receipt box to `text` (as a paste does), checks
 /// it, and gives the verdict: `[result, reason, text]`.
-async fn check_pasted(browser: &Browser, text: &str) -> Value {
+pub(crate) async fn check_pasted(browser: &Browser, text: &str) -> Value {
     browser
         .execute(&format!(
             "const r = document.querySelector('[data-testid=receipt-result]'); r.dataset.result = '';
@@ -246,7 +246,7 @@ async fn check_pasted(browser: &Browser, text: &str) -> Value {
     verdict(browser).await
 }
 
-async fn verdict(browser: &Browser) -> Value {
+pub(crate) async fn verdict(browser: &Browser) -> Value {
     browser
         .wait_for(
             "(() => { const r = document.querySelector('[data-testid=receipt-result]');

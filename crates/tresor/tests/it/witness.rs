@@ -4,7 +4,9 @@
 //! tlog-cosignature), the cosigned checkpoint published, a player's receipt
 //! carrying the cosignature and `tresor audit receipt --witness` accepting
 //! it and refusing another witness; an unknown witness's and a forged
-//! cosignature refused with nothing stored.
+//! cosignature refused with nothing stored; a line sent again changes
+//! nothing, an older one is refused, and the endpoint is throttled per
+//! address (issue 42, finding 8).
 
 use crate::common::{Harness, buy_and_play, cookie_client, describe, register_and_deposit};
 use serde_json::{Value, json};
@@ -15,6 +17,8 @@ use tresor::logcheck::{self, VerifierKey, Witness, WitnessKey};
 on_both!(
     a_witness_cosigns_what_it_checked_and_receipts_carry_it,
     an_unknown_or_forged_cosignature_is_refused_and_nothing_stored,
+    a_cosignature_sent_again_writes_nothing_and_an_older_one_is_refused,
+    cosignatures_are_throttled_per_address,
 );
 
 async fn run(args: Vec<String>) -> Output {
@@ -271,4 +275,115 @@ fn tamper_time(encoded: &str) -> String {
     let mut bytes = engine.decode(encoded).unwrap();
     bytes[11] ^= 1;
     engine.encode(bytes)
+}
+
+/// The stored cosignature of `size` (its line and when it was written).
+async fn stored_cosignature(h: &Harness, size: u64) -> (String, i64) {
+    let db = h.connect().await;
+    sqlx::query_as::<_, (String, i64)>("SELECT line, at_ms FROM cosignatures WHERE size = $1")
+        .bind(size as i64)
+        .fetch_one(&db.pool)
+        .await
+        .unwrap()
+}
+
+/// A server taking the cosignatures of `witness`, one play bought: its
+/// base, and the body and size of its latest checkpoint.
+async fn witnessed_server(
+    h: &Harness,
+    witness: &Witness,
+    throttled: bool,
+) -> (crate::common::Server, String, u64) {
+    let mut flags = if throttled {
+        Vec::new()
+    } else {
+        crate::common::unthrottled_flags()
+    };
+    flags.extend(["--witness".to_owned(), witness.vkey().as_str().to_owned()]);
+    let server = h.server(&flags).await;
+    let client = cookie_client();
+    register_and_deposit(&client, &server.base, "witnessed", 100_000).await;
+    buy_and_play(&client, &server.base, 100).await;
+    let (_, note) = text(&format!("{}/log/server/checkpoint", server.base)).await;
+    let (body, _) = logcheck::split_note(&note).unwrap();
+    let size: u64 = body.lines().nth(1).unwrap().parse().unwrap();
+    (server, body, size)
+}
+
+/// Finding 8: the same line sent again is taken (204) and changes nothing
+/// (the row is not written again); a cosignature of that checkpoint older
+/// than the one kept is refused (409 `cosignature_not_newer`) and the newer
+/// one stays published.
+async fn a_cosignature_sent_again_writes_nothing_and_an_older_one_is_refused(h: &Harness) {
+    let witness = Witness::new("witness.test/one", &[1; 32]).unwrap();
+    let (server, body, size) = witnessed_server(h, &witness, false).await;
+    let base = server.base.clone();
+    let older = witness.cosign(&body, 1_800_000_000);
+    let newer = witness.cosign(&body, 1_800_000_060);
+
+    let (status, answer) = post_cosignature(&base, size, &newer).await;
+    assert_eq!(status, 204, "{answer}");
+    let kept = stored_cosignature(h, size).await;
+    assert_eq!(kept.0, newer);
+    for _ in 0..3 {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        let (status, answer) = post_cosignature(&base, size, &newer).await;
+        assert_eq!(status, 204, "{answer}");
+        assert_eq!(stored_cosignature(h, size).await, kept, "not written again");
+    }
+
+    let (status, answer) = post_cosignature(&base, size, &older).await;
+    assert_eq!(status, 409, "{answer}");
+    let answer: Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(answer["error"]["code"], "cosignature_not_newer", "{answer}");
+    assert_eq!(
+        stored_cosignature(h, size).await,
+        kept,
+        "the newer one kept"
+    );
+    let (_, cosigned) = text(&format!("{base}/log/server/cosigned")).await;
+    assert!(cosigned.ends_with(&format!("{newer}\n")), "{cosigned}");
+    assert!(!cosigned.contains(&older), "{cosigned}");
+    assert_eq!(cosignatures_stored(h).await, 1);
+}
+
+/// Finding 8: anyone may post a cosignature, so one address is throttled:
+/// 100 posts at once from one address are mostly answered 429
+/// `rate_limited` with a `Retry-After`, before anything is read or written.
+async fn cosignatures_are_throttled_per_address(h: &Harness) {
+    let witness = Witness::new("witness.test/one", &[1; 32]).unwrap();
+    let (server, body, size) = witnessed_server(h, &witness, true).await;
+    let line = witness.cosign(&body, 1_800_000_000);
+    let client = reqwest::Client::new();
+    let url = format!("{}/log/server/cosignature", server.base);
+    let posts = (0..100).map(|_| {
+        client
+            .post(&url)
+            .json(&json!({ "size": size, "cosignature": line }))
+            .send()
+    });
+    let started = std::time::Instant::now();
+    let answers = futures_util::future::join_all(posts).await;
+    let elapsed_s = started.elapsed().as_secs_f64();
+    let (mut taken, mut throttled) = (0_u32, 0_u32);
+    for answer in answers {
+        let answer = answer.unwrap();
+        match answer.status().as_u16() {
+            204 => taken += 1,
+            429 => {
+                assert!(answer.headers().contains_key("retry-after"));
+                let body: Value = answer.json().await.unwrap();
+                assert_eq!(body["error"]["code"], "rate_limited", "{body}");
+                throttled += 1;
+            }
+            other => panic!("{other}: {}", answer.text().await.unwrap()),
+        }
+    }
+    // A burst of 60, then one a second.
+    assert!(
+        taken >= 1 && f64::from(taken) <= 61.0 + elapsed_s,
+        "{taken} taken, {throttled} throttled in {elapsed_s:.2} s"
+    );
+    assert_eq!(taken + throttled, 100);
+    assert_eq!(cosignatures_stored(h).await, 1);
 }

@@ -94,7 +94,7 @@ pub(super) async fn preload(data: &std::path::Path, target: u64) -> anyhow::Resu
             &db.writer,
             edge.take(),
             now_ms,
-            db.log_key.is_some(),
+            db.log_key.as_ref().map(|key| key.vkey()),
         )
         .await?;
         let secret = os_random_32();

@@ -9,7 +9,7 @@
 import { api } from './api.js';
 import { t, money, currentLang } from './i18n.js';
 import { $, h } from './util.js';
-import { explainReceipt, publishedKeys, publishedLog } from './proof.js';
+import { explainWithSite, publishedLog } from './proof.js';
 import { findGame, gameName, loadGames } from './lobby.js';
 
 /**
@@ -201,13 +201,12 @@ export function setupFairness(app) {
       return say({ ok: false, reason: 'json' });
     }
     say({ ok: false, reason: 'checking' });
-    let keys;
+    let answer;
     try {
-      keys = await publishedKeys();
+      answer = await explainWithSite(receipt);
     } catch {
       return say({ ok: false, reason: 'network' });
     }
-    const answer = await explainReceipt(receipt, keys);
     if (answer.ok) answer.purchase = await purchaseOf(receipt);
     say(answer);
   }

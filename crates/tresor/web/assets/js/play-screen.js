@@ -5,21 +5,22 @@
 
 import { t } from './i18n.js';
 import { h } from './util.js';
-import { verifyReceipt } from './proof.js';
+import { receiptState } from './proof.js';
 
 export class PlayScreen {
   /**
    * Beside the play: its receipt checked in the browser (proof.js) against
-   * the key `/log/` publishes, in words and a sign (not colour alone).
+   * what `/log/` lists, in words and a sign (not colour alone): checked,
+   * failed, or not cosigned yet by the witnesses the site lists.
    */
   async showProof(receipt) {
     const run = (this.proofRun = (this.proofRun ?? 0) + 1);
     this.proofState = receipt ? 'checking' : null;
     this.renderProof();
     if (!receipt) return;
-    const ok = await verifyReceipt(receipt);
+    const state = await receiptState(receipt);
     if (run !== this.proofRun) return;
-    this.proofState = ok ? 'checked' : 'failed';
+    this.proofState = state;
     this.renderProof();
   }
 
@@ -28,7 +29,7 @@ export class PlayScreen {
     node.hidden = !this.proofState;
     if (!this.proofState) return;
     node.dataset.state = this.proofState;
-    const sign = { checking: '…', checked: '✓', failed: '✗' }[this.proofState];
+    const sign = { checking: '…', checked: '✓', uncosigned: '!', failed: '✗' }[this.proofState];
     node.replaceChildren(h('span', { 'aria-hidden': 'true' }, `${sign} `), t(`proof.${this.proofState}`));
   }
 

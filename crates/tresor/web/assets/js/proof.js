@@ -1,8 +1,11 @@
 //! The check of a play's receipt in the browser, with WebCrypto only
 //! (SHA-256 and Ed25519): the record's leaf (docs/AUDIT.md, "A leaf"), its
-//! RFC 9162 inclusion proof up to the checkpoint's root, and the
-//! checkpoint's signature under a key that `/log/` publishes (the receipt's
-//! own `key` is never trusted alone).
+//! RFC 9162 inclusion proof up to the checkpoint's root, the checkpoint's
+//! signature under a key that `/log/` lists (the receipt's own `key` is
+//! never trusted alone; a retired key only up to the last size it signed of
+//! that log), and the cosignature of every witness `/log/` lists (C2SP
+//! tlog-cosignature). `tresor audit receipt --log` makes the same checks
+//! (`src/logcheck/listing.rs`).
 
 const encoder = new TextEncoder();
 
@@ -66,36 +69,73 @@ async function rootFromInclusion(index, size, leaf, proof) {
   return sn === 0 ? r : null;
 }
 
-/** A vkey `name+hex id+base64(0x01 || key)`, its id checked. */
-async function parseKey(vkey) {
+/**
+ * A vkey `name+hex id+base64(alg || key)`, its id checked: a log's key
+ * (algorithm 0x01, Ed25519) or a witness's (0x04, cosignature/v1).
+ */
+async function parseKey(vkey, alg = 1) {
   // The base64 of the key may hold '+' too: split on the first two only.
   const [name, id] = vkey.split('+', 2);
+  if (!name || id === undefined) throw new Error('a malformed key');
   const key64 = vkey.slice(name.length + id.length + 2);
   const key = fromBase64(key64);
-  if (!name || !/^[0-9a-f]{8}$/.test(id) || key.length !== 33 || key[0] !== 1) throw new Error('a malformed key');
+  if (!/^[0-9a-f]{8}$/.test(id) || key.length !== 33 || key[0] !== alg) throw new Error('a malformed key');
   const hash = await sha256(concat(encoder.encode(`${name}\n`), key));
   const want = Array.from(hash.slice(0, 4), (b) => b.toString(16).padStart(2, '0')).join('');
   if (want !== id) throw new Error('a key whose id does not match');
   return { name, id: hash.slice(0, 4), raw: key.slice(1) };
 }
 
-/** The checkpoint's body if one signature line verifies under `key`. */
-async function openNote(note, key) {
+/** A signed note's body (up to the blank line) and its signature lines. */
+function splitNote(note) {
   const split = note.lastIndexOf('\n\n');
   if (split < 0) throw new Error('not a signed note');
-  const body = note.slice(0, split + 1);
-  const publicKey = await crypto.subtle.importKey('raw', key.raw, { name: 'Ed25519' }, false, ['verify']);
-  for (const line of note.slice(split + 2).split('\n')) {
+  return { body: note.slice(0, split + 1), lines: note.slice(split + 2).split('\n') };
+}
+
+/** The signature lines of `note` named `key.name` whose bytes start with its id. */
+function linesOf(lines, key) {
+  return lines.flatMap((line) => {
     const match = /^\u2014 (\S+) (\S+)$/.exec(line);
-    if (!match || match[1] !== key.name) continue;
+    if (!match || match[1] !== key.name) return [];
     const sig = fromBase64(match[2]);
-    if (sig.length !== 68 || !equal(sig.slice(0, 4), key.id)) continue;
-    if (await crypto.subtle.verify({ name: 'Ed25519' }, publicKey, sig.slice(4), encoder.encode(body))) {
+    return equal(sig.slice(0, 4), key.id) ? [sig] : [];
+  });
+}
+
+async function ed25519(raw, sig, message) {
+  const publicKey = await crypto.subtle.importKey('raw', raw, { name: 'Ed25519' }, false, ['verify']);
+  return crypto.subtle.verify({ name: 'Ed25519' }, publicKey, sig, encoder.encode(message));
+}
+
+/** The checkpoint's body if one signature line verifies under `key`. */
+async function openNote(note, key) {
+  const { body, lines } = splitNote(note);
+  for (const sig of linesOf(lines, key)) {
+    if (sig.length === 68 && (await ed25519(key.raw, sig.slice(4), body))) {
       const [origin, size, root] = body.split('\n');
       return { origin, size: Number(size), root: fromBase64(root) };
     }
   }
   throw new Error('no signature by the published key');
+}
+
+/**
+ * Whether `witness` (a parsed witness key) cosigned the note's body: true
+ * when one of its lines verifies (`cosignature/v1\ntime T\n` and the body,
+ * T the line's 8-byte time), false when the note carries none of it;
+ * throws when it carries only bad ones.
+ */
+async function cosigned(note, witness) {
+  const { body, lines } = splitNote(note);
+  const sigs = linesOf(lines, witness);
+  for (const sig of sigs) {
+    if (sig.length !== 76) continue;
+    const time = new DataView(sig.buffer, sig.byteOffset + 4, 8).getBigUint64(0);
+    if (await ed25519(witness.raw, sig.slice(12), `cosignature/v1\ntime ${time}\n${body}`)) return true;
+  }
+  if (sigs.length > 0) throw new Error('a cosignature that does not verify');
+  return false;
 }
 
 /** A receipt as `GET /api/plays/{id}/receipt` gives it (the fields
@@ -111,18 +151,59 @@ function wellFormed(receipt) {
 }
 
 /**
- * Checks `receipt` as `tresor audit receipt` does (`logcheck::check_receipt`),
- * against the keys `/log/` publishes: the key is a published one, the
- * checkpoint is signed by it and is of the receipt's log, the record's index
- * is within it, and the leaf hash of the record with its inclusion proof
- * leads to the checkpoint's root. Resolves to `{ ok: true, origin, index,
- * size }`, or `{ ok: false, reason }`: `format`, `key`, `signature`,
- * `origin`, `index` or `inclusion`.
+ * The key `vkey` as `/log/` lists it: `{ current }` for the key that signs
+ * now, `{ current: false, lastSigned }` for a retired one (the last size it
+ * signed of each log), or null when the listing does not list it.
  */
-export async function explainReceipt(receipt, publishedKeys) {
+function listedKey(listing, vkey) {
+  const current = typeof listing?.key === 'string' && listing.key.trim() === vkey;
+  const entry = (listing?.keys ?? []).find((k) => typeof k?.vkey === 'string' && k.vkey.trim() === vkey);
+  if (!current && !entry) return null;
+  return { current, lastSigned: current ? [] : (entry?.last_signed ?? []) };
+}
+
+/** A retired key's checkpoint: no larger than the last it signed of its log. */
+function withinRetired(listed, checkpoint) {
+  const sizes = listed.lastSigned.filter((l) => l?.origin === checkpoint.origin).map((l) => Number(l.size));
+  return sizes.length > 0 && checkpoint.size <= Math.max(...sizes);
+}
+
+/** Every witness `/log/` lists cosigned the note: 'ok', 'uncosigned' or 'cosignature'. */
+async function witnessed(note, listing) {
+  for (const vkey of listing?.witnesses ?? []) {
+    let witness;
+    try {
+      witness = await parseKey(String(vkey).trim(), 4);
+    } catch {
+      return 'uncosigned';
+    }
+    try {
+      if (!(await cosigned(note, witness))) return 'uncosigned';
+    } catch {
+      return 'cosignature';
+    }
+  }
+  return 'ok';
+}
+
+/**
+ * Checks `receipt` as `tresor audit receipt --log` does
+ * (`logcheck::Listing::check_receipt`), against `/log/`'s listing: the key
+ * is one listed, the checkpoint is signed by it and is of the receipt's
+ * log, a retired key's checkpoint is no larger than the last it signed of
+ * that log, the record's index is within it, the leaf hash of the record
+ * with its inclusion proof leads to the checkpoint's root, and every
+ * witness listed cosigned the checkpoint. Resolves to `{ ok: true, origin,
+ * index, size }`, or `{ ok: false, reason }`: `format`, `key`, `signature`,
+ * `origin`, `retired`, `index`, `inclusion`, `cosignature` (a witness's
+ * line that does not verify) or `uncosigned` (in the log, signed by the
+ * site, but not cosigned by its witnesses: never "checked").
+ */
+export async function explainReceipt(receipt, listing) {
   const r = wellFormed(receipt);
   if (!r) return { ok: false, reason: 'format' };
-  if (!publishedKeys.includes(r.key.trim())) return { ok: false, reason: 'key' };
+  const listed = listedKey(listing, r.key.trim());
+  if (!listed) return { ok: false, reason: 'key' };
   let key;
   try {
     key = await parseKey(r.key.trim());
@@ -136,6 +217,7 @@ export async function explainReceipt(receipt, publishedKeys) {
     return { ok: false, reason: 'signature' };
   }
   if (checkpoint.origin !== r.origin) return { ok: false, reason: 'origin' };
+  if (!listed.current && !withinRetired(listed, checkpoint)) return { ok: false, reason: 'retired' };
   if (!(r.index < checkpoint.size)) return { ok: false, reason: 'index' };
   let proof;
   try {
@@ -147,36 +229,35 @@ export async function explainReceipt(receipt, publishedKeys) {
   const leaf = await sha256(concat([0], leafData(r.origin, r.index, r.record)));
   const root = await rootFromInclusion(r.index, checkpoint.size, leaf, proof);
   if (root === null || !equal(root, checkpoint.root)) return { ok: false, reason: 'inclusion' };
+  const witnesses = await witnessed(r.checkpoint, listing);
+  if (witnesses !== 'ok') return { ok: false, reason: witnesses };
   return { ok: true, origin: checkpoint.origin, index: r.index, size: checkpoint.size };
-}
-
-/**
- * Checks `receipt` against the keys `/log/` publishes: resolves to true when
- * the record is in the log within a checkpoint signed by one of them, false
- * when anything does not check.
- */
-export async function checkReceipt(receipt, publishedKeys) {
-  try {
-    return (await explainReceipt(receipt, publishedKeys)).ok;
-  } catch {
-    return false;
-  }
 }
 
 let published = null;
 
-/** The keys `/log/` publishes (fetched once a page load). */
-export async function publishedKeys() {
-  if (!published) {
-    published = fetch('/log/', { headers: { Accept: 'application/json' } })
+/** What `/log/` lists (fetched once a page load, again when `fresh`). */
+function publishedListing(fresh = false) {
+  if (!published || fresh) {
+    published = fetch('/log/', { headers: { Accept: 'application/json' }, cache: 'no-cache' })
       .then((r) => (r.ok ? r.json() : Promise.reject(new Error(`/log/ answered ${r.status}`))))
-      .then((log) => [...new Set([log.key, ...(log.keys ?? []).map((k) => k.vkey)].filter(Boolean))])
       .catch((error) => {
         published = null;
         throw error;
       });
   }
   return published;
+}
+
+/**
+ * Checks `receipt` against what the site's `/log/` lists now (read again
+ * once when the key is not listed or is retired in the copy kept: a
+ * rotation since the page was loaded). Rejects when `/log/` cannot be read.
+ */
+export async function explainWithSite(receipt) {
+  const answer = await explainReceipt(receipt, await publishedListing());
+  if (answer.ok || !['key', 'retired'].includes(answer.reason)) return answer;
+  return explainReceipt(receipt, await publishedListing(true));
 }
 
 /** `/log/` itself (the fairness page's section). */
@@ -186,11 +267,16 @@ export async function publishedLog() {
   return r.json();
 }
 
-/** Checks a receipt against the published keys. */
-export async function verifyReceipt(receipt) {
+/**
+ * A receipt's state beside its play: 'checked', 'uncosigned' (in the log,
+ * not cosigned by the witnesses `/log/` lists) or 'failed'.
+ */
+export async function receiptState(receipt) {
   try {
-    return await checkReceipt(receipt, await publishedKeys());
+    const answer = await explainWithSite(receipt);
+    if (answer.ok) return 'checked';
+    return answer.reason === 'uncosigned' ? 'uncosigned' : 'failed';
   } catch {
-    return false;
+    return 'failed';
   }
 }
