@@ -16,6 +16,7 @@ pub mod mail;
 pub mod metrics;
 pub mod model;
 pub mod open_files;
+pub mod private;
 pub mod protect;
 pub mod report;
 pub mod seal;

@@ -4,7 +4,7 @@
 //! `TRESOR_SMTP_URL`), otherwise written as RFC 5322 files (`.eml`) to an
 //! outbox folder (`--mail-outbox`; in demo mode `<data>/outbox` by default)
 //! that the demo and the tests read. A leaf: it knows nothing of the rest of
-//! the crate.
+//! the crate but its private folders (`private.rs`).
 //!
 //! The outbox holds reset links: it is private. Its folder is made 0700, or,
 //! already there, taken only if this user owns it (a folder another user
@@ -144,81 +144,19 @@ impl Mailer {
     }
 }
 
-/// Makes `dir` a folder only this user reads: created 0700 (its parents as
-/// usual) if missing; if it is there, it must be a folder (not a symbolic
-/// link) that this user owns (a probe file made inside it must have the
-/// folder's owner), and it is made 0700. A folder another user made first,
-/// even one anyone may write to, is refused.
+/// Makes `dir` a folder only this user reads ([`crate::private::folder`]):
+/// created 0700 if missing; if it is there, it must be a folder (not a
+/// symbolic link) that this user owns, and it is made 0700. A folder
+/// another user made first, even one anyone may write to, is refused.
 pub fn private_folder(dir: &Path) -> std::io::Result<()> {
-    use std::io::{Error, ErrorKind};
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
-    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)?;
-    }
-    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
-        Ok(()) => {}
-        Err(error) if error.kind() == ErrorKind::AlreadyExists => {}
-        Err(error) => return Err(error),
-    }
-    let found = std::fs::symlink_metadata(dir)?;
-    if !found.file_type().is_dir() {
-        return Err(Error::other(
-            "not a folder (a symbolic link or a file is refused): name a folder of this user's",
-        ));
-    }
-    // Whose it is, told by a file this process makes in it.
-    let probe = dir.join(format!(".owner-{}", random_name()));
-    let made = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&probe)
-        .and_then(|file| file.metadata());
-    let _ = std::fs::remove_file(&probe);
-    let mine = made?.uid();
-    if found.uid() != mine {
-        return Err(Error::other(format!(
-            "the folder belongs to another user (uid {}, this server runs as uid {mine}): \
-             anyone who made it first could read the reset links; name a folder of this user's",
-            found.uid()
-        )));
-    }
-    if found.mode() & 0o077 != 0 {
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
-    }
-    Ok(())
-}
-
-/// 128 random bits, in a UUID's spelling.
-fn random_name() -> String {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).expect("the operating system's random generator works");
-    let hex = hex::encode(bytes);
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..]
-    )
+    crate::private::folder(dir, crate::private::Loose::Tighten)
 }
 
 /// Writes one message to `dir` as `<random>.eml`, 0600: first under a
 /// hidden name, then renamed, so that a reader never sees half of it.
 fn write_private(dir: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let name = random_name();
-    let partial = dir.join(format!(".{name}.partial"));
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&partial)?;
-    file.write_all(bytes)?;
-    drop(file);
-    std::fs::rename(&partial, dir.join(format!("{name}.eml")))
+    let name = format!("{}.eml", crate::private::random_name());
+    crate::private::write_whole(dir, name.as_ref(), bytes, false)
 }
 
 #[cfg(test)]

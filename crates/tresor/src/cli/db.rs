@@ -195,15 +195,30 @@ impl LogArgs {
     /// Where the server keeps its published checkpoints (see
     /// `backup::keeper`), for the installation `installation`.
     pub fn keeper(&self, installation: &str) -> crate::backup::keeper::Keeper {
-        let given = match &self.kept_checkpoints {
+        crate::backup::keeper::Keeper::new(&self.kept_given(), installation)
+            .on_host(super::writer_name::host_name())
+    }
+
+    fn kept_given(&self) -> PathBuf {
+        match &self.kept_checkpoints {
             Some(path) => path.clone(),
             None => self
                 .log_key_file
                 .parent()
                 .map(Path::to_owned)
                 .unwrap_or_default(),
-        };
-        crate::backup::keeper::Keeper::new(&given, installation)
+        }
+    }
+
+    /// Refuses a kept checkpoints' folder that is a symbolic link, another
+    /// user's, or writable by its group or others (made 0700 if missing).
+    pub fn check_kept_folder(&self) -> anyhow::Result<()> {
+        crate::backup::keeper::Keeper::private_folder(&self.kept_given()).map_err(|e| {
+            Usage(format!(
+                "--kept-checkpoints (TRESOR_KEPT_CHECKPOINTS): {e:#}"
+            ))
+            .into()
+        })
     }
 
     /// The writer's name, `default` unless given; checked.

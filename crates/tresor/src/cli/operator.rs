@@ -5,6 +5,7 @@
 //! every change it makes is recorded in the game trail as the operator's.
 
 use super::db::{DbArgs, open_service};
+use crate::backup::keeper::{Keeper, Kept};
 use crate::error::Error;
 use crate::protect::ExclusionLength;
 use crate::seal::{KeySource, SecretsKey};
@@ -375,12 +376,13 @@ pub async fn run_sales(command: SalesCommand) -> anyhow::Result<()> {
                 Ok(reason) => {
                     println!("sales are open again (they were closed: {reason})");
                     // What the server keeps of its published checkpoints is
-                    // now this database's (the operator took the rest on).
+                    // now this database's (the operator took the rest on),
+                    // where a file is, or the database says one was.
                     let installation =
                         crate::backup::checkpoint::installation(&service.db.pool).await?;
                     let keeper = db.log.keeper(&installation);
-                    if keeper.path.exists() {
-                        keeper.keep(&service, &mut String::new()).await?;
+                    if keeper.path.exists() || Keeper::recorded(&service).await? {
+                        keeper.keep(&service, &mut Kept::default()).await?;
                     }
                 }
                 Err(Error::NotFound) => {

@@ -364,6 +364,7 @@ pub async fn run_serve(args: ServeArgs, demo_if_created: bool) -> anyhow::Result
         .map(crate::backup::checkpoint::Published::read)
         .transpose()
         .map_err(|e| Usage(format!("--published-checkpoint: {e}")))?;
+    args.db.log.check_kept_folder()?;
     let admin = tokio::net::TcpListener::bind(&args.admin_listen)
         .await
         .with_context(|| format!("cannot listen on {} (--admin-listen)", args.admin_listen))?;

@@ -21,7 +21,7 @@ use std::time::Duration;
 const FALLBACK: &str = "server";
 
 /// The machine's host name, as the kernel has it.
-fn host_name() -> Option<String> {
+pub fn host_name() -> Option<String> {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .or_else(|| std::env::var("HOSTNAME").ok())

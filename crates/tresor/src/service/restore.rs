@@ -57,13 +57,33 @@ impl Service {
         .await
     }
 
+    /// Where the server last kept this database's published checkpoints
+    /// (`backup::keeper`: its record, JSON), if ever.
+    pub async fn kept_checkpoints(&self) -> Result<Option<String>, Error> {
+        let mut conn = self.db.conn().await?;
+        setting(&mut conn, "kept_checkpoints").await
+    }
+
+    /// Records where the server keeps them (`place`, JSON).
+    pub async fn record_kept_checkpoints(&self, place: String) -> Result<(), Error> {
+        self.write(move |conn| {
+            let place = place.clone();
+            Box::pin(async move { put_setting(conn, "kept_checkpoints", Some(&place)).await })
+        })
+        .await
+    }
+
     /// Records a restore in the trail (what was restored, compared with
-    /// what), whether or not it holds sales.
+    /// what), whether or not it holds sales. The restore answers for
+    /// whether the copy is behind what was published (it compared, or it
+    /// holds sales): where the copy's server kept its checkpoints is
+    /// forgotten, and the restored server records its own.
     pub async fn record_restore(&self, detail: Value) -> Result<(), Error> {
         let now_ms = self.now_ms();
         self.write(move |conn| {
             let detail = detail.clone();
             Box::pin(async move {
+                put_setting(conn, "kept_checkpoints", None).await?;
                 trail::append(conn, now_ms, &Actor::System, "restored", detail, json!({})).await?;
                 Ok(())
             })

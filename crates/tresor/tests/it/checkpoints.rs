@@ -549,7 +549,7 @@ fn signal(pid: u32, name: &str) {
 
 /// The file where the test servers keep the checkpoints of `db`'s
 /// installation.
-async fn kept_file(db: &TestDb) -> PathBuf {
+pub(crate) async fn kept_file(db: &TestDb) -> PathBuf {
     let conn = db.connect().await;
     let installation: String =
         sqlx::query_scalar("SELECT value FROM settings WHERE key = 'installation_id'")

@@ -42,6 +42,7 @@ mod games_sold;
 mod hostile;
 mod identity;
 mod intake;
+mod kept;
 mod multi_server;
 mod no_store;
 mod operate;

@@ -184,8 +184,16 @@ impl Store {
                     .execute(&mut admin)
                     .await;
             }
+            let _ = std::fs::remove_dir_all(kept_dir(name));
         }
     }
+}
+
+/// Where the servers of the bench's PostgreSQL database `name` keep their
+/// checkpoints: a private folder of its own, not the temporary folder
+/// itself, which anyone may write.
+fn kept_dir(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("tresor-bench-kept-{name}"))
 }
 
 /// Flags that lift the per-player and per-address throttles, for those this
@@ -283,12 +291,14 @@ impl Server {
             .stderr(Stdio::inherit());
         if store.is_fresh() {
             // The bench's own database: its keys, and the checkpoints its
-            // servers keep (--kept-checkpoints) thrown away with it, not
-            // left in the working folder.
+            // servers keep (--kept-checkpoints, a private folder) thrown
+            // away with it, not left in the working folder.
             let kept = match &store {
                 Store::Sqlite { path, .. } => path.clone(),
-                Store::Postgres { .. } => std::env::temp_dir(),
+                Store::Postgres { name, .. } => kept_dir(name),
             };
+            crate::private::folder(&kept, crate::private::Loose::Refuse)
+                .with_context(|| format!("the bench's kept checkpoints {}", kept.display()))?;
             command
                 .env("TRESOR_SECRETS_KEY", bench_secrets_key())
                 .env("TRESOR_LOG_KEY", bench_log_key())

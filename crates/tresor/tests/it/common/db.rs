@@ -171,6 +171,39 @@ impl TestDb {
         pool
     }
 
+    /// A copy of this database as it is now, with its key: its data
+    /// folder's files, or a PostgreSQL database made from it (no server may
+    /// have it open; connections of one just killed are waited for).
+    pub async fn copy(&self) -> TestDb {
+        let Some((base, name)) = &self.postgres else {
+            let mut copy = TestDb::sqlite().await;
+            let (from, to) = (self.data_dir().unwrap(), copy.data_dir().unwrap());
+            for entry in std::fs::read_dir(from).unwrap().flatten() {
+                if entry.file_type().unwrap().is_file() {
+                    std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+                }
+            }
+            copy.secrets_key = self.secrets_key.clone();
+            return copy;
+        };
+        use sqlx::Connection;
+        let mut copy = TestDb::postgres().await.expect("PostgreSQL answered");
+        let (_, copy_name) = copy.postgres.clone().unwrap();
+        let mut conn = sqlx::PgConnection::connect(base).await.unwrap();
+        sqlx::query(&format!("DROP DATABASE {copy_name}"))
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let statement = format!("CREATE DATABASE {copy_name} TEMPLATE {name}");
+        while let Err(error) = sqlx::query(&statement).execute(&mut conn).await {
+            assert!(std::time::Instant::now() < deadline, "{statement}: {error}");
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        copy.secrets_key = self.secrets_key.clone();
+        copy
+    }
+
     /// Gives `command` (a [`tresor_command`]) this database's secrets key.
     pub fn env(&self, command: &mut Command) {
         command.env("TRESOR_SECRETS_KEY", self.secrets_key.to_hex());
