@@ -3,7 +3,7 @@
 //! account of the same person (accounts opened before one account per
 //! person held), each ending its sessions, in one writer job.
 
-use super::{load, save};
+use super::stored::{load, save};
 use crate::clock::rfc3339;
 use crate::error::Error;
 use crate::model::Player;

@@ -191,10 +191,10 @@ impl Service {
 
     /// The player accepts the rules of `version`, which must be the one in force.
     pub async fn accept_rules(&self, player: &Player, version: i64) -> Result<(), Error> {
-        let now_ms = self.now_ms();
-        let player = player.clone();
-        self.write(move |conn| {
-            let player = player.clone();
+        let request = json!({"version": version});
+        let player_id = player.id;
+        let actor = Actor::player(player.id, &player.username);
+        self.write_recorded(actor, "rules_accepted", request, move |conn, _| {
             Box::pin(async move {
                 let current = store::rules_version(conn).await?;
                 if version != current {
@@ -202,17 +202,8 @@ impl Service {
                         "version: the rules in force are version {current}"
                     )));
                 }
-                store::accept_rules(conn, player.id, version).await?;
-                trail::append(
-                    conn,
-                    now_ms,
-                    &Actor::player(player.id, &player.username),
-                    "rules_accepted",
-                    json!({"version": version}),
-                    json!({}),
-                )
-                .await?;
-                Ok(())
+                store::accept_rules(conn, player_id, version).await?;
+                Ok(((), json!({})))
             })
         })
         .await
@@ -221,28 +212,19 @@ impl Service {
     /// Gives or withdraws the marketing consent, at any time after opening
     /// (even on a closed account: it says only whether offers may be sent).
     pub async fn set_marketing_consent(&self, player: &Player, consent: bool) -> Result<(), Error> {
-        let now_ms = self.now_ms();
-        let player = player.clone();
-        self.write(move |conn| {
-            let player = player.clone();
+        let request = json!({"consent": consent});
+        let player_id = player.id;
+        let actor = Actor::player(player.id, &player.username);
+        self.write_recorded(actor, "marketing_consent_set", request, move |conn, _| {
             Box::pin(async move {
                 crate::store::sql::query(
                     "UPDATE player_accounts SET marketing_consent = $1 WHERE player_id = $2",
                 )
                 .bind(i64::from(consent))
-                .bind(player.id)
+                .bind(player_id)
                 .execute(&mut *conn)
                 .await?;
-                trail::append(
-                    conn,
-                    now_ms,
-                    &Actor::player(player.id, &player.username),
-                    "marketing_consent_set",
-                    json!({"consent": consent}),
-                    json!({}),
-                )
-                .await?;
-                Ok(())
+                Ok(((), json!({})))
             })
         })
         .await
@@ -250,22 +232,13 @@ impl Service {
 
     /// Sets (or clears) the time reminder.
     pub async fn set_reminder(&self, player: &Player, every: ReminderMinutes) -> Result<(), Error> {
-        let now_ms = self.now_ms();
-        let player = player.clone();
-        self.write(move |conn| {
-            let player = player.clone();
+        let request = json!({"every_minutes": every.minutes()});
+        let player_id = player.id;
+        let actor = Actor::player(player.id, &player.username);
+        self.write_recorded(actor, "reminder_set", request, move |conn, _| {
             Box::pin(async move {
-                store::set_reminder(conn, player.id, every.minutes()).await?;
-                trail::append(
-                    conn,
-                    now_ms,
-                    &Actor::player(player.id, &player.username),
-                    "reminder_set",
-                    json!({"every_minutes": every.minutes()}),
-                    json!({}),
-                )
-                .await?;
-                Ok(())
+                store::set_reminder(conn, player_id, every.minutes()).await?;
+                Ok(((), json!({})))
             })
         })
         .await

@@ -4,7 +4,8 @@ use super::games::GameRef;
 use super::{Service, os_random_32, rfc3339};
 use crate::error::Error;
 use crate::games::Entry;
-use crate::store::sql;
+use crate::seal::SecretsKey;
+use crate::store::{Conn, sql};
 use crate::trail::{self, Actor};
 use serde::Serialize;
 use serde_json::json;
@@ -92,92 +93,29 @@ impl Service {
                 "an emission needs at least one stake and 1 to 1000 blocks".to_owned(),
             ));
         }
-        let Entry { game, text } = self
+        let entry = self
             .settings
             .games
             .entry(game_id)
             .ok_or_else(|| Error::UnknownGame(game_id.to_owned()))?;
         let mut blocks = Vec::new();
         for &stake_cents in stakes {
-            self.sold_stake(game, stake_cents)?;
+            self.sold_stake(entry.game, stake_cents)?;
             for _ in 0..blocks_per_stake {
                 blocks.push((stake_cents, BlockSecret::from_bytes(os_random_32())));
             }
         }
-        let name = name.to_owned();
-        let now_ms = self.now_ms();
-        let key = self.secrets_key()?.clone();
+        let new = NewEmission {
+            actor,
+            name: name.to_owned(),
+            entry,
+            blocks,
+            key: self.secrets_key()?.clone(),
+            now_ms: self.now_ms(),
+        };
         self.write(move |conn| {
-            let name = name.clone();
-            let blocks = blocks.clone();
-            let actor = actor.clone();
-            let key = key.clone();
-            Box::pin(async move {
-                let emission_id: i64 = sql::query_scalar(
-                    "INSERT INTO emissions (name, state, created_at_ms, game_id, game_sha256, \
-                     definition) VALUES ($1, 'open', $2, $3, $4, $5) RETURNING id",
-                )
-                .bind(&name)
-                .bind(now_ms)
-                .bind(game.id())
-                .bind(game.sha256_hex())
-                .bind(text)
-                .fetch_one(&mut *conn)
-                .await?;
-                let mut created = Vec::with_capacity(blocks.len());
-                for (stake_cents, secret) in &blocks {
-                    // The island's is `sha256(secret)`, as before the
-                    // catalogue; any other game's covers its definition.
-                    let commitment = game.commitment(secret).to_hex();
-                    let block_id: i64 = sql::query_scalar(
-                        "INSERT INTO blocks (emission_id, game_id, stake_cents, units_per_block, \
-                         secret, commitment, state, created_at_ms) \
-                         VALUES ($1, $2, $3, $4, $5, $6, 'open', $7) RETURNING id",
-                    )
-                    .bind(emission_id)
-                    .bind(game.id())
-                    .bind(*stake_cents)
-                    .bind(i64::from(game.units_per_block()))
-                    // Only the sealed secret is stored; it is sealed for the
-                    // block's id, known once the row is in.
-                    .bind(Vec::<u8>::new())
-                    .bind(&commitment)
-                    .bind(now_ms)
-                    .fetch_one(&mut *conn)
-                    .await?;
-                    sql::query("UPDATE blocks SET sealed_secret = $1 WHERE id = $2")
-                        .bind(key.seal(block_id, secret))
-                        .bind(block_id)
-                        .execute(&mut *conn)
-                        .await?;
-                    // The commitment is public from now on; the secret never
-                    // enters the trail.
-                    created.push(json!({
-                        "block_id": block_id,
-                        "stake_cents": stake_cents,
-                        "commitment": commitment,
-                    }));
-                }
-                let stakes: Vec<i64> = blocks.iter().map(|(stake, _)| *stake).collect();
-                // Every game's record names the definition its blocks were
-                // dealt from (older island records have neither key).
-                let request = json!({
-                    "name": name,
-                    "stakes_cents": stakes,
-                    "game": game.id(),
-                    "game_sha256": game.sha256_hex(),
-                });
-                trail::append(
-                    conn,
-                    now_ms,
-                    &actor,
-                    "emission_create",
-                    request,
-                    json!({"emission_id": emission_id, "blocks": created}),
-                )
-                .await?;
-                Ok(emission_id)
-            })
+            let new = new.clone();
+            Box::pin(async move { new.insert(conn).await })
         })
         .await
     }
@@ -400,5 +338,103 @@ impl Service {
             });
         }
         Ok(emissions)
+    }
+}
+
+/// An emission to create: its game as the catalogue has it, and its blocks'
+/// stakes and fresh secrets.
+#[derive(Clone)]
+struct NewEmission {
+    actor: Actor,
+    name: String,
+    entry: Entry,
+    blocks: Vec<(i64, BlockSecret)>,
+    key: SecretsKey,
+    now_ms: i64,
+}
+
+impl NewEmission {
+    /// The writer job: the emission, its blocks, and its trail record.
+    async fn insert(&self, conn: &mut Conn) -> Result<i64, Error> {
+        let Entry { game, text } = self.entry;
+        let emission_id: i64 = sql::query_scalar(
+            "INSERT INTO emissions (name, state, created_at_ms, game_id, game_sha256, \
+             definition) VALUES ($1, 'open', $2, $3, $4, $5) RETURNING id",
+        )
+        .bind(&self.name)
+        .bind(self.now_ms)
+        .bind(game.id())
+        .bind(game.sha256_hex())
+        .bind(text)
+        .fetch_one(&mut *conn)
+        .await?;
+        let mut created = Vec::with_capacity(self.blocks.len());
+        for (stake_cents, secret) in &self.blocks {
+            created.push(
+                self.insert_block(conn, emission_id, *stake_cents, secret)
+                    .await?,
+            );
+        }
+        let stakes: Vec<i64> = self.blocks.iter().map(|(stake, _)| *stake).collect();
+        // Every game's record names the definition its blocks were dealt
+        // from (older island records have neither key).
+        let request = json!({
+            "name": self.name,
+            "stakes_cents": stakes,
+            "game": game.id(),
+            "game_sha256": game.sha256_hex(),
+        });
+        trail::append(
+            conn,
+            self.now_ms,
+            &self.actor,
+            "emission_create",
+            request,
+            json!({"emission_id": emission_id, "blocks": created}),
+        )
+        .await?;
+        Ok(emission_id)
+    }
+
+    /// One block, its secret sealed; what the trail records of it.
+    async fn insert_block(
+        &self,
+        conn: &mut Conn,
+        emission_id: i64,
+        stake_cents: i64,
+        secret: &BlockSecret,
+    ) -> Result<serde_json::Value, Error> {
+        let game = self.entry.game;
+        // The island's is `sha256(secret)`, as before the catalogue; any
+        // other game's covers its definition.
+        let commitment = game.commitment(secret).to_hex();
+        let block_id: i64 = sql::query_scalar(
+            "INSERT INTO blocks (emission_id, game_id, stake_cents, units_per_block, \
+             secret, commitment, state, created_at_ms) \
+             VALUES ($1, $2, $3, $4, $5, $6, 'open', $7) RETURNING id",
+        )
+        .bind(emission_id)
+        .bind(game.id())
+        .bind(stake_cents)
+        .bind(i64::from(game.units_per_block()))
+        // Only the sealed secret is stored; it is sealed for the block's id,
+        // known once the row is in.
+        .bind(Vec::<u8>::new())
+        .bind(&commitment)
+        .bind(self.now_ms)
+        .fetch_one(&mut *conn)
+        .await?;
+        sql::query("UPDATE blocks SET sealed_secret = $1 WHERE id = $2")
+            .bind(self.key.seal(block_id, secret))
+            .bind(block_id)
+            .execute(&mut *conn)
+            .await?;
+        // The commitment is public from now on; the secret never enters the
+        // trail.
+        Ok(json!({
+            "block_id": block_id,
+            "stake_cents": stake_cents,
+            "commitment": commitment,
+        }))
     }
 }

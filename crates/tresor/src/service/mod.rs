@@ -7,14 +7,18 @@ use crate::blocks::BlockCache;
 use crate::error::Error;
 use crate::protect::RateLimits;
 use crate::store::{Conn, Db};
+use crate::trail::{self, Actor};
 use crate::writer::Writer;
 use futures_util::future::BoxFuture;
+use serde_json::Value;
 use std::fmt;
 use std::sync::Arc;
 
 mod account;
 mod blocks;
+mod confirmations;
 mod console;
+mod dashboard;
 mod devices;
 mod documents;
 mod email_change;
@@ -38,6 +42,7 @@ mod secrets;
 mod sessions;
 mod settler;
 mod staff;
+mod staff_login;
 mod staff_password;
 mod statement;
 mod status;
@@ -47,14 +52,16 @@ mod withdrawals;
 pub use crate::clock::{Clock, ManualClock, SystemClock, rfc3339};
 pub use crate::model::{DEPOSITS_ACCOUNT, IdempotencyKey, PRIZES_ACCOUNT, Player, STAKES_ACCOUNT};
 pub use account::{AccountView, BanImport, Closed, Opening};
-pub use console::{Dashboard, PlayerListing, Recheck};
+pub use confirmations::Confirmed;
+pub use console::{PlayerListing, Recheck};
+pub use dashboard::Dashboard;
 pub use devices::{SessionOrigin, SessionView};
 pub use documents::{DocumentView, Review, StaffDocumentView};
 pub use email_change::{CHANGES_PER_ADDRESS, CHANGES_PER_PLAYER, UNDO_TTL_MS};
 pub use emissions::{BlockView, EmissionView};
 pub use games::{GameName, GameRef, GameView, StakeView};
 pub use money::{MAX_DEMO_DEPOSIT_CENTS, MAX_DEPOSIT_CENTS, Me};
-pub use payments::{Confirmed, DepositView, Payments, sign as sign_webhook};
+pub use payments::{DepositView, Payments, sign as sign_webhook};
 pub use players::Registration;
 pub use plays::{History, PlayView, RevealedScenario, UnitRef};
 pub use publish::{LogIndex, PublishedLog, PublishedTile};
@@ -64,7 +71,8 @@ pub use reauth::{PasswordConfirmed, PasswordOf, WRONG_PASSWORDS_PER_SESSION};
 pub mod payments_headers {
     pub use super::payments::{SIGNATURE_HEADER as SIGNATURE, TIMESTAMP_HEADER as TIMESTAMP};
 }
-pub use staff::{PasswordChecked, StaffListing, StaffMember, TOTP_PURPOSE};
+pub use staff::{StaffListing, StaffMember, TOTP_PURPOSE};
+pub use staff_login::PasswordChecked;
 pub use statement::{Movement, Statement};
 pub use status::Status;
 pub use suspension::SuspensionView;
@@ -248,5 +256,35 @@ impl Service {
         F: for<'c> Fn(&'c mut Conn) -> BoxFuture<'c, Result<T, Error>> + Send + Sync + 'static,
     {
         self.writer.run(job).await
+    }
+
+    /// Runs `change` (given the time) in a writer job and records it in the
+    /// trail in the same job: `actor`'s `action`, with `request` and the
+    /// result `change` gives beside its value.
+    pub(crate) async fn write_recorded<T, F>(
+        &self,
+        actor: Actor,
+        action: &'static str,
+        request: Value,
+        change: F,
+    ) -> Result<T, Error>
+    where
+        T: Send + 'static,
+        F: for<'c> Fn(&'c mut Conn, i64) -> BoxFuture<'c, Result<(T, Value), Error>>
+            + Send
+            + Sync
+            + 'static,
+    {
+        let now_ms = self.now_ms();
+        let change = Arc::new(change);
+        self.write(move |conn| {
+            let (actor, request, change) = (actor.clone(), request.clone(), change.clone());
+            Box::pin(async move {
+                let (value, result) = change(&mut *conn, now_ms).await?;
+                trail::append(conn, now_ms, &actor, action, request, result).await?;
+                Ok(value)
+            })
+        })
+        .await
     }
 }

@@ -2,21 +2,19 @@
 //! server keeps it, pending, under its own id, and sends the player to the
 //! provider's page); the provider confirms by a webhook signed with a shared
 //! secret — HMAC-SHA256 over `timestamp.body`, refused outside a 5-minute
-//! window — idempotent on the provider's transaction id. A confirmation
-//! that cannot be credited (over the 7-day cap, wrong amount, deposit
-//! already settled, account closed, banned or excluded) is recorded as
-//! money to refund, never credited. Nothing here knows which provider it is.
+//! window — idempotent on the provider's transaction id (applied in
+//! `confirmations.rs`). Nothing here knows which provider it is.
 
 use super::Service;
-use super::notify::Notice;
+use super::confirmations::{Confirmation, Confirmed};
 use crate::error::Error;
-use crate::model::{PROVIDER_ACCOUNT, Player, TO_REFUND_ACCOUNT};
+use crate::model::Player;
 use crate::protect::{self, LimitKind};
-use crate::store::accounts::{self as store, DepositRow, Transfer};
+use crate::store::accounts::{self as store, DepositRow};
 use crate::store::sql;
 use crate::trail::{self, Actor};
 use hmac::{Hmac, Mac};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::json;
 use sha2::Sha256;
 use std::fmt;
@@ -62,11 +60,16 @@ impl Default for Payments {
 /// The signature of a webhook body sent at `timestamp_s`: hex HMAC-SHA256
 /// of `"{timestamp_s}.{body}"` under the shared secret.
 pub fn sign(secret: &[u8], timestamp_s: i64, body: &[u8]) -> String {
+    hex::encode(mac(secret, timestamp_s, body).finalize().into_bytes())
+}
+
+/// The HMAC-SHA256 of `"{timestamp_s}.{body}"` under `secret`.
+fn mac(secret: &[u8], timestamp_s: i64, body: &[u8]) -> Hmac<Sha256> {
     let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes any key length");
     mac.update(timestamp_s.to_string().as_bytes());
     mac.update(b".");
     mac.update(body);
-    hex::encode(mac.finalize().into_bytes())
+    mac
 }
 
 /// Checks a webhook's signature (in constant time) and its window.
@@ -82,41 +85,14 @@ pub fn verify(
         .parse()
         .map_err(|_| Error::InvalidSignature)?;
     let signature = hex::decode(signature.trim()).map_err(|_| Error::InvalidSignature)?;
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes any key length");
-    mac.update(timestamp_s.to_string().as_bytes());
-    mac.update(b".");
-    mac.update(body);
-    mac.verify_slice(&signature)
+    mac(secret, timestamp_s, body)
+        .verify_slice(&signature)
         .map_err(|_| Error::InvalidSignature)?;
     // Checked after the signature, so that only the provider learns the window.
     if (now_ms / 1000 - timestamp_s).abs() > WEBHOOK_WINDOW_S {
         return Err(Error::StaleSignature);
     }
     Ok(())
-}
-
-/// The webhook's body.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct Confirmation {
-    /// Our deposit id, which the provider was given.
-    pub deposit_id: i64,
-    /// The provider's own id of the payment: the idempotency key.
-    pub transaction_id: String,
-    pub amount_cents: i64,
-    /// `succeeded` or `failed`.
-    pub status: String,
-}
-
-/// What a confirmation did.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct Confirmed {
-    pub deposit_id: i64,
-    /// `credited`, `to_refund` or `failed`.
-    pub outcome: String,
-    pub reason: Option<String>,
-    /// The same transaction id was confirmed before: nothing changed.
-    pub replayed: bool,
 }
 
 /// A deposit as its player sees it.
@@ -279,173 +255,5 @@ impl Service {
             status: if succeeded { "succeeded" } else { "failed" }.to_owned(),
         })
         .await
-    }
-
-    /// Applies a confirmation whose origin is proven (the webhook's
-    /// signature, or the sandbox in-process) once per transaction id.
-    async fn apply_confirmation(&self, confirmation: Confirmation) -> Result<Confirmed, Error> {
-        let now_ms = self.now_ms();
-        if confirmation.amount_cents <= 0
-            || confirmation.transaction_id.is_empty()
-            || confirmation.transaction_id.len() > 200
-        {
-            return Err(Error::Validation(
-                "amount_cents must be positive and transaction_id 1 to 200 characters".to_owned(),
-            ));
-        }
-        if !matches!(confirmation.status.as_str(), "succeeded" | "failed") {
-            return Err(Error::Validation("status: succeeded or failed".to_owned()));
-        }
-        let provider = self.settings.payments.provider.clone();
-        let amount_cents = confirmation.amount_cents;
-        let confirmed = self.write(move |conn| {
-            let c = confirmation.clone();
-            let provider = provider.clone();
-            Box::pin(async move {
-                if let Some((deposit_id, outcome, reason)) =
-                    store::payment(conn, &provider, &c.transaction_id).await?
-                {
-                    // The same confirmation again (a retry, a replay): what
-                    // it did the first time, and nothing more.
-                    return Ok(Confirmed {
-                        deposit_id,
-                        outcome,
-                        reason,
-                        replayed: true,
-                    });
-                }
-                let deposit = store::deposit(conn, c.deposit_id).await?.ok_or(Error::NotFound)?;
-                // A provider confirms only the deposits it was asked for: one
-                // asked through another (before a change of provider) is not
-                // its to settle, and nothing is recorded or credited.
-                if deposit.provider != provider {
-                    return Err(Error::Validation(format!(
-                        "deposit {} was asked through the provider {}, not {provider}",
-                        deposit.id, deposit.provider
-                    )));
-                }
-                if c.status == "failed" {
-                    if deposit.state != "pending" {
-                        return Ok(Confirmed {
-                            deposit_id: deposit.id,
-                            outcome: deposit.state,
-                            reason: None,
-                            replayed: true,
-                        });
-                    }
-                    store::settle_deposit(conn, deposit.id, "failed", now_ms).await?;
-                    trail::append(
-                        conn,
-                        now_ms,
-                        &Actor::System,
-                        "deposit_failed",
-                        json!({"provider": provider, "transaction_id": c.transaction_id, "deposit_id": deposit.id}),
-                        json!({"state": "failed"}),
-                    )
-                    .await?;
-                    return Ok(Confirmed {
-                        deposit_id: deposit.id,
-                        outcome: "failed".to_owned(),
-                        reason: None,
-                        replayed: false,
-                    });
-                }
-                let player = store::player_by_id(conn, deposit.player_id).await?;
-                let refusal = if deposit.state != "pending" {
-                    Some("deposit_already_settled".to_owned())
-                } else if deposit.amount_cents != c.amount_cents {
-                    Some("amount_mismatch".to_owned())
-                } else {
-                    match store::refuse_money_in(conn, player.id).await {
-                        Err(Error::AccountClosed) => Some("account_closed".to_owned()),
-                        Err(Error::AccountSuspended) => Some("account_suspended".to_owned()),
-                        Err(Error::Banned) => Some("banned".to_owned()),
-                        Err(Error::DuplicateAccount) => Some("duplicate_account".to_owned()),
-                        Err(other) => return Err(other),
-                        // Counted against the 7-day cap in this job, or refused.
-                        Ok(()) => match protect::check_movement(
-                            conn,
-                            LimitKind::Deposit,
-                            &player,
-                            c.amount_cents,
-                            now_ms,
-                        )
-                        .await
-                        {
-                            Ok(()) => None,
-                            Err(Error::LimitReached { .. }) => Some("deposit_limit".to_owned()),
-                            Err(Error::Excluded { .. }) => Some("excluded".to_owned()),
-                            Err(other) => return Err(other),
-                        },
-                    }
-                };
-                let (outcome, credit, kind) = match &refusal {
-                    None => ("credited", player.account_id, "deposit"),
-                    Some(_) => ("to_refund", TO_REFUND_ACCOUNT, "refund_due"),
-                };
-                let (_, credited_balance) = store::transfer(
-                    conn,
-                    Transfer {
-                        debit: PROVIDER_ACCOUNT,
-                        credit,
-                        amount_cents: c.amount_cents,
-                        kind,
-                        deposit_id: Some(deposit.id),
-                        withdrawal_id: None,
-                        now_ms,
-                    },
-                )
-                .await?;
-                store::settle_deposit(conn, deposit.id, outcome, now_ms).await?;
-                store::insert_payment(
-                    conn,
-                    &provider,
-                    &c.transaction_id,
-                    deposit.id,
-                    c.amount_cents,
-                    outcome,
-                    refusal.as_deref(),
-                    now_ms,
-                )
-                .await?;
-                let balance = (outcome == "credited").then_some(credited_balance);
-                trail::append(
-                    conn,
-                    now_ms,
-                    &Actor::System,
-                    "deposit_confirmed",
-                    json!({
-                        "provider": provider,
-                        "transaction_id": c.transaction_id,
-                        "deposit_id": deposit.id,
-                        "player_id": player.id,
-                        "amount_cents": c.amount_cents,
-                    }),
-                    json!({"outcome": outcome, "reason": refusal, "balance_cents": balance}),
-                )
-                .await?;
-                Ok(Confirmed {
-                    deposit_id: deposit.id,
-                    outcome: outcome.to_owned(),
-                    reason: refusal,
-                    replayed: false,
-                })
-            })
-        })
-        .await?;
-        if !confirmed.replayed && confirmed.outcome != "failed" {
-            let notice = match &confirmed.reason {
-                None => Notice::DepositCredited { amount_cents },
-                Some(reason) => Notice::DepositRefunded {
-                    amount_cents,
-                    reason: reason.clone(),
-                },
-            };
-            let deposit = store::deposit(&mut *self.db.conn().await?, confirmed.deposit_id).await?;
-            if let Some(deposit) = deposit {
-                self.notify(deposit.player_id, notice).await;
-            }
-        }
-        Ok(confirmed)
     }
 }

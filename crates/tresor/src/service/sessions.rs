@@ -119,26 +119,8 @@ impl Service {
             last_seen_at_ms,
             now_ms,
         )?;
-        // Refreshing the idle timer costs a write; once a minute is enough.
-        // Done or not, it is the same to the next refresh: abandoned at the
-        // outage budget even once the writer took it.
-        if now_ms - last_seen_at_ms > 60_000 {
-            self.writer
-                .run_idempotent(move |conn| {
-                    let token_hash = token_hash.clone();
-                    Box::pin(async move {
-                        sql::query(
-                            "UPDATE sessions SET last_seen_at_ms = $1 WHERE token_hash = $2",
-                        )
-                        .bind(now_ms)
-                        .bind(token_hash)
-                        .execute(&mut *conn)
-                        .await?;
-                        Ok(())
-                    })
-                })
-                .await?;
-        }
+        self.refresh_session(Sessions::Players, token_hash, last_seen_at_ms, now_ms)
+            .await?;
         Ok(Player {
             id: row.try_get("id")?,
             username: row.try_get("username")?,
@@ -182,39 +164,74 @@ impl Service {
     /// read only: what decides whether a logout needs the writer at all.
     pub async fn live_session(&self, token: &str) -> Result<Option<i64>, Error> {
         let token_hash = sha256_hex(token.as_bytes());
-        sql::query_scalar(
-            "SELECT player_id FROM sessions WHERE token_hash = $1 AND ended_at_ms IS NULL",
-        )
-        .bind(token_hash)
-        .fetch_optional(&mut *self.db.conn().await?)
-        .await
+        sql::query_scalar(Sessions::Players.live_sql())
+            .bind(token_hash)
+            .fetch_optional(&mut *self.db.conn().await?)
+            .await
     }
 
     /// Ends a session. An unknown or ended one is found by a read and costs
     /// no writer job: nothing unauthenticated reaches the writer.
     pub async fn close_session(&self, token: &str) -> Result<(), Error> {
-        if self.live_session(token).await?.is_none() {
+        self.end_session(Sessions::Players, token).await
+    }
+
+    /// Refreshes the idle timer of the session of `token_hash`, last seen
+    /// at `last_seen_at_ms`: a write, so once a minute at most. Done or not,
+    /// it is the same to the next refresh: abandoned at the outage budget
+    /// even once the writer took it.
+    pub(super) async fn refresh_session(
+        &self,
+        sessions: Sessions,
+        token_hash: String,
+        last_seen_at_ms: i64,
+        now_ms: i64,
+    ) -> Result<(), Error> {
+        if now_ms - last_seen_at_ms <= 60_000 {
             return Ok(());
         }
+        self.writer
+            .run_idempotent(move |conn| {
+                let token_hash = token_hash.clone();
+                Box::pin(async move {
+                    sql::query(sessions.refresh_sql())
+                        .bind(now_ms)
+                        .bind(token_hash)
+                        .execute(&mut *conn)
+                        .await?;
+                    Ok(())
+                })
+            })
+            .await
+    }
+
+    /// Ends the session of `token`, in the trail as its owner's logout. An
+    /// unknown or ended one is found by a read and costs no writer job.
+    pub(super) async fn end_session(&self, sessions: Sessions, token: &str) -> Result<(), Error> {
         let token_hash = sha256_hex(token.as_bytes());
+        let live: Option<i64> = sql::query_scalar(sessions.live_sql())
+            .bind(&token_hash)
+            .fetch_optional(&mut *self.db.conn().await?)
+            .await?;
+        if live.is_none() {
+            return Ok(());
+        }
         let now_ms = self.now_ms();
         self.write(move |conn| {
             let token_hash = token_hash.clone();
             Box::pin(async move {
-                let closed: Option<(i64, String)> = sql::query_as(
-                    "UPDATE sessions SET ended_at_ms = $1 WHERE token_hash = $2 AND ended_at_ms IS NULL \
-                     RETURNING player_id, (SELECT username FROM players WHERE players.id = sessions.player_id)",
-                )
-                .bind(now_ms)
-                .bind(token_hash)
-                .fetch_optional(&mut *conn)
-                .await?;
-                if let Some((player_id, username)) = closed {
+                let closed: Option<(i64, String)> = sql::query_as(sessions.end_sql())
+                    .bind(now_ms)
+                    .bind(token_hash)
+                    .fetch_optional(&mut *conn)
+                    .await?;
+                if let Some((id, username)) = closed {
+                    let (actor, action) = sessions.logout(id, &username);
                     trail::append(
                         conn,
                         now_ms,
-                        &Actor::player(player_id, &username),
-                        "logout",
+                        &actor,
+                        action,
                         json!({}),
                         json!({"session": "closed"}),
                     )
@@ -224,5 +241,59 @@ impl Service {
             })
         })
         .await
+    }
+}
+
+/// Whose sessions: a player's (`sessions`) or a console account's
+/// (`staff_sessions`) — the same life, opened, refreshed and ended, in two
+/// tables.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Sessions {
+    Players,
+    Staff,
+}
+
+impl Sessions {
+    /// The owner of a session not ended, by its token's hash.
+    fn live_sql(self) -> &'static str {
+        match self {
+            Sessions::Players => {
+                "SELECT player_id FROM sessions WHERE token_hash = $1 AND ended_at_ms IS NULL"
+            }
+            Sessions::Staff => {
+                "SELECT staff_id FROM staff_sessions WHERE token_hash = $1 AND ended_at_ms IS NULL"
+            }
+        }
+    }
+
+    fn refresh_sql(self) -> &'static str {
+        match self {
+            Sessions::Players => "UPDATE sessions SET last_seen_at_ms = $1 WHERE token_hash = $2",
+            Sessions::Staff => {
+                "UPDATE staff_sessions SET last_seen_at_ms = $1 WHERE token_hash = $2"
+            }
+        }
+    }
+
+    /// Ends a live session, returning its owner's id and name.
+    fn end_sql(self) -> &'static str {
+        match self {
+            Sessions::Players => {
+                "UPDATE sessions SET ended_at_ms = $1 WHERE token_hash = $2 AND ended_at_ms IS NULL \
+                 RETURNING player_id, (SELECT username FROM players WHERE players.id = sessions.player_id)"
+            }
+            Sessions::Staff => {
+                "UPDATE staff_sessions SET ended_at_ms = $1 WHERE token_hash = $2 AND ended_at_ms IS NULL \
+                 RETURNING staff_id, (SELECT username FROM staff WHERE staff.id = staff_sessions.staff_id)"
+            }
+        }
+    }
+
+    /// Who logged out, and the trail's word for it.
+    fn logout(self, id: i64, username: &str) -> (Actor, &'static str) {
+        match self {
+            Sessions::Players => (Actor::player(id, username), "logout"),
+            Sessions::Staff => (Actor::staff(username), "console_logout"),
+        }
     }
 }

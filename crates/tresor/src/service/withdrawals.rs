@@ -15,7 +15,7 @@ use crate::account::{Iban, Status};
 use crate::error::Error;
 use crate::model::{PAID_OUT_ACCOUNT, PENDING_WITHDRAWALS_ACCOUNT, Player};
 use crate::store::accounts::{self as store, Transfer, WithdrawalRow};
-use crate::store::oversight;
+use crate::store::{Conn, oversight};
 use crate::trail::{self, Actor};
 use serde::Serialize;
 use serde_json::json;
@@ -198,113 +198,19 @@ impl Service {
         settlement: Settlement,
         reason: Option<String>,
     ) -> Result<WithdrawalView, Error> {
-        let now_ms = self.now_ms();
-        let single_operator = self.settings.four_eyes.single_operator;
+        let decision = Decision {
+            actor,
+            owner,
+            id,
+            settlement,
+            reason,
+            single_operator: self.settings.four_eyes.single_operator,
+            now_ms: self.now_ms(),
+        };
         let row = self
             .write(move |conn| {
-                let actor = actor.clone();
-                let reason = reason.clone();
-                Box::pin(async move {
-                    let withdrawal = store::withdrawal(conn, id)
-                        .await?
-                        .filter(|w| owner.is_none_or(|p| p == w.player_id))
-                        .ok_or(Error::NotFound)?;
-                    // Who else had a hand on this account's money: named in
-                    // the approval's record, and never its approver.
-                    // A suspended account is paid nothing: the operator
-                    // lifts the suspension or rejects the withdrawal.
-                    if settlement == Settlement::Paid
-                        && withdrawal.state == "pending"
-                        && withdrawal.suspended_at_ms.is_some()
-                    {
-                        return Err(Error::AccountSuspended);
-                    }
-                    let (verified_by, credited_by) = if settlement == Settlement::Paid {
-                        let verified_by = store::account(conn, withdrawal.player_id)
-                            .await?
-                            .verified_by;
-                        let credited_by = oversight::creditors(conn, withdrawal.player_id).await?;
-                        let label = actor.label();
-                        if !single_operator && withdrawal.state == "pending" {
-                            if credited_by.contains(&label) {
-                                return Err(Error::FourEyes {
-                                    actor: label,
-                                    what: "credited",
-                                });
-                            }
-                            if verified_by.as_deref() == Some(label.as_str()) {
-                                return Err(Error::FourEyes {
-                                    actor: label,
-                                    what: "verified",
-                                });
-                            }
-                        }
-                        (verified_by, credited_by)
-                    } else {
-                        (None, Vec::new())
-                    };
-                    if !store::settle_withdrawal(
-                        conn,
-                        id,
-                        settlement.state(),
-                        reason.as_deref(),
-                        now_ms,
-                    )
-                    .await?
-                    {
-                        return Err(Error::WithdrawalNotPending {
-                            state: withdrawal.state,
-                        });
-                    }
-                    let player = store::player_by_id(conn, withdrawal.player_id).await?;
-                    let (credit, kind) = match settlement {
-                        Settlement::Paid => (PAID_OUT_ACCOUNT, "withdrawal_paid"),
-                        Settlement::Rejected => (player.account_id, "withdrawal_rejected"),
-                        Settlement::Cancelled => (player.account_id, "withdrawal_cancelled"),
-                    };
-                    store::transfer(
-                        conn,
-                        Transfer {
-                            debit: PENDING_WITHDRAWALS_ACCOUNT,
-                            credit,
-                            amount_cents: withdrawal.amount_cents,
-                            kind,
-                            deposit_id: None,
-                            withdrawal_id: Some(id),
-                            now_ms,
-                        },
-                    )
-                    .await?;
-                    // Money back to a closed account cannot stay there: it
-                    // goes to the reserves, as at closing.
-                    let mut reserved = false;
-                    if settlement != Settlement::Paid
-                        && store::account(conn, player.id).await?.status == Status::Closed
-                    {
-                        super::account::reserve(conn, &player, withdrawal.amount_cents, now_ms)
-                            .await?;
-                        reserved = true;
-                    }
-                    let mut result =
-                        json!({"amount_cents": withdrawal.amount_cents, "reserved": reserved});
-                    if settlement == Settlement::Paid {
-                        result["approved_by"] = json!(actor.label());
-                        result["verified_by"] = json!(verified_by);
-                        result["credited_by"] = json!(credited_by);
-                        result["single_operator"] = json!(single_operator);
-                    }
-                    trail::append(
-                        conn,
-                        now_ms,
-                        &actor,
-                        &format!("withdrawal_{}", settlement.state()),
-                        json!({"withdrawal_id": id, "player_id": player.id,
-                               "username": player.username, "reason": reason}),
-                        result,
-                    )
-                    .await?;
-                    store::withdrawal(conn, id).await?.ok_or(Error::NotFound)
-                })
+                let decision = decision.clone();
+                Box::pin(async move { decision.apply(conn).await })
             })
             .await?;
         let notice = match settlement {
@@ -321,5 +227,163 @@ impl Service {
             self.notify(row.player_id, notice).await;
         }
         Ok(row.into())
+    }
+}
+
+/// How one pending withdrawal ends, and who decides it.
+#[derive(Debug, Clone)]
+struct Decision {
+    actor: Actor,
+    /// The player the withdrawal must be of (their cancelling), or anyone's
+    /// (the operator's decision).
+    owner: Option<i64>,
+    id: i64,
+    settlement: Settlement,
+    reason: Option<String>,
+    single_operator: bool,
+    now_ms: i64,
+}
+
+/// Who else had a hand on the account's money: named in an approval's
+/// record, and never its approver.
+#[derive(Debug, Default)]
+struct Hands {
+    verified_by: Option<String>,
+    credited_by: Vec<String>,
+}
+
+impl Decision {
+    /// The writer job: checks, settles the withdrawal, moves its money and
+    /// records it.
+    async fn apply(&self, conn: &mut Conn) -> Result<WithdrawalRow, Error> {
+        let withdrawal = store::withdrawal(conn, self.id)
+            .await?
+            .filter(|w| self.owner.is_none_or(|p| p == w.player_id))
+            .ok_or(Error::NotFound)?;
+        let hands = self.check_payable(conn, &withdrawal).await?;
+        if !store::settle_withdrawal(
+            conn,
+            self.id,
+            self.settlement.state(),
+            self.reason.as_deref(),
+            self.now_ms,
+        )
+        .await?
+        {
+            return Err(Error::WithdrawalNotPending {
+                state: withdrawal.state,
+            });
+        }
+        let player = store::player_by_id(conn, withdrawal.player_id).await?;
+        let reserved = self.move_money(conn, &withdrawal, &player).await?;
+        self.record(conn, &withdrawal, &player, &hands, reserved)
+            .await?;
+        store::withdrawal(conn, self.id)
+            .await?
+            .ok_or(Error::NotFound)
+    }
+
+    /// A payment is refused to a suspended account (the operator lifts the
+    /// suspension or rejects the withdrawal) and, four eyes, to an operator
+    /// who credited or verified the account; returns who did.
+    async fn check_payable(
+        &self,
+        conn: &mut Conn,
+        withdrawal: &WithdrawalRow,
+    ) -> Result<Hands, Error> {
+        if self.settlement != Settlement::Paid {
+            return Ok(Hands::default());
+        }
+        let pending = withdrawal.state == "pending";
+        if pending && withdrawal.suspended_at_ms.is_some() {
+            return Err(Error::AccountSuspended);
+        }
+        let hands = Hands {
+            verified_by: store::account(conn, withdrawal.player_id)
+                .await?
+                .verified_by,
+            credited_by: oversight::creditors(conn, withdrawal.player_id).await?,
+        };
+        let label = self.actor.label();
+        if !self.single_operator && pending {
+            if hands.credited_by.contains(&label) {
+                return Err(Error::FourEyes {
+                    actor: label,
+                    what: "credited",
+                });
+            }
+            if hands.verified_by.as_deref() == Some(label.as_str()) {
+                return Err(Error::FourEyes {
+                    actor: label,
+                    what: "verified",
+                });
+            }
+        }
+        Ok(hands)
+    }
+
+    /// Pays the money out, or back to the player; money back to a closed
+    /// account cannot stay there: it goes to the reserves, as at closing
+    /// (returns whether it did).
+    async fn move_money(
+        &self,
+        conn: &mut Conn,
+        withdrawal: &WithdrawalRow,
+        player: &Player,
+    ) -> Result<bool, Error> {
+        let (credit, kind) = match self.settlement {
+            Settlement::Paid => (PAID_OUT_ACCOUNT, "withdrawal_paid"),
+            Settlement::Rejected => (player.account_id, "withdrawal_rejected"),
+            Settlement::Cancelled => (player.account_id, "withdrawal_cancelled"),
+        };
+        store::transfer(
+            conn,
+            Transfer {
+                debit: PENDING_WITHDRAWALS_ACCOUNT,
+                credit,
+                amount_cents: withdrawal.amount_cents,
+                kind,
+                deposit_id: None,
+                withdrawal_id: Some(self.id),
+                now_ms: self.now_ms,
+            },
+        )
+        .await?;
+        if self.settlement == Settlement::Paid
+            || store::account(conn, player.id).await?.status != Status::Closed
+        {
+            return Ok(false);
+        }
+        super::account::reserve(conn, player, withdrawal.amount_cents, self.now_ms).await?;
+        Ok(true)
+    }
+
+    /// The decision's trail record.
+    async fn record(
+        &self,
+        conn: &mut Conn,
+        withdrawal: &WithdrawalRow,
+        player: &Player,
+        hands: &Hands,
+        reserved: bool,
+    ) -> Result<(), Error> {
+        let mut result = json!({"amount_cents": withdrawal.amount_cents, "reserved": reserved});
+        if self.settlement == Settlement::Paid {
+            result["approved_by"] = json!(self.actor.label());
+            result["verified_by"] = json!(hands.verified_by);
+            result["credited_by"] = json!(hands.credited_by);
+            result["single_operator"] = json!(self.single_operator);
+        }
+        trail::append(
+            conn,
+            self.now_ms,
+            &self.actor,
+            &format!("withdrawal_{}", self.settlement.state()),
+            json!({"withdrawal_id": self.id, "player_id": player.id,
+                   "username": player.username, "reason": self.reason}),
+            result,
+        )
+        .await?;
+        Ok(())
     }
 }
