@@ -469,25 +469,33 @@ async fn the_readme_s_first_command_leaves_the_repository_s_tree_clean() {
     };
     // A clone's own files: its ignore rules and its catalogue.
     git(&["init", "-q"]);
-    std::fs::copy(repository.join(".gitignore"), folder.path().join(".gitignore")).unwrap();
+    std::fs::copy(
+        repository.join(".gitignore"),
+        folder.path().join(".gitignore"),
+    )
+    .unwrap();
     std::fs::create_dir(folder.path().join("games")).unwrap();
     for entry in std::fs::read_dir(repository.join("games")).unwrap() {
         let path = entry.unwrap().path();
-        std::fs::copy(&path, folder.path().join("games").join(path.file_name().unwrap())).unwrap();
+        std::fs::copy(
+            &path,
+            folder.path().join("games").join(path.file_name().unwrap()),
+        )
+        .unwrap();
     }
     git(&["add", "-A"]);
     git(&["commit", "-q", "-m", "a clone"]);
 
     let (port, admin_port) = (free_port(), free_port());
+    // As a newcomer runs it: no key or folder given, every file the demo
+    // makes where its defaults put them.
     let child = crate::common::tresor_command()
         .current_dir(folder.path())
-        .env_remove("TRESOR_DATA")
-        .env_remove("TRESOR_DATABASE_URL")
         .env_remove("TRESOR_SECRETS_KEY")
-        .env_remove("TRESOR_SECRETS_KEY_FILE")
+        .env_remove("TRESOR_LOG_KEY")
+        .env_remove("TRESOR_KEPT_CHECKPOINTS")
         .env("TRESOR_LISTEN", format!("127.0.0.1:{port}"))
         .env("TRESOR_ADMIN_LISTEN", format!("127.0.0.1:{admin_port}"))
-        .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -507,10 +515,19 @@ async fn the_readme_s_first_command_leaves_the_repository_s_tree_clean() {
     };
     let deadline = Instant::now() + Duration::from_secs(30);
     while !kept() {
-        assert!(Instant::now() < deadline, "no checkpoints kept in {:?}", folder.path());
+        assert!(
+            Instant::now() < deadline,
+            "no checkpoints kept in {:?}",
+            folder.path()
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     drop(server);
-    let status = git(&["status", "--porcelain", "--untracked-files=all", "--ignored=no"]);
+    let status = git(&[
+        "status",
+        "--porcelain",
+        "--untracked-files=all",
+        "--ignored=no",
+    ]);
     assert_eq!(status, "", "the demo's files show in git status");
 }
