@@ -34,6 +34,7 @@ mod console_api;
 mod credit_race;
 mod documents;
 mod durability;
+mod edge_controls;
 mod email_undo;
 mod entries;
 mod failover;
