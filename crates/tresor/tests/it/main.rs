@@ -57,6 +57,7 @@ mod retired_keys;
 mod secrets;
 mod settings;
 mod slowloris;
+mod start_refusals;
 mod suspended_payout;
 mod suspension;
 mod tile_edges;
