@@ -23,163 +23,138 @@ enum On {
     Operator,
 }
 
-/// One request that must be refused: where, what, and the answer expected.
-struct Refused {
-    method: Method,
-    on: On,
-    path: &'static str,
-    body: Option<&'static str>,
-    status: u16,
-    code: &'static str,
-}
-
-const fn refused(
-    method: Method,
-    on: On,
-    path: &'static str,
-    body: Option<&'static str>,
-    status: u16,
-    code: &'static str,
-) -> Refused {
-    Refused {
-        method,
-        on,
-        path,
-        body,
-        status,
-        code,
-    }
-}
+/// One request that must be refused: its method, listener, path and JSON
+/// body, and the status and code expected.
+type Refused = (
+    &'static str,
+    On,
+    &'static str,
+    Option<&'static str>,
+    u16,
+    &'static str,
+);
 
 const CONTROL: &str = "control_character";
+const NOT_FOUND: &str = "not_found";
 
 /// The review's reproductions, and their cousins (C1, DEL, nested strings,
-/// another route's query).
-fn reproductions() -> Vec<Refused> {
-    use On::{Operator, Players};
-    vec![
-        refused(
-            Method::GET,
-            Players,
-            "/log/%00/checkpoint",
-            None,
-            404,
-            "not_found",
-        ),
-        refused(
-            Method::GET,
-            Players,
-            "/log/a%00/cosigned",
-            None,
-            404,
-            "not_found",
-        ),
-        refused(
-            Method::GET,
-            Players,
-            "/log/a%00/tile/0/000",
-            None,
-            404,
-            "not_found",
-        ),
-        refused(
-            Method::GET,
-            Players,
-            "/log/a%C2%85/checkpoint",
-            None,
-            404,
-            "not_found",
-        ),
-        refused(
-            Method::GET,
-            Players,
-            "/api/plays/1%7F",
-            None,
-            404,
-            "not_found",
-        ),
-        refused(
-            Method::POST,
-            Players,
-            "/log/a%00/cosignature",
-            Some(r#"{"size":1,"cosignature":"x"}"#),
-            404,
-            "not_found",
-        ),
-        refused(
-            Method::POST,
-            Players,
-            "/log/server/cosignature",
-            Some(r#"{"size":1,"cosignature":"\u0000 witness"}"#),
-            422,
-            CONTROL,
-        ),
-        refused(
-            Method::POST,
-            Players,
-            "/api/login",
-            Some(r#"{"username":"ann\u0000","password":"a long password"}"#),
-            422,
-            CONTROL,
-        ),
-        refused(
-            Method::POST,
-            Players,
-            "/api/password/reset",
-            Some(r#"{"email":"ann\u0000@example.org"}"#),
-            422,
-            CONTROL,
-        ),
-        refused(
-            Method::POST,
-            Players,
-            "/api/register",
-            Some(r#"{"username":"ann","password":"a long password\u0085","adult":true}"#),
-            422,
-            CONTROL,
-        ),
-        refused(
-            Method::GET,
-            Players,
-            "/api/plays?cursor=%01",
-            None,
-            422,
-            CONTROL,
-        ),
-        refused(
-            Method::GET,
-            Operator,
-            "/console/api/players?q=%00",
-            None,
-            422,
-            CONTROL,
-        ),
-        refused(
-            Method::PUT,
-            Operator,
-            "/console/api/site/announcement",
-            Some(r#"{"message":"closed\u001b[2J"}"#),
-            422,
-            CONTROL,
-        ),
-    ]
-}
+/// another route's query, the console's body).
+const REPRODUCTIONS: &[Refused] = &[
+    (
+        "GET",
+        On::Players,
+        "/log/%00/checkpoint",
+        None,
+        404,
+        NOT_FOUND,
+    ),
+    (
+        "GET",
+        On::Players,
+        "/log/a%00/cosigned",
+        None,
+        404,
+        NOT_FOUND,
+    ),
+    (
+        "GET",
+        On::Players,
+        "/log/a%00/tile/0/000",
+        None,
+        404,
+        NOT_FOUND,
+    ),
+    (
+        "GET",
+        On::Players,
+        "/log/a%C2%85/checkpoint",
+        None,
+        404,
+        NOT_FOUND,
+    ),
+    ("GET", On::Players, "/api/plays/1%7F", None, 404, NOT_FOUND),
+    (
+        "POST",
+        On::Players,
+        "/log/a%00/cosignature",
+        Some(r#"{"size":1,"cosignature":"x"}"#),
+        404,
+        NOT_FOUND,
+    ),
+    (
+        "POST",
+        On::Players,
+        "/log/server/cosignature",
+        Some(r#"{"size":1,"cosignature":"\u0000 w"}"#),
+        422,
+        CONTROL,
+    ),
+    (
+        "POST",
+        On::Players,
+        "/api/login",
+        Some(r#"{"username":"ann\u0000","password":"a long password"}"#),
+        422,
+        CONTROL,
+    ),
+    (
+        "POST",
+        On::Players,
+        "/api/password/reset",
+        Some(r#"{"email":"ann\u0000@example.org"}"#),
+        422,
+        CONTROL,
+    ),
+    (
+        "POST",
+        On::Players,
+        "/api/register",
+        Some(r#"{"username":"ann","password":"a password\u0085","adult":true}"#),
+        422,
+        CONTROL,
+    ),
+    (
+        "GET",
+        On::Players,
+        "/api/plays?cursor=%01",
+        None,
+        422,
+        CONTROL,
+    ),
+    (
+        "GET",
+        On::Operator,
+        "/console/api/players?q=%00",
+        None,
+        422,
+        CONTROL,
+    ),
+    (
+        "PUT",
+        On::Operator,
+        "/console/api/site/announcement",
+        Some(r#"{"message":"closed\u001b[2J"}"#),
+        422,
+        CONTROL,
+    ),
+];
 
-/// Sends each of [`reproductions`] (the operator's with `console`, logged
+/// Sends each of [`REPRODUCTIONS`] (the operator's with `console`, logged
 /// in) and checks its status and code.
 async fn assert_refused(players: &str, operator: &str, console: &Client) {
     let anonymous = cookie_client();
-    for refused in reproductions() {
-        let (client, base, proof) = match refused.on {
+    for &(method, on, path, body, expected, code) in REPRODUCTIONS {
+        let (client, base, proof) = match on {
             On::Players => (&anonymous, players, "tresor"),
             On::Operator => (console, operator, "tresor-console"),
         };
-        let what = format!("{} {}", refused.method, refused.path);
+        let method = Method::from_bytes(method.as_bytes()).unwrap();
+        let what = format!("{method} {path}");
         let mut request = client
-            .request(refused.method.clone(), format!("{base}{}", refused.path))
+            .request(method, format!("{base}{path}"))
             .header("x-requested-with", proof)
             .timeout(Duration::from_secs(30));
-        if let Some(body) = refused.body {
+        if let Some(body) = body {
             request = request
                 .header("content-type", "application/json")
                 .body(body);
@@ -188,8 +163,8 @@ async fn assert_refused(players: &str, operator: &str, console: &Client) {
         let status = response.status().as_u16();
         let text = response.text().await.unwrap();
         let answer: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-        assert_eq!(status, refused.status, "{what}: {text}");
-        assert_eq!(answer["error"]["code"], refused.code, "{what}: {text}");
+        assert_eq!(status, expected, "{what}: {text}");
+        assert_eq!(answer["error"]["code"], code, "{what}: {text}");
     }
 }
 

@@ -10,7 +10,7 @@
 //! the right settings and another key serves.
 
 use crate::common::{TestDb, describe, free_port, tresor_command};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -77,83 +77,110 @@ fn refused(mut command: Command, listen_port: u16, why: &str) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-on_both!(a_start_refused_for_its_settings_writes_nothing);
+/// The files a test names: the keys, the outbox, a loose folder, a file.
+struct Paths {
+    root: tempfile::TempDir,
+    first_key: PathBuf,
+    outbox: String,
+    loose: String,
+    a_file: String,
+}
 
-async fn a_start_refused_for_its_settings_writes_nothing(db: &TestDb) {
+fn paths() -> Paths {
     let root = tempfile::tempdir().unwrap();
-    let first_key = root.path().join("first.key");
-    let outbox = root.path().join("mail");
-    let outbox_arg = outbox.display().to_string();
     let loose = root.path().join("loose");
     std::fs::create_dir(&loose).unwrap();
     std::fs::set_permissions(&loose, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
-    let loose_arg = loose.display().to_string();
     let a_file = root.path().join("a-file");
     std::fs::write(&a_file, "").unwrap();
-    let a_file_arg = a_file.display().to_string();
-    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let taken_port = taken.local_addr().unwrap().port();
-    let mail: &[&str] = &["--mail-outbox", &outbox_arg];
-    // (why, the listening port, extra flags, what the error names)
-    let cases: Vec<(&str, u16, Vec<&str>, &str)> = vec![
+    Paths {
+        first_key: root.path().join("first.key"),
+        outbox: root.path().join("mail").display().to_string(),
+        loose: loose.display().to_string(),
+        a_file: a_file.display().to_string(),
+        root,
+    }
+}
+
+/// Each refusal: why, the players' port, its flags, what the error names.
+fn refusals(p: &Paths, taken_port: u16) -> Vec<(&'static str, u16, Vec<&str>, &'static str)> {
+    let mail = ["--mail-outbox", p.outbox.as_str()];
+    let with_mail = |more: &[&'static str]| -> Vec<&str> { [&mail[..], more].concat() };
+    vec![
         ("no mail", free_port(), vec![], "--mail-outbox"),
         (
             "a loose kept folder",
             free_port(),
-            [mail, &["--kept-checkpoints", &loose_arg]].concat(),
+            [&mail[..], &["--kept-checkpoints", &p.loose]].concat(),
             "--kept-checkpoints",
         ),
         (
             "a file for an outbox",
             free_port(),
-            vec!["--mail-outbox", &a_file_arg],
+            vec!["--mail-outbox", &p.a_file],
             "--mail-outbox",
         ),
         (
             "a witness",
             free_port(),
-            [mail, &["--witness", "nobody+00000000+AAAA"]].concat(),
+            with_mail(&["--witness", "nobody+00000000+AAAA"]),
             "--witness",
         ),
         (
             "a public operator's listener",
             free_port(),
-            [mail, &["--admin-listen", "0.0.0.0:0"]].concat(),
+            with_mail(&["--admin-listen", "0.0.0.0:0"]),
             "--admin-listen",
         ),
         ("taken", taken_port, mail.to_vec(), "cannot listen on"),
         (
             "a published checkpoint",
             free_port(),
-            [mail, &["--published-checkpoint", &a_file_arg]].concat(),
+            [&mail[..], &["--published-checkpoint", &p.a_file]].concat(),
             "--published-checkpoint",
         ),
-    ];
-    for (why, port, extra, named) in cases {
+    ]
+}
+
+async fn assert_nothing_written(db: &TestDb, p: &Paths, why: &str) {
+    assert_eq!(tables(db).await, 0, "{why}: the database was written");
+    assert!(!p.first_key.exists(), "{why}: a key file was made");
+    assert!(!Path::new(&p.outbox).exists(), "{why}: the outbox was made");
+}
+
+on_both!(a_start_refused_for_its_settings_writes_nothing);
+
+async fn a_start_refused_for_its_settings_writes_nothing(db: &TestDb) {
+    let p = paths();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    for (why, port, extra, named) in refusals(&p, taken.local_addr().unwrap().port()) {
         let listen = format!("127.0.0.1:{port}");
-        let stderr = refused(serve(db, &first_key, &listen, &extra), port, why);
+        let stderr = refused(serve(db, &p.first_key, &listen, &extra), port, why);
         assert!(stderr.contains(named), "{why}: names {named}: {stderr}");
-        assert_eq!(tables(db).await, 0, "{why}: the database was written");
-        assert!(!first_key.exists(), "{why}: a key file was made");
-        assert!(!outbox.exists(), "{why}: the outbox was made");
+        assert_nothing_written(db, &p, why).await;
     }
+    drop(taken);
     // The log key outside demo mode, which no default makes.
     let port = free_port();
-    let mut command = serve(db, &first_key, &format!("127.0.0.1:{port}"), mail);
-    command.env_remove("TRESOR_LOG_KEY").args([
-        "--log-key",
-        &root.path().join("none.key").display().to_string(),
-    ]);
+    let mail = ["--mail-outbox", p.outbox.as_str()];
+    let mut command = serve(db, &p.first_key, &format!("127.0.0.1:{port}"), &mail);
+    let none = p.root.path().join("none.key").display().to_string();
+    command
+        .env_remove("TRESOR_LOG_KEY")
+        .args(["--log-key", &none]);
     let stderr = refused(command, port, "no log key");
     assert!(stderr.contains("no log key"), "{stderr}");
     assert_eq!(tables(db).await, 0, "no log key: the database was written");
-    assert!(!first_key.exists(), "no log key: a key file was made");
-    drop(taken);
+    assert!(!p.first_key.exists(), "no log key: a key file was made");
+    serves_with_another_key(db, &p).await;
+}
 
-    // The right settings and another key: it serves.
-    let second_key = root.path().join("second.key");
+/// The right settings and another key: it serves, and makes that key.
+async fn serves_with_another_key(db: &TestDb, p: &Paths) {
+    let second_key = p.root.path().join("second.key");
     let port = free_port();
-    let mut child = serve(db, &second_key, &format!("127.0.0.1:{port}"), mail)
+    let mail = ["--mail-outbox", p.outbox.as_str()];
+    let mut child = serve(db, &second_key, &format!("127.0.0.1:{port}"), &mail)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -172,6 +199,6 @@ async fn a_start_refused_for_its_settings_writes_nothing(db: &TestDb) {
     let _ = child.kill();
     let _ = child.wait();
     assert!(second_key.exists(), "the new database's key was made");
-    assert!(!first_key.exists());
+    assert!(!p.first_key.exists());
     assert!(tables(db).await > 0);
 }
