@@ -278,8 +278,11 @@ const NO_SPACE_LEFT: i32 = 28;
 impl From<sqlx::Error> for Error {
     fn from(error: sqlx::Error) -> Self {
         let full = match &error {
-            // PostgreSQL's disk_full; SQLite's SQLITE_FULL (13) through sqlx.
-            sqlx::Error::Database(db) => matches!(db.code().as_deref(), Some("53100" | "13")),
+            // PostgreSQL's disk_full; SQLite's SQLITE_FULL (13) and
+            // SQLITE_IOERR_SHMSIZE (4874, see below) through sqlx.
+            sqlx::Error::Database(db) => {
+                matches!(db.code().as_deref(), Some("53100" | "13" | "4874"))
+            }
             sqlx::Error::Io(io) => io.raw_os_error() == Some(NO_SPACE_LEFT),
             _ => false,
         };
@@ -293,8 +296,15 @@ impl From<sqlx::Error> for Error {
 
 impl From<rusqlite::Error> for Error {
     fn from(error: rusqlite::Error) -> Self {
+        // A full disk meets a COMMIT in one of two ways: the WAL cannot
+        // grow (SQLITE_FULL), or, when the WAL's file already has room (a
+        // WAL reused after a checkpoint), the WAL's index, the `-shm` file,
+        // cannot grow by its next 32 KiB (SQLITE_IOERR_SHMSIZE, a "disk I/O
+        // error" that only a write of one byte per page can give: issue 42,
+        // finding 12). Neither is an outage.
         if let rusqlite::Error::SqliteFailure(failure, _) = &error
-            && failure.code == rusqlite::ErrorCode::DiskFull
+            && (failure.code == rusqlite::ErrorCode::DiskFull
+                || failure.extended_code == rusqlite::ffi::SQLITE_IOERR_SHMSIZE)
         {
             tracing::warn!(%error, "the database is full");
             return Error::StorageFull;
@@ -367,6 +377,13 @@ mod tests {
             None,
         );
         assert!(matches!(Error::from(full), Error::StorageFull));
+        let index = rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_IOERR_SHMSIZE),
+            Some("disk I/O error".to_owned()),
+        );
+        let index = Error::from(index);
+        assert!(matches!(index, Error::StorageFull));
+        assert!(!index.is_outage());
         let busy = rusqlite::Error::SqliteFailure(
             rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
             None,

@@ -11,17 +11,18 @@ use crate::common::{Harness, Server};
 use serde_json::{Value, json};
 use std::time::Duration;
 
-on_both!(
-    a_new_player_registers_deposits_and_plays_a_full_game_at_each_stake,
+// The page is the same on either database: its tests run on SQLite, and
+// this one, a whole account's path through the page, on PostgreSQL too (the
+// smoke test of the page on PostgreSQL; the database's own behaviour is
+// tested without a browser).
+on_both!(a_new_player_registers_deposits_and_plays_a_full_game_at_each_stake);
+
+on_sqlite!(
     a_reload_in_the_middle_of_a_game_resumes_it_where_it_stopped,
     a_whole_game_can_be_played_with_the_keyboard_alone_at_normal_speed,
     the_history_shows_the_last_play_at_once_and_replays_a_finished_one,
     the_rules_are_one_click_away_in_french_and_in_english,
     a_stake_cap_chosen_at_registration_refuses_the_purchase_that_would_pass_it,
-);
-
-// What only the page decides (words, labels, colours) needs one database.
-on_sqlite!(
     after_a_game_the_button_still_reads_jouer_and_the_status_follows_the_language,
     every_screen_of_the_game_passes_axe_core_in_french_and_in_english,
 );

@@ -20,7 +20,9 @@ use crate::common::{Harness, Server};
 use serde_json::{Value, json};
 use std::time::Duration;
 
-on_both!(
+// The page is the same on either database (its PostgreSQL smoke test is
+// browser::a_new_player_registers_deposits_and_plays_a_full_game_at_each_stake).
+on_sqlite!(
     an_account_opened_with_the_form_deposits_plays_withdraws_reads_its_statement_and_closes,
     the_opening_form_works_with_the_keyboard_alone_on_a_phone_and_the_account_speaks_english,
     the_reminder_window_comes_when_due_blocks_play_until_acknowledged_and_says_the_time_played,

@@ -21,7 +21,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
-on_both!(
+// The page is the same on either database (its PostgreSQL smoke test is
+// browser::a_new_player_registers_deposits_and_plays_a_full_game_at_each_stake).
+on_sqlite!(
     an_operator_enrols_logs_in_and_watches_the_dashboard_move_while_players_buy,
     an_operator_suspends_a_block_verifies_an_account_and_settles_withdrawals,
     each_role_sees_only_what_it_may_do_and_is_refused_the_rest,

@@ -15,7 +15,9 @@ use crate::common::{Harness, Server, cookie_client, post, register_and_deposit};
 use serde_json::{Value, json};
 use std::time::Duration;
 
-on_both!(a_player_picks_the_scratch_card_in_the_lobby_wins_loses_then_plays_the_island);
+// The page is the same on either database (its PostgreSQL smoke test is
+// browser::a_new_player_registers_deposits_and_plays_a_full_game_at_each_stake).
+on_sqlite!(a_player_picks_the_scratch_card_in_the_lobby_wins_loses_then_plays_the_island);
 
 on_sqlite!(
     the_scratch_card_is_played_with_the_keyboard_alone,

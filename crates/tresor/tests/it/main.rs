@@ -39,6 +39,7 @@ mod email_undo;
 mod entries;
 mod failover;
 mod faults;
+mod full_disk;
 mod games_sold;
 mod hostile;
 mod identity;

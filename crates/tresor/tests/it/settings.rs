@@ -449,3 +449,85 @@ fn listening_on(port: u16) -> Vec<String> {
         })
         .collect()
 }
+
+/// The README's first command (`cargo run --release`, plain `tresor` in the
+/// repository's folder) leaves `git status` clean: the demo's database, its
+/// keys and the checkpoints it keeps beside them are all ignored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readme_s_first_command_leaves_the_repository_s_tree_clean() {
+    let repository = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    let folder = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .current_dir(folder.path())
+            .output()
+            .expect("git runs");
+        assert!(out.status.success(), "git {args:?}: {}", describe(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // A clone's own files: its ignore rules and its catalogue.
+    git(&["init", "-q"]);
+    std::fs::copy(
+        repository.join(".gitignore"),
+        folder.path().join(".gitignore"),
+    )
+    .unwrap();
+    std::fs::create_dir(folder.path().join("games")).unwrap();
+    for entry in std::fs::read_dir(repository.join("games")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(
+            &path,
+            folder.path().join("games").join(path.file_name().unwrap()),
+        )
+        .unwrap();
+    }
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "a clone"]);
+
+    let (port, admin_port) = (free_port(), free_port());
+    // As a newcomer runs it: no key or folder given, every file the demo
+    // makes where its defaults put them.
+    let child = crate::common::tresor_command()
+        .current_dir(folder.path())
+        .env_remove("TRESOR_SECRETS_KEY")
+        .env_remove("TRESOR_LOG_KEY")
+        .env_remove("TRESOR_KEPT_CHECKPOINTS")
+        .env("TRESOR_LISTEN", format!("127.0.0.1:{port}"))
+        .env("TRESOR_ADMIN_LISTEN", format!("127.0.0.1:{admin_port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let server = Running(child);
+    let base = format!("http://127.0.0.1:{port}");
+    wait_for(&format!("{base}/healthz")).await;
+    let player = cookie_client();
+    crate::common::register_and_deposit(&player, &base, "ana", 1_000).await;
+    crate::common::buy_and_play(&player, &base, 100).await;
+    // The purchase's checkpoint is kept beside the demo's log key.
+    let kept = || {
+        std::fs::read_dir(folder.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .any(|e| e.file_name().to_string_lossy().ends_with(".checkpoints"))
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !kept() {
+        assert!(
+            Instant::now() < deadline,
+            "no checkpoints kept in {:?}",
+            folder.path()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop(server);
+    let status = git(&[
+        "status",
+        "--porcelain",
+        "--untracked-files=all",
+        "--ignored=no",
+    ]);
+    assert_eq!(status, "", "the demo's files show in git status");
+}
