@@ -5,8 +5,8 @@
 //! documents".
 
 use super::AppState;
-use super::api::{Body, PathId};
 use super::console_kit::{Answer, ok};
+use super::extract::{Body, PathId};
 use crate::service::{Review, StaffMember};
 use axum::Extension;
 use axum::extract::State;
