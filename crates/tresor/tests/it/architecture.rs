@@ -1,5 +1,5 @@
 //! Architecture invariants that a test can hold (see ARCHITECTURE.md), in
-//! both crates' `src/` (`tresor` and `tresor-game`): the modules use each
+//! both product crates' `src/` (`tresor` and `tresor-game`): the modules use each
 //! other in one direction only, with no circle, and so do the files of each
 //! folder; no file of `src/` is over `SRC_LINE_CEILING` lines. The reader
 //! (`architecture/reader.rs`) is itself tested on planted code below.
@@ -33,7 +33,7 @@ fn tresor_graphs() -> Graphs {
 }
 
 #[test]
-fn neither_crate_has_an_import_circle() {
+fn no_crate_has_an_import_circle() {
     let mut found = Vec::new();
     for (name, src) in crates() {
         let graphs = graphs(&read_src(&src));
