@@ -5,8 +5,9 @@
 //! the webhook calls, so the whole deposit loop runs on one machine.
 
 use super::api::logged_in;
+use super::body::Body;
 use super::csrf::{cross_site, require_csrf_proof};
-use super::extract::{Body, PageQuery, Params, PathId};
+use super::extract::{PageQuery, Params, PathId};
 use super::origin::Origin;
 use super::player_session::{ActingPlayer, CurrentPlayer, session_cookie, session_token};
 use super::throttle::{ClientAddress, Throttles};

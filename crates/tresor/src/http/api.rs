@@ -1,7 +1,8 @@
 //! The JSON API under `/api` (SPEC §6) and `/healthz`.
 
+use super::body::Body;
 use super::csrf::require_csrf_proof;
-use super::extract::{Body, PageQuery, Params, PathId};
+use super::extract::{PageQuery, Params, PathId};
 use super::origin::Origin;
 use super::player_session::{ActingPlayer, CurrentPlayer, session_cookie, session_token};
 use super::throttle::{ClientAddress, Throttles};

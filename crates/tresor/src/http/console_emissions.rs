@@ -2,8 +2,9 @@
 //! creating and closing an emission, suspending and resuming a block (role
 //! `emissions`), re-checking a block against its commitment (role `trail`).
 
+use super::body::Body;
 use super::console_kit::{Answer, ok};
-use super::extract::{Body, PathId};
+use super::extract::PathId;
 use super::{ApiError, AppState};
 use crate::error::Error;
 use crate::service::{BlockView, EmissionView, StaffMember};

@@ -2,8 +2,8 @@
 //! announcement shown to players, and the national ban list's import.
 
 use super::AppState;
+use super::body::Body;
 use super::console_kit::{Answer, ok};
-use super::extract::Body;
 use crate::error::Error;
 use crate::service::{StaffMember, parse_rfc3339};
 use axum::Extension;

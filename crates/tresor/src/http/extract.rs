@@ -1,48 +1,15 @@
 //! The extractors of the JSON API's requests, whose rejections are API
-//! errors: a body, query parameters, an id in the path, a paged list's query.
+//! errors: query parameters, an id in the path, a paged list's query (the
+//! body's is `body.rs`).
 
 use super::ApiError;
 use crate::error::Error;
-use axum::Json;
-use axum::extract::rejection::{JsonRejection, QueryRejection};
-use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{FromRequestParts, Path, Query};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
-
-/// `Json` whose rejections are API errors. Every body type denies unknown
-/// fields: a misspelt field (`deposit_limit`) is refused with its name rather
-/// than silently replaced by a default.
-pub(super) struct Body<T>(pub(super) T);
-
-impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
-    type Rejection = ApiError;
-
-    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match Json::<T>::from_request(request, state).await {
-            Ok(Json(value)) => Ok(Body(value)),
-            Err(rejection) => Err(match rejection {
-                JsonRejection::JsonDataError(error) => ApiError::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "validation",
-                    error.body_text(),
-                ),
-                other if other.status() == StatusCode::PAYLOAD_TOO_LARGE => ApiError::new(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "payload_too_large",
-                    "the request body is too large (64 KiB at most; a ban list import, 32 MiB)",
-                ),
-                JsonRejection::MissingJsonContentType(_) => ApiError::new(
-                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                    "invalid_json",
-                    "the body must be JSON, with Content-Type: application/json",
-                ),
-                other => ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", other.body_text()),
-            }),
-        }
-    }
-}
 
 /// `Query` whose rejections are API errors (an unknown or malformed
 /// parameter is a validation error naming it).

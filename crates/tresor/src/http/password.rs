@@ -3,8 +3,8 @@
 //! and its confirmation, the undoing of an address change. A change asks
 //! the current password (`reauth`). Every route takes the API's CSRF header.
 
+use super::body::Body;
 use super::csrf::require_csrf_proof;
-use super::extract::Body;
 use super::player_session::{ActingPlayer, session_token};
 use super::throttle::{ClientAddress, Throttles};
 use super::{ApiError, AppState};
