@@ -129,7 +129,60 @@ async fn plain_tresor_serves_with_the_settings_of_tresor_serve(db: &TestDb) {
             .contains("after 2 minutes without activity"),
         "{error}"
     );
+    the_outage_budget_is_observed(db, &store, &player, &base).await;
     store.pool.close().await;
+}
+
+/// TRESOR_OUTAGE_BUDGET_MS=2000, observed: with the database held by
+/// another (a transaction that holds SQLite's write lock, or PostgreSQL's
+/// sessions table, which the purchase's session check reads), a purchase
+/// is answered 503 `unavailable` at 2 s, not at the default's 5 s and not
+/// at once.
+async fn the_outage_budget_is_observed(
+    db: &TestDb,
+    store: &tresor::store::Db,
+    player: &reqwest::Client,
+    base: &str,
+) {
+    let (code, body) = post(
+        player,
+        &format!("{base}/api/login"),
+        &json!({"username": "ana", "password": "a long password"}),
+        None,
+    )
+    .await
+    .expect("the server answers the login");
+    assert_eq!(code, 200, "{body}");
+    let mut holder = store.pool.acquire().await.unwrap();
+    let hold: &[&str] = match db.backend {
+        tresor::store::Backend::Sqlite => &["BEGIN IMMEDIATE"],
+        tresor::store::Backend::Postgres => {
+            &["BEGIN", "LOCK TABLE sessions IN ACCESS EXCLUSIVE MODE"]
+        }
+    };
+    for statement in hold {
+        sqlx::query(statement).execute(&mut *holder).await.unwrap();
+    }
+    let asked = Instant::now();
+    let answer = post(
+        player,
+        &format!("{base}/api/plays"),
+        &json!({"stake_cents": 100}),
+        Some("held-by-another"),
+    )
+    .await;
+    let took = asked.elapsed();
+    sqlx::query("ROLLBACK").execute(&mut *holder).await.unwrap();
+    let (code, body) = answer.expect("an answer");
+    assert_eq!(
+        (code, body["error"]["code"].as_str()),
+        (503, Some("unavailable")),
+        "{body}"
+    );
+    assert!(
+        took >= Duration::from_millis(2000) && took < Duration::from_millis(3000),
+        "answered after {took:?}, not at the budget of 2 s"
+    );
 }
 
 async fn demo_mode_is_never_switched_on_for_an_existing_database_created_without_it(db: &TestDb) {
