@@ -114,7 +114,7 @@ fn serve_refused(db: &TestDb, args: &[&str]) -> Output {
 async fn the_checkpoints_a_monitor_keeps_are_the_one_file_every_command_takes(db: &TestDb) {
     let outside = tempfile::tempdir().unwrap();
     let state = outside.path().join("monitor");
-    let server = Server::start(db, free_port(), &unthrottled_flags()).await;
+    let server = Server::start(db, &unthrottled_flags()).await;
     sell(&server.base, "ana", 3).await;
     watch(&server.base, &state).await;
     drop(server);
@@ -154,7 +154,7 @@ async fn the_checkpoints_a_monitor_keeps_are_the_one_file_every_command_takes(db
         "--published-checkpoint".to_owned(),
         state.display().to_string(),
     ]);
-    let server = Server::start(db, free_port(), &flags).await;
+    let server = Server::start(db, &flags).await;
     let status = status(&server.base).await;
     assert_eq!(status["sales_open"], true, "{status}");
     assert_eq!(status["closed_after_restore"], false, "{status}");
@@ -342,7 +342,7 @@ async fn a_backup_behind_the_monitors_checkpoints_restores_with_sales_held_and_s
     let outside = tempfile::tempdir().unwrap();
     let state = outside.path().join("monitor");
     let backups = outside.path().join("backups");
-    let server = Server::start(db, free_port(), &unthrottled_flags()).await;
+    let server = Server::start(db, &unthrottled_flags()).await;
     sell(&server.base, "ana", 2).await;
     let said = ok(db.tresor(&["backup", "--to", &backups.display().to_string()]));
     // Where the backup is made, it says the keys are as vital as it.
@@ -418,7 +418,7 @@ async fn a_backup_behind_the_monitors_checkpoints_restores_with_sales_held_and_s
         kept.display().to_string(),
     ]);
     let behind_args = ["--data".to_owned(), behind.display().to_string()];
-    let server = Server::start_with_args(&behind_args, db, free_port(), &flags).await;
+    let server = Server::start_with_args(&behind_args, db, &flags).await;
     let held = status(&server.base).await;
     assert_eq!(held["closed_after_restore"], true, "{held}");
     drop(server);
@@ -447,7 +447,7 @@ async fn a_backup_behind_the_monitors_checkpoints_restores_with_sales_held_and_s
             &behind.display().to_string(),
         ],
     ));
-    let server = Server::start_with_args(&behind_args, db, free_port(), &unthrottled_flags()).await;
+    let server = Server::start_with_args(&behind_args, db, &unthrottled_flags()).await;
     let reopened = status(&server.base).await;
     assert_eq!(reopened["sales_open"], true, "{reopened}");
     sell(&server.base, "dan", 5).await;
@@ -574,7 +574,7 @@ async fn a_litestream_restore_behind_the_published_checkpoints_starts_with_sales
         "--litestream".to_owned(),
         litestream.display().to_string(),
     ]);
-    let server = Server::start(db, free_port(), &flags).await;
+    let server = Server::start(db, &flags).await;
     {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&replica).unwrap().permissions().mode() & 0o777;
@@ -647,8 +647,7 @@ async fn a_litestream_restore_behind_the_published_checkpoints_starts_with_sales
         .unwrap();
     assert!(output.status.success(), "{}", describe(&output));
     let restored_args = ["--data".to_owned(), restored.display().to_string()];
-    let server =
-        Server::start_with_args(&restored_args, db, free_port(), &unthrottled_flags()).await;
+    let server = Server::start_with_args(&restored_args, db, &unthrottled_flags()).await;
     let status = status(&server.base).await;
     assert_eq!(status["closed_after_restore"], true, "{status}");
     assert_eq!(status["sales_open"], false, "{status}");
@@ -683,12 +682,15 @@ impl Drop for Unnamed {
 
 fn serve_unnamed(db: &TestDb, extra: &[&str]) -> Unnamed {
     use std::io::BufRead;
+    // A port named, not 127.0.0.1:0: the default writer name is made of the
+    // port `--listen` names (`cli::writer_name::default_for`), and these
+    // two servers must each have the one of their own port.
     let port = free_port();
     let mut command = tresor_command();
     command
         .env_remove("TRESOR_WRITER")
         .args(["serve", "--demo", "--listen", &format!("127.0.0.1:{port}")])
-        .args(["--admin-listen", &format!("127.0.0.1:{}", free_port())])
+        .args(["--admin-listen", "127.0.0.1:0"])
         .args(db.db_args())
         .args(extra)
         .args(unthrottled_flags())
@@ -726,7 +728,7 @@ async fn two_servers_with_no_writer_name_append_to_logs_of_their_own_and_a_share
 ) {
     let outside = tempfile::tempdir().unwrap();
     // A database whose server log was made under the old default name.
-    let old = Server::start(db, free_port(), &unthrottled_flags()).await;
+    let old = Server::start(db, &unthrottled_flags()).await;
     sell(&old.base, "ana", 1).await;
     let state = outside.path().join("monitor");
     watch(&old.base, &state).await;
@@ -798,7 +800,7 @@ async fn a_demo_log_key_lives_beside_the_secrets_key_and_an_old_one_is_moved_out
 ) {
     // A demo database, made as before issue 35 with its key in the data
     // folder (here the tests' key, which the database knows).
-    let server = Server::start(db, free_port(), &unthrottled_flags()).await;
+    let server = Server::start(db, &unthrottled_flags()).await;
     drop(server);
     let data = db.data_dir().unwrap();
     let old = data.join("log.key");
