@@ -42,6 +42,7 @@ mod budget;
 mod engine;
 mod faults;
 mod stats;
+mod transaction;
 
 pub use budget::DEFAULT_OUTAGE_BUDGET;
 pub use faults::Faults;
@@ -96,6 +97,15 @@ impl Request {
         match self {
             Request::Job(_, reply) => reply.take(),
             request => !request.caller_gone(),
+        }
+    }
+
+    /// Sends the request's `answer` to its caller.
+    fn answer(self, answer: Answer) {
+        match (self, answer) {
+            (Request::Hot(_, reply), Answer::Hot(result)) => drop(reply.send(result)),
+            (Request::Job(_, reply), Answer::Job(result)) => drop(reply.send(result)),
+            _ => unreachable!("answers follow their requests"),
         }
     }
 

@@ -51,7 +51,7 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub rate_limits: RateLimitArgs,
     /// The most jobs the writer commits in one transaction (1: each alone,
-    /// the baseline `tresor bench --baselines` measures group commit against).
+    /// the baseline `tresor-bench --baselines` measures group commit against).
     #[arg(long, env = "TRESOR_MAX_BATCH", default_value_t = crate::writer::DEFAULT_MAX_BATCH)]
     pub max_batch: usize,
     /// Sell first from the n-th open block of each stake (by id): give each

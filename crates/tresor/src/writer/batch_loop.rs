@@ -1,15 +1,13 @@
-//! The writer's loop: one transaction per batch (the hot set, then the rare
-//! jobs in savepoints), a failed batch run again request by request, a lost
-//! COMMIT resolved by the batch's identity, and the supervision that starts
-//! the writer again after a panic or a failed open.
+//! The writer's loop: a batch taken from the queue, run as one transaction
+//! (`transaction.rs`), a failed batch run again request by request, and the
+//! supervision that starts the writer again after a panic or a failed open.
 
 use super::engine::Engine;
 use super::faults::{Faults, PageLimit};
-use super::stats::{BatchCost, WriterStats};
-use super::{Answer, Boxed, Job, OUTAGE, OVER_BUDGET, Request};
-use crate::batch::{self, Command, Reply};
+use super::stats::WriterStats;
+use super::{Answer, OUTAGE, OVER_BUDGET, Request};
+use crate::batch;
 use crate::error::Error;
-use crate::store::sql::{self, Conn};
 use crate::trail;
 use futures_util::FutureExt;
 use std::panic::AssertUnwindSafe;
@@ -18,13 +16,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
+/// The most times a request alone is tried when its error is transient.
 const MAX_ATTEMPTS: usize = 8;
-/// Batches' identities are kept this long, far longer than any COMMIT
-/// takes to be resolved.
-const KEEP_BATCH_IDS_MS: i64 = 24 * 3600 * 1000;
-
-/// Purchase keys past their window are forgotten every this many batches.
-const PRUNE_KEYS_EVERY: u64 = 4096;
 
 /// Names batches uniquely across servers and restarts: a random prefix per
 /// writer, then a counter.
@@ -43,12 +36,14 @@ impl BatchIds {
         }
     }
 
-    fn next(&mut self) -> (String, u64) {
+    pub(super) fn next(&mut self) -> (String, u64) {
         self.next += 1;
         (format!("{}-{}", self.prefix, self.next), self.next)
     }
 }
 
+/// The writer's loop and what it keeps between batches (its transactions:
+/// `transaction.rs`).
 pub(super) struct Loop {
     pub(super) receiver: mpsc::Receiver<Request>,
     pub(super) stats: Arc<WriterStats>,
@@ -182,45 +177,10 @@ impl Loop {
             batches += 1;
             self.stats.beat();
             for (request, answer) in batch.drain(..).zip(answers) {
-                match (request, answer) {
-                    (Request::Hot(_, reply), Answer::Hot(result)) => {
-                        let _ = reply.send(result);
-                    }
-                    (Request::Job(_, reply), Answer::Job(result)) => {
-                        let _ = reply.send(result);
-                    }
-                    _ => unreachable!("answers follow their requests"),
-                }
+                request.answer(answer);
             }
         }
         Exit::Closed
-    }
-
-    /// Gives the writer's SQLite connection the `max_page_count` the
-    /// faults ask for, when it changed.
-    async fn apply_page_limit(&mut self, engine: &mut Engine) -> Result<(), Error> {
-        let wanted = self.faults.sqlite_max_page_count.load(Ordering::SeqCst);
-        let Engine::Lite(Some(conn)) = engine else {
-            return Ok(());
-        };
-        if wanted == self.page_limit.applied {
-            return Ok(());
-        }
-        if self.page_limit.default.is_none() {
-            let default: i64 = sql::query_scalar("PRAGMA max_page_count")
-                .fetch_one(&mut *conn)
-                .await?;
-            self.page_limit.default = Some(default as u64);
-        }
-        let limit = if wanted == 0 {
-            self.page_limit.default.unwrap_or(u64::from(u32::MAX - 1))
-        } else {
-            wanted
-        };
-        conn.execute_raw(&format!("PRAGMA max_page_count = {limit}"))
-            .await?;
-        self.page_limit.applied = wanted;
-        Ok(())
     }
 
     async fn batch(&mut self, engine: &mut Engine, batch: &[Request]) -> Vec<Answer> {
@@ -274,245 +234,6 @@ impl Loop {
             }
         }
     }
-
-    /// One transaction for the whole batch. `Err` means it was rolled back
-    /// and nothing of it applied.
-    async fn attempt(
-        &mut self,
-        engine: &mut Engine,
-        batch: &[Request],
-    ) -> Result<Vec<Answer>, Error> {
-        let (id, number) = self.ids.next();
-        let now_ms = system_now_ms();
-        let identity = engine.records_identity();
-        self.apply_page_limit(engine).await?;
-        let started = std::time::Instant::now();
-        let mut conn = engine.begin().await?;
-        let (inside, counts) = sql::counting(async {
-            let kept = self.log.edge.take();
-            let head = trail::log::lock(
-                &mut conn,
-                &self.log.name,
-                kept,
-                now_ms,
-                self.log_key.as_ref().map(|key| key.vkey()),
-            )
-            .await?;
-            let (outcome, head) =
-                trail::with_batch_head(head, requests(&mut conn, &self.context, batch)).await;
-            let (mut answers, wrote) = outcome?;
-            self.faults.maybe_panic(number);
-            let edge = if wrote {
-                // Each purchase's receipt: its proof from the log's edge in
-                // memory, then the checkpoint this transaction signs.
-                for receipt in receipts(&mut answers) {
-                    if !receipt.as_mut().is_some_and(|r| r.prove_in(&head)) {
-                        *receipt = None;
-                    }
-                }
-                let (edge, note) =
-                    trail::log::store(&mut conn, head, self.log_key.as_ref(), now_ms).await?;
-                for receipt in receipts(&mut answers) {
-                    match (receipt.as_mut(), &note, &self.log_key) {
-                        (Some(r), Some(note), Some(key)) => {
-                            r.checkpoint.clone_from(note);
-                            r.key = key.vkey().to_owned();
-                        }
-                        _ => *receipt = None,
-                    }
-                }
-                Some(edge)
-            } else if head.appended() {
-                // Appended (the v1 seal) but rolled back: read it again.
-                None
-            } else {
-                Some(head.into_edge())
-            };
-            if wrote && identity {
-                sql::query("INSERT INTO writer_batches (id, committed_at_ms) VALUES ($1, $2)")
-                    .bind(&id)
-                    .bind(now_ms)
-                    .defer(&mut conn)
-                    .await?;
-                if number % 4096 == 0 {
-                    // Old identities are pruned now and then.
-                    sql::query("DELETE FROM writer_batches WHERE committed_at_ms < $1")
-                        .bind(now_ms - KEEP_BATCH_IDS_MS)
-                        .defer(&mut conn)
-                        .await?;
-                }
-            }
-            if wrote && number % PRUNE_KEYS_EVERY == 1 {
-                // Purchase keys past their window are forgotten at the
-                // writer's first batch and every 4,096 after.
-                crate::store::batch::prune_purchase_keys(&mut conn).await?;
-            }
-            // The writes held back go now, in one round trip, so that a
-            // failure of any of them fails the batch here, as it would have
-            // run alone, and never looks like a lost COMMIT.
-            if wrote {
-                conn.flush().await?;
-            }
-            Ok::<_, Error>((answers, wrote, edge))
-        })
-        .await;
-        let (answers, wrote, edge) = match inside {
-            Ok(inside) => inside,
-            Err(error) => return Err(engine.abandon(conn, error).await),
-        };
-        if !wrote {
-            // Nothing to make durable: every request was refused.
-            engine.end(conn, false).await?;
-            self.log.edge = edge;
-            return Ok(answers);
-        }
-        self.faults.stall_before_commit().await;
-        let committed = engine.end(conn, true).await;
-        if committed.is_ok() {
-            // A COMMIT resolved below leaves the edge to be read again.
-            self.log.edge = edge;
-        }
-        if let Err(error) = committed {
-            // The COMMIT's answer is lost: the database may have committed
-            // or not. Find out rather than run the batch again.
-            tracing::warn!(%error, batch = %id, "COMMIT failed; looking the batch up");
-            match resolve(engine, &id).await {
-                Some(true) => {
-                    self.stats.commits_resolved.inc();
-                }
-                Some(false) => return Err(error),
-                None => {
-                    return Ok(batch
-                        .iter()
-                        .map(|request| {
-                            Answer::failed(
-                                Error::Unavailable("the database did not confirm the change"),
-                                request,
-                            )
-                        })
-                        .collect());
-                }
-            }
-        }
-        let elapsed = started.elapsed();
-        self.stats.batch_seconds.observe(elapsed.as_secs_f64());
-        self.stats.record(BatchCost {
-            requests: batch.len(),
-            statements: counts.statements,
-            round_trips: counts.round_trips,
-            elapsed,
-        });
-        Ok(answers)
-    }
-}
-
-/// The batch's requests inside its transaction: the hot set, then the rare
-/// jobs. Returns their answers in the batch's order and whether anything was
-/// written.
-async fn requests(
-    conn: &mut Conn,
-    context: &batch::Context,
-    batch: &[Request],
-) -> Result<(Vec<Answer>, bool), Error> {
-    let hot: Vec<&Command> = batch
-        .iter()
-        .filter_map(|request| match request {
-            Request::Hot(command, _) => Some(command),
-            Request::Job(..) | Request::Probe(..) => None,
-        })
-        .collect();
-    let (hot_results, mut wrote) = if hot.is_empty() {
-        (Vec::new(), false)
-    } else {
-        batch::run(conn, context, &hot).await?
-    };
-    let mut hot_results = hot_results.into_iter();
-    let lone = batch.len() == 1;
-    let mut answers = Vec::with_capacity(batch.len());
-    for request in batch {
-        match request {
-            Request::Hot(..) => {
-                answers.push(Answer::Hot(
-                    hot_results.next().expect("one result per command"),
-                ));
-            }
-            Request::Job(job, _) => {
-                let result = rare_job(conn, job, lone).await?;
-                wrote |= result.is_ok();
-                answers.push(Answer::Job(result));
-            }
-            Request::Probe(_) => unreachable!("probes are answered before the batch"),
-        }
-    }
-    Ok((answers, wrote))
-}
-
-/// Runs a rare job in a savepoint of its own, so that its refusal rolls
-/// back alone. A job alone in its batch needs none: its refusal means the
-/// batch wrote nothing and is rolled back whole.
-async fn rare_job(conn: &mut Conn, job: &Job, lone: bool) -> Result<Result<Boxed, Error>, Error> {
-    if lone {
-        return match job(conn).await {
-            Err(error) if is_failure(&error) => Err(error),
-            result => Ok(result),
-        };
-    }
-    let before = trail::batch_head().expect("inside the batch scope");
-    conn.execute_raw("SAVEPOINT job").await?;
-    match job(conn).await {
-        Ok(value) => {
-            conn.execute_raw("RELEASE SAVEPOINT job").await?;
-            Ok(Ok(value))
-        }
-        Err(error) if is_failure(&error) => Err(error),
-        Err(error) => {
-            conn.execute_raw("ROLLBACK TO SAVEPOINT job").await?;
-            conn.execute_raw("RELEASE SAVEPOINT job").await?;
-            trail::reset_batch_head(before);
-            Ok(Err(error))
-        }
-    }
-}
-
-/// The purchases' receipts among a batch's answers.
-fn receipts(answers: &mut [Answer]) -> impl Iterator<Item = &mut Option<Box<trail::Receipt>>> {
-    answers.iter_mut().filter_map(|answer| match answer {
-        Answer::Hot(Ok(Reply::Bought { receipt, .. })) => Some(receipt),
-        _ => None,
-    })
-}
-
-/// Looks a batch up after its COMMIT failed: `Some(committed)`, or `None`
-/// when the database stays unreachable for about half a minute.
-async fn resolve(engine: &mut Engine, id: &str) -> Option<bool> {
-    for attempt in 0..30u64 {
-        match engine.committed(id).await {
-            Ok(found) => return Some(found),
-            Err(error) => {
-                tracing::warn!(%error, attempt, "cannot look the batch up yet");
-                tokio::time::sleep(Duration::from_millis(100 * attempt.min(10))).await;
-            }
-        }
-    }
-    None
-}
-
-fn system_now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
-
-/// Errors of the database rather than refusals: they abort the batch.
-fn is_failure(error: &Error) -> bool {
-    matches!(
-        error,
-        Error::Database(_)
-            | Error::Sqlite(_)
-            | Error::Unavailable(_)
-            | Error::StorageFull
-            | Error::LogDoesNotHold(_)
-    )
 }
 
 /// Errors that go away when the transaction is tried again.

@@ -1,6 +1,9 @@
 //! The fault-injection hooks the tests set on the real writer, and the
 //! SQLite page limit they drive.
 
+use super::engine::Engine;
+use crate::error::Error;
+use crate::store::sql;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -53,4 +56,37 @@ pub(super) struct PageLimit {
     pub(super) applied: u64,
     /// SQLite's own limit, read before the first change.
     pub(super) default: Option<u64>,
+}
+
+impl PageLimit {
+    /// Gives the writer's SQLite connection the `max_page_count` the
+    /// faults ask for, when it changed.
+    pub(super) async fn apply(
+        &mut self,
+        faults: &Faults,
+        engine: &mut Engine,
+    ) -> Result<(), Error> {
+        let wanted = faults.sqlite_max_page_count.load(Ordering::SeqCst);
+        let Engine::Lite(Some(conn)) = engine else {
+            return Ok(());
+        };
+        if wanted == self.applied {
+            return Ok(());
+        }
+        if self.default.is_none() {
+            let default: i64 = sql::query_scalar("PRAGMA max_page_count")
+                .fetch_one(&mut *conn)
+                .await?;
+            self.default = Some(default as u64);
+        }
+        let limit = if wanted == 0 {
+            self.default.unwrap_or(u64::from(u32::MAX - 1))
+        } else {
+            wanted
+        };
+        conn.execute_raw(&format!("PRAGMA max_page_count = {limit}"))
+            .await?;
+        self.applied = wanted;
+        Ok(())
+    }
 }
