@@ -1,7 +1,9 @@
 //! The command line of `tresor-bench`: what the simulated players do, where
-//! the servers come from, and the flags that do not go together.
+//! the servers come from, the flags that do not go together, and what they
+//! resolve to for every run of a go.
 
 use clap::{Parser, ValueEnum};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 /// What each simulated player does in a loop.
@@ -132,4 +134,18 @@ pub(crate) fn check(args: &BenchArgs) -> Result<(), String> {
         return usage("--pg-delay-ms needs --spawn and --database-url");
     }
     Ok(())
+}
+
+/// What every run of one go shares: its flags, the names its lines carry,
+/// the `tresor` binary it spawns and the proxy before PostgreSQL.
+pub(crate) struct Go {
+    pub(crate) args: BenchArgs,
+    /// The database as the lines name it ("PostgreSQL +1 ms a round trip").
+    pub(crate) backend: String,
+    /// ", refusal flood R/s" on the runs the flood goes with, or nothing.
+    pub(crate) flood: String,
+    /// The `tresor` binary (with `--spawn`).
+    pub(crate) exe: PathBuf,
+    /// The delay proxy's address, which spawned servers reach PostgreSQL by.
+    pub(crate) via: Option<SocketAddr>,
 }

@@ -3,12 +3,12 @@
 //! each loaded by its share of the players at the same time; each server's
 //! result is printed, then their sum, beside one server's run.
 
+use crate::args::Go;
 use crate::games::Games;
 use crate::load::{Target, run_mix};
 use crate::players::register_players;
+use crate::players::run_id;
 use crate::report::{One, RunResult, print_result};
-use crate::run::{Go, check_ledger};
-use crate::run_id;
 use crate::servers::{Server, Store};
 use anyhow::Context;
 
@@ -47,7 +47,7 @@ pub(crate) async fn run(go: &Go, one: Option<One>) -> anyhow::Result<()> {
         stores.push(server.stop().await);
     }
     let store = &stores[0];
-    check_ledger(store).await?;
+    store.check_ledger().await?;
     store.drop_database().await;
     Ok(())
 }

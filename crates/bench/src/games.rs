@@ -55,7 +55,7 @@ impl Games {
         let dir = std::env::temp_dir().join(format!(
             "tresor-bench-games-{}-{}",
             std::process::id(),
-            crate::run_id()
+            crate::players::run_id()
         ));
         std::fs::create_dir_all(&dir).context("cannot make the bench's catalogue folder")?;
         for index in 1..count.max(1) {

@@ -7,7 +7,7 @@ use crate::flood::{Refuser, refuse_loop};
 use crate::play::{Clock, Tally, play_loop};
 use crate::players::Player;
 use crate::procstat::{Cpu, Memory, cpu_sample, read_memory};
-use crate::progress;
+use crate::report::progress;
 use crate::report::{FloodTally, RunResult, new_histogram};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -92,23 +92,3 @@ fn init_tracing() {
         .with_writer(std::io::stderr)
         .try_init();
 }
-
-/// A short random name for one go's players and databases, so that two
-/// goes against one server never collide.
-fn run_id() -> String {
-    hex::encode(&tresor::service::os_random_32()[..4])
-}
-
-pub(crate) fn progress(length: u64, message: &'static str) -> indicatif::ProgressBar {
-    let bar = indicatif::ProgressBar::with_draw_target(
-        Some(length),
-        indicatif::ProgressDrawTarget::stderr(),
-    );
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{msg:>22} [{bar:30}] {pos}/{len} {elapsed}")
-            .expect("a valid template")
-            .progress_chars("=> "),
-    );
-    bar.set_message(message);
-    bar
-}

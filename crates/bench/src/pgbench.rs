@@ -1,7 +1,7 @@
 //! pgbench's TPC-B-like script, the PostgreSQL yardstick of `--baselines`.
 
 use crate::procstat::{postgres_ticks, ticks_us};
-use crate::progress;
+use crate::report::progress;
 use anyhow::{Context, bail};
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};

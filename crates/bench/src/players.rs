@@ -1,7 +1,7 @@
 //! The simulated players: each with its own keep-alive connection and its
 //! session, registered and funded before any measurement.
 
-use crate::progress;
+use crate::report::progress;
 use anyhow::{Context, bail};
 use serde::Deserialize;
 use std::sync::Arc;
@@ -132,4 +132,10 @@ pub(crate) async fn register_players(
     }
     bar.finish_and_clear();
     Ok(players)
+}
+
+/// A short random name for one go's players and databases, so that two
+/// goes against one server never collide.
+pub(crate) fn run_id() -> String {
+    hex::encode(&tresor::service::os_random_32()[..4])
 }

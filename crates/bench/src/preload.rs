@@ -12,7 +12,7 @@
 //! the loaded plays all lose. It is for measuring growth, never for
 //! anything else.
 
-use crate::progress;
+use crate::report::progress;
 use anyhow::Context;
 use clap::Parser;
 use serde_json::json;

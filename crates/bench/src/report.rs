@@ -324,3 +324,18 @@ pub(crate) fn cpu_against_pgbench(
         per_purchase / per_transaction
     ))
 }
+
+/// A progress bar on stderr (stdout is the report).
+pub(crate) fn progress(length: u64, message: &'static str) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::with_draw_target(
+        Some(length),
+        indicatif::ProgressDrawTarget::stderr(),
+    );
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{msg:>22} [{bar:30}] {pos}/{len} {elapsed}")
+            .expect("a valid template")
+            .progress_chars("=> "),
+    );
+    bar.set_message(message);
+    bar
+}

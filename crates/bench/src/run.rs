@@ -1,34 +1,19 @@
 //! One go of the bench: the servers it spawns or is given, the runs on each
 //! (the measured one and its baselines), and the ledger's check after each.
 
-use crate::args::{BenchArgs, Mix};
+use crate::args::{BenchArgs, Go, Mix};
 use crate::flood::{Refuser, setup_refusers};
 use crate::load::{Target, run_mix};
 use crate::pgbench::pgbench;
-use crate::players::{Player, register_players};
+use crate::players::{Player, register_players, run_id};
 use crate::preload::preload;
 use crate::proxy::DelayProxy;
 use crate::report::{self, RunResult, print_result};
 use crate::servers::{self, Server, Store};
-use crate::{fleet, games, run_id};
-use anyhow::{Context, bail};
-use std::net::SocketAddr;
+use crate::{fleet, games};
+use anyhow::Context;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-/// What every run of one go shares: its flags, the names its lines carry,
-/// the `tresor` binary it spawns and the proxy before PostgreSQL.
-pub(crate) struct Go {
-    pub(crate) args: BenchArgs,
-    /// The database as the lines name it ("PostgreSQL +1 ms a round trip").
-    pub(crate) backend: String,
-    /// ", refusal flood R/s" on the runs the flood goes with, or nothing.
-    pub(crate) flood: String,
-    /// The `tresor` binary (with `--spawn`).
-    pub(crate) exe: PathBuf,
-    /// The delay proxy's address, which spawned servers reach PostgreSQL by.
-    pub(crate) via: Option<SocketAddr>,
-}
 
 pub(crate) async fn run_bench(args: BenchArgs) -> anyhow::Result<()> {
     // The binary is found before anything is printed or started.
@@ -232,7 +217,7 @@ async fn tuned_run(
             bytes as f64 / 1048576.0
         );
     }
-    check_ledger(&store).await?;
+    store.check_ledger().await?;
     store.drop_database().await;
     Ok((result, ceiling_rate))
 }
@@ -265,7 +250,7 @@ async fn single_run(
         tuned / result.headline()
     );
     let store = server.stop().await;
-    check_ledger(&store).await?;
+    store.check_ledger().await?;
     store.drop_database().await;
     Ok(())
 }
@@ -295,19 +280,5 @@ fn pgbench_run(go: &Go, admin_url: &str, tuned: &RunResult) -> anyhow::Result<()
     if let Some(line) = report::cpu_against_pgbench(tuned, measured.cpu_us_per_transaction) {
         println!("{line}");
     }
-    Ok(())
-}
-
-/// The measurement's guard: the run's ledger sums to zero (one query, once
-/// its servers stopped), else the run is reported as failed.
-pub(crate) async fn check_ledger(store: &Store) -> anyhow::Result<()> {
-    let sum = store
-        .ledger_sum()
-        .await
-        .context("cannot read the ledger after the run")?;
-    if sum != 0 {
-        bail!("the ledger sums to {sum} cents after the run, not zero: the measurement is void");
-    }
-    println!("    ledger after the run: the balances sum to zero");
     Ok(())
 }

@@ -135,6 +135,22 @@ impl Store {
         })
     }
 
+    /// The measurement's guard: the run's ledger sums to zero (one query,
+    /// once its servers stopped), else the run is reported as failed.
+    pub(crate) async fn check_ledger(&self) -> anyhow::Result<()> {
+        let sum = self
+            .ledger_sum()
+            .await
+            .context("cannot read the ledger after the run")?;
+        if sum != 0 {
+            bail!(
+                "the ledger sums to {sum} cents after the run, not zero: the measurement is void"
+            );
+        }
+        println!("    ledger after the run: the balances sum to zero");
+        Ok(())
+    }
+
     /// Whether the bench made this database (its key is the bench's own);
     /// a `--data` folder given to it keeps the operator's key.
     pub(crate) fn is_fresh(&self) -> bool {
