@@ -10,8 +10,8 @@
 //! the server.
 
 use crate::common::{
-    Server, TestDb, buy_and_play, cookie_client, describe, free_port, get_json,
-    kept_checkpoints_dir, register_and_deposit, tresor, tresor_command, unthrottled_flags,
+    Server, TestDb, buy_and_play, cookie_client, describe, get_json, kept_checkpoints_dir,
+    register_and_deposit, tresor, tresor_command, unthrottled_flags,
 };
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -681,61 +681,18 @@ async fn a_litestream_restore_behind_the_published_checkpoints_starts_with_sales
 }
 
 /// `tresor serve` on `db` with no writer name (the harness's `Server` gives
-/// one), and what it printed until it served.
-struct Unnamed {
-    child: std::process::Child,
-    base: String,
-    printed: Vec<String>,
-}
-
-impl Drop for Unnamed {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve_unnamed(db: &TestDb, extra: &[&str]) -> Unnamed {
-    use std::io::BufRead;
-    // A port named, not 127.0.0.1:0: the default writer name is made of the
-    // port `--listen` names (`cli::writer_name::default_for`), and these
-    // two servers must each have the one of their own port.
-    let port = free_port();
+/// one): the printed lines say what it warned of before it served.
+async fn serve_unnamed(db: &TestDb, extra: &[&str]) -> Server {
     let mut command = tresor_command();
     command
         .env_remove("TRESOR_WRITER")
-        .args(["serve", "--demo", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["serve", "--demo", "--listen", "127.0.0.1:0"])
         .args(["--admin-listen", "127.0.0.1:0"])
         .args(db.db_args())
         .args(extra)
-        .args(unthrottled_flags())
-        .stdout(std::process::Stdio::piped());
+        .args(unthrottled_flags());
     db.env(&mut command);
-    let mut child = command.spawn().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    // Read on a thread of its own to the end (the server prints on).
-    let (lines, received) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let _ = lines.send(line);
-        }
-    });
-    let mut printed = Vec::new();
-    while let Ok(line) = received.recv_timeout(Duration::from_secs(60)) {
-        let serving = line.contains("is open at");
-        printed.push(line);
-        if serving {
-            break;
-        }
-    }
-    Unnamed {
-        child,
-        base: format!("http://127.0.0.1:{port}"),
-        printed,
-    }
+    Server::spawn(command).await
 }
 
 async fn two_servers_with_no_writer_name_append_to_logs_of_their_own_and_a_shared_name_is_warned(
@@ -750,8 +707,8 @@ async fn two_servers_with_no_writer_name_append_to_logs_of_their_own_and_a_share
     drop(old);
 
     // Two servers, no --writer: a log each, named after host and port.
-    let first = tokio::task::block_in_place(|| serve_unnamed(db, &[]));
-    let second = tokio::task::block_in_place(|| serve_unnamed(db, &[]));
+    let first = serve_unnamed(db, &[]).await;
+    let second = serve_unnamed(db, &[]).await;
     sell(&first.base, "bea", 1).await;
     sell(&second.base, "carl", 1).await;
     let index = get_json(&cookie_client(), &format!("{}/log/", first.base)).await;
@@ -767,7 +724,7 @@ async fn two_servers_with_no_writer_name_append_to_logs_of_their_own_and_a_share
         .collect();
     // Each server's name is the machine's host name and its own port.
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
-    let named = |unnamed: &Unnamed| {
+    let named = |unnamed: &Server| {
         let port = unnamed.base.rsplit_once(':').unwrap().1;
         format!("{}-{port}", host.trim().to_ascii_lowercase())
     };
@@ -784,10 +741,11 @@ async fn two_servers_with_no_writer_name_append_to_logs_of_their_own_and_a_share
         assert!(
             !unnamed
                 .printed
+                .lines()
                 .iter()
                 .any(|l| l.contains("another live server")),
             "{:?}",
-            unnamed.printed
+            unnamed.printed.lines()
         );
     }
 
@@ -804,14 +762,15 @@ async fn two_servers_with_no_writer_name_append_to_logs_of_their_own_and_a_share
 
     // A third server given the first one's name is warned at start.
     let name = own[0].clone();
-    let third = tokio::task::block_in_place(|| serve_unnamed(db, &["--writer", &name]));
+    let third = serve_unnamed(db, &["--writer", &name]).await;
     assert!(
         third
             .printed
+            .lines()
             .iter()
             .any(|l| l.contains("another live server already appends under the writer name")),
         "{:?}",
-        third.printed
+        third.printed.lines()
     );
 }
 

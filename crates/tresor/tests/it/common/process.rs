@@ -57,8 +57,7 @@ pub fn describe(output: &Output) -> String {
 
 /// A TCP port free on 127.0.0.1 when asked, and not handed out twice by
 /// this test binary: only for what cannot bind port 0 and say which port it
-/// got (a PostgreSQL server of a test's own; a `tresor serve` whose default
-/// writer name is made of the port it is given). Every other server binds
+/// got (a PostgreSQL server of a test's own). Every other server binds
 /// `127.0.0.1:0` and says its address ([`Printed`]).
 ///
 /// Ports come from below the kernel's ephemeral range (32768–60999 by
