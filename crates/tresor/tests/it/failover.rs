@@ -12,8 +12,8 @@
 //! the time from the fault to the first purchase served again.
 
 use crate::common::{
-    Harness, Server, TestDb, assert_ledger_balances, cookie_client, free_port, post,
-    register_and_deposit, unthrottled_flags,
+    Harness, Server, TestDb, assert_ledger_balances, cookie_client, post, register_and_deposit,
+    unthrottled_flags,
 };
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
@@ -199,28 +199,43 @@ async fn buy_until_acknowledged(
 /// Two servers on `url`, selling from blocks of their own, under load until
 /// it is steady.
 async fn two_servers_under_load(url: &str) -> ([Server; 2], Load) {
-    let servers = [
-        serve(url, free_port(), 0).await,
-        serve(url, free_port(), 1).await,
-    ];
+    let servers = [serve(url, ANY_PORT, 0).await, serve(url, ANY_PORT, 1).await];
     let bases: Vec<String> = servers.iter().map(|s| s.base.clone()).collect();
     let load = Load::start(&bases).await;
     tokio::time::sleep(STEADY).await;
     (servers, load)
 }
 
+/// A port the kernel gives.
+const ANY_PORT: u16 = 0;
+
+/// `tresor serve` on `url` at `port` (where a killed one listened, or
+/// [`ANY_PORT`]), selling first from its `block_offset`-th block.
 async fn serve(url: &str, port: u16, block_offset: usize) -> Server {
     let mut flags = vec!["--block-offset".to_owned(), block_offset.to_string()];
     flags.extend(unthrottled_flags());
-    Server::start_on_url(url, port, &flags).await
+    Server::start_on_url_at(url, port, &flags).await
+}
+
+/// What the players must have been answered through a fault.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Answers {
+    /// The servers stayed up: every request answered (none cut), 503s or not.
+    AllAnswered,
+    /// An outage longer than the budget: every request answered, and some
+    /// of them 503 `unavailable` at the budget.
+    SomeUnavailable,
+    /// A server killed: the requests sent to it got no answer.
+    SomeUnanswered,
 }
 
 /// Checks what the database holds against what the players were told, and
-/// prints the figures; `audit` runs `tresor audit verify` on it.
+/// prints the figures and checks them (`answers`); `audit` runs `tresor
+/// audit verify` on it.
 async fn check(
     name: &str,
     db: &Db,
-    tallies: &[Tally],
+    (tallies, answers): (&[Tally], Answers),
     resumed: &[Duration],
     audit: impl FnOnce() -> std::process::Output,
 ) {
@@ -261,6 +276,19 @@ async fn check(
         longest_wait <= LONGEST_WAIT,
         "every request is answered within the outage budget: one waited {longest_wait:?}"
     );
+    match answers {
+        Answers::AllAnswered | Answers::SomeUnavailable => assert_eq!(
+            unanswered, 0,
+            "the servers stayed up: every request got an answer"
+        ),
+        Answers::SomeUnanswered => assert!(unanswered > 0, "the killed server's requests"),
+    }
+    if answers == Answers::SomeUnavailable {
+        assert!(
+            unavailable > 0,
+            "an outage past the budget is answered 503 unavailable"
+        );
+    }
     assert!(
         acknowledged.len() >= PLAYERS * 4,
         "the servers sold under load"
@@ -323,7 +351,8 @@ async fn the_primary_killed_under_load_and_its_synchronous_standby_promoted_lose
     // The old primary is gone: the same URL finds the new one.
     let db = Db::connect(&url).await.expect("connect to the new primary");
     assert_eq!(cluster.psql(true, "SELECT pg_is_in_recovery()"), "f");
-    check("failover", &db, &tallies, &resumed, || audit_verify(&url)).await;
+    let answered = (&tallies[..], Answers::AllAnswered);
+    check("failover", &db, answered, &resumed, || audit_verify(&url)).await;
 }
 
 async fn a_commit_whose_answer_the_killed_primary_never_sent_is_found_on_the_promoted_standby(
@@ -401,7 +430,8 @@ async fn a_commit_whose_answer_the_killed_primary_never_sent_is_found_on_the_pro
     );
 
     let db = Db::connect(&url).await.expect("connect to the new primary");
-    check("lost commit", &db, &tallies, &resumed, || {
+    let answered = (&tallies[..], Answers::AllAnswered);
+    check("lost commit", &db, answered, &resumed, || {
         audit_verify(&url)
     })
     .await;
@@ -425,18 +455,19 @@ async fn postgresql_restarted_mid_load_resumes_by_itself_and_loses_nothing_ackno
     println!("restart: PostgreSQL back after {restarted:?}");
 
     let db = Db::connect(&url).await.expect("connect");
-    check("restart", &db, &tallies, &resumed, || audit_verify(&url)).await;
+    let answered = (&tallies[..], Answers::AllAnswered);
+    check("restart", &db, answered, &resumed, || audit_verify(&url)).await;
 }
 
 async fn a_tresor_server_killed_mid_load_leaves_the_other_serving_and_loses_nothing_acknowledged(
     h: &Harness,
 ) {
     let db: &TestDb = h;
-    let ports = [free_port(), free_port()];
     let mut servers = [
-        Some(serve(&db.url, ports[0], 0).await),
-        Some(serve(&db.url, ports[1], 1).await),
+        Some(serve(&db.url, ANY_PORT, 0).await),
+        Some(serve(&db.url, ANY_PORT, 1).await),
     ];
+    let first_port = servers[0].as_ref().expect("the first server").port();
     let bases: Vec<String> = servers.iter().flatten().map(|s| s.base.clone()).collect();
     let load = Load::start(&bases).await;
     tokio::time::sleep(STEADY).await;
@@ -445,7 +476,7 @@ async fn a_tresor_server_killed_mid_load_leaves_the_other_serving_and_loses_noth
     servers[0].take().expect("the first server").kill();
     let other = load.wait_resumed(&[1], fault).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
-    servers[0] = Some(serve(&db.url, ports[0], 0).await);
+    servers[0] = Some(serve(&db.url, first_port, 0).await);
     let restart = Instant::now();
     let back = load.wait_resumed(&[0], restart).await;
     tokio::time::sleep(STEADY).await;
@@ -456,7 +487,8 @@ async fn a_tresor_server_killed_mid_load_leaves_the_other_serving_and_loses_noth
     );
 
     let store = db.connect().await;
-    check("server kill", &store, &tallies, &other, || {
+    let answered = (&tallies[..], Answers::SomeUnanswered);
+    check("server kill", &store, answered, &other, || {
         audit_verify(&db.url)
     })
     .await;
@@ -489,7 +521,8 @@ async fn a_standby_promoted_20_s_after_the_primary_died_keeps_every_request_with
 
     let db = Db::connect(&url).await.expect("connect to the new primary");
     assert_eq!(cluster.psql(true, "SELECT pg_is_in_recovery()"), "f");
-    check("slow failover", &db, &tallies, &resumed, || {
+    let answered = (&tallies[..], Answers::SomeUnavailable);
+    check("slow failover", &db, answered, &resumed, || {
         audit_verify(&url)
     })
     .await;
