@@ -97,6 +97,7 @@ impl Cluster {
         }
         let primary = Instance {
             data: root.path().join("primary"),
+            // PostgreSQL takes no port 0 to report back: a free one is probed.
             port: super::free_port(),
         };
         let cluster = Cluster {
@@ -142,6 +143,7 @@ impl Cluster {
         let mut cluster = Cluster::primary()?;
         let standby = Instance {
             data: cluster.root.path().join("standby"),
+            // PostgreSQL takes no port 0 to report back: a free one is probed.
             port: super::free_port(),
         };
         cluster.run_ok(
