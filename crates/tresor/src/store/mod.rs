@@ -4,9 +4,12 @@
 
 pub mod accounts;
 pub mod arg;
+mod bans;
 pub mod batch;
 pub mod deferred;
+mod deposits;
 pub mod documents;
+mod ledger;
 pub mod lock;
 mod migrations;
 pub mod oversight;
@@ -14,6 +17,7 @@ pub mod persons;
 pub mod pipe;
 pub mod plays;
 pub mod primary;
+mod reserves;
 pub mod sql;
 pub mod suspension;
 pub mod withdrawals;
