@@ -166,6 +166,14 @@ impl fmt::Display for Level {
     }
 }
 
+/// A unit's outcome as the player sees it, whatever the scene kind: its
+/// level and what it pays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outcome {
+    pub level: Level,
+    pub prize_cents: i64,
+}
+
 /// One row of the prize table of a block (Article 3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LevelSpec {

@@ -27,7 +27,7 @@ mod map;
 pub use map::Island;
 use map::nth_set_bit;
 
-use crate::math::{Level, Stake, Symbol};
+use crate::math::{Level, Outcome, Symbol};
 use crate::rng::SceneRng;
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Serialize, Serializer};
@@ -35,21 +35,6 @@ use serde::{Deserialize, Serialize, Serializer};
 /// A square `[x, y]` of the map: x to the east, y to the south.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Square(pub i16, pub i16);
-
-/// The one island of « L'Ile au Trésor », read from its definition file.
-pub fn island() -> &'static Island {
-    &ile_au_tresor_rules().map
-}
-
-/// The island scene of « L'Ile au Trésor » (`games/ile-au-tresor.toml`).
-fn ile_au_tresor_rules() -> &'static IslandRules {
-    match crate::definition::ile_au_tresor().scene() {
-        crate::definition::SceneRules::Island(rules) => rules,
-        crate::definition::SceneRules::Scratch(_) => {
-            unreachable!("the island's scene is an island")
-        }
-    }
-}
 
 /// The eight compass directions a throw can show.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -221,13 +206,6 @@ impl TryFrom<ThrowData> for Throw {
             opened_len: data.opened.len() as u8,
         })
     }
-}
-
-/// A unit's outcome as the player sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Outcome {
-    pub level: Level,
-    pub prize_cents: i64,
 }
 
 /// The whole staging of one unit.
@@ -460,14 +438,6 @@ impl Walk {
         }
         Walk::from_throws(map, start, throws).expect("a drawn walk stays on land")
     }
-}
-
-/// Stages `level` of « L'Ile au Trésor » as a game drawn from `seed`;
-/// `stake` only sets the prize.
-pub fn generate_scenario(stake: Stake, level: Level, seed: &[u8; 32]) -> Scenario {
-    ile_au_tresor_rules()
-        .stage(level, stake.prize_cents(level), seed)
-        .expect("the island's 69 land squares leave room for every scene (`room.rs`)")
 }
 
 impl IslandRules {

@@ -16,9 +16,8 @@
 //!
 //! No amount can then appear `identical` times except the winning one.
 
-use crate::math::Level;
+use crate::math::{Level, Outcome};
 use crate::rng::SceneRng;
-use crate::scenario::Outcome;
 use serde::Serialize;
 use std::fmt;
 

@@ -441,67 +441,96 @@ fn combinations(
     let mut seen: HashMap<Combination, Level> = HashMap::new();
     for item in raw.get_ref() {
         let item = item.get_ref();
-        let number = *item.level.get_ref();
-        let Some(level) = u8::try_from(number)
-            .ok()
-            .and_then(Level::new)
-            .filter(|l| l.is_win())
-        else {
-            return lines.refuse(
-                item.level.span(),
-                Rule::BadValue,
-                "a combination wins a level from 1 to 9",
-            );
-        };
-        if found.iter().any(|(l, _)| *l == level) {
-            return lines.refuse(
-                item.level.span(),
-                Rule::DuplicateId,
-                format!("level {level} has two combinations"),
-            );
-        }
-        if usize::from(level.get()) > deepest {
-            return lines.refuse(
-                item.level.span(),
-                Rule::OneCombination,
-                format!("level {level} has a combination but no stake's table has that level"),
-            );
-        }
-        let symbol = symbol(lines, &item.symbol)?;
-        if !symbols.contains(&symbol) {
-            return lines.refuse(
-                item.symbol.span(),
-                Rule::BadValue,
-                format!(
-                    "{:?} is not one of the scene's `symbols`",
-                    item.symbol.get_ref()
-                ),
-            );
-        }
-        let count = match u8::try_from(*item.count.get_ref()) {
-            Ok(count) if (1..=3).contains(&count) => count,
-            _ => {
-                return lines.refuse(
-                    item.count.span(),
-                    Rule::BadValue,
-                    "a combination reveals its symbol 1 to 3 times (more is never a valid scene)",
-                );
-            }
-        };
-        let combination = Combination { symbol, count };
+        let level = combination_level(lines, item, deepest, &found)?;
+        let combination = combination_of(lines, item, symbols)?;
         if let Some(other) = seen.insert(combination, level) {
             return lines.refuse(
                 item.level.span(),
                 Rule::OneCombination,
                 format!(
-                    "levels {other} and {level} are both won by {count} × {}: \
+                    "levels {other} and {level} are both won by {} × {}: \
                      every prize is reachable by exactly one combination",
+                    combination.count,
                     item.symbol.get_ref()
                 ),
             );
         }
         found.push((level, combination));
     }
+    every_level_is_won(tables, &found)?;
+    Ok(found)
+}
+
+/// The level a combination wins: a winning level, not yet given a
+/// combination, that some stake's table has.
+fn combination_level(
+    lines: &Lines,
+    item: &grammar::Combination,
+    deepest: usize,
+    found: &[(Level, Combination)],
+) -> Result<Level, DefinitionError> {
+    let number = *item.level.get_ref();
+    let Some(level) = u8::try_from(number)
+        .ok()
+        .and_then(Level::new)
+        .filter(|l| l.is_win())
+    else {
+        return lines.refuse(
+            item.level.span(),
+            Rule::BadValue,
+            "a combination wins a level from 1 to 9",
+        );
+    };
+    if found.iter().any(|(l, _)| *l == level) {
+        return lines.refuse(
+            item.level.span(),
+            Rule::DuplicateId,
+            format!("level {level} has two combinations"),
+        );
+    }
+    if usize::from(level.get()) > deepest {
+        return lines.refuse(
+            item.level.span(),
+            Rule::OneCombination,
+            format!("level {level} has a combination but no stake's table has that level"),
+        );
+    }
+    Ok(level)
+}
+
+/// What a combination reveals: one of the scene's symbols, 1 to 3 times.
+fn combination_of(
+    lines: &Lines,
+    item: &grammar::Combination,
+    symbols: &[Symbol],
+) -> Result<Combination, DefinitionError> {
+    let symbol = symbol(lines, &item.symbol)?;
+    if !symbols.contains(&symbol) {
+        return lines.refuse(
+            item.symbol.span(),
+            Rule::BadValue,
+            format!(
+                "{:?} is not one of the scene's `symbols`",
+                item.symbol.get_ref()
+            ),
+        );
+    }
+    match u8::try_from(*item.count.get_ref()) {
+        Ok(count) if (1..=3).contains(&count) => Ok(Combination { symbol, count }),
+        _ => lines.refuse(
+            item.count.span(),
+            Rule::BadValue,
+            "a combination reveals its symbol 1 to 3 times (more is never a valid scene)",
+        ),
+    }
+}
+
+/// Refuses a table's level that no combination wins: its prize could never
+/// be won.
+fn every_level_is_won(
+    tables: &[PrizeTable],
+    found: &[(Level, Combination)],
+) -> Result<(), DefinitionError> {
     for table in tables {
         if let Some(missing) = table
             .levels
@@ -518,7 +547,7 @@ fn combinations(
             });
         }
     }
-    Ok(found)
+    Ok(())
 }
 
 fn scratch(

@@ -6,16 +6,20 @@
 
 mod check;
 mod grammar;
+mod island;
 mod rate;
 mod rule;
 mod stageable;
 
+#[cfg(test)]
+pub(crate) use island::ile_au_tresor_rules;
+pub use island::{ISLAND_DEFINITION, generate_scenario, ile_au_tresor, island};
 pub use rule::{DefinitionError, Rule};
 pub use stageable::Unstaged;
 
 use crate::block::{BlockSecret, Commitment, shuffle};
-use crate::math::Level;
-use crate::scenario::{IslandRules, Outcome, Scenario};
+use crate::math::{Level, Outcome};
+use crate::scenario::{IslandRules, Scenario};
 use crate::scratch::{Card, ScratchRules};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -379,20 +383,6 @@ pub fn commitment_form(id: &str) -> &'static str {
         "sha256(secret)"
     }
 }
-
-/// « L'Ile au Trésor » as `games/ile-au-tresor.toml` defines it, built into
-/// the program so that a database made before the catalogue keeps its game.
-pub fn ile_au_tresor() -> &'static Game {
-    static GAME: std::sync::OnceLock<&'static Game> = std::sync::OnceLock::new();
-    GAME.get_or_init(|| {
-        Game::parse(ISLAND_DEFINITION)
-            .expect("games/ile-au-tresor.toml is a valid definition")
-            .leak()
-    })
-}
-
-/// The text of `games/ile-au-tresor.toml`.
-pub const ISLAND_DEFINITION: &str = include_str!("../../../../games/ile-au-tresor.toml");
 
 #[cfg(test)]
 mod tests;

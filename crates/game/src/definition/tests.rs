@@ -4,7 +4,6 @@
 use super::*;
 use crate::block::block_outcomes;
 use crate::math::{LEVELS, Stake};
-use crate::scenario::generate_scenario;
 use crate::{ScenarioSeeder, UNITS_PER_BLOCK};
 
 const EXPRESS: &str = include_str!("../../../../games/tresor-express.toml");

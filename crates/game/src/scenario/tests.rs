@@ -2,6 +2,9 @@
 //! scene obeys are checked over whole blocks in `tests/scenarios.rs`.
 
 use super::*;
+// The tests stage the built-in island; the scene kind itself never names it.
+use crate::definition::{generate_scenario, ile_au_tresor_rules, island};
+use crate::math::Stake;
 
 #[test]
 fn the_island_has_a_sea_border_and_a_plausible_size() {

@@ -133,6 +133,17 @@ impl Keeper {
             .map_err(|e| anyhow::anyhow!("the folder {}: {e}", folder.display()))
     }
 
+    /// [`Keeper::private_folder`]'s check alone, on a folder that is
+    /// there: one missing passes (nothing is made).
+    pub fn check_private_folder(given: &Path) -> anyhow::Result<()> {
+        let folder = Keeper::folder_of(given);
+        if std::fs::symlink_metadata(&folder).is_err() {
+            return Ok(());
+        }
+        private::check(&folder, Loose::Refuse)
+            .map_err(|e| anyhow::anyhow!("the folder {}: {e}", folder.display()))
+    }
+
     /// What the file holds, `None` when there is none; an error when it
     /// cannot be read or is not a checkpoint file.
     pub fn read(&self) -> anyhow::Result<Option<Published>> {

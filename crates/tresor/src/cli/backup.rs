@@ -323,7 +323,13 @@ impl ReplicateArgs {
         }
         backup::check_destination(&db.data, dir)
             .map_err(|e| Usage(format!("--replicate-to: {e}")))?;
-        // The replica is the database: readable by the server's user only.
+        let database = std::path::absolute(db.data.join("tresor.db"))?;
+        Ok(Some((database, std::path::absolute(dir)?)))
+    }
+
+    /// Makes the replica's folder, private: the replica is the database,
+    /// readable by the server's user only.
+    pub fn prepare(&self, dir: &Path) -> anyhow::Result<()> {
         backup::private_dir(dir)?;
         #[cfg(unix)]
         {
@@ -337,8 +343,7 @@ impl ReplicateArgs {
                 tracing::info!(dir = %dir.display(), from = format!("{mode:o}"), "made the replica's folder 0700");
             }
         }
-        let database = std::path::absolute(db.data.join("tresor.db"))?;
-        Ok(Some((database, std::path::absolute(dir)?)))
+        Ok(())
     }
 
     /// Runs `litestream replicate DB file://DIR` for as long as the server

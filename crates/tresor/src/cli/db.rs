@@ -221,6 +221,17 @@ impl LogArgs {
         })
     }
 
+    /// [`LogArgs::check_kept_folder`] without making it: a folder that is
+    /// not there yet passes (it is made once every setting is checked).
+    pub fn check_kept_folder_if_there(&self) -> anyhow::Result<()> {
+        crate::backup::keeper::Keeper::check_private_folder(&self.kept_given()).map_err(|e| {
+            Usage(format!(
+                "--kept-checkpoints (TRESOR_KEPT_CHECKPOINTS): {e:#}"
+            ))
+            .into()
+        })
+    }
+
     /// The writer's name, `default` unless given; checked.
     pub fn writer(&self, default: &str) -> anyhow::Result<String> {
         let name = self.writer.clone().unwrap_or_else(|| default.to_owned());

@@ -72,18 +72,25 @@ impl MailArgs {
         ))
     }
 
-    /// The mailer these flags describe. Without `--smtp-url` nor
-    /// `--mail-outbox`, the outbox is `default_outbox` (the data folder's),
-    /// or with none (PostgreSQL) a new private folder of random name in the
-    /// system's temporary folder: never a path someone could make first.
-    pub fn mailer(&self, default_outbox: Option<&Path>, listen: &str) -> anyhow::Result<Mailer> {
+    /// The players' site as links in messages name it: `--public-url`, or
+    /// `http://` and the address listened on.
+    pub fn site(&self, listen: &str) -> Result<String, Usage> {
         let site = self
             .public_url
             .clone()
             .unwrap_or_else(|| format!("http://{listen}"));
         if !(site.starts_with("http://") || site.starts_with("https://")) {
-            return Err(Usage(format!("--public-url: an http(s) URL, not {site}")).into());
+            return Err(Usage(format!("--public-url: an http(s) URL, not {site}")));
         }
+        Ok(site)
+    }
+
+    /// The mailer these flags describe. Without `--smtp-url` nor
+    /// `--mail-outbox`, the outbox is `default_outbox` (the data folder's),
+    /// or with none (PostgreSQL) a new private folder of random name in the
+    /// system's temporary folder: never a path someone could make first.
+    pub fn mailer(&self, default_outbox: Option<&Path>, listen: &str) -> anyhow::Result<Mailer> {
+        let site = self.site(listen)?;
         let named = |value: &Option<String>| value.clone().filter(|v| !v.is_empty());
         let mailer = match (named(&self.smtp_url), &self.mail_outbox) {
             (Some(url), _) => Mailer::smtp(&url, &self.smtp_from, &site),

@@ -6,7 +6,6 @@
 pub mod accounts;
 pub mod audit;
 pub mod backup;
-pub mod bench;
 pub mod catalog;
 pub mod db;
 pub mod documents;
@@ -91,9 +90,6 @@ pub enum Command {
     Rules(accounts::RulesCommand),
     /// Balances of closed accounts kept in reserve.
     Reserves(accounts::ReservesArgs),
-    /// Load a server with simulated players over HTTP and measure it beside
-    /// its baselines.
-    Bench(bench::BenchArgs),
     /// The key that seals block secrets at rest.
     #[command(subcommand)]
     Secrets(operator::SecretsCommand),
@@ -182,7 +178,6 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Banlist(command)) => run_async(accounts::run_banlist(command)),
         Some(Command::Rules(command)) => run_async(accounts::run_rules(command)),
         Some(Command::Reserves(args)) => run_async(accounts::run_reserves(args)),
-        Some(Command::Bench(args)) => run_async(bench::run_bench(args)),
         Some(Command::Secrets(command)) => run_async(operator::run_secrets(command)),
         Some(Command::Operator(command)) => run_async(staff::run_staff(command)),
         Some(Command::Log(command)) => run_async(log::run_log(command)),

@@ -17,7 +17,8 @@ pub fn admin_app(state: AppState) -> Router {
         .route("/healthz", get(|| async { "ok" }))
         .route("/metrics", get(metrics))
         .merge(super::console::routes(state.clone()))
-        .merge(super::console_web::routes());
+        .merge(super::console_web::routes())
+        .layer(axum::middleware::from_fn(super::controls::refuse_controls));
     super::with_security_headers(router).with_state(state)
 }
 

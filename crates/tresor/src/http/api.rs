@@ -1,5 +1,6 @@
 //! The JSON API under `/api` (SPEC §6) and `/healthz`.
 
+pub(super) use super::body::Body;
 use super::origin::Origin;
 use super::throttle::{ClientAddress, Throttles};
 use super::{ApiError, AppState};
@@ -10,8 +11,8 @@ use crate::service::{
     IdempotencyKey, MAX_DEMO_DEPOSIT_CENTS, Me, Player, Purchase, Registration, rfc3339,
 };
 use crate::trail::Actor;
-use axum::extract::rejection::{JsonRejection, QueryRejection};
-use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request, State};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{FromRequestParts, Path, Query, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
@@ -129,39 +130,6 @@ pub(super) fn cross_site(headers: &HeaderMap) -> Option<String> {
         (Some(authority), Some(host)) if authority.eq_ignore_ascii_case(host) => None,
         (Some(_), None) => None,
         _ => Some(format!("Origin is {origin}")),
-    }
-}
-
-/// `Json` whose rejections are API errors. Every body type denies unknown
-/// fields: a misspelt field (`deposit_limit`) is refused with its name rather
-/// than silently replaced by a default.
-pub(super) struct Body<T>(pub(super) T);
-
-impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
-    type Rejection = ApiError;
-
-    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match Json::<T>::from_request(request, state).await {
-            Ok(Json(value)) => Ok(Body(value)),
-            Err(rejection) => Err(match rejection {
-                JsonRejection::JsonDataError(error) => ApiError::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "validation",
-                    error.body_text(),
-                ),
-                other if other.status() == StatusCode::PAYLOAD_TOO_LARGE => ApiError::new(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "payload_too_large",
-                    "the request body is too large (64 KiB at most; a ban list import, 32 MiB)",
-                ),
-                JsonRejection::MissingJsonContentType(_) => ApiError::new(
-                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                    "invalid_json",
-                    "the body must be JSON, with Content-Type: application/json",
-                ),
-                other => ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", other.body_text()),
-            }),
-        }
     }
 }
 

@@ -8,9 +8,9 @@
 //! witness sends one: C2SP tlog-cosignature). Never the entries: they hold
 //! personal data.
 
+use super::body::Body;
 use super::throttle::{ClientAddress, Throttles};
 use super::{ApiError, AppState};
-use axum::extract::rejection::JsonRejection;
 use axum::extract::{Extension, Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -104,13 +104,13 @@ async fn cosignature(
     Extension(throttles): Extension<std::sync::Arc<Throttles>>,
     address: ClientAddress,
     Path(writer): Path<String>,
-    body: Result<Json<Cosignature>, JsonRejection>,
+    body: Result<Body<Cosignature>, ApiError>,
 ) -> Response {
     if let Err(error) = throttles.cosignature(&address) {
         return ApiError::from(error).into_response();
     }
     let body = match body {
-        Ok(Json(body)) => body,
+        Ok(Body(body)) => body,
         Err(rejection) => return rejection.into_response(),
     };
     match state

@@ -6,6 +6,7 @@
 mod account;
 mod admin;
 mod api;
+mod body;
 mod console;
 mod console_documents;
 mod console_kit;
@@ -13,6 +14,7 @@ mod console_login;
 mod console_money;
 mod console_trail;
 mod console_web;
+mod controls;
 mod documents;
 pub mod edge;
 mod error;
@@ -82,6 +84,9 @@ fn app_with(state: AppState, throttles: Arc<Throttles>) -> Router {
         // An identity document's upload takes more: its handler reads the
         // body up to the installation's own limit.
         .merge(documents::routes())
+        // Once for every route, before any handler: a path or query string
+        // holding a control character (a NUL…) goes no further.
+        .layer(middleware::from_fn(controls::refuse_controls))
         .layer(Extension(throttles))
         .layer(middleware::from_fn_with_state(state.clone(), observe))
         .layer(TimeoutLayer::with_status_code(

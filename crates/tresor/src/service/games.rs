@@ -192,38 +192,3 @@ impl Service {
         Ok(lines)
     }
 }
-
-impl Service {
-    /// Names the game of every movement that has a play (one read for all).
-    pub(super) async fn name_games(
-        &self,
-        conn: &mut crate::store::Conn,
-        movements: &mut [super::Movement],
-    ) -> Result<(), Error> {
-        let ids: Vec<[i64; 1]> = movements
-            .iter()
-            .filter_map(|m| m.play_id.map(|id| [id]))
-            .collect();
-        if ids.is_empty() {
-            return Ok(());
-        }
-        let sqlite = conn.is_sqlite();
-        let table = sql::json_rows(sqlite, 1, &[("id", sql::ColumnType::Int)]);
-        let rows: Vec<(i64, String)> = sql::query_as(&format!(
-            "SELECT p.id, b.game_id FROM plays p JOIN blocks b ON b.id = p.block_id \
-             WHERE p.id IN (SELECT id FROM {table} AS d)"
-        ))
-        .bind(serde_json::to_string(&ids).expect("play ids"))
-        .fetch_all(conn)
-        .await?;
-        let games: std::collections::HashMap<i64, String> = rows.into_iter().collect();
-        for movement in movements {
-            movement.game = movement
-                .play_id
-                .and_then(|id| games.get(&id))
-                .and_then(|id| self.settings.games.get(id))
-                .map(GameRef::of);
-        }
-        Ok(())
-    }
-}

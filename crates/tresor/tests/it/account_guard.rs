@@ -139,12 +139,20 @@ on_both!(a_proof_of_one_iban_does_not_verify_another, |app| {
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     let (_, documents) = app.get("/api/account/documents").await;
-    assert!(
-        documents["documents"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|d| d["status"] == "verified"),
+    // Both documents sent, each verified still (an empty list is not).
+    let mut reviewed: Vec<(String, String)> = documents["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["kind"].to_string(), d["status"].to_string()))
+        .collect();
+    reviewed.sort();
+    assert_eq!(
+        reviewed,
+        [
+            (r#""iban_proof""#.to_owned(), r#""verified""#.to_owned()),
+            (r#""identity""#.to_owned(), r#""verified""#.to_owned())
+        ],
         "{documents}"
     );
     // The player changes it, with the password.

@@ -308,6 +308,14 @@ impl Browser {
     }
 }
 
+/// How many purchases (`POST /api/plays`, not a throw) are among `requests`.
+fn purchases(requests: &[String]) -> usize {
+    requests
+        .iter()
+        .filter(|r| r.starts_with("POST ") && r.ends_with("/api/plays"))
+        .count()
+}
+
 /// The statement rows shown: (movement, delta, balance after), newest first.
 async fn statement_rows(browser: &Browser) -> Vec<(String, i64, i64)> {
     let rows = browser
@@ -726,9 +734,14 @@ async fn the_reminder_window_comes_when_due_blocks_play_until_acknowledged_and_s
     );
     let balance = browser.balance_cents().await;
     let before = browser.account_state().await;
+    assert_eq!(before.1, Vec::<Value>::new(), "no play before the reminder");
+    // From here every request the page sends is recorded.
+    browser.requests_sent().await;
     browser
         .execute("document.querySelector('[data-testid=play]').click()")
         .await;
+    // Time for a purchase to be asked; the verdict is the page's requests,
+    // checked again when play has gone on.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
         browser
@@ -742,6 +755,13 @@ async fn the_reminder_window_comes_when_due_blocks_play_until_acknowledged_and_s
         browser.account_state().await,
         before,
         "nothing debited, no play bought, by the server's account"
+    );
+
+    let mut sent = browser.requests_sent().await;
+    assert_eq!(
+        purchases(&sent),
+        0,
+        "no purchase asked while the reminder waits: {sent:?}"
     );
 
     // Acknowledged: play goes on, and the window does not come back before the next 5 minutes.
@@ -758,6 +778,11 @@ async fn the_reminder_window_comes_when_due_blocks_play_until_acknowledged_and_s
     );
     let play = browser.play_a_game_accepting_rules().await;
     assert_eq!(play["state"], json!("finished"));
+    // The one purchase asked since the reminder came is this game's, and
+    // the server holds no play before it.
+    sent.extend(browser.requests_sent().await);
+    assert_eq!(purchases(&sent), 1, "{sent:?}");
+    assert_eq!(browser.account_state().await.1, vec![play["id"].clone()]);
     browser.reminded_after(5 * 60, 10 * 60).await;
     browser.click("[data-testid=reminder-ok]").await;
     browser.close_without_console_errors().await;

@@ -519,14 +519,22 @@ async fn a_player_picks_the_scratch_card_in_the_lobby_wins_loses_then_plays_the_
     }
 
     // So does the statement, beside each stake and win.
+    // A stake row for each play: the island's newest, then every card's
+    // (as many as the statement's first page of 20 rows holds).
     browser.execute("location.hash = '#/statement';").await;
-    let lines = browser
+    let shown = browser
         .wait_for(
-            "(() => { const rows = [...document.querySelectorAll('[data-testid=statement-row][data-movement=stake]')];
-               return rows.length > 0 && rows.map((r) => r.cells[1].textContent); })()",
+            "(() => { const rows = [...document.querySelectorAll('[data-testid=statement-row]')];
+               return rows.length > 0 && [rows.length, rows.filter((r) => r.dataset.movement === 'stake')
+                 .map((r) => r.cells[1].textContent)]; })()",
         )
         .await;
-    let lines: Vec<String> = serde_json::from_value(lines).unwrap();
+    let (rows, lines): (usize, Vec<String>) = serde_json::from_value(shown).unwrap();
+    let stakes = if rows < 20 { plays.len() + 1 } else { 2 };
+    assert!(
+        lines.len() >= 2 && (rows == 20 || lines.len() == stakes),
+        "{rows} rows, {stakes} stakes expected: {lines:?}"
+    );
     assert!(
         lines[0].ends_with("· L'Ile au Trésor")
             && lines[1..].iter().all(|l| l.ends_with("· Trésor Express")),

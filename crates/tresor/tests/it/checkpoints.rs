@@ -298,15 +298,30 @@ async fn a_checkpoint_given_that_the_log_does_not_hold_names_where_it_differs(db
             "{said}"
         );
     }
-    // Two given of one size: a fork, at or before the last leaf.
+    // The same one given twice is no fork: the first of them is named,
+    // where it differs, as when given once.
     let said = failed(&[&genuine_file, &forged_file, &forged_file]);
     no_empty_range(&said);
+    assert!(!said.contains("fork"), "{said}");
+    assert!(said.contains("(given checkpoint #2)"), "{said}");
+    let differs = if n == m + 1 {
+        format!("leaf {m} does not match the checkpoint signed at size {n}")
+    } else {
+        format!("among leaves {m}..{}", n - 1)
+    };
+    assert!(said.contains(&differs), "{said}");
+    // Two of one size that differ: a fork, at or before the last leaf.
     let said = failed(&[
         &genuine_file,
         &write_latest(db, outside.path()).await,
         &forged_file,
     ]);
     assert!(said.contains("a fork"), "{said}");
+    assert!(said.contains("(given checkpoint #3)"), "{said}");
+    assert!(
+        said.contains(&format!("at or before leaf {}", n - 1)),
+        "{said}"
+    );
     no_empty_range(&said);
 }
 
@@ -748,12 +763,17 @@ async fn two_servers_with_no_writer_name_append_to_logs_of_their_own_and_a_share
         .iter()
         .filter(|w| w.as_str() != "server" && w.as_str() != "cli")
         .collect();
-    assert_eq!(own.len(), 2, "{writers:?}");
-    for (server, writer) in [(&first, &own[0]), (&second, &own[1])] {
-        let _ = server;
-        assert!(writer.contains('-'), "host-port: {writer}");
-    }
-    assert_ne!(own[0], own[1]);
+    // Each server's name is the machine's host name and its own port.
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let named = |unnamed: &Unnamed| {
+        let port = unnamed.base.rsplit_once(':').unwrap().1;
+        format!("{}-{port}", host.trim().to_ascii_lowercase())
+    };
+    let mut own: Vec<&String> = own;
+    own.sort();
+    let mut expected = [named(&first), named(&second)];
+    expected.sort();
+    assert_eq!(own, expected.iter().collect::<Vec<_>>(), "{writers:?}");
     assert!(
         writers.iter().any(|w| w == "server"),
         "the old log is still published: {writers:?}"

@@ -52,8 +52,19 @@ fn block_generate_prints_the_commitment_then_every_level_and_matches_the_pinned_
 
 #[test]
 fn block_generate_does_not_depend_on_the_stake() {
-    let at = |stake| tresor(&["block", "generate", "--secret", COUNTING, "--stake", stake]).stdout;
-    assert_eq!(at("50"), at("200"));
+    // Each stake's block, generated for real (two refusals would compare
+    // equal too): the levels are the unit's, not the prize's, so each is
+    // the block pinned at 50 c.
+    for stake in ["50", "100", "200"] {
+        let output = tresor(&["block", "generate", "--secret", COUNTING, "--stake", stake]);
+        assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+        assert_eq!(stdout(&output).lines().count(), 450_001, "at {stake}");
+        assert_eq!(
+            hex::encode(Sha256::digest(&output.stdout)),
+            GENERATE_SHA256_COUNTING,
+            "at {stake}"
+        );
+    }
 }
 
 #[test]

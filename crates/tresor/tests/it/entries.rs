@@ -1,5 +1,5 @@
 //! Issue 34: the b-tree entries a purchase writes, counted on both databases,
-//! in the bench's loop (`tresor bench --mix purchases`: each purchase also
+//! in the bench's loop (`tresor-bench --mix purchases`: each purchase also
 //! settles the player's previous play), and held to a budget.
 //!
 //! What is counted. Every table and every index is a b-tree. Before and

@@ -215,12 +215,25 @@ async fn serve(url: &str, port: u16, block_offset: usize) -> Server {
     Server::start_on_url(url, port, &flags).await
 }
 
+/// What the players must have been answered through a fault.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Answers {
+    /// The servers stayed up: every request answered (none cut), 503s or not.
+    AllAnswered,
+    /// An outage longer than the budget: every request answered, and some
+    /// of them 503 `unavailable` at the budget.
+    SomeUnavailable,
+    /// A server killed: the requests sent to it got no answer.
+    SomeUnanswered,
+}
+
 /// Checks what the database holds against what the players were told, and
-/// prints the figures; `audit` runs `tresor audit verify` on it.
+/// prints the figures and checks them (`answers`); `audit` runs `tresor
+/// audit verify` on it.
 async fn check(
     name: &str,
     db: &Db,
-    tallies: &[Tally],
+    (tallies, answers): (&[Tally], Answers),
     resumed: &[Duration],
     audit: impl FnOnce() -> std::process::Output,
 ) {
@@ -261,6 +274,19 @@ async fn check(
         longest_wait <= LONGEST_WAIT,
         "every request is answered within the outage budget: one waited {longest_wait:?}"
     );
+    match answers {
+        Answers::AllAnswered | Answers::SomeUnavailable => assert_eq!(
+            unanswered, 0,
+            "the servers stayed up: every request got an answer"
+        ),
+        Answers::SomeUnanswered => assert!(unanswered > 0, "the killed server's requests"),
+    }
+    if answers == Answers::SomeUnavailable {
+        assert!(
+            unavailable > 0,
+            "an outage past the budget is answered 503 unavailable"
+        );
+    }
     assert!(
         acknowledged.len() >= PLAYERS * 4,
         "the servers sold under load"
@@ -323,7 +349,8 @@ async fn the_primary_killed_under_load_and_its_synchronous_standby_promoted_lose
     // The old primary is gone: the same URL finds the new one.
     let db = Db::connect(&url).await.expect("connect to the new primary");
     assert_eq!(cluster.psql(true, "SELECT pg_is_in_recovery()"), "f");
-    check("failover", &db, &tallies, &resumed, || audit_verify(&url)).await;
+    let answered = (&tallies[..], Answers::AllAnswered);
+    check("failover", &db, answered, &resumed, || audit_verify(&url)).await;
 }
 
 async fn a_commit_whose_answer_the_killed_primary_never_sent_is_found_on_the_promoted_standby(
@@ -401,7 +428,8 @@ async fn a_commit_whose_answer_the_killed_primary_never_sent_is_found_on_the_pro
     );
 
     let db = Db::connect(&url).await.expect("connect to the new primary");
-    check("lost commit", &db, &tallies, &resumed, || {
+    let answered = (&tallies[..], Answers::AllAnswered);
+    check("lost commit", &db, answered, &resumed, || {
         audit_verify(&url)
     })
     .await;
@@ -425,7 +453,8 @@ async fn postgresql_restarted_mid_load_resumes_by_itself_and_loses_nothing_ackno
     println!("restart: PostgreSQL back after {restarted:?}");
 
     let db = Db::connect(&url).await.expect("connect");
-    check("restart", &db, &tallies, &resumed, || audit_verify(&url)).await;
+    let answered = (&tallies[..], Answers::AllAnswered);
+    check("restart", &db, answered, &resumed, || audit_verify(&url)).await;
 }
 
 async fn a_tresor_server_killed_mid_load_leaves_the_other_serving_and_loses_nothing_acknowledged(
@@ -456,7 +485,8 @@ async fn a_tresor_server_killed_mid_load_leaves_the_other_serving_and_loses_noth
     );
 
     let store = db.connect().await;
-    check("server kill", &store, &tallies, &other, || {
+    let answered = (&tallies[..], Answers::SomeUnanswered);
+    check("server kill", &store, answered, &other, || {
         audit_verify(&db.url)
     })
     .await;
@@ -489,7 +519,8 @@ async fn a_standby_promoted_20_s_after_the_primary_died_keeps_every_request_with
 
     let db = Db::connect(&url).await.expect("connect to the new primary");
     assert_eq!(cluster.psql(true, "SELECT pg_is_in_recovery()"), "f");
-    check("slow failover", &db, &tallies, &resumed, || {
+    let answered = (&tallies[..], Answers::SomeUnavailable);
+    check("slow failover", &db, answered, &resumed, || {
         audit_verify(&url)
     })
     .await;

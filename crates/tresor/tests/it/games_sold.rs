@@ -367,7 +367,15 @@ async fn the_third_game_is_emitted_sold_played_and_audited_from_its_file_alone(d
 async fn a_whole_block_of_a_scratch_card_sold_through_the_service_pays_exactly_its_table(
     db: &TestDb,
 ) {
-    sell_a_whole_block(db, "petit-coffre", 500, 16, Reveal::Each).await;
+    // The file's own figures (tests/it/games/petit-coffre.toml), not the
+    // code's reading of it.
+    let table = Table {
+        units: 2_000,
+        prizes_cents: 500_000,
+        counts: &[1_674, 1, 5, 20, 100, 200],
+        payout_percent: "50.00",
+    };
+    sell_a_whole_block(db, "petit-coffre", 500, 16, Reveal::Each, &table).await;
 }
 
 /// A whole block of the catalogue's own scratch card, « Trésor Express »
@@ -378,7 +386,14 @@ async fn a_whole_block_of_a_scratch_card_sold_through_the_service_pays_exactly_i
 async fn a_whole_block_of_tresor_express_sold_through_the_service_pays_exactly_its_table(
     db: &TestDb,
 ) {
-    let service = sell_a_whole_block(db, "tresor-express", 100, 64, Reveal::Never).await;
+    // games/tresor-express.toml's figures at 1 €.
+    let table = Table {
+        units: 100_000,
+        prizes_cents: 6_500_000,
+        counts: &[68_775, 1, 4, 20, 200, 500, 2_000, 8_500, 20_000],
+        payout_percent: "65.00",
+    };
+    let service = sell_a_whole_block(db, "tresor-express", 100, 64, Reveal::Never, &table).await;
     let blocks = service.blocks().await.unwrap();
     let block = blocks
         .iter()
@@ -411,6 +426,16 @@ enum Reveal {
     Never,
 }
 
+/// What a block must pay, as its definition file writes it: units per
+/// block, prizes in all, units at each level (0 the losing ones) and the
+/// payout rate the report shows.
+struct Table {
+    units: usize,
+    prizes_cents: i64,
+    counts: &'static [i64],
+    payout_percent: &'static str,
+}
+
 /// Sells one whole block of `game_id` at `stake_cents` through the service
 /// to `players` concurrent players, then checks what a block must pay: its
 /// units sold once each, its prizes exactly its table level by level, the
@@ -421,6 +446,7 @@ async fn sell_a_whole_block(
     stake_cents: i64,
     players: usize,
     reveal: Reveal,
+    expected: &Table,
 ) -> Service {
     let (service, clock) = db.service_with(settings()).await;
     service
@@ -428,8 +454,7 @@ async fn sell_a_whole_block(
         .await
         .unwrap();
     let game = service.game(Some(game_id)).unwrap();
-    let table = game.table(stake_cents).unwrap();
-    let units = game.units_per_block() as usize;
+    let units = expected.units;
     let mut tasks = Vec::new();
     for p in 0..players {
         let service = service.clone();
@@ -474,18 +499,22 @@ async fn sell_a_whole_block(
             "SELECT CAST(SUM(amount_cents) AS BIGINT) FROM transfers WHERE kind = 'prize'"
         )
         .await,
-        table.block_prizes_cents(),
+        expected.prizes_cents,
         "the block paid exactly its table"
     );
-    let counts = table.counts();
-    for (level, &count) in counts.iter().enumerate() {
+    for (level, &count) in expected.counts.iter().enumerate() {
         let units = scalar(
             pool,
             &format!("SELECT COUNT(*) FROM plays WHERE level = {level}"),
         )
         .await;
-        assert_eq!(units, i64::from(count), "level {level}");
+        assert_eq!(units, count, "level {level}");
     }
+    assert_eq!(
+        scalar(pool, "SELECT COUNT(*) FROM plays").await,
+        expected.counts.iter().sum::<i64>(),
+        "no play at a level the table does not have"
+    );
     assert_eq!(
         scalar(
             pool,
@@ -500,14 +529,10 @@ async fn sell_a_whole_block(
         serde_json::from_slice(&db.tresor_ok(&["report", "--format", "json"]).stdout).unwrap();
     let figures = &report["emissions"][0]["figures"];
     assert_eq!(figures["units_left"], 0);
-    assert_eq!(figures["wins_won_cents"], table.block_prizes_cents());
-    assert_eq!(figures["wins_credited_cents"], table.block_prizes_cents());
+    assert_eq!(figures["wins_won_cents"], expected.prizes_cents);
+    assert_eq!(figures["wins_credited_cents"], expected.prizes_cents);
     assert_eq!(figures["prizes_left_cents"], 0);
-    let percent = game.payout(table).basis_points();
-    assert_eq!(
-        figures["payout_percent"],
-        format!("{}.{:02}", percent / 100, percent % 100)
-    );
+    assert_eq!(figures["payout_percent"], expected.payout_percent);
     crate::common::assert_ledger_balances(&service.db).await;
     service
 }
@@ -706,7 +731,9 @@ async fn the_demo_sells_every_game_of_its_catalogue() {
         .json()
         .await
         .unwrap();
-    let on_sale: Vec<(&str, bool)> = crate::common::items(&games, "games")
+    // Each game's stakes on sale, by name: a game offered with no stake
+    // at all is not on sale.
+    let on_sale: Vec<(&str, Vec<i64>)> = crate::common::items(&games, "games")
         .iter()
         .map(|g| {
             (
@@ -715,9 +742,18 @@ async fn the_demo_sells_every_game_of_its_catalogue() {
                     .as_array()
                     .unwrap()
                     .iter()
-                    .all(|s| s["on_sale"] == true),
+                    .filter(|s| s["on_sale"] == true)
+                    .map(|s| s["cents"].as_i64().unwrap_or_else(|| panic!("{s}")))
+                    .collect(),
             )
         })
         .collect();
-    assert_eq!(on_sale, [("ile-au-tresor", true), ("tresor-express", true)]);
+    assert_eq!(
+        on_sale,
+        [
+            ("ile-au-tresor", vec![50, 100, 200]),
+            ("tresor-express", vec![100, 200])
+        ],
+        "{games}"
+    );
 }

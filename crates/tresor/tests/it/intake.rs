@@ -1,9 +1,9 @@
 //! Issue 32, finding 12, on both databases: what a player or a console
 //! account sends is taken in safely.
 //!
-//! - A document's name loses Unicode format characters (category Cf) and
-//!   controls: a right-to-left override showed `passwd\u{202E}fdp.exe` as
-//!   "passwdexe.pdf".
+//! - A document's name loses Unicode format characters (category Cf): a
+//!   right-to-left override showed `passwd\u{202E}fdp.exe` as
+//!   "passwdexe.pdf"; a control character is refused at the edge (issue 42).
 //! - An upload announcing a body over the limit (`Content-Length`) is
 //!   refused 413 at once: it waited 30 s for a body that never came.
 //! - A viewer's refused console requests are recorded in the trail once per
@@ -55,10 +55,7 @@ on_both!(a_documents_name_loses_its_format_characters, |app| {
         .post(format!("{}/api/account/documents", app.address))
         .query(&[
             ("kind", "iban_proof"),
-            (
-                "name",
-                "\u{2067}rib\u{200B}\u{00AD}\u{FEFF}\u{0007}.pdf\u{2069}",
-            ),
+            ("name", "\u{2067}rib\u{200B}\u{00AD}\u{FEFF}.pdf\u{2069}"),
         ])
         .header("cookie", &cookie)
         .header("x-requested-with", "tresor")
@@ -67,6 +64,20 @@ on_both!(a_documents_name_loses_its_format_characters, |app| {
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::CREATED);
+    // A control character in the name is refused at the edge (issue 42,
+    // finding 10).
+    let response = client
+        .post(format!("{}/api/account/documents", app.address))
+        .query(&[("kind", "iban_proof"), ("name", "rib\u{0007}.pdf")])
+        .header("cookie", &cookie)
+        .header("x-requested-with", "tresor")
+        .body(crate::common::opening::PDF.to_vec())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let refused: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(refused["error"]["code"], "control_character", "{refused}");
     let listed: serde_json::Value = client
         .get(format!("{}/api/account/documents", app.address))
         .header("cookie", &cookie)

@@ -1,18 +1,23 @@
-//! Issue 32, finding 10: every answer about a player's account or from the
-//! console's API is `Cache-Control: no-store` (docs/ACCOUNT.md,
-//! docs/CONSOLE.md). The reproduction: `GET`/`POST /api/account/documents`
-//! carried none. Every route under `/api/account` and `/console/api` (read
-//! from the router's source, so that a route added later is held to it too)
-//! is called logged in and logged out, with the refusals at the edge (no
-//! such endpoint, another method, a body too large): each answer says
-//! `no-store`. On both databases.
+//! Issue 32, finding 10: every answer under `/api/` or from the console's
+//! API is `Cache-Control: no-store` (docs/ACCOUNT.md, docs/CONSOLE.md). The
+//! reproduction: `GET`/`POST /api/account/documents` carried none. Every
+//! route under `/api/` and `/console/api` (read from the router's source,
+//! so that a route added later is held to it too) is called logged in and
+//! logged out, with the refusals at the edge (no such endpoint, another
+//! method, a body too large): each answer says `no-store`. Each route that
+//! reads is asked with a real id (a play, a deposit, a document…) and must
+//! answer: 404s alone would prove little (issue 44). On both databases.
 
-use crate::common::opening::{PASSWORD, console, open_account};
+use crate::common::opening::{PASSWORD, console, console_as, deposit, open_account};
+use crate::common::{TestApp, cookie_client, get_json, post, scalar};
 use reqwest::{Method, StatusCode};
+use tresor::staff::Role;
 
 /// `(method, path)` of every route declared under `prefix` in
-/// `src/http/*.rs`, `{param}`s replaced by 1; `any` routes as `GET`.
-fn declared_routes(prefix: &str) -> Vec<(Method, String)> {
+/// `src/http/*.rs`, each `{param}` replaced by the real id `ids` gives for
+/// the segment before it (`plays` → a play's id), 1 where none is given;
+/// `any` routes as `GET`.
+fn declared_routes(prefix: &str, ids: &[(&str, String)]) -> Vec<(Method, String)> {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/http");
     let mut routes = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap() {
@@ -45,13 +50,18 @@ fn declared_routes(prefix: &str) -> Vec<(Method, String)> {
             if !path.starts_with(prefix) || path.contains('*') {
                 continue;
             }
-            let path: String = path
-                .split('/')
-                .map(|segment| {
+            let segments: Vec<&str> = path.split('/').collect();
+            let path: String = segments
+                .iter()
+                .enumerate()
+                .map(|(i, segment)| {
                     if segment.starts_with('{') {
-                        "1"
+                        let before = segments[i - 1];
+                        ids.iter()
+                            .find(|(s, _)| *s == before)
+                            .map_or("1".to_owned(), |(_, id)| id.clone())
                     } else {
-                        segment
+                        (*segment).to_owned()
                     }
                 })
                 .collect::<Vec<_>>()
@@ -85,6 +95,34 @@ fn declared_routes(prefix: &str) -> Vec<(Method, String)> {
     routes
 }
 
+/// Every `GET` route of `routes` answers a success to one of `clients`
+/// (each role reads its own part), each data route asked with a real id:
+/// not a 404 of an id that does not exist.
+async fn every_read_answers(clients: &[&reqwest::Client], base: &str, routes: &[(Method, String)]) {
+    let reads: Vec<(Method, String)> = routes
+        .iter()
+        .filter(|(method, _)| *method == Method::GET)
+        .cloned()
+        .collect();
+    let mut answered = vec![Vec::new(); reads.len()];
+    for client in clients {
+        let statuses = every_answer_is_no_store(client, base, "tresor", &reads, "reads").await;
+        for (seen, status) in answered.iter_mut().zip(statuses) {
+            seen.push(status);
+        }
+    }
+    let failed: Vec<(&String, &Vec<u16>)> = reads
+        .iter()
+        .zip(&answered)
+        .filter(|(_, seen)| !seen.iter().any(|s| matches!(s, 200 | 204)))
+        .map(|((_, path), seen)| (path, seen))
+        .collect();
+    assert!(
+        reads.len() >= 10 && failed.is_empty(),
+        "reads not answered: {failed:?} of {reads:?}"
+    );
+}
+
 /// Calls every route and checks each answer's `Cache-Control`.
 async fn every_answer_is_no_store(
     client: &reqwest::Client,
@@ -116,13 +154,6 @@ async fn every_answer_is_no_store(
     statuses
 }
 
-fn cookie_client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .cookie_store(true)
-        .build()
-        .unwrap()
-}
-
 /// Another method and no such endpoint: refused at the edge.
 fn edge_refusals(prefix: &str, route: &str) -> Vec<(Method, String)> {
     vec![
@@ -132,24 +163,29 @@ fn edge_refusals(prefix: &str, route: &str) -> Vec<(Method, String)> {
     ]
 }
 
-on_both!(every_account_and_console_answer_is_no_store, |app| {
-    open_account(&app, "nora").await;
-
-    // The report's reproduction first: the documents, listed and sent.
+/// The player `nora`, logged in on a client of its own, with something
+/// behind each data route (a deposit, a play, a document, another
+/// session); the documents' answers checked on the way (the report's
+/// reproduction). Returns the client and the real id of each route's
+/// segment (`plays` → the play's id).
+async fn player_with_data(app: &TestApp) -> (reqwest::Client, Vec<(&'static str, String)>) {
+    open_account(app, "nora").await;
+    let deposit_id = deposit(app, 5000).await;
+    let (status, play) = app.buy(100).await;
+    assert_eq!(status, StatusCode::CREATED, "{play}");
+    let player_id = app.service.player_by_username("nora").await.unwrap().id;
     let player = cookie_client();
-    let (status, body) = {
-        let response = player
-            .post(format!("{}/api/login", app.address))
-            .header("x-requested-with", "tresor")
-            .json(&serde_json::json!({"username": "nora", "password": PASSWORD}))
-            .send()
-            .await
-            .unwrap();
-        (response.status(), response.text().await.unwrap())
-    };
-    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = post(
+        &player,
+        &format!("{}/api/login", app.address),
+        &serde_json::json!({"username": "nora", "password": PASSWORD}),
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 200, "{body}");
+    let mut document_id = None;
     for request in [
-        player.get(format!("{}/api/account/documents", app.address)),
         player
             .post(format!(
                 "{}/api/account/documents?kind=identity&name=scan.pdf",
@@ -157,34 +193,113 @@ on_both!(every_account_and_console_answer_is_no_store, |app| {
             ))
             .header("x-requested-with", "tresor")
             .body(crate::common::opening::PDF.to_vec()),
+        player.get(format!("{}/api/account/documents", app.address)),
     ] {
         let response = request.send().await.unwrap();
         let status = response.status();
         assert!(status.is_success(), "{status}");
+        let cache = response.headers().get("cache-control").cloned();
         assert_eq!(
-            response
-                .headers()
-                .get("cache-control")
-                .map(|v| v.to_str().unwrap().to_owned())
-                .as_deref(),
+            cache.as_ref().map(|v| v.to_str().unwrap()),
             Some("no-store"),
             "the documents' answer ({status})"
         );
+        let body: serde_json::Value = response.json().await.unwrap();
+        document_id = document_id.or(body["id"].as_i64());
     }
+    let sessions = get_json(&player, &format!("{}/api/account/sessions", app.address)).await;
+    // The app's own session, not the one asking (ended last).
+    let session_id = crate::common::items(&sessions["sessions"], "sessions")
+        .iter()
+        .find(|s| s["current"] != true)
+        .and_then(|s| s["id"].as_str())
+        .unwrap_or_else(|| panic!("another session: {sessions}"))
+        .to_owned();
+    let pool = &app.service.db.pool;
+    let ids = vec![
+        ("plays", play["id"].as_i64().unwrap().to_string()),
+        ("deposits", deposit_id.to_string()),
+        ("sessions", session_id),
+        ("players", player_id.to_string()),
+        (
+            "documents",
+            document_id.expect("the document's id").to_string(),
+        ),
+        (
+            "blocks",
+            scalar(pool, "SELECT MIN(id) FROM blocks").await.to_string(),
+        ),
+        (
+            "emissions",
+            scalar(pool, "SELECT MIN(id) FROM emissions")
+                .await
+                .to_string(),
+        ),
+    ];
+    (player, ids)
+}
 
-    // Then every route of the player's account, logged in then out.
-    let mut routes = declared_routes("/api/account");
+/// The id `ids` gives for `segment`.
+fn id_of<'a>(ids: &'a [(&str, String)], segment: &str) -> &'a str {
+    &ids.iter().find(|(s, _)| *s == segment).unwrap().1
+}
+
+/// The console's API, as an operator (and an auditor for the trail's
+/// reads) then with no session.
+async fn the_console_answers_no_store(app: &TestApp, ids: &[(&str, String)]) {
+    let mut routes = declared_routes("/console/api", ids);
+    let document = format!("/console/api/documents/{}", id_of(ids, "documents"));
     assert!(
-        routes.len() >= 15
+        routes.len() >= 30
             && routes
                 .iter()
-                .any(|(m, p)| *m == Method::GET && p == "/api/account/documents"),
+                .any(|(m, p)| *m == Method::GET && *p == document),
         "{routes:?}"
     );
+    let operator = console(app, "olga").await;
+    let (auditor, _) = console_as(app, "aude", Role::Auditor).await;
+    every_read_answers(&[&operator, &auditor], &app.admin_address, &routes).await;
+    routes.extend(edge_refusals("/console/api", "withdrawals"));
+    every_answer_is_no_store(
+        &operator,
+        &app.admin_address,
+        "tresor-console",
+        &routes,
+        "operator",
+    )
+    .await;
+    every_answer_is_no_store(
+        &cookie_client(),
+        &app.admin_address,
+        "tresor-console",
+        &routes,
+        "no console session",
+    )
+    .await;
+}
+
+on_both!(every_account_and_console_answer_is_no_store, |app| {
+    let (player, ids) = player_with_data(&app).await;
+
+    // Every route under /api/, logged in then out: each read answers (its
+    // data asked by a real id), and every answer is no-store.
+    let mut routes = declared_routes("/api/", &ids);
+    for read in [
+        "/api/account/documents".to_owned(),
+        format!("/api/plays/{}/receipt", id_of(&ids, "plays")),
+        format!("/api/account/deposits/{}", id_of(&ids, "deposits")),
+        "/api/games".to_owned(),
+    ] {
+        assert!(
+            routes.iter().any(|(m, p)| *m == Method::GET && *p == read),
+            "{read}: {routes:?}"
+        );
+    }
+    assert!(routes.len() >= 35, "{routes:?}");
+    every_read_answers(&[&player], &app.address, &routes).await;
     routes.extend(edge_refusals("/api/account", "documents"));
-    let statuses =
-        every_answer_is_no_store(&player, &app.address, "tresor", &routes, "player").await;
-    assert!(statuses.contains(&200), "{statuses:?}");
+    routes.extend(edge_refusals("/api", "plays"));
+    every_answer_is_no_store(&player, &app.address, "tresor", &routes, "player").await;
     every_answer_is_no_store(
         &cookie_client(),
         &app.address,
@@ -194,7 +309,7 @@ on_both!(every_account_and_console_answer_is_no_store, |app| {
     )
     .await;
     // A body over the site's 64 KiB, refused before any handler.
-    let response = player
+    let response = cookie_client()
         .put(format!("{}/api/account/marketing", app.address))
         .header("x-requested-with", "tresor")
         .body(vec![b' '; 100 * 1024])
@@ -204,32 +319,5 @@ on_both!(every_account_and_console_answer_is_no_store, |app| {
     assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
     assert_eq!(response.headers()["cache-control"], "no-store");
 
-    // The console's API, as an operator then with no session.
-    let mut routes = declared_routes("/console/api");
-    assert!(
-        routes.len() >= 30
-            && routes
-                .iter()
-                .any(|(m, p)| *m == Method::GET && p == "/console/api/withdrawals"),
-        "{routes:?}"
-    );
-    routes.extend(edge_refusals("/console/api", "withdrawals"));
-    let operator = console(&app, "olga").await;
-    let statuses = every_answer_is_no_store(
-        &operator,
-        &app.admin_address,
-        "tresor-console",
-        &routes,
-        "operator",
-    )
-    .await;
-    assert!(statuses.contains(&200), "{statuses:?}");
-    every_answer_is_no_store(
-        &cookie_client(),
-        &app.admin_address,
-        "tresor-console",
-        &routes,
-        "no console session",
-    )
-    .await;
+    the_console_answers_no_store(&app, &ids).await;
 });

@@ -4,7 +4,8 @@
 //! that, leave both listeners' `/healthz` answering within a second (the
 //! connections over the caps are closed at once, the operator's listener
 //! has caps of its own); and connections that stall (mid-headers, silent,
-//! or idle between requests) are closed after the timeouts the flags set.
+//! idle between requests, or trickling their headers) are closed at the
+//! timeouts the flags set, each after its own and within a second of it.
 
 use crate::common::{TestDb, free_port};
 use std::net::{IpAddr, Ipv4Addr};
@@ -300,67 +301,121 @@ on_both!(
     slow_connections_under_a_hard_limit_of_1024_leave_the_operator_answering,
 );
 
-/// Reads `stream` to its end within `deadline`; `Err` if it stays open.
+/// How long after `since` the server closed `stream` (read to its end),
+/// within `deadline`; `Err` if it stays open. A `trickle` stream is sent
+/// one more byte of its headers every 250 ms meanwhile: never idle, never
+/// done.
 async fn closed_by_the_server(
     mut stream: TcpStream,
+    since: Instant,
     deadline: Instant,
+    trickle: bool,
 ) -> Result<Duration, String> {
-    let started = Instant::now();
     let mut sink = Vec::new();
-    match tokio::time::timeout_at(deadline.into(), stream.read_to_end(&mut sink)).await {
-        Ok(_) => Ok(started.elapsed()),
-        Err(_) => Err(format!(
-            "still open after {:?} ({} bytes read)",
-            started.elapsed(),
-            sink.len()
-        )),
+    let closed = async {
+        if trickle {
+            let mut byte = [0u8; 1];
+            loop {
+                tokio::select! {
+                    read = stream.read(&mut byte) => {
+                        if read.map_or(true, |n| n == 0) { return; }
+                    }
+                    () = tokio::time::sleep(Duration::from_millis(250)) => {
+                        if stream.write_all(b"x").await.is_err() { return; }
+                    }
+                }
+            }
+        } else {
+            let _ = stream.read_to_end(&mut sink).await;
+        }
+    };
+    match tokio::time::timeout_at(deadline.into(), closed).await {
+        Ok(()) => Ok(since.elapsed()),
+        Err(_) => Err(format!("still open after {:?}", since.elapsed())),
     }
 }
 
+/// A stalled connection of each kind, and when its wait began: headers
+/// begun and never ended, nothing sent at all, idle after one request
+/// answered (from the answer), and headers trickled a byte at a time.
+async fn stalled(address: &str) -> Vec<(&'static str, TcpStream, Instant)> {
+    let mut kinds = Vec::new();
+    let mut slow = TcpStream::connect(address).await.unwrap();
+    slow.write_all(PARTIAL).await.unwrap();
+    kinds.push(("mid-headers", slow, Instant::now()));
+    let silent = TcpStream::connect(address).await.unwrap();
+    kinds.push(("silent", silent, Instant::now()));
+    let mut idle = TcpStream::connect(address).await.unwrap();
+    idle.write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = [0u8; 12];
+    idle.read_exact(&mut answer).await.unwrap();
+    kinds.push(("idle after a request", idle, Instant::now()));
+    let trickle = TcpStream::connect(address).await.unwrap();
+    kinds.push(("trickled headers", trickle, Instant::now()));
+    kinds
+}
+
+/// Header read timeout 2 s, idle timeout 1 s: a connection that sends
+/// nothing for 1 s is closed at 1 s (mid-headers, silent, idle after a
+/// request), and one that keeps sending its headers without ending them
+/// at 2 s: each after its timeout, not before, and within a second of it
+/// (a loaded machine), not only by a 30 s deadline.
 async fn stalled_connections_are_closed_after_the_timeouts(db: &TestDb) {
     let server = start(
         db,
         20_000,
         &[
-            ("TRESOR_HEADER_READ_TIMEOUT_S", "1"),
-            ("TRESOR_IDLE_TIMEOUT_S", "2"),
+            ("TRESOR_HEADER_READ_TIMEOUT_S", "2"),
+            ("TRESOR_IDLE_TIMEOUT_S", "1"),
         ],
     )
     .await;
-    for base in [&server.base, &server.admin_base] {
+    let expected = |kind: &str| {
+        if kind == "trickled headers" {
+            Duration::from_secs(2)
+        } else {
+            Duration::from_secs(1)
+        }
+    };
+    // Under each listener's cap per address (256 and 64): none is closed
+    // at once for being over it.
+    for (base, sets) in [(&server.base, 50), (&server.admin_base, 15)] {
         let address = base.trim_start_matches("http://").to_owned();
-        let mut kinds: Vec<(&str, TcpStream)> = Vec::new();
-        for _ in 0..50 {
-            // Headers begun and never ended.
-            let mut slow = TcpStream::connect(&address).await.unwrap();
-            slow.write_all(PARTIAL).await.unwrap();
-            kinds.push(("mid-headers", slow));
-            // Nothing sent at all.
-            kinds.push(("silent", TcpStream::connect(&address).await.unwrap()));
-            // One request answered, then idle on a kept-alive connection.
-            let mut idle = TcpStream::connect(&address).await.unwrap();
-            idle.write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-                .await
-                .unwrap();
-            kinds.push(("idle after a request", idle));
+        let mut kinds = Vec::new();
+        for _ in 0..sets {
+            kinds.extend(stalled(&address).await);
         }
         let deadline = Instant::now() + Duration::from_secs(30);
-        let outcomes =
-            futures_util::future::join_all(kinds.into_iter().map(|(kind, stream)| async move {
-                (kind, closed_by_the_server(stream, deadline).await)
-            }))
-            .await;
-        let mut longest = std::collections::BTreeMap::<&str, Duration>::new();
+        let outcomes = futures_util::future::join_all(kinds.into_iter().map(
+            |(kind, stream, since)| async move {
+                let trickle = kind == "trickled headers";
+                (
+                    kind,
+                    closed_by_the_server(stream, since, deadline, trickle).await,
+                )
+            },
+        ))
+        .await;
+        let mut range = std::collections::BTreeMap::<&str, (Duration, Duration)>::new();
         for (kind, outcome) in outcomes {
-            match outcome {
-                Ok(took) => {
-                    let entry = longest.entry(kind).or_default();
-                    *entry = (*entry).max(took);
-                }
-                Err(why) => panic!("{base}: a {kind} connection is {why}"),
-            }
+            let took = outcome.unwrap_or_else(|why| panic!("{base}: a {kind} connection is {why}"));
+            let entry = range.entry(kind).or_insert((took, took));
+            *entry = (entry.0.min(took), entry.1.max(took));
         }
-        println!("{base}: closed within (longest) {longest:?}");
+        println!("{base}: closed after (shortest, longest) {range:?}");
+        for (kind, (shortest, longest)) in &range {
+            let timeout = expected(kind);
+            // The server's timer starts once it accepted (or answered):
+            // never before the test's, give or take a timer's tick.
+            assert!(
+                *shortest + Duration::from_millis(20) >= timeout
+                    && *longest <= timeout + Duration::from_secs(1),
+                "{base}: {kind} connections closed after {shortest:?} to {longest:?}, not at {timeout:?}"
+            );
+        }
+        assert_eq!(range.len(), 4, "{range:?}");
     }
     // The server still serves.
     let status = reqwest::get(format!("{}/healthz", server.base))

@@ -209,6 +209,8 @@ on_both!(
 
 on_both!(the_command_line_suspends_and_lifts_with_a_reason, |app| {
     open_account(&app, "cli").await;
+    // Money to stake once lifted (a deposit is refused while suspended).
+    deposit(&app, 1000).await;
     // No reason: clap refuses it (exit 2), nothing changes.
     let refused = app.db.tresor(&["accounts", "suspend", "cli"]);
     assert_eq!(
@@ -231,10 +233,24 @@ on_both!(the_command_line_suspends_and_lifts_with_a_reason, |app| {
         .tresor_ok(&["accounts", "suspend", "cli", "--reason", REASON]);
     assert_eq!(app.get("/api/account").await.0, StatusCode::UNAUTHORIZED);
     assert_eq!(app.login("cli", PASSWORD).await.0, StatusCode::OK);
-    assert_eq!(app.get("/api/account").await.1["suspended"], json!(true));
+    let account = app.get("/api/account").await.1;
+    assert_eq!(account["suspended"], json!(true), "{account}");
+    assert_eq!(account["can_stake"], json!(false), "{account}");
+    assert_refused(
+        &app.buy(100).await,
+        StatusCode::FORBIDDEN,
+        "account_suspended",
+    );
     app.db
         .tresor_ok(&["account", "unsuspend", "cli", "--reason", "cleared"]);
+    // Lifted: a login worked while suspended too; what changed is that the
+    // account may stake again, and a purchase goes through.
     assert_eq!(app.login("cli", PASSWORD).await.0, StatusCode::OK);
+    let account = app.get("/api/account").await.1;
+    assert_eq!(account["suspended"], json!(false), "{account}");
+    assert_eq!(account["can_stake"], json!(true), "{account}");
+    let (status, play) = app.buy(100).await;
+    assert_eq!(status, StatusCode::CREATED, "{play}");
     assert_eq!(
         count(
             &app,

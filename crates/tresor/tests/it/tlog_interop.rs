@@ -54,16 +54,7 @@ fn the_independent_proofs_agree_with_each_other() {
 /// with a wrong one.
 #[test]
 fn the_roots_are_rfc_6962s_known_answers() {
-    let inputs: [&[u8]; 8] = [
-        b"",
-        b"\x00",
-        b"\x10",
-        b"\x20\x21",
-        b"\x30\x31",
-        b"\x40\x41\x42\x43",
-        b"\x50\x51\x52\x53\x54\x55\x56\x57",
-        b"\x60\x61\x62\x63\x64\x65\x66\x67\x68\x69\x6a\x6b\x6c\x6d\x6e\x6f",
-    ];
+    let inputs = CT_LEAVES;
     let roots = [
         "6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d",
         "fac54203e7cc696cf0dfcb42c92a1d9dbaf70ad9e621f4bd8d98662f00e3c125",
@@ -101,6 +92,225 @@ fn the_roots_are_rfc_6962s_known_answers() {
             *expected,
             "the log's root of {size} leaves"
         );
+    }
+}
+
+/// RFC 6962's eight reference leaves (the Certificate Transparency
+/// project's Merkle tree tests).
+const CT_LEAVES: [&[u8]; 8] = [
+    b"",
+    b"\x00",
+    b"\x10",
+    b"\x20\x21",
+    b"\x30\x31",
+    b"\x40\x41\x42\x43",
+    b"\x50\x51\x52\x53\x54\x55\x56\x57",
+    b"\x60\x61\x62\x63\x64\x65\x66\x67\x68\x69\x6a\x6b\x6c\x6d\x6e\x6f",
+];
+
+/// The known inclusion proofs over [`CT_LEAVES`]: (leaf index, tree size,
+/// proof), from the same tests (transparency-dev/merkle,
+/// `proof/verify_test.go`, whose leaves count from 1).
+const CT_INCLUSION: [(usize, usize, &[&str]); 4] = [
+    (
+        0,
+        8,
+        &[
+            "96a296d224f285c67bee93c30f8a309157f0daa35dc5b87e410b78630a09cfc7",
+            "5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e",
+            "6b47aaf29ee3c2af9af889bc1fb9254dabd31177f16232dd6aab035ca39bf6e4",
+        ],
+    ),
+    (
+        5,
+        8,
+        &[
+            "bc1a0643b12e4d2d7c77918f44e0f4f79a838b6cf9ec5b5c283e1f4d88599e6b",
+            "ca854ea128ed050b41b35ffc1b87b8eb2bde461e9e3b5596ece6b9d5975a0ae0",
+            "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7",
+        ],
+    ),
+    (
+        2,
+        3,
+        &["fac54203e7cc696cf0dfcb42c92a1d9dbaf70ad9e621f4bd8d98662f00e3c125"],
+    ),
+    (
+        1,
+        5,
+        &[
+            "6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d",
+            "5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e",
+            "bc1a0643b12e4d2d7c77918f44e0f4f79a838b6cf9ec5b5c283e1f4d88599e6b",
+        ],
+    ),
+];
+
+/// The known consistency proofs over [`CT_LEAVES`]: (old size, new size,
+/// proof), from the same tests.
+const CT_CONSISTENCY: [(usize, usize, &[&str]); 4] = [
+    (
+        1,
+        8,
+        &[
+            "96a296d224f285c67bee93c30f8a309157f0daa35dc5b87e410b78630a09cfc7",
+            "5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e",
+            "6b47aaf29ee3c2af9af889bc1fb9254dabd31177f16232dd6aab035ca39bf6e4",
+        ],
+    ),
+    (
+        6,
+        8,
+        &[
+            "0ebc5d3437fbe2db158b9f126a1d118e308181031d0a949f8dededebc558ef6a",
+            "ca854ea128ed050b41b35ffc1b87b8eb2bde461e9e3b5596ece6b9d5975a0ae0",
+            "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7",
+        ],
+    ),
+    (
+        2,
+        5,
+        &[
+            "5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e",
+            "bc1a0643b12e4d2d7c77918f44e0f4f79a838b6cf9ec5b5c283e1f4d88599e6b",
+        ],
+    ),
+    (
+        6,
+        7,
+        &[
+            "0ebc5d3437fbe2db158b9f126a1d118e308181031d0a949f8dededebc558ef6a",
+            "b08693ec2e721597130641e8211e7eedccb4c26413963eee6c1e2ed16ffb1a5f",
+            "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7",
+        ],
+    ),
+];
+
+/// The reference tree's leaf hashes, and its stored hashes as the log's
+/// own library (`tlog_tiles`, which makes the receipts' and the monitor's
+/// proofs) keeps them.
+fn ct_tree() -> (Vec<H>, std::collections::BTreeMap<u64, tlog_tiles::Hash>) {
+    let leaves: Vec<H> = CT_LEAVES.iter().map(|data| r::leaf(data)).collect();
+    let mut stored = std::collections::BTreeMap::new();
+    for (n, data) in CT_LEAVES.iter().enumerate() {
+        let hashes =
+            tlog_tiles::stored_hashes(n as u64, data, &tresor::trail::log::MapReader(&stored))
+                .expect("stored hashes");
+        let first = tlog_tiles::stored_hash_index(0, n as u64);
+        for (offset, h) in (0u64..).zip(hashes) {
+            stored.insert(first + offset, h);
+        }
+    }
+    (leaves, stored)
+}
+
+fn hexes(proof: &[H]) -> Vec<String> {
+    proof.iter().map(hex::encode).collect()
+}
+
+fn known(proof: &[&str]) -> Vec<H> {
+    proof
+        .iter()
+        .map(|h| hex::decode(h).unwrap().try_into().unwrap())
+        .collect()
+}
+
+/// `proof` with one bit of its `k`th hash flipped.
+fn flipped(proof: &[H], k: usize) -> Vec<H> {
+    let mut proof = proof.to_vec();
+    proof[k][0] ^= 8;
+    proof
+}
+
+fn tlog(proof: &[H]) -> Vec<tlog_tiles::Hash> {
+    proof.iter().map(|h| tlog_tiles::Hash(*h)).collect()
+}
+
+/// The known inclusion proofs of RFC 6962's reference tree: the
+/// independent verifier makes exactly them and accepts them (and not with
+/// a bit flipped), and so does the log's own library. A generator and a
+/// verifier checked only against each other could agree on a wrong proof.
+#[test]
+fn the_inclusion_proofs_are_rfc_6962s_known_answers() {
+    let (leaves, stored) = ct_tree();
+    let reader = tresor::trail::log::MapReader(&stored);
+    for (index, size, proof) in CT_INCLUSION {
+        let proof = known(proof);
+        let (i, n) = (index as u64, size as u64);
+        let root = r::mth(&leaves[..size]);
+        assert_eq!(
+            hexes(&r::path(index, &leaves[..size])),
+            hexes(&proof),
+            "PATH({index}, {size})"
+        );
+        assert!(r::verify_inclusion(i, n, &leaves[index], &proof, &root));
+        for k in 0..proof.len() {
+            assert!(!r::verify_inclusion(
+                i,
+                n,
+                &leaves[index],
+                &flipped(&proof, k),
+                &root
+            ));
+        }
+        let made = tlog_tiles::prove_record(n, i, &reader).unwrap();
+        let made: Vec<H> = made.iter().map(|h| h.0).collect();
+        assert_eq!(
+            hexes(&made),
+            hexes(&proof),
+            "the log's proof of leaf {index} in {size}"
+        );
+        tlog_tiles::check_record(
+            &tlog(&proof),
+            n,
+            tlog_tiles::Hash(root),
+            i,
+            tlog_tiles::Hash(leaves[index]),
+        )
+        .expect("the log checks the known proof");
+    }
+}
+
+/// The known consistency proofs of RFC 6962's reference tree, made and
+/// checked by both, as above.
+#[test]
+fn the_consistency_proofs_are_rfc_6962s_known_answers() {
+    let (leaves, stored) = ct_tree();
+    let reader = tresor::trail::log::MapReader(&stored);
+    for (old, new, proof) in CT_CONSISTENCY {
+        let proof = known(proof);
+        let (m, n) = (old as u64, new as u64);
+        let (first, second) = (r::mth(&leaves[..old]), r::mth(&leaves[..new]));
+        assert_eq!(
+            hexes(&r::consistency(old, &leaves[..new])),
+            hexes(&proof),
+            "PROOF({old}, {new})"
+        );
+        assert!(r::verify_consistency(m, n, &first, &second, &proof));
+        for k in 0..proof.len() {
+            assert!(!r::verify_consistency(
+                m,
+                n,
+                &first,
+                &second,
+                &flipped(&proof, k)
+            ));
+        }
+        let made = tlog_tiles::prove_tree(n, m, &reader).unwrap();
+        let made: Vec<H> = made.iter().map(|h| h.0).collect();
+        assert_eq!(
+            hexes(&made),
+            hexes(&proof),
+            "the log's proof of {old} in {new}"
+        );
+        tlog_tiles::check_tree(
+            &tlog(&proof),
+            n,
+            tlog_tiles::Hash(second),
+            m,
+            tlog_tiles::Hash(first),
+        )
+        .expect("the log checks the known proof");
     }
 }
 

@@ -3,12 +3,13 @@
 //! rewritten one, a shrunk one and a checkpoint signed by another key are
 //! each refused with a clear message. Tampered logs are served by a tiny
 //! HTTP server of the test from an altered copy of the monitor's mirror
-//! (built with `common/rfc9162.rs` and signed with the server's key, which
-//! the test holds), or made by editing the database.
+//! (`common/mirror.rs`; built with `common/rfc9162.rs` and signed with the
+//! server's key, which the test holds), or made by editing the database.
 
-use crate::common::rfc9162::{self as r, H};
+use crate::common::mirror::{copy_dir, log_seed, mirrored, serve_folder};
+use crate::common::rfc9162 as r;
 use crate::common::{Harness, buy_and_play, cookie_client, describe, register_and_deposit};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -56,15 +57,6 @@ fn refused(output: &Output, words: &str) {
     );
 }
 
-/// The seed of the key every test server signs with (the test holds it,
-/// as a thief of the key would).
-fn log_seed() -> [u8; 32] {
-    hex::decode(crate::common::db::TEST_LOG_KEY)
-        .unwrap()
-        .try_into()
-        .unwrap()
-}
-
 async fn players(base: &str, prefix: &str, n: usize) -> Vec<reqwest::Client> {
     let mut clients = Vec::new();
     for i in 0..n {
@@ -79,67 +71,6 @@ async fn play_rounds(clients: &[reqwest::Client], base: &str, rounds: usize) {
     for _ in 0..rounds {
         futures_util::future::join_all(clients.iter().map(|c| buy_and_play(c, base, 100))).await;
     }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
-/// The leaf hashes of a mirrored log (its level-0 tiles), and its body.
-fn mirrored(mirror: &Path, key: &r::Vkey) -> (Vec<H>, r::Body) {
-    let note = std::fs::read_to_string(mirror.join("server/checkpoint")).unwrap();
-    let body = r::open_note(&note, key).expect("the mirror's checkpoint verifies");
-    let mut leaves = Vec::new();
-    for k in 0..body.size.div_ceil(256) {
-        let width = (body.size - k * 256).min(256);
-        let bytes = std::fs::read(mirror.join("server").join(r::tile_path(0, k, width))).unwrap();
-        leaves.extend(bytes.chunks(32).map(|c| <H>::try_from(c).unwrap()));
-    }
-    assert_eq!(
-        r::mth(&leaves),
-        body.root,
-        "the mirror's tiles hash to its checkpoint"
-    );
-    (leaves, body)
-}
-
-/// A tiny HTTP server of the test serving a folder laid out as a mirror:
-/// `/log/` is its `index.json`, `/log/<path>` its `<path>`.
-async fn serve_folder(folder: PathBuf) -> String {
-    use axum::extract::Request;
-    use axum::http::StatusCode;
-    use axum::response::IntoResponse;
-    let app = axum::Router::new().fallback(move |request: Request| {
-        let folder = folder.clone();
-        async move {
-            let path = request.uri().path().to_owned();
-            let Some(rest) = path.strip_prefix("/log/") else {
-                return StatusCode::NOT_FOUND.into_response();
-            };
-            let file = if rest.is_empty() {
-                folder.join("index.json")
-            } else {
-                folder.join(rest)
-            };
-            match std::fs::read(file) {
-                Ok(bytes) => bytes.into_response(),
-                Err(_) => StatusCode::NOT_FOUND.into_response(),
-            }
-        }
-    });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    base
 }
 
 async fn an_honest_log_under_load_passes_every_poll(h: &Harness) {
@@ -198,7 +129,7 @@ async fn an_honest_log_under_load_passes_every_poll(h: &Harness) {
         );
     }
     // The mirror served as a site passes too (the tampering tests' control).
-    let copy = serve_folder(mirror.clone()).await;
+    let copy = serve_folder(mirror.clone(), None).await.base;
     passes(&watch(&copy, &state, None, None).await);
     assert!(body.size > 0);
 }
@@ -244,7 +175,7 @@ async fn a_fork_a_rewrite_a_shrink_and_another_key_are_each_refused(h: &Harness)
     let mut other = [0u8; 32];
     getrandom::fill(&mut other).unwrap();
     write_note(&folder, &r::sign_note(&body, &pinned.name, &other).0);
-    let site = serve_folder(folder).await;
+    let site = serve_folder(folder, None).await.base;
     refused(
         &watch(&site, &state, None, None).await,
         "not signed by the pinned key",
@@ -255,7 +186,7 @@ async fn a_fork_a_rewrite_a_shrink_and_another_key_are_each_refused(h: &Harness)
     let mut forked = body.clone();
     forked.root = r::mth(&leaves[1..]);
     write_note(&folder, &r::sign_note(&forked, &pinned.name, &seed).0);
-    let site = serve_folder(folder).await;
+    let site = serve_folder(folder, None).await.base;
     refused(&watch(&site, &state, None, None).await, "forked");
 
     // A rewrite: one early leaf changed, every tile and the root recomputed
@@ -270,7 +201,7 @@ async fn a_fork_a_rewrite_a_shrink_and_another_key_are_each_refused(h: &Harness)
     let mut new = body.clone();
     new.root = r::mth(&rewritten);
     write_note(&folder, &r::sign_note(&new, &pinned.name, &seed).0);
-    let site = serve_folder(folder.clone()).await;
+    let site = serve_folder(folder.clone(), None).await.base;
     refused(&watch(&site, &old_state, None, None).await, "rewritten");
     // The same tampered copy passes a monitor with no memory: what catches
     // the rewrite is the checkpoint it kept.

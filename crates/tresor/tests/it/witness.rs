@@ -6,8 +6,12 @@
 //! it and refusing another witness; an unknown witness's and a forged
 //! cosignature refused with nothing stored; a line sent again changes
 //! nothing, an older one is refused, and the endpoint is throttled per
-//! address (issue 42, finding 8).
+//! address (issue 42, finding 8). Shown a forked or a rewritten log
+//! (served by the test from a tampered copy of a mirror), the witness
+//! refuses it and sends no cosignature.
 
+use crate::common::mirror::{copy_dir, log_seed, mirrored, serve_folder};
+use crate::common::rfc9162 as r;
 use crate::common::{Harness, buy_and_play, cookie_client, describe, register_and_deposit};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -19,6 +23,7 @@ on_both!(
     an_unknown_or_forged_cosignature_is_refused_and_nothing_stored,
     a_cosignature_sent_again_writes_nothing_and_an_older_one_is_refused,
     cosignatures_are_throttled_per_address,
+    a_witness_cosigns_no_forked_or_rewritten_log,
 );
 
 async fn run(args: Vec<String>) -> Output {
@@ -386,4 +391,98 @@ async fn cosignatures_are_throttled_per_address(h: &Harness) {
     );
     assert_eq!(taken + throttled, 100);
     assert_eq!(cosignatures_stored(h).await, 1);
+}
+
+/// `tresor audit watch --once` of `url` keeping `state`, mirroring into
+/// `mirror`, as the witness of `witness` (its key file) if given.
+async fn watch(url: &str, state: &Path, mirror: Option<&Path>, witness: Option<&Path>) -> Output {
+    let mut args = strings(&["audit", "watch", "--once", "--url", url, "--state"]);
+    args.push(state.display().to_string());
+    if let Some(mirror) = mirror {
+        args.extend(["--mirror".to_owned(), mirror.display().to_string()]);
+    }
+    if let Some(key) = witness {
+        args.extend(["--witness-key".to_owned(), key.display().to_string()]);
+        args.extend(["--witness-name".to_owned(), "witness.test/one".to_owned()]);
+    }
+    run(args).await
+}
+
+/// Refused: exit 1, `words` said, and no cosignature sent to the site.
+fn refused_unsent(output: &Output, words: &str, site: &crate::common::mirror::Site) {
+    assert_eq!(
+        site.posts(),
+        0,
+        "a cosignature was sent: {}",
+        describe(output)
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", describe(output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(words), "«{words}»: {}", describe(output));
+}
+
+/// A witness is shown a fork (a checkpoint of the size it kept, another
+/// root, signed with the log's key) and a rewrite (an early leaf changed,
+/// tiles and root recomputed and signed): it exits 1, sends no
+/// cosignature, and the server stores and publishes none. The same sites
+/// pass POSTs on to the server: shown the honest copy, the witness's
+/// cosignature goes through and is published.
+async fn a_witness_cosigns_no_forked_or_rewritten_log(h: &Harness) {
+    let dir = tempfile::tempdir().unwrap();
+    let (key_file, vkey) = keygen(dir.path(), "witness.test/one").await;
+    let mut flags = crate::common::unthrottled_flags();
+    flags.extend(["--witness".to_owned(), vkey.clone()]);
+    let server = h.server(&flags).await;
+    let base = server.base.clone();
+    let client = cookie_client();
+    register_and_deposit(&client, &base, "shown", 100_000).await;
+    buy_and_play(&client, &base, 100).await;
+    buy_and_play(&client, &base, 100).await;
+    // The witness's memory of the log, first as a plain monitor: the older
+    // checkpoint, then the latest one and its mirror.
+    let (state, mirror) = (dir.path().join("state"), dir.path().join("mirror"));
+    passes(&watch(&base, &state, None, None).await);
+    let old_state = dir.path().join("state-old");
+    copy_dir(&state, &old_state);
+    buy_and_play(&client, &base, 100).await;
+    buy_and_play(&client, &base, 100).await;
+    passes(&watch(&base, &state, Some(&mirror), None).await);
+    let pinned = r::parse_vkey(&std::fs::read_to_string(state.join("key")).unwrap());
+    let (leaves, body) = mirrored(&mirror, &pinned);
+    let seed = log_seed();
+    let tampered = |name: &str, leaves: &[r::H], root: r::H| {
+        let folder = dir.path().join(name);
+        copy_dir(&mirror, &folder);
+        for (path, bytes) in r::tiles(leaves) {
+            std::fs::write(folder.join("server").join(path), bytes).unwrap();
+        }
+        let mut note = body.clone();
+        note.root = root;
+        let signed = r::sign_note(&note, &pinned.name, &seed).0;
+        std::fs::write(folder.join("server/checkpoint"), signed).unwrap();
+        folder
+    };
+
+    // A fork: the size the witness kept, another root.
+    let fork = tampered("fork", &leaves, r::mth(&leaves[1..]));
+    let site = serve_folder(fork, Some(base.clone())).await;
+    let out = watch(&site.base, &state, None, Some(&key_file)).await;
+    refused_unsent(&out, "forked", &site);
+    // A rewrite, shown to the witness that kept the older checkpoint.
+    let mut rewritten = leaves.clone();
+    rewritten[1][0] ^= 1;
+    let rewrite = tampered("rewrite", &rewritten, r::mth(&rewritten));
+    let site = serve_folder(rewrite, Some(base.clone())).await;
+    let out = watch(&site.base, &old_state, None, Some(&key_file)).await;
+    refused_unsent(&out, "rewritten", &site);
+    assert_eq!(cosignatures_stored(h).await, 0, "nothing stored");
+    assert_eq!(text(&format!("{base}/log/server/cosigned")).await.0, 404);
+
+    // The control: the honest copy, served the same way.
+    let honest = serve_folder(mirror.clone(), Some(base.clone())).await;
+    let out = passes(&watch(&honest.base, &state, None, Some(&key_file)).await);
+    assert!(out.contains("cosigned at"), "{out}");
+    assert_eq!(honest.posts(), 1);
+    assert_eq!(cosignatures_stored(h).await, 1);
+    assert_eq!(text(&format!("{base}/log/server/cosigned")).await.0, 200);
 }

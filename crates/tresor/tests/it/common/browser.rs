@@ -198,8 +198,11 @@ impl Browser {
         ];
         let capabilities = json!({"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
-            "goog:chromeOptions": {"binary": chromium, "args": args},
-            "goog:loggingPrefs": {"browser": "ALL"},
+            // The network's events too, so that a test can say which
+            // requests the page sent (`requests_sent`), whatever sent them.
+            "goog:loggingPrefs": {"browser": "ALL", "performance": "ALL"},
+            "goog:chromeOptions": {"binary": chromium, "args": args,
+                "perfLoggingPrefs": {"enableNetwork": true, "enablePage": false}},
         }}});
         let response: Value = http
             .post(format!("{driver}/session"))
@@ -394,6 +397,26 @@ impl Browser {
             .flatten()
             .filter(|entry| entry["level"] == "SEVERE")
             .map(|entry| entry["message"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    }
+
+    /// The requests the page sent since the last call, as `METHOD url`
+    /// (Chromium's own network events: fetch, XHR, beacons, navigations).
+    pub async fn requests_sent(&self) -> Vec<String> {
+        let logs = self.post("/se/log", json!({"type": "performance"})).await;
+        logs.as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|entry| serde_json::from_str::<Value>(entry["message"].as_str()?).ok())
+            .filter(|event| event["message"]["method"] == "Network.requestWillBeSent")
+            .map(|event| {
+                let request = &event["message"]["params"]["request"];
+                format!(
+                    "{} {}",
+                    request["method"].as_str().unwrap_or_default(),
+                    request["url"].as_str().unwrap_or_default()
+                )
+            })
             .collect()
     }
 

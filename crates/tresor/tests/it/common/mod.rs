@@ -43,6 +43,7 @@ pub mod client;
 pub mod cluster;
 pub mod db;
 pub mod ledger;
+pub mod mirror;
 pub mod opening;
 pub mod process;
 pub mod proxy;
@@ -81,6 +82,30 @@ pub fn items<'a>(value: &'a serde_json::Value, what: &str) -> &'a [serde_json::V
         .unwrap_or_else(|| panic!("{what}: not an array: {value}"));
     assert!(!items.is_empty(), "{what}: none");
     items
+}
+
+/// Gives `path` to another user (nobody, or root when this process is
+/// nobody), as a test of another user's folder needs: only root may. Not
+/// root, the check is skipped with a word, unless `TRESOR_REQUIRE_ROOT=1`
+/// (as in CI, which runs as root), where that is a failure.
+pub fn given_to_another_user(path: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let mine = std::fs::metadata(path).unwrap().uid();
+    let other = if mine == 65534 { 0 } else { 65534 };
+    match std::os::unix::fs::chown(path, Some(other), Some(other)) {
+        Ok(()) => true,
+        Err(error) => {
+            assert_ne!(
+                std::env::var("TRESOR_REQUIRE_ROOT").as_deref(),
+                Ok("1"),
+                "TRESOR_REQUIRE_ROOT=1 but {} cannot be given to another user ({error}): \
+                 run the tests as root",
+                path.display()
+            );
+            eprintln!("(not root: the folder of another user is checked by the unit test only)");
+            false
+        }
+    }
 }
 
 /// One test's world: its database, and what starts on it.

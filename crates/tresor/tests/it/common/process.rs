@@ -79,10 +79,24 @@ pub fn free_port() -> u16 {
     panic!("no free TCP port in {FIRST}..{}", FIRST + SPAN);
 }
 
-/// Flags that lift the per-player and per-address throttles, for those this
-/// binary has: every simulated player comes from 127.0.0.1.
+/// Flags that lift the per-player and per-address throttles: every
+/// simulated player comes from 127.0.0.1 (as `tresor-bench` lifts them).
 pub fn unthrottled_flags() -> Vec<String> {
-    tresor::cli::bench::unthrottled(std::path::Path::new(env!("CARGO_BIN_EXE_tresor")))
+    [
+        "--purchases-per-minute-per-player",
+        "--purchases-per-minute-per-address",
+        "--registrations-per-hour-per-address",
+        "--logins-per-minute-per-address",
+        "--actions-per-minute-per-player",
+        "--actions-per-minute-per-address",
+        "--failed-logins-free-per-name-and-address",
+        "--failed-logins-free-per-address",
+        "--max-connections-per-address",
+        "--max-connections",
+    ]
+    .into_iter()
+    .flat_map(|flag| [flag.to_owned(), "100000000".to_owned()])
+    .collect()
 }
 
 /// A real `tresor serve --demo` process, killed when dropped (pass or fail).

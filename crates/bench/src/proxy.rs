@@ -19,15 +19,15 @@ use std::time::{Duration, Instant};
 /// A proxy listening on 127.0.0.1 in front of `upstream`; it stops taking
 /// connections when dropped (those open end with their ends).
 #[derive(Debug)]
-pub(super) struct DelayProxy {
-    pub(super) address: SocketAddr,
+pub(crate) struct DelayProxy {
+    pub(crate) address: SocketAddr,
     stopped: Arc<AtomicBool>,
 }
 
 impl DelayProxy {
     /// Starts the proxy: each connection to it is one to `upstream` whose
     /// round trips take `round_trip` more.
-    pub(super) fn start(upstream: SocketAddr, round_trip: Duration) -> std::io::Result<DelayProxy> {
+    pub(crate) fn start(upstream: SocketAddr, round_trip: Duration) -> std::io::Result<DelayProxy> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let address = listener.local_addr()?;
         let stopped = Arc::new(AtomicBool::new(false));

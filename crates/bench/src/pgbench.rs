@@ -1,24 +1,24 @@
 //! pgbench's TPC-B-like script, the PostgreSQL yardstick of `--baselines`.
 
-use super::progress;
-use super::report::{postgres_ticks, ticks_us};
+use crate::procstat::{postgres_ticks, ticks_us};
+use crate::report::progress;
 use anyhow::{Context, bail};
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 
 /// What pgbench measured.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct PgbenchResult {
-    pub(super) tps: f64,
+pub(crate) struct PgbenchResult {
+    pub(crate) tps: f64,
     /// PostgreSQL's CPU (every `postgres` process, from /proc) per
     /// transaction, in µs, when it could be read.
-    pub(super) cpu_us_per_transaction: Option<f64>,
+    pub(crate) cpu_us_per_transaction: Option<f64>,
 }
 
 /// pgbench's TPC-B-like script on a scratch database of the same server.
 /// With `via`, pgbench reaches the server through the delay proxy, as the
 /// servers did.
-pub(super) fn pgbench(
+pub(crate) fn pgbench(
     admin_url: &str,
     via: Option<SocketAddr>,
     clients: usize,
@@ -30,7 +30,7 @@ pub(super) fn pgbench(
     let name = format!("tresor_pgbench_{}", std::process::id());
     let url = format!("{server}/{name}");
     let url = match via {
-        Some(proxy) => super::servers::through(&url, proxy)?,
+        Some(proxy) => crate::servers::through(&url, proxy)?,
         None => url,
     };
     let psql = |sql: &str| {

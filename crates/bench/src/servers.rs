@@ -2,23 +2,23 @@
 //! fresh SQLite folder or PostgreSQL database), starting and stopping
 //! `tresor serve`, and the flags that lift its throttles.
 
-use super::BenchArgs;
-use super::load::client;
+use crate::args::BenchArgs;
+use crate::players::client;
 use anyhow::{Context, bail};
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 /// A `tresor serve` started by the bench, stopped when dropped.
-pub(super) struct Server {
-    pub(super) child: Child,
-    pub(super) base: String,
-    pub(super) store: Store,
+pub(crate) struct Server {
+    pub(crate) child: Child,
+    pub(crate) base: String,
+    pub(crate) store: Store,
 }
 
 /// Where a spawned server keeps its data.
-pub(super) enum Store {
+pub(crate) enum Store {
     Sqlite {
         _dir: Option<tempfile_dir::Dir>,
         path: PathBuf,
@@ -47,7 +47,7 @@ mod tempfile_dir {
 impl Store {
     /// A fresh database (or the `--data` folder) for a run; on PostgreSQL
     /// its servers reach it `via` the delay proxy when there is one.
-    pub(super) async fn fresh(
+    pub(crate) async fn fresh(
         args: &BenchArgs,
         run: &str,
         via: Option<SocketAddr>,
@@ -85,7 +85,7 @@ impl Store {
             let path = std::env::temp_dir().join(format!(
                 "tresor-bench-{run}-{}-{}",
                 std::process::id(),
-                hex::encode(crate::service::os_random_32())[..8].to_owned()
+                hex::encode(tresor::service::os_random_32())[..8].to_owned()
             ));
             std::fs::create_dir_all(&path)?;
             Ok(Store::Sqlite {
@@ -97,7 +97,7 @@ impl Store {
 
     /// The same PostgreSQL database for another server (none on SQLite:
     /// one server per folder).
-    pub(super) fn shared(&self) -> Option<Store> {
+    pub(crate) fn shared(&self) -> Option<Store> {
         match self {
             Store::Postgres {
                 admin_url,
@@ -114,13 +114,13 @@ impl Store {
 
     /// The sum of every account's balance, which double entry keeps at
     /// zero: read once a run is over, as a guard on what it measured.
-    pub(super) async fn ledger_sum(&self) -> anyhow::Result<i64> {
+    pub(crate) async fn ledger_sum(&self) -> anyhow::Result<i64> {
         use sqlx::Connection;
         const SUM: &str = "SELECT CAST(COALESCE(SUM(balance_cents), 0) AS BIGINT) FROM accounts";
         Ok(match self {
             Store::Sqlite { path, .. } => {
                 let mut conn =
-                    sqlx::SqliteConnection::connect(&crate::store::sqlite_url(path)).await?;
+                    sqlx::SqliteConnection::connect(&tresor::store::sqlite_url(path)).await?;
                 sqlx::query_scalar(SUM).fetch_one(&mut conn).await?
             }
             Store::Postgres {
@@ -135,13 +135,29 @@ impl Store {
         })
     }
 
+    /// The measurement's guard: the run's ledger sums to zero (one query,
+    /// once its servers stopped), else the run is reported as failed.
+    pub(crate) async fn check_ledger(&self) -> anyhow::Result<()> {
+        let sum = self
+            .ledger_sum()
+            .await
+            .context("cannot read the ledger after the run")?;
+        if sum != 0 {
+            bail!(
+                "the ledger sums to {sum} cents after the run, not zero: the measurement is void"
+            );
+        }
+        println!("    ledger after the run: the balances sum to zero");
+        Ok(())
+    }
+
     /// Whether the bench made this database (its key is the bench's own);
     /// a `--data` folder given to it keeps the operator's key.
-    pub(super) fn is_fresh(&self) -> bool {
+    pub(crate) fn is_fresh(&self) -> bool {
         !matches!(self, Store::Sqlite { _dir: None, .. })
     }
 
-    pub(super) fn db_args(&self) -> Vec<String> {
+    pub(crate) fn db_args(&self) -> Vec<String> {
         match self {
             Store::Sqlite { path, .. } => vec!["--data".to_owned(), path.display().to_string()],
             Store::Postgres { url, .. } => vec!["--database-url".to_owned(), url.clone()],
@@ -149,7 +165,7 @@ impl Store {
     }
 
     /// The database's size on disk, in bytes.
-    pub(super) async fn size_bytes(&self) -> Option<u64> {
+    pub(crate) async fn size_bytes(&self) -> Option<u64> {
         match self {
             Store::Sqlite { path, .. } => {
                 let mut total = 0;
@@ -173,7 +189,7 @@ impl Store {
         }
     }
 
-    pub(super) async fn drop_database(&self) {
+    pub(crate) async fn drop_database(&self) {
         if let Store::Postgres {
             admin_url, name, ..
         } = self
@@ -196,10 +212,28 @@ fn kept_dir(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("tresor-bench-kept-{name}"))
 }
 
-/// Flags that lift the per-player and per-address throttles, for those this
-/// binary has: every simulated player comes from 127.0.0.1 and buys as fast
+/// The `tresor` binary the bench spawns: `--tresor PATH`, else the one
+/// beside this binary (cargo builds both into the same target folder).
+pub(crate) fn tresor_binary(given: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let path = match given {
+        Some(path) => path.to_owned(),
+        None => std::env::current_exe()
+            .context("cannot find the tresor-bench binary")?
+            .with_file_name("tresor"),
+    };
+    if !path.is_file() {
+        bail!(
+            "no tresor binary at {}: build it (cargo build --release -p tresor) or give --tresor PATH",
+            path.display()
+        );
+    }
+    Ok(path)
+}
+
+/// Flags that lift the per-player and per-address throttles, for those the
+/// binary `exe` has: every simulated player comes from 127.0.0.1 and buys as fast
 /// as it can, which is the point of a load test and nothing a player does.
-pub fn unthrottled(exe: &std::path::Path) -> Vec<String> {
+pub(crate) fn unthrottled(exe: &Path) -> Vec<String> {
     let help = Command::new(exe)
         .args(["serve", "--help"])
         .output()
@@ -226,20 +260,20 @@ pub fn unthrottled(exe: &std::path::Path) -> Vec<String> {
 
 /// The key of the block secrets of the bench's own databases: one per run,
 /// given to its servers and commands, so that no key file is left behind.
-pub(super) fn bench_secrets_key() -> &'static str {
+pub(crate) fn bench_secrets_key() -> &'static str {
     static KEY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    KEY.get_or_init(|| crate::seal::SecretsKey::generate().to_hex())
+    KEY.get_or_init(|| tresor::seal::SecretsKey::generate().to_hex())
 }
 
 /// The log's signing key of the bench's own databases, one per run like
 /// [`bench_secrets_key`]: every server of a run signs with it.
-pub(super) fn bench_log_key() -> &'static str {
+pub(crate) fn bench_log_key() -> &'static str {
     static KEY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    KEY.get_or_init(|| crate::logkey::LogSeed::generate().to_hex())
+    KEY.get_or_init(|| tresor::logkey::LogSeed::generate().to_hex())
 }
 
 /// The address of the PostgreSQL server of `url` (port 5432 by default).
-pub(super) fn postgres_address(url: &str) -> anyhow::Result<SocketAddr> {
+pub(crate) fn postgres_address(url: &str) -> anyhow::Result<SocketAddr> {
     use std::net::ToSocketAddrs;
     let parsed = reqwest::Url::parse(url).with_context(|| format!("not a URL: {url}"))?;
     let host = parsed
@@ -252,7 +286,7 @@ pub(super) fn postgres_address(url: &str) -> anyhow::Result<SocketAddr> {
 }
 
 /// `url` with its host and port replaced by the proxy's.
-pub(super) fn through(url: &str, proxy: SocketAddr) -> anyhow::Result<String> {
+pub(crate) fn through(url: &str, proxy: SocketAddr) -> anyhow::Result<String> {
     let mut parsed = reqwest::Url::parse(url).with_context(|| format!("not a URL: {url}"))?;
     parsed
         .set_ip_host(proxy.ip())
@@ -263,24 +297,24 @@ pub(super) fn through(url: &str, proxy: SocketAddr) -> anyhow::Result<String> {
     Ok(parsed.to_string())
 }
 
-pub(super) fn free_port() -> anyhow::Result<u16> {
+pub(crate) fn free_port() -> anyhow::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port())
 }
 
 impl Server {
-    /// Starts `tresor serve` on `store` with `flags` besides the bench's
-    /// own (its writer's name, its block offset).
-    pub(super) async fn start(
+    /// Starts `exe serve` on `store` with `flags` besides the bench's own
+    /// (its writer's name, its block offset), and adds `extra_blocks`.
+    pub(crate) async fn start(
+        exe: &Path,
         store: Store,
         max_batch: usize,
         extra_blocks: u32,
         flags: &[String],
     ) -> anyhow::Result<Server> {
-        let exe = std::env::current_exe().context("cannot find the tresor binary")?;
         let port = free_port()?;
-        let mut command = Command::new(&exe);
+        let mut command = Command::new(exe);
         command
             .args(["serve", "--demo", "--listen", &format!("127.0.0.1:{port}")])
             .args(["--admin-listen", "127.0.0.1:0"])
@@ -297,7 +331,7 @@ impl Server {
                 Store::Sqlite { path, .. } => path.clone(),
                 Store::Postgres { name, .. } => kept_dir(name),
             };
-            crate::private::folder(&kept, crate::private::Loose::Refuse)
+            tresor::private::folder(&kept, tresor::private::Loose::Refuse)
                 .with_context(|| format!("the bench's kept checkpoints {}", kept.display()))?;
             command
                 .env("TRESOR_SECRETS_KEY", bench_secrets_key())
@@ -307,8 +341,10 @@ impl Server {
         if max_batch > 0 {
             command.env("TRESOR_MAX_BATCH", max_batch.to_string());
         }
-        command.args(unthrottled(&exe));
-        let child = command.spawn().context("cannot start tresor serve")?;
+        command.args(unthrottled(exe));
+        let child = command
+            .spawn()
+            .with_context(|| format!("cannot start {} serve", exe.display()))?;
         let server = Server {
             child,
             base: format!("http://127.0.0.1:{port}"),
@@ -316,31 +352,36 @@ impl Server {
         };
         server.wait_healthy().await?;
         if extra_blocks > 0 {
-            // More units for long runs: an operator's emission beside the
-            // demo one, created by the operator's own command.
-            let mut create = Command::new(&exe);
-            create
-                .args(["emission", "create", "--name", "Bench"])
-                .args(["--blocks", &extra_blocks.to_string()])
-                .args(server.store.db_args())
-                .env("RUST_LOG", "warn")
-                .stdout(Stdio::null());
-            if server.store.is_fresh() {
-                create
-                    .env("TRESOR_SECRETS_KEY", bench_secrets_key())
-                    .env("TRESOR_LOG_KEY", bench_log_key());
-            }
-            let status = create
-                .status()
-                .context("cannot run tresor emission create")?;
-            if !status.success() {
-                bail!("tresor emission create failed");
-            }
+            server.add_blocks(exe, extra_blocks)?;
         }
         Ok(server)
     }
 
-    pub(super) async fn wait_healthy(&self) -> anyhow::Result<()> {
+    /// More units for long runs: an operator's emission of `blocks` beside
+    /// the demo one, created by the operator's own command.
+    fn add_blocks(&self, exe: &Path, blocks: u32) -> anyhow::Result<()> {
+        let mut create = Command::new(exe);
+        create
+            .args(["emission", "create", "--name", "Bench"])
+            .args(["--blocks", &blocks.to_string()])
+            .args(self.store.db_args())
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null());
+        if self.store.is_fresh() {
+            create
+                .env("TRESOR_SECRETS_KEY", bench_secrets_key())
+                .env("TRESOR_LOG_KEY", bench_log_key());
+        }
+        let status = create
+            .status()
+            .context("cannot run tresor emission create")?;
+        if !status.success() {
+            bail!("tresor emission create failed");
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn wait_healthy(&self) -> anyhow::Result<()> {
         let client = client()?;
         for _ in 0..600 {
             if let Ok(response) = client.get(format!("{}/healthz", self.base)).send().await
@@ -353,11 +394,11 @@ impl Server {
         bail!("the spawned server did not answer /healthz within 30 s")
     }
 
-    pub(super) fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
-    pub(super) async fn stop(mut self) -> Store {
+    pub(crate) async fn stop(mut self) -> Store {
         // SIGTERM lets the server finish its batch and shut down cleanly.
         let _ = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])

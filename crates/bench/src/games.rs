@@ -35,7 +35,7 @@ fn definition(index: usize) -> String {
 
 /// The catalogue folder of `--games N` (removed when dropped), and the
 /// servers' flags naming it; none without `--games`.
-pub(super) struct Games {
+pub(crate) struct Games {
     dir: Option<PathBuf>,
 }
 
@@ -48,14 +48,14 @@ impl Drop for Games {
 }
 
 impl Games {
-    pub(super) fn new(games: Option<usize>) -> anyhow::Result<Games> {
+    pub(crate) fn new(games: Option<usize>) -> anyhow::Result<Games> {
         let Some(count) = games else {
             return Ok(Games { dir: None });
         };
         let dir = std::env::temp_dir().join(format!(
             "tresor-bench-games-{}-{}",
             std::process::id(),
-            hex::encode(&crate::service::os_random_32()[..4])
+            crate::players::run_id()
         ));
         std::fs::create_dir_all(&dir).context("cannot make the bench's catalogue folder")?;
         for index in 1..count.max(1) {
@@ -70,11 +70,11 @@ impl Games {
 
     /// Prints the catalogue the server at `base` sells (`GET /api/games`),
     /// with `--games` only: what the run was measured with.
-    pub(super) async fn announce(&self, base: &str) -> anyhow::Result<()> {
+    pub(crate) async fn announce(&self, base: &str) -> anyhow::Result<()> {
         if self.dir.is_none() {
             return Ok(());
         }
-        let text = super::load::client()?
+        let text = crate::players::client()?
             .get(format!("{base}/api/games"))
             .send()
             .await?
@@ -98,7 +98,7 @@ impl Games {
     }
 
     /// `--games DIR` for `tresor serve` (nothing: its default catalogue).
-    pub(super) fn flags(&self) -> Vec<String> {
+    pub(crate) fn flags(&self) -> Vec<String> {
         match &self.dir {
             Some(dir) => vec!["--games".to_owned(), dir.display().to_string()],
             None => Vec::new(),

@@ -1,124 +1,38 @@
 //! What a run measured and how it is printed: the latency histograms, the
 //! refusal flood's tally, the server's memory, and the CPU the server and
-//! PostgreSQL spent (from /proc).
+//! PostgreSQL spent (read by `procstat`).
 
-use super::Mix;
+use crate::args::Mix;
+use crate::procstat::{Cpu, Memory};
 use hdrhistogram::Histogram;
 
 /// One measured run of one mix.
 #[derive(Debug)]
-pub(super) struct RunResult {
-    pub(super) label: String,
-    pub(super) mix: Mix,
-    pub(super) seconds: f64,
+pub(crate) struct RunResult {
+    pub(crate) label: String,
+    pub(crate) mix: Mix,
+    pub(crate) seconds: f64,
     /// Latency in microseconds per endpoint: purchase, throw, healthz.
-    pub(super) purchase: Histogram<u64>,
-    pub(super) throw: Histogram<u64>,
-    pub(super) healthz: Histogram<u64>,
-    pub(super) games: u64,
-    pub(super) errors: u64,
-    pub(super) memory: Option<Memory>,
+    pub(crate) purchase: Histogram<u64>,
+    pub(crate) throw: Histogram<u64>,
+    pub(crate) healthz: Histogram<u64>,
+    pub(crate) games: u64,
+    pub(crate) errors: u64,
+    pub(crate) memory: Option<Memory>,
     /// What the refusal flood got, when there was one.
-    pub(super) flood: Option<FloodTally>,
+    pub(crate) flood: Option<FloodTally>,
     /// The CPU spent during the measurement, when it could be read.
-    pub(super) cpu: Option<Cpu>,
-}
-
-/// CPU time spent during a measurement, in µs: the server's process, and
-/// every PostgreSQL process of the machine (its backends and its own
-/// processes: the WAL writer, the checkpointer…), when the run is on
-/// PostgreSQL.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Cpu {
-    pub(super) server_us: Option<f64>,
-    pub(super) postgres_us: Option<f64>,
-}
-
-/// CPU clock ticks read at one moment ([`cpu_sample`]).
-#[derive(Debug, Clone, Copy)]
-pub(super) struct CpuSample {
-    server: Option<u64>,
-    postgres: Option<u64>,
-}
-
-/// The CPU ticks (user and system) of `pid` so far, from /proc/PID/stat,
-/// with those of its children that ended (and were waited for) when
-/// `children`.
-fn process_ticks(pid: u32, children: bool) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // After the command's closing parenthesis: state is field 3, utime 14,
-    // stime 15, cutime 16, cstime 17.
-    let rest = stat.rsplit_once(')')?.1;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let field = |n: usize| -> Option<u64> { fields.get(n)?.parse().ok() };
-    let own = field(11)? + field(12)?;
-    Some(if children {
-        own + field(13)? + field(14)?
-    } else {
-        own
-    })
-}
-
-/// The CPU ticks so far of every process named `postgres`, with those of
-/// the backends that ended (counted in the postmaster's children's time:
-/// pgbench's connections end before the run is read again).
-pub(super) fn postgres_ticks() -> Option<u64> {
-    let mut total = 0;
-    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let is_postgres = std::fs::read_to_string(format!("/proc/{pid}/comm"))
-            .is_ok_and(|comm| comm.trim_end() == "postgres");
-        if is_postgres {
-            total += process_ticks(pid, true).unwrap_or(0);
-        }
-    }
-    Some(total)
-}
-
-/// The server's and (with `postgres`) PostgreSQL's CPU ticks now.
-pub(super) fn cpu_sample(server: Option<u32>, postgres: bool) -> CpuSample {
-    CpuSample {
-        server: server.and_then(|pid| process_ticks(pid, false)),
-        postgres: if postgres { postgres_ticks() } else { None },
-    }
-}
-
-/// Microseconds of CPU in `ticks` clock ticks.
-pub(super) fn ticks_us(ticks: u64) -> f64 {
-    ticks as f64 * 1e6 / rustix::param::clock_ticks_per_second() as f64
-}
-
-impl CpuSample {
-    /// The CPU spent from `self` to `later`.
-    pub(super) fn until(self, later: CpuSample) -> Cpu {
-        let spent = |a: Option<u64>, b: Option<u64>| Some(ticks_us(b?.saturating_sub(a?)));
-        Cpu {
-            server_us: spent(self.server, later.server),
-            postgres_us: spent(self.postgres, later.postgres),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Memory {
-    pub(super) rss_kib: u64,
-    pub(super) hwm_kib: u64,
+    pub(crate) cpu: Option<Cpu>,
 }
 
 impl RunResult {
-    pub(super) fn per_second(&self, count: u64) -> f64 {
+    pub(crate) fn per_second(&self, count: u64) -> f64 {
         count as f64 / self.seconds
     }
 
     /// Runs at the same time (one per server) as one: their counts and
     /// latencies together, over the longest one's time.
-    pub(super) fn sum(label: String, runs: &[RunResult]) -> anyhow::Result<RunResult> {
+    pub(crate) fn sum(label: String, runs: &[RunResult]) -> anyhow::Result<RunResult> {
         let mut sum = RunResult {
             label,
             mix: runs.first().map_or(Mix::Purchases, |run| run.mix),
@@ -155,7 +69,7 @@ impl RunResult {
         Ok(sum)
     }
 
-    pub(super) fn headline(&self) -> f64 {
+    pub(crate) fn headline(&self) -> f64 {
         match self.mix {
             Mix::Purchases => self.per_second(self.purchase.len()),
             Mix::Games => self.per_second(self.games),
@@ -164,7 +78,7 @@ impl RunResult {
     }
 }
 
-pub(super) fn new_histogram() -> Histogram<u64> {
+pub(crate) fn new_histogram() -> Histogram<u64> {
     // 1 µs to 60 s at three significant digits.
     Histogram::new_with_bounds(1, 60_000_000, 3).expect("valid histogram bounds")
 }
@@ -173,21 +87,21 @@ pub(super) fn new_histogram() -> Histogram<u64> {
 /// sent inside the measurement, like the players' requests, except the
 /// unexpected ones, counted at any time like the players' errors.
 #[derive(Debug)]
-pub(super) struct FloodTally {
+pub(crate) struct FloodTally {
     /// The pace asked for, in requests per second in all.
-    pub(super) offered: u32,
+    pub(crate) offered: u32,
     /// Latency of each expected refusal in microseconds: purchases refused
     /// with 403 `stake_limit_reached`, throws with 409 `play_finished`.
-    pub(super) purchase: Histogram<u64>,
-    pub(super) throw: Histogram<u64>,
+    pub(crate) purchase: Histogram<u64>,
+    pub(crate) throw: Histogram<u64>,
     /// 429 `rate_limited`: throttles of a foreign server (`--url`).
-    pub(super) throttled: u64,
+    pub(crate) throttled: u64,
     /// Any other answer, or none.
-    pub(super) unexpected: u64,
+    pub(crate) unexpected: u64,
 }
 
 impl FloodTally {
-    pub(super) fn new(offered: u32) -> Self {
+    pub(crate) fn new(offered: u32) -> Self {
         FloodTally {
             offered,
             purchase: new_histogram(),
@@ -197,7 +111,7 @@ impl FloodTally {
         }
     }
 
-    pub(super) fn add(&mut self, other: &FloodTally) -> anyhow::Result<()> {
+    pub(crate) fn add(&mut self, other: &FloodTally) -> anyhow::Result<()> {
         self.purchase.add(&other.purchase)?;
         self.throw.add(&other.throw)?;
         self.throttled += other.throttled;
@@ -206,29 +120,47 @@ impl FloodTally {
     }
 }
 
-/// The resident set and its high-water mark from /proc/PID/status.
-pub(super) fn read_memory(pid: u32) -> Option<Memory> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let field = |name: &str| -> Option<u64> {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))?
-            .split_whitespace()
-            .nth(1)?
-            .parse()
-            .ok()
-    };
-    Some(Memory {
-        rss_kib: field("VmRSS:")?,
-        hwm_kib: field("VmHWM:")?,
-    })
-}
-
-pub(super) fn quantile_ms(histogram: &Histogram<u64>, q: f64) -> f64 {
+pub(crate) fn quantile_ms(histogram: &Histogram<u64>, q: f64) -> f64 {
     histogram.value_at_quantile(q) as f64 / 1000.0
 }
 
-pub(super) fn print_result(result: &RunResult, ceiling: Option<f64>) {
+/// Prints a run: its headline (against the `/healthz` `ceiling` when
+/// given), each endpoint's latencies, the flood, the memory and the CPU.
+pub(crate) fn print_result(result: &RunResult, ceiling: Option<f64>) {
+    println!("{}", headline_line(result, ceiling));
+    print_latencies(result);
+    if let Some(flood) = &result.flood {
+        let refused = flood.purchase.len() + flood.throw.len();
+        println!(
+            "    refusal flood: {:.0}/s refused of {}/s offered: {} stake_limit_reached (403), \
+             {} play_finished (409), {} throttled (429), {} unexpected{}",
+            result.per_second(refused),
+            flood.offered,
+            flood.purchase.len(),
+            flood.throw.len(),
+            flood.throttled,
+            flood.unexpected,
+            if flood.unexpected == 0 && refused > 0 {
+                ": every refusal as expected"
+            } else {
+                ""
+            }
+        );
+    }
+    if let Some(memory) = result.memory {
+        println!(
+            "    server memory: VmRSS {:.1} MiB, VmHWM {:.1} MiB",
+            memory.rss_kib as f64 / 1024.0,
+            memory.hwm_kib as f64 / 1024.0
+        );
+    }
+    if let Some(line) = cpu_line(result) {
+        println!("{line}");
+    }
+}
+
+/// A run's first line: its label, its rate, and what stood beside it.
+fn headline_line(result: &RunResult, ceiling: Option<f64>) -> String {
     let mut line = format!("{:<34}", result.label);
     match result.mix {
         Mix::Purchases => {
@@ -274,7 +206,12 @@ pub(super) fn print_result(result: &RunResult, ceiling: Option<f64>) {
     {
         line += &format!("  ({} refusal errors)", flood.unexpected);
     }
-    println!("{line}");
+    line
+}
+
+/// Each endpoint's count and latencies (the refusals' too), when it had
+/// requests.
+fn print_latencies(result: &RunResult) {
     let no_flood = (new_histogram(), new_histogram());
     let (refused_purchase, refused_throw) = result
         .flood
@@ -297,34 +234,6 @@ pub(super) fn print_result(result: &RunResult, ceiling: Option<f64>) {
             quantile_ms(histogram, 0.99),
             histogram.max() as f64 / 1000.0,
         );
-    }
-    if let Some(flood) = &result.flood {
-        let refused = flood.purchase.len() + flood.throw.len();
-        println!(
-            "    refusal flood: {:.0}/s refused of {}/s offered: {} stake_limit_reached (403), \
-             {} play_finished (409), {} throttled (429), {} unexpected{}",
-            result.per_second(refused),
-            flood.offered,
-            flood.purchase.len(),
-            flood.throw.len(),
-            flood.throttled,
-            flood.unexpected,
-            if flood.unexpected == 0 && refused > 0 {
-                ": every refusal as expected"
-            } else {
-                ""
-            }
-        );
-    }
-    if let Some(memory) = result.memory {
-        println!(
-            "    server memory: VmRSS {:.1} MiB, VmHWM {:.1} MiB",
-            memory.rss_kib as f64 / 1024.0,
-            memory.hwm_kib as f64 / 1024.0
-        );
-    }
-    if let Some(line) = cpu_line(result) {
-        println!("{line}");
     }
 }
 
@@ -353,14 +262,14 @@ fn cpu_line(result: &RunResult) -> Option<String> {
 /// One server's run, as the several servers' run of the same go is
 /// compared with it: its rate, and its CPU per purchase.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct One {
-    pub(super) rate: f64,
+pub(crate) struct One {
+    pub(crate) rate: f64,
     server_us: Option<f64>,
     postgres_us: Option<f64>,
 }
 
 impl One {
-    pub(super) fn of(result: &RunResult) -> One {
+    pub(crate) fn of(result: &RunResult) -> One {
         let count = result.purchase.len().max(1) as f64;
         let per = |us: Option<f64>| us.map(|us| us / count);
         One {
@@ -372,7 +281,7 @@ impl One {
 
     /// The CPU per purchase of `servers` (their sum) against this one's:
     /// scale-out shows as cost on a machine whose cores the servers share.
-    pub(super) fn cpu_against(&self, servers: &RunResult, count: usize) -> Option<String> {
+    pub(crate) fn cpu_against(&self, servers: &RunResult, count: usize) -> Option<String> {
         let theirs = One::of(servers);
         let compare = |name: &str, one: Option<f64>, them: Option<f64>| {
             let (one, them) = (one?, them?);
@@ -399,7 +308,7 @@ impl One {
 
 /// PostgreSQL's CPU per purchase of `result` against `per_transaction`
 /// µs per pgbench transaction, when both were read.
-pub(super) fn cpu_against_pgbench(
+pub(crate) fn cpu_against_pgbench(
     result: &RunResult,
     per_transaction: Option<f64>,
 ) -> Option<String> {
@@ -414,4 +323,19 @@ pub(super) fn cpu_against_pgbench(
         "    PostgreSQL's CPU: {per_purchase:.0} µs a purchase vs {per_transaction:.0} µs a pgbench transaction = {:.1}×",
         per_purchase / per_transaction
     ))
+}
+
+/// A progress bar on stderr (stdout is the report).
+pub(crate) fn progress(length: u64, message: &'static str) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::with_draw_target(
+        Some(length),
+        indicatif::ProgressDrawTarget::stderr(),
+    );
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{msg:>22} [{bar:30}] {pos}/{len} {elapsed}")
+            .expect("a valid template")
+            .progress_chars("=> "),
+    );
+    bar.set_message(message);
+    bar
 }
