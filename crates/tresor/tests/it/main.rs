@@ -26,6 +26,7 @@ mod browser_games;
 mod browser_player_french;
 mod browser_proof;
 mod browser_receipt;
+mod browser_unstaged;
 mod catalog;
 mod checkpoints;
 mod cli_game;

@@ -24,6 +24,15 @@ function combinationOf(level) {
   return COMBINATIONS[level - 1] ?? null;
 }
 
+/**
+ * Whether the server could not stage `play`'s scene (`{"kind":"unavailable"}`:
+ * a unit of a definition that fails `tresor game check`): its outcome and
+ * throws stand, shown without the walk.
+ */
+export function unstaged(play) {
+  return play?.scenario?.kind === 'unavailable';
+}
+
 /** Opens a modal dialog and resolves when it closes (button or Escape). */
 export function openDialog(dialog) {
   return new Promise((resolve) => {
@@ -106,24 +115,57 @@ export class Game extends PlayScreen {
 
   /** The island alone, the totem on its default square: nothing bought yet. */
   showIdle() {
-    const island = this.app.state.island;
     this.mode = 'idle';
     this.play = null;
     this.showProof(null);
+    this.showIsland();
+    this.scene.resetInstruments();
+    this.setStatus(() => t('status.idle'));
+    this.update();
+  }
+
+  /** The island with no chest, its totem on its default square. */
+  showIsland() {
+    const island = this.app.state.island;
+    delete this.els.screen.dataset.scene;
     if (island) {
       this.scene.drawMap(island);
       this.scene.placeTotem(island.start ?? island.land[0], false);
     }
     this.scene.clearChests();
-    this.scene.resetInstruments();
-    this.setStatus(() => t('status.idle'));
-    this.update();
+  }
+
+  /**
+   * A play whose scene cannot be shown: the bare island, the throws
+   * counted, and the status line says why (`noted`).
+   */
+  showUnstaged(play) {
+    this.showIsland();
+    this.els.screen.dataset.scene = 'unavailable';
+    this.scene.setThrowsUsed(4 - (play.throws_left ?? 0), play.state !== 'finished');
+  }
+
+  /** `text` (a function of the language), and why the scene is not shown when it is not. */
+  noted(text) {
+    const play = this.play;
+    return () => (unstaged(play) ? `${text()} ${t('scene.unavailable')}` : text());
+  }
+
+  /** The throws of `play` the scene has played. */
+  thrown(play) {
+    return unstaged(play) ? [] : play.scenario.throws;
   }
 
   /** Draws a play's map, start square and chests, with no throw made yet. */
   setupPlay(play, animateChests) {
     this.play = play;
     this.els.screen.dataset.playId = String(play.id);
+    if (unstaged(play)) {
+      this.scene.resetInstruments();
+      this.showUnstaged(play);
+      return Promise.resolve();
+    }
+    delete this.els.screen.dataset.scene;
     this.scene.drawMap(play.scenario.map);
     this.scene.placeTotem(play.scenario.start, false);
     this.scene.resetInstruments();
@@ -144,12 +186,12 @@ export class Game extends PlayScreen {
         return;
       }
       await this.setupPlay(play, false);
-      for (const [i, th] of play.scenario.throws.entries()) await this.scene.playThrow(th, i + 1, true);
+      for (const [i, th] of this.thrown(play).entries()) await this.scene.playThrow(th, i + 1, true);
       if (play.state === 'finished' || play.throws_left === 0) {
         await this.finish(true);
       } else {
         this.mode = 'playing';
-        this.setStatus(() => t('status.resumed', { id: play.id }));
+        this.setStatus(this.noted(() => t('status.resumed', { id: play.id })));
       }
     } catch (error) {
       this.showError(error);
@@ -170,7 +212,7 @@ export class Game extends PlayScreen {
       this.els.bannerText.textContent = t('replay.banner', { id: play.id, stake: money(play.stake_cents) });
       this.setStatus('');
       await this.setupPlay(play, true);
-      for (const [i, th] of play.scenario.throws.entries()) {
+      for (const [i, th] of this.thrown(play).entries()) {
         if (run !== this.runId) return;
         this.scene.spin();
         await sleep(duration(500));
@@ -180,7 +222,7 @@ export class Game extends PlayScreen {
       }
       if (run !== this.runId) return;
       const prize = play.outcome?.prize_cents ?? play.scenario.outcome.prize_cents;
-      this.setStatus(() => (prize > 0 ? t('status.won', { amount: money(prize) }) : t('status.lost')), prize > 0 ? 'won' : 'lost');
+      this.setStatus(this.noted(() => (prize > 0 ? t('status.won', { amount: money(prize) }) : t('status.lost'))), prize > 0 ? 'won' : 'lost');
     } catch (error) {
       this.showError(error);
     }
@@ -213,14 +255,19 @@ export class Game extends PlayScreen {
       this.play = play;
       this.els.screen.dataset.playId = String(play.id);
       this.showProof(play.receipt);
-      this.scene.drawMap(play.scenario.map);
-      this.scene.placeTotem(play.scenario.start, false);
-      this.scene.setThrowsUsed(0, true);
+      if (unstaged(play)) {
+        this.showUnstaged(play);
+      } else {
+        delete this.els.screen.dataset.scene;
+        this.scene.drawMap(play.scenario.map);
+        this.scene.placeTotem(play.scenario.start, false);
+        this.scene.setThrowsUsed(0, true);
+      }
       this.setStatus('');
       await closed;
-      await this.scene.showChests(play.scenario.chests, true);
+      if (!unstaged(play)) await this.scene.showChests(play.scenario.chests, true);
       this.mode = 'playing';
-      this.setStatus(() => t('status.ready'));
+      this.setStatus(this.noted(() => (unstaged(play) ? t('throws.left', { n: play.throws_left }) : t('status.ready'))));
       this.busy = false;
       this.update();
       this.els.throw.focus();
@@ -238,7 +285,7 @@ export class Game extends PlayScreen {
     if (this.busy || !this.play || this.mode !== 'playing' || this.app.playtime?.blocking()) return;
     this.busy = true;
     this.update();
-    const before = this.play.scenario.throws.length;
+    const before = this.thrown(this.play).length;
     this.scene.spin();
     this.setStatus(() => t('status.throwing'));
     try {
@@ -253,14 +300,19 @@ export class Game extends PlayScreen {
       }
       this.play = next;
       this.setStatus('');
-      if (next.scenario.throws.length === before) this.scene.pointTo(this.scene.direction ?? 'N', false);
-      for (let i = before; i < next.scenario.throws.length; i++) {
-        await this.scene.playThrow(next.scenario.throws[i], i + 1, false);
+      const throws = this.thrown(next);
+      if (unstaged(next)) {
+        // No walk to show: the counter alone moves.
+        this.scene.needle.classList.remove('spinning');
+        this.scene.setThrowsUsed(4 - next.throws_left, true);
+      } else if (throws.length === before) this.scene.pointTo(this.scene.direction ?? 'N', false);
+      for (let i = before; i < throws.length; i++) {
+        await this.scene.playThrow(throws[i], i + 1, false);
       }
       if (next.state === 'finished' || next.throws_left === 0) {
         await this.finish(false);
       } else {
-        this.setStatus(() => t('throws.left', { n: next.throws_left }));
+        this.setStatus(this.noted(() => t('throws.left', { n: next.throws_left })));
       }
     } catch (error) {
       this.scene.needle.classList.remove('spinning');
@@ -283,10 +335,10 @@ export class Game extends PlayScreen {
     this.els.screen.dataset.outcome = prize > 0 ? 'won' : 'lost';
     if (prize > 0) {
       if (!instant) this.app.adjustBalance(prize);
-      this.setStatus(() => t('status.won', { amount: money(prize) }), 'won');
+      this.setStatus(this.noted(() => t('status.won', { amount: money(prize) })), 'won');
       this.app.say(t('say.win', { amount: money(prize) }));
     } else {
-      this.setStatus(() => t('status.lost'), 'lost');
+      this.setStatus(this.noted(() => t('status.lost')), 'lost');
       this.app.say(t('say.lose'));
     }
     this.app.refreshMe();
@@ -318,7 +370,7 @@ export class Game extends PlayScreen {
 
   fillWin(play, prize) {
     $('#win-amount').textContent = money(prize);
-    const combination = combinationOf(play.outcome?.level ?? play.scenario.outcome.level);
+    const combination = combinationOf(play.outcome?.level ?? play.scenario?.outcome?.level);
     const art = $('#win-art');
     art.replaceChildren(...(combination ? Array.from({ length: combination[0] }, () => symbolSvg(combination[1], 'sym sym-lg')) : []));
   }
