@@ -11,8 +11,8 @@
 
 use crate::common::cluster::Cluster;
 use crate::common::{
-    Harness, Server, assert_ledger_balances, cookie_client, free_port, post, register_and_deposit,
-    scalar, unthrottled_flags,
+    Harness, Server, assert_ledger_balances, cookie_client, post, register_and_deposit, scalar,
+    unthrottled_flags,
 };
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -30,7 +30,7 @@ async fn start_server(url: &str, block_offset: u32) -> Server {
         format!("server{block_offset}"),
     ];
     flags.extend(unthrottled_flags());
-    Server::start_on_url(url, free_port(), &flags).await
+    Server::start_on_url(url, &flags).await
 }
 
 /// The lock waits PostgreSQL logged (`… still waiting for <lock> …`),
