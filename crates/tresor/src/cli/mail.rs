@@ -30,7 +30,8 @@ pub struct MailArgs {
     #[arg(long, env = "TRESOR_MAIL_OUTBOX")]
     pub mail_outbox: Option<PathBuf>,
     /// The players' site as players reach it (`https://jeu.example.fr`), for
-    /// the links in messages (default: `http://` and `--listen`).
+    /// the links in messages (default: `http://` and the address `--listen`
+    /// bound).
     #[arg(long, env = "TRESOR_PUBLIC_URL")]
     pub public_url: Option<String>,
 }

@@ -195,7 +195,7 @@ async fn record_identity(conn: &mut Conn, id: &str, number: u64, now_ms: i64) ->
         .bind(now_ms)
         .defer(conn)
         .await?;
-    if number % 4096 == 0 {
+    if number.is_multiple_of(4096) {
         sql::query("DELETE FROM writer_batches WHERE committed_at_ms < $1")
             .bind(now_ms - KEEP_BATCH_IDS_MS)
             .defer(conn)

@@ -43,10 +43,13 @@ async fn sell(
     players: usize,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> Vec<tokio::task::JoinHandle<Vec<Purchase>>> {
+    // Each call's players are new ones: a name not taken by an earlier call.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut tasks = Vec::new();
     for p in 0..players {
         let client = cookie_client();
-        let name = format!("buyer{p}{}", free_port());
+        let name = format!("buyer{p}c{call}");
         register_and_deposit(&client, base, &name, 100_000).await;
         let (base, stop) = (base.to_owned(), stop.clone());
         tasks.push(tokio::spawn(async move {
@@ -162,7 +165,7 @@ async fn a_backup_taken_mid_load_restores_everything_acknowledged_before_it(db: 
     let data = db.data_dir().unwrap();
     let outside = tempfile::tempdir().unwrap();
     let backups = outside.path().join("backups");
-    let server = Server::start(db, free_port(), &unthrottled_flags()).await;
+    let server = Server::start(db, &unthrottled_flags()).await;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let tasks = sell(&server.base, 6, stop.clone()).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -271,7 +274,7 @@ async fn a_backup_taken_mid_load_restores_everything_acknowledged_before_it(db: 
 /// A small database with a demo emission, a player and a few plays, and
 /// one backup of it in `backups`: its folder.
 async fn one_backup(db: &TestDb, backups: &Path) -> PathBuf {
-    let server = Server::start(db, free_port(), &unthrottled_flags()).await;
+    let server = Server::start(db, &unthrottled_flags()).await;
     let client = cookie_client();
     register_and_deposit(&client, &server.base, "ana", 10_000).await;
     for n in 0..5 {
@@ -389,7 +392,7 @@ async fn bad_backups_wrong_keys_other_installations_and_folders_in_use_are_refus
     nothing_written("another installation's checkpoint");
 
     // A folder in use by a server, and a folder with data in it.
-    let server = Server::start(db, free_port(), &[]).await;
+    let server = Server::start(db, &[]).await;
     let in_use = db.data_dir().unwrap();
     let mut command = tresor_command();
     command
@@ -480,7 +483,7 @@ async fn a_restore_behind_the_published_checkpoint_opens_with_sales_closed_until
     assert!(said.contains("sales are open"), "{said}");
 
     // More is sold and the checkpoint published after the backup...
-    let server = Server::start(db, free_port(), &unthrottled_flags()).await;
+    let server = Server::start(db, &unthrottled_flags()).await;
     let client = cookie_client();
     register_and_deposit(&client, &server.base, "bea", 10_000).await;
     drop(server);
@@ -506,13 +509,12 @@ async fn a_restore_behind_the_published_checkpoint_opens_with_sales_closed_until
         "{said}"
     );
     let behind_args = ["--data".to_owned(), behind.display().to_string()];
-    let port = free_port();
     let mut flags = unthrottled_flags();
     flags.extend([
         "--published-checkpoint".to_owned(),
         kept.display().to_string(),
     ]);
-    let server = Server::start_with_args(&behind_args, db, port, &flags).await;
+    let server = Server::start_with_args(&behind_args, db, &flags).await;
     let status = get_json(&cookie_client(), &format!("{}/api/status", server.base)).await;
     assert_eq!(status["sales_open"], false, "{status}");
     assert_eq!(status["closed_after_restore"], true, "{status}");
@@ -588,7 +590,7 @@ async fn a_restore_behind_the_published_checkpoint_opens_with_sales_closed_until
     // Restarted with the same kept checkpoint (which its trail, another
     // history from the backup on, does not hold), it does not close sales
     // again: the operator has acknowledged that one.
-    let server = Server::start_with_args(&behind_args, db, free_port(), &flags).await;
+    let server = Server::start_with_args(&behind_args, db, &flags).await;
     let status = get_json(&cookie_client(), &format!("{}/api/status", server.base)).await;
     assert_eq!(status["closed_after_restore"], false, "{status}");
     assert_eq!(status["sales_open"], true, "{status}");
@@ -610,7 +612,7 @@ async fn scheduled_backups_are_made_and_pruned_while_the_server_sells(db: &TestD
         ]
         .map(str::to_owned),
     );
-    let server = Server::start(db, free_port(), &flags).await;
+    let server = Server::start(db, &flags).await;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let tasks = sell(&server.base, 2, stop.clone()).await;
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -671,7 +673,7 @@ async fn postgresql_recovered_to_a_chosen_time_has_everything_acknowledged_befor
     let root = cluster.root().to_owned();
     let url = cluster.url("read-write");
     let flags = unthrottled_flags();
-    let server = Server::start_on_url(&url, free_port(), &flags).await;
+    let server = Server::start_on_url(&url, &flags).await;
 
     // Sell; take the base backup mid-load; sell on.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -779,6 +781,7 @@ async fn postgresql_recovered_to_a_chosen_time_has_everything_acknowledged_befor
 
     // Recovery: the base backup, the archive, the target time.
     let started = Instant::now();
+    // PostgreSQL takes no port 0 to report back: a free one is probed.
     let port = free_port();
     {
         use std::io::Write;
@@ -880,7 +883,7 @@ async fn postgresql_recovered_to_a_chosen_time_has_everything_acknowledged_befor
 
     // Behind what the server published: started with no flag, it holds
     // sales on its own (from the checkpoints it kept).
-    let server = Server::start_on_url(&new_url, free_port(), &flags).await;
+    let server = Server::start_on_url(&new_url, &flags).await;
     let serving = started.elapsed();
     let status = get_json(&cookie_client(), &format!("{}/api/status", server.base)).await;
     assert_eq!(status["closed_after_restore"], true, "{status}");
@@ -999,7 +1002,7 @@ async fn the_continuous_copy_loses_only_the_last_seconds_when_the_disk_is_lost(d
         "--litestream".to_owned(),
         litestream.display().to_string(),
     ]);
-    let server = Server::start(db, free_port(), &flags).await;
+    let server = Server::start(db, &flags).await;
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut supervised = loop {
         let found = children(server.pid());

@@ -10,8 +10,8 @@
 //! the server.
 
 use crate::common::{
-    Server, TestDb, buy_and_play, cookie_client, describe, free_port, get_json,
-    kept_checkpoints_dir, register_and_deposit, tresor, tresor_command, unthrottled_flags,
+    Server, TestDb, buy_and_play, cookie_client, describe, get_json, kept_checkpoints_dir,
+    register_and_deposit, tresor, tresor_command, unthrottled_flags,
 };
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -114,7 +114,7 @@ fn serve_refused(db: &TestDb, args: &[&str]) -> Output {
 async fn the_checkpoints_a_monitor_keeps_are_the_one_file_every_command_takes(db: &TestDb) {
     let outside = tempfile::tempdir().unwrap();
     let state = outside.path().join("monitor");
-    let server = Server::start(db, free_port(), &unthrottled_flags()).await;
+    let server = Server::start(db, &unthrottled_flags()).await;
     sell(&server.base, "ana", 3).await;
     watch(&server.base, &state).await;
     drop(server);
@@ -154,7 +154,7 @@ async fn the_checkpoints_a_monitor_keeps_are_the_one_file_every_command_takes(db
         "--published-checkpoint".to_owned(),
         state.display().to_string(),
     ]);
-    let server = Server::start(db, free_port(), &flags).await;
+    let server = Server::start(db, &flags).await;
     let status = status(&server.base).await;
     assert_eq!(status["sales_open"], true, "{status}");
     assert_eq!(status["closed_after_restore"], false, "{status}");
@@ -357,7 +357,7 @@ async fn a_backup_behind_the_monitors_checkpoints_restores_with_sales_held_and_s
     let outside = tempfile::tempdir().unwrap();
     let state = outside.path().join("monitor");
     let backups = outside.path().join("backups");
-    let server = Server::start(db, free_port(), &unthrottled_flags()).await;
+    let server = Server::start(db, &unthrottled_flags()).await;
     sell(&server.base, "ana", 2).await;
     let said = ok(db.tresor(&["backup", "--to", &backups.display().to_string()]));
     // Where the backup is made, it says the keys are as vital as it.
@@ -433,7 +433,7 @@ async fn a_backup_behind_the_monitors_checkpoints_restores_with_sales_held_and_s
         kept.display().to_string(),
     ]);
     let behind_args = ["--data".to_owned(), behind.display().to_string()];
-    let server = Server::start_with_args(&behind_args, db, free_port(), &flags).await;
+    let server = Server::start_with_args(&behind_args, db, &flags).await;
     let held = status(&server.base).await;
     assert_eq!(held["closed_after_restore"], true, "{held}");
     drop(server);
@@ -462,7 +462,7 @@ async fn a_backup_behind_the_monitors_checkpoints_restores_with_sales_held_and_s
             &behind.display().to_string(),
         ],
     ));
-    let server = Server::start_with_args(&behind_args, db, free_port(), &unthrottled_flags()).await;
+    let server = Server::start_with_args(&behind_args, db, &unthrottled_flags()).await;
     let reopened = status(&server.base).await;
     assert_eq!(reopened["sales_open"], true, "{reopened}");
     sell(&server.base, "dan", 5).await;
@@ -589,7 +589,7 @@ async fn a_litestream_restore_behind_the_published_checkpoints_starts_with_sales
         "--litestream".to_owned(),
         litestream.display().to_string(),
     ]);
-    let server = Server::start(db, free_port(), &flags).await;
+    let server = Server::start(db, &flags).await;
     {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&replica).unwrap().permissions().mode() & 0o777;
@@ -662,8 +662,7 @@ async fn a_litestream_restore_behind_the_published_checkpoints_starts_with_sales
         .unwrap();
     assert!(output.status.success(), "{}", describe(&output));
     let restored_args = ["--data".to_owned(), restored.display().to_string()];
-    let server =
-        Server::start_with_args(&restored_args, db, free_port(), &unthrottled_flags()).await;
+    let server = Server::start_with_args(&restored_args, db, &unthrottled_flags()).await;
     let status = status(&server.base).await;
     assert_eq!(status["closed_after_restore"], true, "{status}");
     assert_eq!(status["sales_open"], false, "{status}");
@@ -682,58 +681,18 @@ async fn a_litestream_restore_behind_the_published_checkpoints_starts_with_sales
 }
 
 /// `tresor serve` on `db` with no writer name (the harness's `Server` gives
-/// one), and what it printed until it served.
-struct Unnamed {
-    child: std::process::Child,
-    base: String,
-    printed: Vec<String>,
-}
-
-impl Drop for Unnamed {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve_unnamed(db: &TestDb, extra: &[&str]) -> Unnamed {
-    use std::io::BufRead;
-    let port = free_port();
+/// one): the printed lines say what it warned of before it served.
+async fn serve_unnamed(db: &TestDb, extra: &[&str]) -> Server {
     let mut command = tresor_command();
     command
         .env_remove("TRESOR_WRITER")
-        .args(["serve", "--demo", "--listen", &format!("127.0.0.1:{port}")])
-        .args(["--admin-listen", &format!("127.0.0.1:{}", free_port())])
+        .args(["serve", "--demo", "--listen", "127.0.0.1:0"])
+        .args(["--admin-listen", "127.0.0.1:0"])
         .args(db.db_args())
         .args(extra)
-        .args(unthrottled_flags())
-        .stdout(std::process::Stdio::piped());
+        .args(unthrottled_flags());
     db.env(&mut command);
-    let mut child = command.spawn().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    // Read on a thread of its own to the end (the server prints on).
-    let (lines, received) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
-            let _ = lines.send(line);
-        }
-    });
-    let mut printed = Vec::new();
-    while let Ok(line) = received.recv_timeout(Duration::from_secs(60)) {
-        let serving = line.contains("is open at");
-        printed.push(line);
-        if serving {
-            break;
-        }
-    }
-    Unnamed {
-        child,
-        base: format!("http://127.0.0.1:{port}"),
-        printed,
-    }
+    Server::spawn(command).await
 }
 
 async fn two_servers_with_no_writer_name_append_to_logs_of_their_own_and_a_shared_name_is_warned(
@@ -741,15 +700,15 @@ async fn two_servers_with_no_writer_name_append_to_logs_of_their_own_and_a_share
 ) {
     let outside = tempfile::tempdir().unwrap();
     // A database whose server log was made under the old default name.
-    let old = Server::start(db, free_port(), &unthrottled_flags()).await;
+    let old = Server::start(db, &unthrottled_flags()).await;
     sell(&old.base, "ana", 1).await;
     let state = outside.path().join("monitor");
     watch(&old.base, &state).await;
     drop(old);
 
     // Two servers, no --writer: a log each, named after host and port.
-    let first = tokio::task::block_in_place(|| serve_unnamed(db, &[]));
-    let second = tokio::task::block_in_place(|| serve_unnamed(db, &[]));
+    let first = serve_unnamed(db, &[]).await;
+    let second = serve_unnamed(db, &[]).await;
     sell(&first.base, "bea", 1).await;
     sell(&second.base, "carl", 1).await;
     let index = get_json(&cookie_client(), &format!("{}/log/", first.base)).await;
@@ -765,7 +724,7 @@ async fn two_servers_with_no_writer_name_append_to_logs_of_their_own_and_a_share
         .collect();
     // Each server's name is the machine's host name and its own port.
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
-    let named = |unnamed: &Unnamed| {
+    let named = |unnamed: &Server| {
         let port = unnamed.base.rsplit_once(':').unwrap().1;
         format!("{}-{port}", host.trim().to_ascii_lowercase())
     };
@@ -782,10 +741,11 @@ async fn two_servers_with_no_writer_name_append_to_logs_of_their_own_and_a_share
         assert!(
             !unnamed
                 .printed
+                .lines()
                 .iter()
                 .any(|l| l.contains("another live server")),
             "{:?}",
-            unnamed.printed
+            unnamed.printed.lines()
         );
     }
 
@@ -802,14 +762,15 @@ async fn two_servers_with_no_writer_name_append_to_logs_of_their_own_and_a_share
 
     // A third server given the first one's name is warned at start.
     let name = own[0].clone();
-    let third = tokio::task::block_in_place(|| serve_unnamed(db, &["--writer", &name]));
+    let third = serve_unnamed(db, &["--writer", &name]).await;
     assert!(
         third
             .printed
+            .lines()
             .iter()
             .any(|l| l.contains("another live server already appends under the writer name")),
         "{:?}",
-        third.printed
+        third.printed.lines()
     );
 }
 
@@ -818,7 +779,7 @@ async fn a_demo_log_key_lives_beside_the_secrets_key_and_an_old_one_is_moved_out
 ) {
     // A demo database, made as before issue 35 with its key in the data
     // folder (here the tests' key, which the database knows).
-    let server = Server::start(db, free_port(), &unthrottled_flags()).await;
+    let server = Server::start(db, &unthrottled_flags()).await;
     drop(server);
     let data = db.data_dir().unwrap();
     let old = data.join("log.key");

@@ -4,7 +4,7 @@
 //! pays exactly its table, then verifies once its secret is published.
 
 use crate::common::{
-    Harness, TestDb, assert_ledger_balances, cookie_client, free_port, get_json, now_ms, post,
+    Harness, TestDb, assert_ledger_balances, cookie_client, get_json, now_ms, post,
     register_and_deposit, scalar, tresor, unthrottled_flags,
 };
 use serde_json::{Value, json};
@@ -19,9 +19,8 @@ on_both!(acknowledged_purchases_survive_a_kill);
 
 async fn acknowledged_purchases_survive_a_kill(h: &Harness) {
     // Sixteen players on one address buy as fast as they can.
-    let port = free_port();
-    let server = h.server_at(port, &unthrottled_flags()).await;
-    let base = server.base.clone();
+    let server = h.server(&unthrottled_flags()).await;
+    let (base, port) = (server.base.clone(), server.port());
 
     const PLAYERS: usize = 16;
     let mut clients = Vec::new();

@@ -12,8 +12,8 @@
 //! the time from the fault to the first purchase served again.
 
 use crate::common::{
-    Harness, Server, TestDb, assert_ledger_balances, cookie_client, free_port, post,
-    register_and_deposit, unthrottled_flags,
+    Harness, Server, TestDb, assert_ledger_balances, cookie_client, post, register_and_deposit,
+    unthrottled_flags,
 };
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
@@ -199,20 +199,22 @@ async fn buy_until_acknowledged(
 /// Two servers on `url`, selling from blocks of their own, under load until
 /// it is steady.
 async fn two_servers_under_load(url: &str) -> ([Server; 2], Load) {
-    let servers = [
-        serve(url, free_port(), 0).await,
-        serve(url, free_port(), 1).await,
-    ];
+    let servers = [serve(url, ANY_PORT, 0).await, serve(url, ANY_PORT, 1).await];
     let bases: Vec<String> = servers.iter().map(|s| s.base.clone()).collect();
     let load = Load::start(&bases).await;
     tokio::time::sleep(STEADY).await;
     (servers, load)
 }
 
+/// A port the kernel gives.
+const ANY_PORT: u16 = 0;
+
+/// `tresor serve` on `url` at `port` (where a killed one listened, or
+/// [`ANY_PORT`]), selling first from its `block_offset`-th block.
 async fn serve(url: &str, port: u16, block_offset: usize) -> Server {
     let mut flags = vec!["--block-offset".to_owned(), block_offset.to_string()];
     flags.extend(unthrottled_flags());
-    Server::start_on_url(url, port, &flags).await
+    Server::start_on_url_at(url, port, &flags).await
 }
 
 /// What the players must have been answered through a fault.
@@ -461,11 +463,11 @@ async fn a_tresor_server_killed_mid_load_leaves_the_other_serving_and_loses_noth
     h: &Harness,
 ) {
     let db: &TestDb = h;
-    let ports = [free_port(), free_port()];
     let mut servers = [
-        Some(serve(&db.url, ports[0], 0).await),
-        Some(serve(&db.url, ports[1], 1).await),
+        Some(serve(&db.url, ANY_PORT, 0).await),
+        Some(serve(&db.url, ANY_PORT, 1).await),
     ];
+    let first_port = servers[0].as_ref().expect("the first server").port();
     let bases: Vec<String> = servers.iter().flatten().map(|s| s.base.clone()).collect();
     let load = Load::start(&bases).await;
     tokio::time::sleep(STEADY).await;
@@ -474,7 +476,7 @@ async fn a_tresor_server_killed_mid_load_leaves_the_other_serving_and_loses_noth
     servers[0].take().expect("the first server").kill();
     let other = load.wait_resumed(&[1], fault).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
-    servers[0] = Some(serve(&db.url, ports[0], 0).await);
+    servers[0] = Some(serve(&db.url, first_port, 0).await);
     let restart = Instant::now();
     let back = load.wait_resumed(&[0], restart).await;
     tokio::time::sleep(STEADY).await;

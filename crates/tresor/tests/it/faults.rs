@@ -8,8 +8,8 @@
 
 use crate::common::proxy::Plug;
 use crate::common::{
-    Harness, Server, TestApp, TestDb, assert_ledger_balances, cookie_client, free_port, get_json,
-    post, register_and_deposit, unthrottled_flags,
+    Harness, Server, TestApp, TestDb, assert_ledger_balances, cookie_client, get_json, post,
+    register_and_deposit, unthrottled_flags,
 };
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -103,7 +103,6 @@ async fn a_writer_that_panics_mid_load_fails_its_callers_fast_and_restarts(db: &
     // From the 80th batch (well after the setup and the registrations), six
     // batches in a row panic: the writer restarts six times, pausing 50 ms,
     // then 100, 200… (3 s in all), while players keep buying.
-    let port = free_port();
     let mut flags = unthrottled_flags();
     for flag in [
         "--fault-writer-panic-at-batch",
@@ -113,7 +112,7 @@ async fn a_writer_that_panics_mid_load_fails_its_callers_fast_and_restarts(db: &
     ] {
         flags.push(flag.to_owned());
     }
-    let server = Server::start(db, port, &flags).await;
+    let server = Server::start(db, &flags).await;
     let base = server.base.clone();
     const PLAYERS: usize = 8;
     let mut clients = Vec::new();
@@ -429,10 +428,16 @@ async fn a_writer_that_cannot_open_its_sqlite_file_is_not_ready_and_recovers_by_
 async fn a_postgresql_cut_off_makes_readyz_fail_within_a_second_and_it_recovers_by_itself(
     db: &TestDb,
 ) {
-    let plug = Plug::start("127.0.0.1:5432").await;
+    // The test server's address, from its URL (`…@host:port/database`).
+    let server = db
+        .url
+        .rsplit_once('@')
+        .and_then(|(_, rest)| rest.split_once('/'));
+    let (address, _) = server.expect("a PostgreSQL URL with a host and a database");
+    let plug = Plug::start(address).await;
     let url = db
         .url
-        .replacen("127.0.0.1:5432", &format!("127.0.0.1:{}", plug.port), 1);
+        .replacen(address, &format!("127.0.0.1:{}", plug.port), 1);
     assert_ne!(url, db.url, "the test database is reached through the plug");
     let store = crate::common::db::signed(
         Db::connect(&url)

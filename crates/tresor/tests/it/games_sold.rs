@@ -719,12 +719,7 @@ async fn the_demo_sells_every_game_of_its_catalogue() {
     let db = TestDb::sqlite().await;
     let games = shipped("tresor-express.toml");
     let folder = games.parent().unwrap().to_str().unwrap().to_owned();
-    let server = crate::common::Server::start(
-        &db,
-        crate::common::free_port(),
-        &["--games".to_owned(), folder],
-    )
-    .await;
+    let server = crate::common::Server::start(&db, &["--games".to_owned(), folder]).await;
     let games: Value = reqwest::get(format!("{}/api/games", server.base))
         .await
         .unwrap()

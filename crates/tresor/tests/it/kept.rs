@@ -13,8 +13,8 @@
 //! server at start, naming `--kept-checkpoints`.
 
 use crate::common::{
-    Server, TestDb, buy_and_play, cookie_client, describe, free_port, get_json, post,
-    register_and_deposit, tresor_command, unthrottled_flags,
+    Server, TestDb, buy_and_play, cookie_client, describe, get_json, post, register_and_deposit,
+    tresor_command, unthrottled_flags,
 };
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -78,14 +78,14 @@ async fn an_old_copy_started_without_its_kept_checkpoints_holds_sales_until_the_
     db: &TestDb,
 ) {
     // Sold, stopped, copied.
-    let server = Server::start(db, free_port(), &unthrottled_flags()).await;
+    let server = Server::start(db, &unthrottled_flags()).await;
     let kept = crate::checkpoints::kept_file(db).await;
     assert_eq!(sell(&server.base, "ana", 3).await, [1, 2, 3]);
     until_kept(db, &kept).await;
     drop(server);
     let copy = db.copy().await;
     // Three more sold and published (kept), stopped.
-    let server = Server::start(db, free_port(), &unthrottled_flags()).await;
+    let server = Server::start(db, &unthrottled_flags()).await;
     assert_eq!(sell(&server.base, "bea", 3).await, [4, 5, 6]);
     until_kept(db, &kept).await;
     drop(server);
@@ -93,7 +93,7 @@ async fn an_old_copy_started_without_its_kept_checkpoints_holds_sales_until_the_
     // The copy put back, the kept file deleted: the copy is behind what was
     // published, and nothing outside it says so but what it knows itself.
     std::fs::remove_file(&kept).unwrap();
-    let server = Server::start(&copy, free_port(), &unthrottled_flags()).await;
+    let server = Server::start(&copy, &unthrottled_flags()).await;
     let client = cookie_client();
     register_and_deposit(&client, &server.base, "carl", 10_000).await;
     let (status, answer) = post(
@@ -144,7 +144,7 @@ async fn an_old_copy_started_without_its_kept_checkpoints_holds_sales_until_the_
         describe(&reopened)
     );
     assert!(kept.exists(), "the reopening keeps the copy's checkpoints");
-    let server = Server::start(&copy, free_port(), &unthrottled_flags()).await;
+    let server = Server::start(&copy, &unthrottled_flags()).await;
     let shown = get_json(&cookie_client(), &format!("{}/api/status", server.base)).await;
     assert_eq!(shown["sales_open"], true, "{shown}");
     // It sells again, from where it is (PostgreSQL may skip an id).
@@ -152,7 +152,7 @@ async fn an_old_copy_started_without_its_kept_checkpoints_holds_sales_until_the_
 }
 
 async fn a_kept_file_moved_with_its_folder_and_named_again_keeps_sales_open(db: &TestDb) {
-    let server = Server::start(db, free_port(), &unthrottled_flags()).await;
+    let server = Server::start(db, &unthrottled_flags()).await;
     let kept = crate::checkpoints::kept_file(db).await;
     sell(&server.base, "ana", 2).await;
     until_kept(db, &kept).await;
@@ -166,7 +166,7 @@ async fn a_kept_file_moved_with_its_folder_and_named_again_keeps_sales_open(db: 
         "--kept-checkpoints".to_owned(),
         elsewhere.path().display().to_string(),
     ]);
-    let server = Server::start(db, free_port(), &flags).await;
+    let server = Server::start(db, &flags).await;
     let shown = get_json(&cookie_client(), &format!("{}/api/status", server.base)).await;
     assert_eq!(shown["sales_open"], true, "{shown}");
     assert_eq!(shown["closed_after_restore"], false, "{shown}");
@@ -259,7 +259,7 @@ async fn a_loose_foreign_or_linked_kept_folder_is_refused_at_start_naming_the_se
     // This user's own private folder serves, and the file is made 0600.
     let mut flags = unthrottled_flags();
     flags.extend(["--kept-checkpoints".to_owned(), own.display().to_string()]);
-    let server = Server::start(db, free_port(), &flags).await;
+    let server = Server::start(db, &flags).await;
     sell(&server.base, "ana", 1).await;
     let kept = own.join(crate::checkpoints::kept_file(db).await.file_name().unwrap());
     until_kept(db, &kept).await;
@@ -276,13 +276,13 @@ async fn a_link_planted_at_a_partial_name_is_never_written_through(db: &TestDb) 
     let kept = folder.path().join("kept.checkpoints");
     let mut flags = unthrottled_flags();
     flags.extend(["--kept-checkpoints".to_owned(), kept.display().to_string()]);
-    let server = Server::start(db, free_port(), &flags).await;
+    let server = Server::start(db, &flags).await;
     sell(&server.base, "ana", 1).await;
     until_kept(db, &kept).await;
     drop(server);
     // Restarted: its file holds the latest, it writes again at the next
     // sale. Links wait at the names its writes used to take.
-    let server = Server::start(db, free_port(), &flags).await;
+    let server = Server::start(db, &flags).await;
     for n in 0..64 {
         let name = format!("kept.partial.{}.{n}", server.pid());
         std::os::unix::fs::symlink(&victim, folder.path().join(name)).unwrap();

@@ -10,12 +10,11 @@
 //! folder of random name; and outside demo mode the server starts only
 //! with `--smtp-url` or `--mail-outbox` named (exit 2 otherwise).
 
-use crate::common::{TestDb, describe, free_port, tresor_command};
+use crate::common::{Server, TestDb, describe, tresor_command};
 use serde_json::json;
-use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 const SECRET: &str = "8f3c2a71d94be6050a1f7c3e9d2b84f6a0c5e1d7b3f9284c6e0a5d1b7c3f9e2a";
@@ -31,77 +30,41 @@ fn mode(path: &Path) -> u32 {
 
 /// A `tresor serve` process, killed when dropped.
 struct Serving {
-    child: Child,
     base: String,
     /// Where it said mail goes, when no folder was named.
     said_outbox: Option<PathBuf>,
-}
-
-impl Drop for Serving {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    _server: Server,
 }
 
 /// `tresor serve` on `db` with `args`, once it answers `/healthz`.
 async fn serve(db: &TestDb, args: &[&str]) -> Serving {
-    let port = free_port();
     let mut command = tresor_command();
     command
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["serve", "--listen", "127.0.0.1:0"])
         .args(["--admin-listen", "127.0.0.1:0"])
         .args(args)
         .args(db.db_args())
-        .stdout(Stdio::piped())
         .stderr(Stdio::null());
     db.env(&mut command);
-    let mut child = command.spawn().expect("start tresor serve");
-    // What it prints before it serves, read on a thread of its own.
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
+    let server = Server::spawn(command).await;
+    // It says where mail goes before it says it is open.
+    let said_outbox = server.printed.lines().iter().find_map(|line| {
+        line.strip_prefix("mail (password resets) is written to ")
+            .map(PathBuf::from)
     });
-    let base = format!("http://127.0.0.1:{port}");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !reqwest::get(format!("{base}/healthz"))
-        .await
-        .is_ok_and(|r| r.status().is_success())
-    {
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "tresor serve {args:?} exited"
-        );
-        assert!(Instant::now() < deadline, "{base} never answered");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    // Its lines up to the one that says it is open.
-    let mut said_outbox = None;
-    while let Ok(line) = rx.recv_timeout(Duration::from_secs(5)) {
-        if let Some(dir) = line.strip_prefix("mail (password resets) is written to ") {
-            said_outbox = Some(PathBuf::from(dir));
-        }
-        if line.starts_with("L'Ile au Trésor is open") {
-            break;
-        }
-    }
     Serving {
-        child,
-        base,
+        base: server.base.clone(),
         said_outbox,
+        _server: server,
     }
 }
 
 /// `tresor serve` on `db` with `args` exits 2 naming each of `named`,
 /// without serving.
 fn refused(db: &TestDb, args: &[&str], named: &[&str]) {
-    let port = free_port();
     let mut command = tresor_command();
     command
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["serve", "--listen", "127.0.0.1:0"])
         .args(["--admin-listen", "127.0.0.1:0"])
         .args(args)
         .args(db.db_args())
@@ -111,7 +74,7 @@ fn refused(db: &TestDb, args: &[&str], named: &[&str]) {
     let mut child = command.spawn().expect("start tresor serve");
     let deadline = Instant::now() + Duration::from_secs(60);
     while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+        if Instant::now() > deadline {
             let _ = child.kill();
             let out = child.wait_with_output().unwrap();
             panic!("tresor serve {args:?} started: {}", describe(&out));
@@ -119,6 +82,11 @@ fn refused(db: &TestDb, args: &[&str], named: &[&str]) {
         std::thread::sleep(Duration::from_millis(20));
     }
     let out = child.wait_with_output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("is open at"),
+        "tresor serve {args:?} started: {}",
+        describe(&out)
+    );
     assert_eq!(out.status.code(), Some(2), "{args:?}: {}", describe(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     for name in named {

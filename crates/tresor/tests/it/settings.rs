@@ -4,26 +4,16 @@
 //! existing database; one server per SQLite folder; the operator's listener
 //! apart from the players', on loopback unless told otherwise.
 
-use crate::common::{Server, TestDb, cookie_client, describe, free_port, now_ms, post};
+use crate::common::{Server, TestDb, cookie_client, describe, now_ms, post};
 use serde_json::Value;
 use serde_json::json;
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// A webhook secret of 32 bytes and a provider's page, as a real-money
 /// server needs them.
 const SECRET: &str = "8f3c2a71d94be6050a1f7c3e9d2b84f6a0c5e1d7b3f9284c6e0a5d1b7c3f9e2a";
 const PAY_URL: &str = "https://pay.example/checkout?ref={deposit_id}";
-
-/// A `tresor` process killed when dropped.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// Waits until `url` answers 200, or panics naming it.
 async fn wait_for(url: &str) {
@@ -47,7 +37,7 @@ async fn status(base: &str) -> Value {
 }
 
 /// `tresor` with no command, configured only by the environment.
-fn plain_tresor_by_environment(db: &TestDb, port: u16, admin_port: u16) -> Running {
+async fn plain_tresor_by_environment(db: &TestDb) -> Server {
     let mut command = crate::common::tresor_command();
     db.env(&mut command);
     match db.data_dir() {
@@ -55,8 +45,8 @@ fn plain_tresor_by_environment(db: &TestDb, port: u16, admin_port: u16) -> Runni
         None => command.env("TRESOR_DATABASE_URL", &db.url),
     };
     command
-        .env("TRESOR_LISTEN", format!("127.0.0.1:{port}"))
-        .env("TRESOR_ADMIN_LISTEN", format!("127.0.0.1:{admin_port}"))
+        .env("TRESOR_LISTEN", "127.0.0.1:0")
+        .env("TRESOR_ADMIN_LISTEN", "127.0.0.1:0")
         .env("TRESOR_SESSION_IDLE_S", "120")
         // An outage budget within its range is taken.
         .env("TRESOR_OUTAGE_BUDGET_MS", "2000")
@@ -64,9 +54,8 @@ fn plain_tresor_by_environment(db: &TestDb, port: u16, admin_port: u16) -> Runni
         // and mail said where it goes.
         .env("TRESOR_PAYMENT_WEBHOOK_SECRET", SECRET)
         .env("TRESOR_PAYMENT_PAY_URL", PAY_URL)
-        .env("TRESOR_MAIL_OUTBOX", mail_outbox())
-        .stdout(Stdio::null());
-    Running(command.spawn().expect("start tresor"))
+        .env("TRESOR_MAIL_OUTBOX", mail_outbox());
+    Server::spawn(command).await
 }
 
 /// A private outbox folder of the test's own, kept for the test's life.
@@ -78,11 +67,9 @@ fn mail_outbox() -> std::path::PathBuf {
 }
 
 async fn plain_tresor_serves_with_the_settings_of_tresor_serve(db: &TestDb) {
-    let (port, admin_port) = (free_port(), free_port());
-    let _server = plain_tresor_by_environment(db, port, admin_port);
-    let base = format!("http://127.0.0.1:{port}");
-    wait_for(&format!("{base}/healthz")).await;
-    wait_for(&format!("http://127.0.0.1:{admin_port}/metrics")).await;
+    let server = plain_tresor_by_environment(db).await;
+    let base = server.base.clone();
+    wait_for(&format!("{}/metrics", server.admin_base)).await;
     // A database that is not the default one is not created in demo mode.
     assert_eq!(status(&base).await["demo"], false);
 
@@ -129,7 +116,60 @@ async fn plain_tresor_serves_with_the_settings_of_tresor_serve(db: &TestDb) {
             .contains("after 2 minutes without activity"),
         "{error}"
     );
+    the_outage_budget_is_observed(db, &store, &player, &base).await;
     store.pool.close().await;
+}
+
+/// TRESOR_OUTAGE_BUDGET_MS=2000, observed: with the database held by
+/// another (a transaction that holds SQLite's write lock, or PostgreSQL's
+/// sessions table, which the purchase's session check reads), a purchase
+/// is answered 503 `unavailable` at 2 s, not at the default's 5 s and not
+/// at once.
+async fn the_outage_budget_is_observed(
+    db: &TestDb,
+    store: &tresor::store::Db,
+    player: &reqwest::Client,
+    base: &str,
+) {
+    let (code, body) = post(
+        player,
+        &format!("{base}/api/login"),
+        &json!({"username": "ana", "password": "a long password"}),
+        None,
+    )
+    .await
+    .expect("the server answers the login");
+    assert_eq!(code, 200, "{body}");
+    let mut holder = store.pool.acquire().await.unwrap();
+    let hold: &[&str] = match db.backend {
+        tresor::store::Backend::Sqlite => &["BEGIN IMMEDIATE"],
+        tresor::store::Backend::Postgres => {
+            &["BEGIN", "LOCK TABLE sessions IN ACCESS EXCLUSIVE MODE"]
+        }
+    };
+    for statement in hold {
+        sqlx::query(statement).execute(&mut *holder).await.unwrap();
+    }
+    let asked = Instant::now();
+    let answer = post(
+        player,
+        &format!("{base}/api/plays"),
+        &json!({"stake_cents": 100}),
+        Some("held-by-another"),
+    )
+    .await;
+    let took = asked.elapsed();
+    sqlx::query("ROLLBACK").execute(&mut *holder).await.unwrap();
+    let (code, body) = answer.expect("an answer");
+    assert_eq!(
+        (code, body["error"]["code"].as_str()),
+        (503, Some("unavailable")),
+        "{body}"
+    );
+    assert!(
+        took >= Duration::from_millis(2000) && took < Duration::from_millis(3000),
+        "answered after {took:?}, not at the budget of 2 s"
+    );
 }
 
 async fn demo_mode_is_never_switched_on_for_an_existing_database_created_without_it(db: &TestDb) {
@@ -158,28 +198,25 @@ async fn demo_mode_is_never_switched_on_for_an_existing_database_created_without
         "no demo emission"
     );
     // Plain `tresor` on it serves it as it is.
-    let (port, admin_port) = (free_port(), free_port());
-    let _server = plain_tresor_by_environment(db, port, admin_port);
-    let base = format!("http://127.0.0.1:{port}");
-    wait_for(&format!("{base}/healthz")).await;
-    assert_eq!(status(&base).await["demo"], false);
+    let server = plain_tresor_by_environment(db).await;
+    assert_eq!(status(&server.base).await["demo"], false);
 }
 
 async fn serve_demo_creates_a_new_database_in_demo_mode(db: &TestDb) {
-    let server = Server::start(db, free_port(), &[]).await;
+    let server = Server::start(db, &[]).await;
     let shown = status(&server.base).await;
     assert_eq!(shown["demo"], true, "{shown}");
     assert_eq!(shown["stakes"], serde_json::json!([50, 100, 200]));
 }
 
 /// Runs `tresor serve` on `db`'s database with `args` and `env`, its
-/// players' listener on `host` at a free port, and checks that it exits 2
-/// naming `named`, with nothing listening: a server that starts fails the test.
+/// players' listener on `host` at a port the kernel gives, and checks that
+/// it exits 2 naming `named`, having never said it was open: a server that
+/// starts fails the test.
 fn refused_on(db: &TestDb, host: &str, args: &[&str], env: &[(&str, &str)], named: &str) {
-    let port = free_port();
     let mut command = crate::common::tresor_command();
     command
-        .args(["serve", "--listen", &format!("{host}:{port}")])
+        .args(["serve", "--listen", &format!("{host}:0")])
         .args(["--admin-listen", "127.0.0.1:0"])
         .args(args)
         .args(db.db_args())
@@ -195,8 +232,7 @@ fn refused_on(db: &TestDb, host: &str, args: &[&str], env: &[(&str, &str)], name
         if let Some(status) = child.try_wait().unwrap() {
             break status;
         }
-        let listening = std::net::TcpStream::connect(("127.0.0.1", port)).is_ok();
-        if listening || Instant::now() > deadline {
+        if Instant::now() > deadline {
             let _ = child.kill();
             let out = child.wait_with_output().unwrap();
             panic!("tresor serve {args:?} {env:?} started: {}", describe(&out));
@@ -204,6 +240,11 @@ fn refused_on(db: &TestDb, host: &str, args: &[&str], env: &[(&str, &str)], name
         std::thread::sleep(Duration::from_millis(20));
     };
     let out = child.wait_with_output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("is open at"),
+        "tresor serve {args:?} {env:?} started: {}",
+        describe(&out)
+    );
     assert_eq!(
         status.code(),
         Some(2),
@@ -292,9 +333,7 @@ async fn every_unsafe_setting_is_refused_at_start_naming_it(db: &TestDb) {
     let (service, _) = db.service().await;
     assert!(!service.is_demo().await.unwrap());
     // With all of them right, it serves.
-    let (port, admin_port) = (free_port(), free_port());
-    let _server = plain_tresor_by_environment(db, port, admin_port);
-    wait_for(&format!("http://127.0.0.1:{port}/healthz")).await;
+    plain_tresor_by_environment(db).await;
 }
 
 on_both!(
@@ -307,24 +346,15 @@ on_both!(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plain_tresor_in_a_fresh_folder_creates_the_default_database_in_demo_mode() {
     let folder = tempfile::tempdir().unwrap();
-    let (port, admin_port) = (free_port(), free_port());
-    let child = crate::common::tresor_command()
+    let mut command = crate::common::tresor_command();
+    command
         .current_dir(folder.path())
-        .env_remove("TRESOR_DATA")
-        .env_remove("TRESOR_DATABASE_URL")
         .env_remove("TRESOR_SECRETS_KEY")
-        .env_remove("TRESOR_SECRETS_KEY_FILE")
-        .env("TRESOR_LISTEN", format!("127.0.0.1:{port}"))
-        .env("TRESOR_ADMIN_LISTEN", format!("127.0.0.1:{admin_port}"))
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let server = Running(child);
-    let base = format!("http://127.0.0.1:{port}");
-    wait_for(&format!("{base}/healthz")).await;
-    let shown = status(&base).await;
+        .env("TRESOR_LISTEN", "127.0.0.1:0")
+        .env("TRESOR_ADMIN_LISTEN", "127.0.0.1:0")
+        .stderr(Stdio::null());
+    let server = Server::spawn(command).await;
+    let shown = status(&server.base).await;
     assert_eq!(shown["demo"], true, "{shown}");
     assert_eq!(shown["stakes"], serde_json::json!([50, 100, 200]));
     drop(server);
@@ -345,11 +375,11 @@ async fn plain_tresor_in_a_fresh_folder_creates_the_default_database_in_demo_mod
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_server_on_the_same_folder_exits_naming_the_first() {
     let db = TestDb::sqlite().await;
-    let first = Server::start(&db, free_port(), &[]).await;
+    let first = Server::start(&db, &[]).await;
     let out = db.tresor(&[
         "serve",
         "--listen",
-        &format!("127.0.0.1:{}", free_port()),
+        "127.0.0.1:0",
         "--admin-listen",
         "127.0.0.1:0",
     ]);
@@ -365,14 +395,14 @@ async fn a_second_server_on_the_same_folder_exits_naming_the_first() {
     assert_eq!(status(&first.base).await["message"], "Bienvenue");
     // Once the first is gone (even killed), the folder can be served again.
     first.kill();
-    let again = Server::start(&db, free_port(), &[]).await;
+    let again = Server::start(&db, &[]).await;
     assert_eq!(status(&again.base).await["message"], "Bienvenue");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_metrics_are_served_on_the_operator_listener_and_not_to_players() {
     let db = TestDb::sqlite().await;
-    let server = Server::start(&db, free_port(), &[]).await;
+    let server = Server::start(&db, &[]).await;
     let public = reqwest::get(format!("{}/metrics", server.base))
         .await
         .unwrap();
@@ -404,23 +434,21 @@ async fn an_operator_listener_off_loopback_is_refused_unless_allowed() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a loopback address"));
 
     // Allowed: it serves the metrics on every address, 127.0.0.1 included.
-    let (port, admin_port) = (free_port(), free_port());
     let mut command = crate::common::tresor_command();
     command
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .args(["--admin-listen", &format!("0.0.0.0:{admin_port}")])
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(["--admin-listen", "0.0.0.0:0"])
         .arg("--admin-allow-remote")
         .args(db.db_args())
         // Real money needs the provider's page and a secret shared with it,
         // and mail said where it goes.
         .env("TRESOR_PAYMENT_WEBHOOK_SECRET", SECRET)
         .env("TRESOR_PAYMENT_PAY_URL", PAY_URL)
-        .env("TRESOR_MAIL_OUTBOX", mail_outbox())
-        .stdout(Stdio::null());
+        .env("TRESOR_MAIL_OUTBOX", mail_outbox());
     db.env(&mut command);
-    let _server = Running(command.spawn().expect("start tresor"));
+    let server = Server::spawn(command).await;
+    let (port, admin_port) = (server.port(), server.admin_port());
     wait_for(&format!("http://127.0.0.1:{admin_port}/metrics")).await;
-    wait_for(&format!("http://127.0.0.1:{port}/healthz")).await;
     // The addresses really listened on (a server binding loopback anyway
     // would answer the probes above too): the kernel's own table.
     assert_eq!(
@@ -486,23 +514,19 @@ async fn the_readme_s_first_command_leaves_the_repository_s_tree_clean() {
     git(&["add", "-A"]);
     git(&["commit", "-q", "-m", "a clone"]);
 
-    let (port, admin_port) = (free_port(), free_port());
     // As a newcomer runs it: no key or folder given, every file the demo
     // makes where its defaults put them.
-    let child = crate::common::tresor_command()
+    let mut command = crate::common::tresor_command();
+    command
         .current_dir(folder.path())
         .env_remove("TRESOR_SECRETS_KEY")
         .env_remove("TRESOR_LOG_KEY")
         .env_remove("TRESOR_KEPT_CHECKPOINTS")
-        .env("TRESOR_LISTEN", format!("127.0.0.1:{port}"))
-        .env("TRESOR_ADMIN_LISTEN", format!("127.0.0.1:{admin_port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let server = Running(child);
-    let base = format!("http://127.0.0.1:{port}");
-    wait_for(&format!("{base}/healthz")).await;
+        .env("TRESOR_LISTEN", "127.0.0.1:0")
+        .env("TRESOR_ADMIN_LISTEN", "127.0.0.1:0")
+        .stderr(Stdio::null());
+    let server = Server::spawn(command).await;
+    let base = server.base.clone();
     let player = cookie_client();
     crate::common::register_and_deposit(&player, &base, "ana", 1_000).await;
     crate::common::buy_and_play(&player, &base, 100).await;

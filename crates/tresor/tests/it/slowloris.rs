@@ -7,9 +7,9 @@
 //! idle between requests, or trickling their headers) are closed at the
 //! timeouts the flags set, each after its own and within a second of it.
 
-use crate::common::{TestDb, free_port};
+use crate::common::{Server, TestDb};
 use std::net::{IpAddr, Ipv4Addr};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -17,39 +17,23 @@ use tokio::net::TcpStream;
 /// The start of a request whose headers never end.
 const PARTIAL: &[u8] = b"GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ";
 
-/// A `tresor serve --demo` process, under a `ulimit`, killed when dropped.
-struct Running {
-    child: Child,
-    base: String,
-    admin_base: String,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Starts the server on `db` with at most `nofile` open files (soft and
 /// hard limits) and `env`, and waits until it answers.
-async fn start(db: &TestDb, nofile: u32, env: &[(&str, &str)]) -> Running {
+async fn start(db: &TestDb, nofile: u32, env: &[(&str, &str)]) -> Server {
     start_under(db, &format!("-n {nofile}"), env).await
 }
 
 /// Starts the server under `ulimit {limit}` (`-S -n 1024`: only the soft
 /// limit) with `env`, and waits until it answers.
-async fn start_under(db: &TestDb, limit: &str, env: &[(&str, &str)]) -> Running {
-    let (port, admin_port) = (free_port(), free_port());
+async fn start_under(db: &TestDb, limit: &str, env: &[(&str, &str)]) -> Server {
     let tresor = crate::common::tresor_command();
     let mut command = Command::new("sh");
     command
         .args(["-c", &format!("ulimit {limit} && exec \"$@\""), "sh"])
         .arg(tresor.get_program())
-        .args(["serve", "--demo", "--listen", &format!("127.0.0.1:{port}")])
-        .args(["--admin-listen", &format!("127.0.0.1:{admin_port}")])
-        .args(db.db_args())
-        .stdout(Stdio::null());
+        .args(["serve", "--demo", "--listen", "127.0.0.1:0"])
+        .args(["--admin-listen", "127.0.0.1:0"])
+        .args(db.db_args());
     for (name, value) in tresor.get_envs() {
         match value {
             Some(value) => command.env(name, value),
@@ -60,20 +44,8 @@ async fn start_under(db: &TestDb, limit: &str, env: &[(&str, &str)]) -> Running 
     for (name, value) in env {
         command.env(name, value);
     }
-    let server = Running {
-        child: command.spawn().expect("start tresor serve"),
-        base: format!("http://127.0.0.1:{port}"),
-        admin_base: format!("http://127.0.0.1:{admin_port}"),
-    };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !reqwest::get(format!("{}/healthz", server.base))
-        .await
-        .is_ok_and(|r| r.status().is_success())
-    {
-        assert!(Instant::now() < deadline, "the server never answered");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    server
+    // `sh` execs the server: its process is the server's.
+    Server::spawn(command).await
 }
 
 /// Opens `count` connections to `base` that send [`PARTIAL`] and no more;
@@ -158,7 +130,7 @@ async fn slow_connections_from_eight_addresses_under_a_soft_limit_of_1024(db: &T
         ("TRESOR_IDLE_TIMEOUT_S", "300"),
     ];
     let server = start_under(db, "-S -n 1024", &slow).await;
-    let (soft, hard_of_server) = open_files_of(server.child.id());
+    let (soft, hard_of_server) = open_files_of(server.pid());
     assert_eq!(
         soft, hard_of_server,
         "the soft limit raised to the hard one"
@@ -200,14 +172,7 @@ async fn slow_connections_under_a_hard_limit_of_1024_leave_the_operator_answerin
         answers_within_a_second(&format!("{}/healthz", server.admin_base), local).await;
         answers_within_a_second(&format!("{}/metrics", server.admin_base), local).await;
     }
-    assert!(
-        server
-            .child
-            .try_wait()
-            .expect("the server's state")
-            .is_none(),
-        "the server is still running"
-    );
+    assert!(server.is_running(), "the server is still running");
     drop(held);
     // Once the slow clients are gone, players are served again.
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -439,7 +404,7 @@ async fn sigterm_still_ends_the_server_gracefully_with_connections_open(db: &Tes
     assert_eq!(&answer, b"HTTP/1.1 200");
     let _slow = slow_connections(&server.base, 10).await;
     let killed = Command::new("kill")
-        .args(["-TERM", &server.child.id().to_string()])
+        .args(["-TERM", &server.pid().to_string()])
         .status()
         .unwrap();
     assert!(killed.success());
@@ -450,7 +415,7 @@ async fn sigterm_still_ends_the_server_gracefully_with_connections_open(db: &Tes
     let closed = tokio::time::timeout_at(deadline.into(), idle.read_to_end(&mut rest)).await;
     assert!(closed.is_ok(), "the idle connection was closed");
     let status = loop {
-        if let Some(status) = server.child.try_wait().unwrap() {
+        if let Some(status) = server.exited() {
             break status;
         }
         assert!(

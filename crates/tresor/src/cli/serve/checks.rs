@@ -55,8 +55,6 @@ pub(super) async fn check(args: &ServeArgs, demo_if_created: bool) -> anyhow::Re
     // (exit 2), as `tresor game check` does.
     let games = Arc::new(args.catalog.load().map_err(Usage)?);
     let settings = service_settings(args, games.clone())?;
-    let default_writer = super::super::writer_name::default_for(&args.listen);
-    let writer = args.db.log.writer(&default_writer)?;
     let backups = args.backups.check(&args.db)?;
     let replica = args.replicate.check(&args.db)?;
     let published = args
@@ -65,7 +63,6 @@ pub(super) async fn check(args: &ServeArgs, demo_if_created: bool) -> anyhow::Re
         .map(Published::read)
         .transpose()
         .map_err(|e| Usage(format!("--published-checkpoint: {e}")))?;
-    args.mail.site(&args.listen)?;
     check_folders(args)?;
     let found = probe(&args.db).await?;
     let demo = mode(args, &found, demo_if_created)?;
@@ -74,6 +71,13 @@ pub(super) async fn check(args: &ServeArgs, demo_if_created: bool) -> anyhow::Re
         check_published(published, &found)?;
     }
     let listeners = listen(args, demo).await?;
+    // Of the address bound, not the one asked: `--listen 127.0.0.1:0`
+    // names the port the kernel gave (the writer's name, the site of links
+    // sent by mail).
+    let bound = listeners.address.to_string();
+    let default_writer = super::super::writer_name::default_for(&bound);
+    let writer = args.db.log.writer(&default_writer)?;
+    args.mail.site(&bound)?;
     if !demo {
         args.payments.refuse_outside_demo()?;
         args.mail.refuse_outside_demo()?;

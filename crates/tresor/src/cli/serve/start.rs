@@ -47,7 +47,8 @@ fn prepare(args: &ServeArgs, checked: &Checked) -> anyhow::Result<(Option<DataDi
         None => Some(args.db.data.join("outbox")),
         Some(_) => None,
     };
-    let mailer = args.mail.mailer(default_outbox.as_deref(), &args.listen)?;
+    let bound = checked.listeners.address.to_string();
+    let mailer = args.mail.mailer(default_outbox.as_deref(), &bound)?;
     if checked.demo
         && !args.mail.named()
         && let Some(dir) = mailer.outbox_dir()

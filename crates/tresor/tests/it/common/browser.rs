@@ -4,7 +4,6 @@
 //! unless `TRESOR_REQUIRE_BROWSER=1` (as in CI), where it fails instead.
 //! Screenshots go to `target/screenshots/`.
 
-use super::free_port;
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -165,15 +164,24 @@ impl Browser {
     }
 
     pub async fn start(chromium: &Path, chromedriver: &Path, width: u32, height: u32) -> Browser {
-        let port = free_port();
-        let child = Command::new(chromedriver)
-            .arg(format!("--port={port}"))
-            .stdout(Stdio::null())
+        // On a port the kernel gives, which it says once it has bound it.
+        let mut child = Command::new(chromedriver)
+            .arg("--port=0")
+            .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .process_group(0)
             .spawn()
             .expect("chromedriver starts");
+        let printed = super::process::Printed::follow(&mut child);
         let process = DriverProcess(child);
+        let port = printed
+            .wait_for("chromedriver's port", |line| {
+                line.strip_prefix("ChromeDriver was started successfully on port ")?
+                    .trim_end_matches('.')
+                    .parse::<u16>()
+                    .ok()
+            })
+            .await;
         let driver = format!("http://127.0.0.1:{port}");
         let http = reqwest::Client::new();
         let deadline = Instant::now() + Duration::from_secs(20);

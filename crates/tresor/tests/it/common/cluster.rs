@@ -97,6 +97,7 @@ impl Cluster {
         }
         let primary = Instance {
             data: root.path().join("primary"),
+            // PostgreSQL takes no port 0 to report back: a free one is probed.
             port: super::free_port(),
         };
         let cluster = Cluster {
@@ -142,6 +143,7 @@ impl Cluster {
         let mut cluster = Cluster::primary()?;
         let standby = Instance {
             data: cluster.root.path().join("standby"),
+            // PostgreSQL takes no port 0 to report back: a free one is probed.
             port: super::free_port(),
         };
         cluster.run_ok(
@@ -305,6 +307,11 @@ impl Cluster {
                 "start",
             ],
         );
+    }
+
+    /// What the server (the standby's, or the primary's) has logged so far.
+    pub fn log_text(&self, standby: bool) -> String {
+        std::fs::read_to_string(self.instance(standby).log()).unwrap_or_default()
     }
 
     /// The postmaster's process id, from `postmaster.pid`.

@@ -133,15 +133,16 @@ impl Harness {
         TestApp::on(self.db.clone(), settings).await
     }
 
-    /// `tresor serve --demo` on this database on a free port, with `flags`.
+    /// `tresor serve --demo` on this database on a port the kernel gives
+    /// it, with `flags`.
     pub async fn server(&self, flags: &[String]) -> Server {
-        self.server_at(free_port(), flags).await
+        Server::start(&self.db, flags).await
     }
 
     /// `tresor serve --demo` on this database on `port` (to restart one
     /// where it was), with `flags`.
     pub async fn server_at(&self, port: u16, flags: &[String]) -> Server {
-        Server::start(&self.db, port, flags).await
+        Server::start_at(&self.db, port, flags).await
     }
 
     /// A PostgreSQL primary of this test's own, on a free port (to kill or

@@ -56,7 +56,9 @@ pub fn describe(output: &Output) -> String {
 }
 
 /// A TCP port free on 127.0.0.1 when asked, and not handed out twice by
-/// this test binary.
+/// this test binary: only for what cannot bind port 0 and say which port it
+/// got (a PostgreSQL server of a test's own). Every other server binds
+/// `127.0.0.1:0` and says its address ([`Printed`]).
 ///
 /// Ports come from below the kernel's ephemeral range (32768–60999 by
 /// default): a port the kernel picked for `bind(0)` and let go of can be
@@ -100,36 +102,49 @@ pub fn unthrottled_flags() -> Vec<String> {
 }
 
 /// A real `tresor serve --demo` process, killed when dropped (pass or fail).
+///
+/// It listens on ports the kernel gave it (`127.0.0.1:0`): the addresses
+/// are read back from what it prints once bound ([`Printed`]), never
+/// guessed beforehand.
 #[derive(Debug)]
 pub struct Server {
     /// `http://127.0.0.1:{port}`.
     pub base: String,
-    /// The operator's listener, on a free port of its own.
+    /// The operator's listener, on a port of its own.
     pub admin_base: String,
+    /// Every line the server printed, as it prints them.
+    pub printed: Printed,
     child: Child,
 }
 
 impl Server {
-    /// Starts `tresor serve --demo` on `db` at 127.0.0.1:`port` with the
-    /// `extra` flags, and waits until it answers `/healthz`.
-    pub async fn start(db: &TestDb, port: u16, extra: &[String]) -> Server {
+    /// Starts `tresor serve --demo` on `db` with the `extra` flags, and
+    /// waits until it answers `/healthz`.
+    pub async fn start(db: &TestDb, extra: &[String]) -> Server {
+        Server::start_with(&db.db_args(), Some(db), 0, extra).await
+    }
+
+    /// Starts `tresor serve --demo` on `db` at 127.0.0.1:`port`: to start
+    /// one again where an earlier one (now stopped) listened.
+    pub async fn start_at(db: &TestDb, port: u16, extra: &[String]) -> Server {
         Server::start_with(&db.db_args(), Some(db), port, extra).await
     }
 
     /// Starts `tresor serve --demo` with `db`'s key on the database of
     /// `db_args` (a restored folder, say) like [`Server::start`].
-    pub async fn start_with_args(
-        db_args: &[String],
-        db: &TestDb,
-        port: u16,
-        extra: &[String],
-    ) -> Server {
-        Server::start_with(db_args, Some(db), port, extra).await
+    pub async fn start_with_args(db_args: &[String], db: &TestDb, extra: &[String]) -> Server {
+        Server::start_with(db_args, Some(db), 0, extra).await
     }
 
     /// Starts `tresor serve --demo` on the PostgreSQL `url` (a multi-host
     /// one, say) like [`Server::start`].
-    pub async fn start_on_url(url: &str, port: u16, extra: &[String]) -> Server {
+    pub async fn start_on_url(url: &str, extra: &[String]) -> Server {
+        Server::start_on_url_at(url, 0, extra).await
+    }
+
+    /// [`Server::start_on_url`] at 127.0.0.1:`port` (0: a port the kernel
+    /// gives).
+    pub async fn start_on_url_at(url: &str, port: u16, extra: &[String]) -> Server {
         let db_args = ["--database-url".to_owned(), url.to_owned()];
         Server::start_with(&db_args, None, port, extra).await
     }
@@ -140,41 +155,59 @@ impl Server {
         port: u16,
         extra: &[String],
     ) -> Server {
-        let admin_port = free_port();
         let mut command = tresor_command();
         command
             // The writer name of the tests' servers, unless one is given
             // (the default is the host name and port: `serve_writer_name`).
             .env("TRESOR_WRITER", "server")
             .args(["serve", "--demo", "--listen", &format!("127.0.0.1:{port}")])
-            .args(["--admin-listen", &format!("127.0.0.1:{admin_port}")])
+            .args(["--admin-listen", "127.0.0.1:0"])
             .args(db_args)
-            .args(extra)
-            .stdout(Stdio::null());
+            .args(extra);
         if let Some(db) = db {
             db.env(&mut command);
         }
-        let child = command.spawn().expect("start tresor serve");
+        Server::spawn(command).await
+    }
+
+    /// Starts a `tresor` serving command built by the caller (listening on
+    /// port 0: its flags or `TRESOR_LISTEN`), reads back the addresses it
+    /// bound, and waits until it answers `/healthz`.
+    pub async fn spawn(mut command: Command) -> Server {
+        let mut child = command
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start tresor serve");
+        let printed = Printed::follow(&mut child);
+        let (base, admin_base) = printed.addresses().await;
         let server = Server {
-            base: format!("http://127.0.0.1:{port}"),
-            admin_base: format!("http://127.0.0.1:{admin_port}"),
+            base,
+            admin_base,
+            printed,
             child,
         };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if reqwest::get(format!("{}/healthz", server.base))
-                .await
-                .is_ok_and(|r| r.status().is_success())
-            {
-                return server;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the server at {} never answered /healthz",
-                server.base
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        wait_healthy(&server.base).await;
+        server
+    }
+
+    /// The operator's port.
+    pub fn admin_port(&self) -> u16 {
+        port_of(&self.admin_base)
+    }
+
+    /// The players' port.
+    pub fn port(&self) -> u16 {
+        port_of(&self.base)
+    }
+
+    /// Whether the server's process has not ended.
+    pub fn is_running(&mut self) -> bool {
+        self.exited().is_none()
+    }
+
+    /// How the server's process ended, if it has.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().expect("the server's state")
     }
 
     /// The server's process id.
@@ -193,5 +226,107 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// What a started process prints on its standard output, line by line,
+/// read on a thread of its own to the end (a server prints on).
+#[derive(Debug, Clone)]
+pub struct Printed {
+    lines: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    ended: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Printed {
+    /// Follows `child`'s piped standard output.
+    pub fn follow(child: &mut Child) -> Printed {
+        use std::io::BufRead;
+        let stdout = child.stdout.take().expect("a piped standard output");
+        let printed = Printed {
+            lines: Default::default(),
+            ended: Default::default(),
+        };
+        let (lines, ended) = (printed.lines.clone(), printed.ended.clone());
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                lines.lock().unwrap().push(line);
+            }
+            ended.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        printed
+    }
+
+    /// Every line printed so far.
+    pub fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+
+    /// Waits (60 s at most) for the first line that `pick` takes, and gives
+    /// what it took; panics with all that was printed if the process ended
+    /// or the time passed first.
+    pub async fn wait_for<T>(&self, what: &str, pick: impl Fn(&str) -> Option<T>) -> T {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(found) = self.lines.lock().unwrap().iter().find_map(|l| pick(l)) {
+                return found;
+            }
+            let ended = self.ended.load(std::sync::atomic::Ordering::SeqCst);
+            assert!(
+                !ended && Instant::now() < deadline,
+                "never printed {what}; printed: {:?}",
+                self.lines()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// The players' and the operator's addresses a `tresor serve` printed
+    /// once it had bound both (`http://127.0.0.1:{port}` each).
+    pub async fn addresses(&self) -> (String, String) {
+        let after = |marker: &'static str, end: &'static str| {
+            move |line: &str| {
+                let rest = &line[line.find(marker)? + marker.len()..];
+                Some(format!("http://{}", &rest[..rest.find(end)?]))
+            }
+        };
+        let base = self
+            .wait_for("the players' address", after("is open at http://", "/"))
+            .await;
+        let admin = self
+            .wait_for(
+                "the operator's address",
+                after("console at http://", "/console"),
+            )
+            .await;
+        (base, admin)
+    }
+}
+
+/// The port of `http://host:port`.
+pub fn port_of(base: &str) -> u16 {
+    base.rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("a port")
+}
+
+/// Waits (60 s at most) until `base` answers `/healthz`.
+pub async fn wait_healthy(base: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if reqwest::get(format!("{base}/healthz"))
+            .await
+            .is_ok_and(|r| r.status().is_success())
+        {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server at {base} never answered /healthz"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

@@ -176,7 +176,8 @@ pub struct Plug {
 }
 
 impl Plug {
-    pub async fn start(upstream: &'static str) -> Plug {
+    pub async fn start(upstream: &str) -> Plug {
+        let upstream = upstream.to_owned();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let up = Arc::new(AtomicBool::new(true));
@@ -187,7 +188,7 @@ impl Plug {
                 if !up_in.load(Ordering::SeqCst) {
                     continue; // dropped: closed at once
                 }
-                let Ok(mut server) = TcpStream::connect(upstream).await else {
+                let Ok(mut server) = TcpStream::connect(upstream.as_str()).await else {
                     continue;
                 };
                 let pump = tokio::spawn(async move {
