@@ -45,7 +45,8 @@ pub async fn run(
         let state = prefetch::prefetch(conn, sqlite, context, commands, window).await?;
         let head = trail::batch_head().expect("inside the writer's batch");
         match decide::decide(state, context, commands, head) {
-            Decided::Done(results, writes) => {
+            Decided::Done(results, book) => {
+                let writes = book.into_writes();
                 // Every accepted command leaves a trail record; refusals none.
                 let wrote = !writes.records.is_empty();
                 writes::write(conn, sqlite, &writes).await?;

@@ -4,7 +4,6 @@
 //! gathered as the writes of the third step (`writes.rs`).
 
 use super::prefetch::State;
-use super::writes::Writes;
 use super::{BuyCommand, Command, Context, Reply, ThrowCommand, product};
 use crate::error::Error;
 use crate::protect::StakeAllowance;
@@ -14,8 +13,10 @@ use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
 use tresor_game::ISLAND_ID;
 
-pub(super) enum Decided {
-    Done(Vec<Result<Reply, Error>>, Writes),
+/// The replies and the book that `writes.rs` turns into the batch's
+/// writes (writes depend on the decisions, never the other way round).
+pub(super) enum Decided<'a> {
+    Done(Vec<Result<Reply, Error>>, Book<'a>),
     NeedMoreBlocks,
 }
 
@@ -47,12 +48,12 @@ pub(super) struct Book<'a> {
     next_new_id: usize,
 }
 
-pub(super) fn decide(
+pub(super) fn decide<'a>(
     state: State,
-    context: &Context,
+    context: &'a Context,
     commands: &[&Command],
     head: Head,
-) -> Decided {
+) -> Decided<'a> {
     let mut book = Book {
         state,
         context,
@@ -92,7 +93,7 @@ pub(super) fn decide(
         };
         results.push(result);
     }
-    Decided::Done(results, book.into_writes())
+    Decided::Done(results, book)
 }
 
 enum Refusal {

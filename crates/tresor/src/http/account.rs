@@ -4,11 +4,12 @@
 //! player's own deposits and confirms them in-process through the service
 //! the webhook calls, so the whole deposit loop runs on one machine.
 
-use super::api::{
-    ActingPlayer, Body, CurrentPlayer, PageQuery, Params, PathId, cross_site, logged_in,
-    require_csrf_proof, session_cookie, session_token,
-};
+use super::api::logged_in;
+use super::body::Body;
+use super::csrf::{cross_site, require_csrf_proof};
+use super::extract::{PageQuery, Params, PathId};
 use super::origin::Origin;
+use super::player_session::{ActingPlayer, CurrentPlayer, session_cookie, session_token};
 use super::throttle::{ClientAddress, Throttles};
 use super::{ApiError, AppState};
 use crate::account::{Iban, Identity, ReminderMinutes};

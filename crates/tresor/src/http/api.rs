@@ -1,7 +1,10 @@
 //! The JSON API under `/api` (SPEC §6) and `/healthz`.
 
-pub(super) use super::body::Body;
+use super::body::Body;
+use super::csrf::require_csrf_proof;
+use super::extract::{PageQuery, Params, PathId};
 use super::origin::Origin;
+use super::player_session::{ActingPlayer, CurrentPlayer, session_cookie, session_token};
 use super::throttle::{ClientAddress, Throttles};
 use super::{ApiError, AppState};
 use crate::error::Error;
@@ -11,28 +14,17 @@ use crate::service::{
     IdempotencyKey, MAX_DEMO_DEPOSIT_CENTS, Me, Player, Purchase, Registration, rfc3339,
 };
 use crate::trail::Actor;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{FromRequestParts, Path, Query, Request, State};
-use axum::http::request::Parts;
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
-use axum::middleware::{self, Next};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
 use serde_json::json;
 use std::sync::Arc;
 use tower_http::set_header::SetResponseHeaderLayer;
 use tresor_game::{Square, island};
-
-/// The session cookie's name.
-pub const SESSION_COOKIE: &str = "tresor_session";
-/// The header every state-changing request must carry (CSRF proof): a
-/// cross-site form cannot set it, and a cross-site script may not without a
-/// CORS preflight this server never grants.
-pub const CSRF_HEADER: &str = "x-requested-with";
-pub const CSRF_VALUE: &str = "tresor";
 
 pub fn routes() -> Router<AppState> {
     let api = Router::new()
@@ -66,170 +58,6 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .merge(api)
-}
-
-pub(super) async fn require_csrf_proof(request: Request, next: Next) -> Response {
-    match csrf_refusal(&request, CSRF_VALUE) {
-        Some(refusal) => refusal,
-        None => next.run(request).await,
-    }
-}
-
-/// Why a state-changing `request` is refused as cross-site, or `None`: it
-/// must carry `X-Requested-With: {value}` (the game's `tresor`, the
-/// console's `tresor-console`), which a cross-site form cannot set.
-pub(super) fn csrf_refusal(request: &Request, value: &str) -> Option<Response> {
-    let safe = matches!(
-        *request.method(),
-        Method::GET | Method::HEAD | Method::OPTIONS
-    );
-    if safe {
-        return None;
-    }
-    let headers = request.headers();
-    let proven = headers
-        .get(CSRF_HEADER)
-        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(value.as_bytes()));
-    if !proven {
-        return Some(
-            ApiError::new(
-                StatusCode::FORBIDDEN,
-                "csrf",
-                format!("state-changing requests must carry the header {CSRF_HEADER}: {value}"),
-            )
-            .into_response(),
-        );
-    }
-    // A second line of defence: what the browser itself says of where the
-    // request comes from (clients that send neither header are not browsers).
-    cross_site(headers).map(|why| {
-        ApiError::new(
-            StatusCode::FORBIDDEN,
-            "csrf",
-            format!("cross-site requests are refused: {why}"),
-        )
-        .into_response()
-    })
-}
-
-/// Why a request's `Sec-Fetch-Site` or `Origin` says it comes from another
-/// site, if either does.
-pub(super) fn cross_site(headers: &HeaderMap) -> Option<String> {
-    if let Some(site) = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok())
-        && !matches!(site, "same-origin" | "none")
-    {
-        return Some(format!("Sec-Fetch-Site is {site}"));
-    }
-    let origin = headers.get(header::ORIGIN)?.to_str().unwrap_or("null");
-    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
-    // The origin's authority (scheme://host[:port]) must be the host asked.
-    let authority = origin
-        .strip_prefix("https://")
-        .or_else(|| origin.strip_prefix("http://"));
-    match (authority, host) {
-        (Some(authority), Some(host)) if authority.eq_ignore_ascii_case(host) => None,
-        (Some(_), None) => None,
-        _ => Some(format!("Origin is {origin}")),
-    }
-}
-
-/// `Query` whose rejections are API errors (an unknown or malformed
-/// parameter is a validation error naming it).
-pub(super) struct Params<T>(pub(super) T);
-
-impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Params<T> {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        Query::<T>::from_request_parts(parts, state)
-            .await
-            .map(|Query(value)| Params(value))
-            .map_err(|rejection: QueryRejection| {
-                ApiError::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "validation",
-                    rejection.body_text(),
-                )
-            })
-    }
-}
-
-/// An id in the path (a play's, a withdrawal's, a console's player or
-/// block); anything that is not one is not found.
-pub(super) struct PathId(pub(super) i64);
-
-impl<S: Send + Sync> FromRequestParts<S> for PathId {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        let Path(text) = Path::<String>::from_request_parts(parts, state)
-            .await
-            .map_err(|_| ApiError::from(Error::NotFound))?;
-        text.parse::<i64>()
-            .map(PathId)
-            .map_err(|_| Error::NotFound.into())
-    }
-}
-
-pub(super) fn session_token(headers: &HeaderMap) -> Option<String> {
-    super::console_kit::cookie(headers, SESSION_COOKIE)
-}
-
-/// The logged-in player of a request; 401 without a live session.
-pub(super) struct CurrentPlayer {
-    pub(super) player: Player,
-}
-
-impl FromRequestParts<AppState> for CurrentPlayer {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
-        let token = session_token(&parts.headers).ok_or(Error::Unauthorized)?;
-        let player = state.service.session_player(&token).await?;
-        Ok(CurrentPlayer { player })
-    }
-}
-
-/// The logged-in player of a request that reaches the writer (a throw, a
-/// deposit, a cap change, an exclusion): throttled per address before the
-/// session is read, then per player.
-pub(super) struct ActingPlayer {
-    pub(super) player: Player,
-}
-
-impl FromRequestParts<AppState> for ActingPlayer {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
-        let throttles = throttles_of(parts);
-        let Ok(address) = ClientAddress::from_request_parts(parts, state).await;
-        throttles.action_by_address(&address)?;
-        let CurrentPlayer { player } = CurrentPlayer::from_request_parts(parts, state).await?;
-        throttles.action_by_player(player.id)?;
-        Ok(ActingPlayer { player })
-    }
-}
-
-fn throttles_of(parts: &Parts) -> Arc<Throttles> {
-    parts
-        .extensions
-        .get::<Arc<Throttles>>()
-        .expect("the router carries its throttles")
-        .clone()
-}
-
-pub(super) fn session_cookie(state: &AppState, token: &str, max_age_s: i64) -> HeaderValue {
-    let secure = if state.secure_cookies { "; Secure" } else { "" };
-    HeaderValue::from_str(&format!(
-        "{SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age_s}{secure}"
-    ))
-    .expect("a cookie of hex digits is a valid header")
 }
 
 async fn status(State(state): State<AppState>) -> Result<Response, ApiError> {
@@ -487,36 +315,6 @@ async fn throw(
             .inc_by(play.outcome.prize_cents as u64);
     }
     Ok(Json(play).into_response())
-}
-
-/// `?limit=&cursor=` of a paged list (the history, the statement).
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct PageQuery {
-    pub(super) limit: Option<String>,
-    pub(super) cursor: Option<String>,
-}
-
-impl PageQuery {
-    /// The page size (`default` when not given, at most `max`) and the cursor.
-    pub(super) fn parse(&self, default: i64, max: i64) -> Result<(i64, Option<i64>), Error> {
-        let limit = match self.limit.as_deref() {
-            None => default,
-            Some(text) => text
-                .parse::<i64>()
-                .ok()
-                .filter(|n| (1..=max).contains(n))
-                .ok_or_else(|| Error::Validation(format!("limit: a number from 1 to {max}")))?,
-        };
-        let cursor = match self.cursor.as_deref() {
-            None | Some("") => None,
-            Some(text) => Some(
-                text.parse::<i64>()
-                    .map_err(|_| Error::Validation("cursor: not a cursor".to_owned()))?,
-            ),
-        };
-        Ok((limit, cursor))
-    }
 }
 
 async fn history(

@@ -5,8 +5,9 @@
 //! documents".
 
 use super::AppState;
-use super::api::{Body, PathId};
+use super::body::Body;
 use super::console_kit::{Answer, ok};
+use super::extract::PathId;
 use crate::service::{Review, StaffMember};
 use axum::Extension;
 use axum::extract::State;

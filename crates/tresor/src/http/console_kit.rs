@@ -1,9 +1,8 @@
 //! What the console's screens share, below all of them: its cookie and CSRF
 //! value, reading and setting a cookie scoped to `/console`, and the
-//! handlers' answer type. `console.rs` (the router), `console_login.rs`,
-//! `console_money.rs`, `console_documents.rs` and `console_trail.rs` use it;
-//! it uses none of them. The players' session cookie is read with its
-//! `cookie` too (`api.rs`).
+//! handlers' answer type. The router (`console.rs`) and every screen's room
+//! (`console_*.rs`) use it; it uses none of them. The players' session
+//! cookie is read with its `cookie` too (`player_session.rs`).
 
 use super::{ApiError, AppState};
 use axum::Json;

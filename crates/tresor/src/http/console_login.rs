@@ -5,7 +5,7 @@
 //! the password again clears nothing), and a pending login ends after
 //! [`WRONG_CODES_PER_LOGIN`] wrong codes.
 
-use super::api::Body;
+use super::body::Body;
 use super::console_kit::{Answer, CONSOLE_COOKIE, cookie, set_cookie};
 use super::throttle::{ClientAddress, Throttles};
 use super::{ApiError, AppState};

@@ -6,8 +6,9 @@
 //! or verified the account) and rejections.
 
 use super::AppState;
-use super::api::{Body, PageQuery, Params, PathId};
+use super::body::Body;
 use super::console_kit::{Answer, ok};
+use super::extract::{PageQuery, Params, PathId};
 use crate::account::Iban;
 use crate::error::Error;
 use crate::protect::ExclusionLength;

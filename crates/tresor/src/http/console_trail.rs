@@ -1,15 +1,21 @@
 //! The console's trail screen (role `trail`, read-only): `GET
 //! /console/api/trail/records?actor=&action=&from=&to=&before=&limit=`,
 //! records newest first, a page at a time (`next_before` for the next).
-//! `docs/CONSOLE.md`, "The trail".
+//! `docs/CONSOLE.md`, "The trail". Its status, a verification of the whole
+//! log and its export as JSON Lines too.
 
 use super::AppState;
-use super::api::Params;
 use super::console_kit::{Answer, ok};
+use super::extract::Params;
 use crate::error::Error;
+use crate::service::StaffMember;
 use crate::service::{parse_rfc3339, rfc3339};
 use crate::trail::search::{Filter, search};
+use axum::Extension;
+use axum::body::Body as ResponseBody;
 use axum::extract::State;
+use axum::http::{HeaderValue, header};
+use axum::response::IntoResponse;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -108,4 +114,58 @@ pub(super) async fn records(
         None
     };
     ok(json!({ "records": records, "next_before": next_before }))
+}
+
+pub(super) async fn trail_status(State(state): State<AppState>) -> Answer {
+    ok(state.service.trail_status().await?)
+}
+
+pub(super) async fn verify_trail(
+    State(state): State<AppState>,
+    Extension(member): Extension<StaffMember>,
+) -> Answer {
+    ok(state.service.verify_trail_as(member.actor()).await?)
+}
+
+/// The whole trail as JSON Lines (`tresor audit export`), streamed a page
+/// at a time as the client takes it: the next page is read only when the
+/// last is sent (one page in memory, whatever the trail's length), and none
+/// once the client has gone (the body is dropped with its connection).
+pub(super) async fn export_trail(State(state): State<AppState>) -> Answer {
+    let pool = state.service.db.pool.clone();
+    let stream = futures_util::stream::unfold(Some((pool, 0)), |next| async move {
+        let (pool, after_seq) = next?;
+        match crate::trail::page(&pool, after_seq, None).await {
+            Ok(records) => {
+                let last = records.last()?.seq;
+                let mut chunk = Vec::new();
+                for record in &records {
+                    let mut line = serde_json::to_value(record).expect("a record is JSON");
+                    line["at"] = Value::String(rfc3339(record.at_ms));
+                    chunk.extend_from_slice(line.to_string().as_bytes());
+                    chunk.push(b'\n');
+                }
+                Some((Ok(chunk), Some((pool, last))))
+            }
+            Err(error) => {
+                // The download ends short (the body fails); the log says why.
+                tracing::error!(%error, "exporting the trail");
+                Some((Err(std::io::Error::other(error.to_string())), None))
+            }
+        }
+    });
+    Ok((
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/x-ndjson"),
+            ),
+            (
+                header::CONTENT_DISPOSITION,
+                HeaderValue::from_static("attachment; filename=\"tresor-trail.jsonl\""),
+            ),
+        ],
+        ResponseBody::from_stream(stream),
+    )
+        .into_response())
 }

@@ -7,7 +7,9 @@
 //! Every answer is `Cache-Control: no-store`; a body announced over the
 //! limit is refused at once (413), before any of it is read.
 
-use super::api::{ActingPlayer, CurrentPlayer, Params, require_csrf_proof};
+use super::csrf::require_csrf_proof;
+use super::extract::Params;
+use super::player_session::{ActingPlayer, CurrentPlayer};
 use super::{ApiError, AppState};
 use crate::account::documents::{DocumentKind, too_large};
 use axum::body::Body;

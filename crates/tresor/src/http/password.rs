@@ -3,7 +3,9 @@
 //! and its confirmation, the undoing of an address change. A change asks
 //! the current password (`reauth`). Every route takes the API's CSRF header.
 
-use super::api::{ActingPlayer, Body, require_csrf_proof, session_token};
+use super::body::Body;
+use super::csrf::require_csrf_proof;
+use super::player_session::{ActingPlayer, session_token};
 use super::throttle::{ClientAddress, Throttles};
 use super::{ApiError, AppState};
 use crate::error::Error;

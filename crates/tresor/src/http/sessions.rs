@@ -2,7 +2,8 @@
 //! ending one or all of the others, and whether this one still holds (the
 //! page's poll, which does not keep an idle session alive).
 
-use super::api::{ActingPlayer, CurrentPlayer, require_csrf_proof, session_token};
+use super::csrf::require_csrf_proof;
+use super::player_session::{ActingPlayer, CurrentPlayer, session_token};
 use super::{ApiError, AppState};
 use crate::error::Error;
 use axum::extract::{Path, State};

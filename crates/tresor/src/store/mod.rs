@@ -4,9 +4,12 @@
 
 pub mod accounts;
 pub mod arg;
+mod bans;
 pub mod batch;
 pub mod deferred;
+mod deposits;
 pub mod documents;
+mod ledger;
 pub mod lock;
 mod migrations;
 pub mod oversight;
@@ -14,6 +17,7 @@ pub mod persons;
 pub mod pipe;
 pub mod plays;
 pub mod primary;
+mod reserves;
 pub mod sql;
 pub mod suspension;
 pub mod withdrawals;
@@ -130,13 +134,7 @@ impl Db {
     /// up to date.
     pub async fn connect(url: &str) -> anyhow::Result<Db> {
         sqlx::any::install_default_drivers();
-        let backend = if url.starts_with("sqlite:") {
-            Backend::Sqlite
-        } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
-            Backend::Postgres
-        } else {
-            anyhow::bail!("unsupported database URL: use sqlite://PATH or postgres://…");
-        };
+        let backend = Backend::of_url(url)?;
         let hosts = match backend {
             Backend::Sqlite => None,
             Backend::Postgres => Some(primary::Hosts::parse(url).map_err(anyhow::Error::msg)?),
@@ -149,78 +147,25 @@ impl Db {
             Backend::Sqlite => SQLITE_ACQUIRE_TIMEOUT,
             Backend::Postgres => POSTGRES_ACQUIRE_TIMEOUT,
         };
-        let pool_options = AnyPoolOptions::new()
-            .max_connections(if backend == Backend::Sqlite { 8 } else { 16 })
-            .acquire_timeout(acquire_within);
         let watch = hosts
             .as_ref()
             .map(|hosts| Arc::new(primary::Watch::new(hosts.attrs)));
-        let pool_options = match &watch {
-            // WAL lets readers run beside the one writer; synchronous=FULL makes
-            // every acknowledged commit survive a power cut.
-            None => pool_options.after_connect(|conn, _| {
-                Box::pin(async move {
-                    conn.execute(
-                        "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; \
-                         PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;",
-                    )
-                    .await?;
-                    Ok(())
-                })
-            }),
-            // A new connection must reach the kind of server asked for; one
-            // opened before the pool last switched host may be on the old one.
-            Some(watch) => {
-                let (on_connect, on_acquire) = (watch.clone(), watch.clone());
-                pool_options
-                    .after_connect(move |conn, _| {
-                        let watch = on_connect.clone();
-                        Box::pin(async move { watch.check_new(conn).await })
-                    })
-                    .before_acquire(move |_, meta| {
-                        let keep = !on_acquire.opened_before_switch(meta.age);
-                        Box::pin(async move { Ok(keep) })
-                    })
-            }
-        };
-        let pool = pool_options
+        let pool = pool_options(backend, acquire_within, watch.as_ref())
             .connect_with(options)
             .await
             .with_context(|| format!("cannot open the {backend:?} database"))?;
-        let primary = match (hosts, watch) {
-            (Some(hosts), Some(watch)) => {
-                let alive = Arc::new(());
-                tokio::spawn(primary::follow(
-                    pool.clone(),
-                    hosts,
-                    watch.clone(),
-                    Arc::downgrade(&alive),
-                ));
-                Some(Following {
-                    watch,
-                    _alive: alive,
-                })
-            }
-            _ => None,
-        };
+        let primary = hosts
+            .zip(watch)
+            .map(|(hosts, watch)| follow(&pool, hosts, watch));
         let created = !has_schema(&pool, backend).await?;
         migrator(backend)
             .run(&pool)
             .await
             .context("cannot migrate the database")?;
-        let sqlite_path = match backend {
-            Backend::Sqlite => {
-                let options = sqlx::sqlite::SqliteConnectOptions::from_str(url)
-                    .context("invalid database URL")?;
-                let path = options.get_filename();
-                (path != Path::new(":memory:")).then(|| Arc::from(path))
-            }
-            Backend::Postgres => None,
-        };
         Ok(Db {
             pool,
             backend,
-            sqlite_path,
+            sqlite_path: sqlite_path(backend, url)?,
             readers: Arc::default(),
             primary,
             created,
@@ -466,6 +411,86 @@ impl Db {
         }
         Db::connect(&sqlite_url(data_dir)).await
     }
+}
+
+impl Backend {
+    /// The database a URL names.
+    fn of_url(url: &str) -> anyhow::Result<Backend> {
+        if url.starts_with("sqlite:") {
+            Ok(Backend::Sqlite)
+        } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            Ok(Backend::Postgres)
+        } else {
+            anyhow::bail!("unsupported database URL: use sqlite://PATH or postgres://…");
+        }
+    }
+}
+
+/// The pool's settings: its size, how long a connection is waited for, and
+/// what every new connection is checked or set with.
+fn pool_options(
+    backend: Backend,
+    acquire_within: Duration,
+    watch: Option<&Arc<primary::Watch>>,
+) -> AnyPoolOptions {
+    let options = AnyPoolOptions::new()
+        .max_connections(if backend == Backend::Sqlite { 8 } else { 16 })
+        .acquire_timeout(acquire_within);
+    match watch {
+        // WAL lets readers run beside the one writer; synchronous=FULL makes
+        // every acknowledged commit survive a power cut.
+        None => options.after_connect(|conn, _| {
+            Box::pin(async move {
+                conn.execute(
+                    "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; \
+                     PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 10000;",
+                )
+                .await?;
+                Ok(())
+            })
+        }),
+        // A new connection must reach the kind of server asked for; one
+        // opened before the pool last switched host may be on the old one.
+        Some(watch) => {
+            let (on_connect, on_acquire) = (watch.clone(), watch.clone());
+            options
+                .after_connect(move |conn, _| {
+                    let watch = on_connect.clone();
+                    Box::pin(async move { watch.check_new(conn).await })
+                })
+                .before_acquire(move |_, meta| {
+                    let keep = !on_acquire.opened_before_switch(meta.age);
+                    Box::pin(async move { Ok(keep) })
+                })
+        }
+    }
+}
+
+/// Starts the task that keeps a PostgreSQL pool on the primary
+/// ([`primary::follow`]), stopped when the last clone of the `Db` is dropped.
+fn follow(pool: &AnyPool, hosts: primary::Hosts, watch: Arc<primary::Watch>) -> Following {
+    let alive = Arc::new(());
+    tokio::spawn(primary::follow(
+        pool.clone(),
+        hosts,
+        watch.clone(),
+        Arc::downgrade(&alive),
+    ));
+    Following {
+        watch,
+        _alive: alive,
+    }
+}
+
+/// The SQLite file a URL names (none in memory, nor on PostgreSQL).
+fn sqlite_path(backend: Backend, url: &str) -> anyhow::Result<Option<Arc<Path>>> {
+    if backend == Backend::Postgres {
+        return Ok(None);
+    }
+    let options =
+        sqlx::sqlite::SqliteConnectOptions::from_str(url).context("invalid database URL")?;
+    let path = options.get_filename();
+    Ok((path != Path::new(":memory:")).then(|| Arc::from(path)))
 }
 
 /// Whether the database already has a schema (its migrations table).

@@ -28,15 +28,7 @@ pub async fn other_accounts(conn: &mut Conn, player_id: i64) -> Result<Vec<Playe
     .bind(player_id)
     .fetch_all(conn)
     .await?;
-    rows.iter()
-        .map(|row| {
-            Ok(Player {
-                id: row.try_get("id")?,
-                username: row.try_get("username")?,
-                account_id: row.try_get("account_id")?,
-            })
-        })
-        .collect()
+    rows.iter().map(super::accounts::player_from_row).collect()
 }
 
 /// Whether `error` is the unique index of one account per person refusing

@@ -15,18 +15,20 @@
 //! ([`fetch_each`]), each group pipelined: a batch then costs a few round
 //! trips whatever its size, and no value is ever written into a text.
 
+mod row;
+
 pub use super::arg::Arg;
 use super::deferred;
-use super::pipe::{self, PgRow, Pipe};
+use super::pipe::Pipe;
 use crate::error::Error;
 use futures_util::future::BoxFuture;
-use rusqlite::types::Value as LiteValue;
+use row::lite_rows;
+pub use row::{Decode, FromRow, Row, RowIndex};
 use sqlx::any::AnyRow;
 use sqlx::pool::PoolConnection;
-use sqlx::{Any, AnyConnection, Column as _, Row as _};
+use sqlx::{Any, AnyConnection};
 use std::borrow::Cow;
 use std::marker::PhantomData;
-use std::sync::Arc;
 
 /// A connection the writer's SQL can run on.
 #[derive(Debug)]
@@ -284,188 +286,6 @@ fn any_query(
         };
     }
     query
-}
-
-/// Runs one statement on the SQLite connection, from its cache of prepared
-/// statements. Parameters are written `$1`, `$2`… as for PostgreSQL and bound
-/// by name, so their order in the text does not matter.
-fn lite_rows(
-    conn: &rusqlite::Connection,
-    sql: &str,
-    args: &[Arg],
-    limit: Option<usize>,
-) -> rusqlite::Result<Vec<Row>> {
-    let mut statement = conn.prepare_cached(sql)?;
-    for index in 1..=statement.parameter_count() {
-        let name = statement.parameter_name(index).unwrap_or("?");
-        let position = name
-            .strip_prefix('$')
-            .and_then(|n| n.parse::<usize>().ok())
-            .filter(|&n| (1..=args.len()).contains(&n))
-            .ok_or_else(|| rusqlite::Error::InvalidParameterName(name.to_owned()))?;
-        statement.raw_bind_parameter(index, &args[position - 1])?;
-    }
-    let count = statement.column_count();
-    let columns: Arc<[String]> = statement
-        .column_names()
-        .into_iter()
-        .map(str::to_owned)
-        .collect();
-    let mut rows = statement.raw_query();
-    let mut out = Vec::new();
-    while let Some(row) = rows.next()? {
-        let mut values = Vec::with_capacity(count);
-        for index in 0..count {
-            values.push(row.get::<_, LiteValue>(index)?);
-        }
-        out.push(Row::Lite {
-            columns: columns.clone(),
-            values,
-        });
-        if limit.is_some_and(|limit| out.len() >= limit) {
-            break;
-        }
-    }
-    Ok(out)
-}
-
-/// A row read by the writer's SQL.
-pub enum Row {
-    Lite {
-        columns: Arc<[String]>,
-        values: Vec<LiteValue>,
-    },
-    Any(AnyRow),
-    /// A row of the writer's PostgreSQL connection.
-    Pg(PgRow),
-}
-
-impl std::fmt::Debug for Row {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Row::Lite { values, .. } => f.debug_tuple("Row").field(values).finish(),
-            Row::Any(row) => f.debug_tuple("Row").field(&row.len()).finish(),
-            Row::Pg(row) => f.debug_tuple("Row").field(&row.len()).finish(),
-        }
-    }
-}
-
-/// A column of a [`Row`], by position or by name.
-pub trait RowIndex: Copy + std::fmt::Display {
-    fn position<'n>(self, names: impl Iterator<Item = &'n str>) -> Option<usize>;
-}
-
-impl RowIndex for usize {
-    fn position<'n>(self, mut names: impl Iterator<Item = &'n str>) -> Option<usize> {
-        names.nth(self).map(|_| self)
-    }
-}
-
-impl RowIndex for &str {
-    fn position<'n>(self, mut names: impl Iterator<Item = &'n str>) -> Option<usize> {
-        names.position(|name| name == self)
-    }
-}
-
-impl Row {
-    pub fn try_get<T: Decode, I: RowIndex>(&self, index: I) -> Result<T, Error> {
-        match self {
-            Row::Lite { columns, values } => {
-                let position = index
-                    .position(columns.iter().map(String::as_str))
-                    .ok_or_else(|| rusqlite::Error::InvalidColumnName(index.to_string()))?;
-                let value = &values[position];
-                T::lite(value).ok_or_else(|| {
-                    Error::Sqlite(rusqlite::Error::InvalidColumnType(
-                        position,
-                        columns[position].clone(),
-                        value.data_type(),
-                    ))
-                })
-            }
-            Row::Any(row) => {
-                let position = index
-                    .position(row.columns().iter().map(|c| c.name()))
-                    .ok_or_else(|| sqlx::Error::ColumnNotFound(index.to_string()))?;
-                Ok(T::any(row, position)?)
-            }
-            Row::Pg(row) => {
-                let position = index
-                    .position(row.columns().iter().map(|c| c.name()))
-                    .ok_or_else(|| sqlx::Error::ColumnNotFound(index.to_string()))?;
-                T::pg(row, position)
-            }
-        }
-    }
-}
-
-/// A Rust value read from a column.
-pub trait Decode: Sized + Send {
-    fn lite(value: &LiteValue) -> Option<Self>;
-    fn any(row: &AnyRow, index: usize) -> Result<Self, sqlx::Error>;
-    fn pg(row: &PgRow, index: usize) -> Result<Self, Error>;
-}
-
-macro_rules! decode {
-    ($ty:ty, $pg:expr, $pattern:pat => $value:expr) => {
-        impl Decode for $ty {
-            fn lite(value: &LiteValue) -> Option<Self> {
-                match value {
-                    $pattern => Some($value),
-                    _ => None,
-                }
-            }
-            fn any(row: &AnyRow, index: usize) -> Result<Self, sqlx::Error> {
-                row.try_get(index)
-            }
-            fn pg(row: &PgRow, index: usize) -> Result<Self, Error> {
-                $pg(row, index)?.ok_or_else(|| {
-                    Error::Database(sqlx::Error::Decode(
-                        format!("column {index} is NULL").into(),
-                    ))
-                })
-            }
-        }
-        impl Decode for Option<$ty> {
-            fn lite(value: &LiteValue) -> Option<Self> {
-                match value {
-                    LiteValue::Null => Some(None),
-                    other => <$ty>::lite(other).map(Some),
-                }
-            }
-            fn any(row: &AnyRow, index: usize) -> Result<Self, sqlx::Error> {
-                row.try_get(index)
-            }
-            fn pg(row: &PgRow, index: usize) -> Result<Self, Error> {
-                $pg(row, index)
-            }
-        }
-    };
-}
-
-decode!(i64, pipe::int, LiteValue::Integer(v) => *v);
-decode!(String, pipe::value::<String>, LiteValue::Text(v) => v.clone());
-decode!(Vec<u8>, pipe::value::<Vec<u8>>, LiteValue::Blob(v) => v.clone());
-
-/// Rows read into tuples, as `query_as`.
-pub trait FromRow: Sized + Send {
-    fn from_row(row: &Row) -> Result<Self, Error>;
-}
-
-impl<A: Decode, B: Decode> FromRow for (A, B) {
-    fn from_row(row: &Row) -> Result<Self, Error> {
-        Ok((row.try_get(0usize)?, row.try_get(1usize)?))
-    }
-}
-
-impl<A: Decode, B: Decode, C: Decode> FromRow for (A, B, C) {
-    fn from_row(row: &Row) -> Result<Self, Error> {
-        Ok((
-            row.try_get(0usize)?,
-            row.try_get(1usize)?,
-            row.try_get(2usize)?,
-        ))
-    }
 }
 
 /// A statement and its arguments.

@@ -35,7 +35,7 @@ fn tresor_graphs() -> Graphs {
 }
 
 #[test]
-fn neither_crate_has_an_import_circle() {
+fn no_crate_has_an_import_circle() {
     let mut found = Vec::new();
     for (name, src) in crates() {
         let graphs = graphs(&read_src(&src));

@@ -11,7 +11,7 @@
 //! resume once space is back.
 //!
 //! Mounting needs root: without it the test says it was skipped, unless
-//! `TRESOR_REQUIRE_TMPFS=1` (as in CI), where it fails instead.
+//! `TRESOR_REQUIRE_ROOT=1` (as in CI), where it fails instead.
 
 use crate::common::{TestApp, TestDb, cookie_client, register_and_deposit};
 use serde_json::{Value, json};
@@ -42,8 +42,8 @@ impl Tmpfs {
             Err(error) => error.to_string(),
         };
         assert!(
-            std::env::var("TRESOR_REQUIRE_TMPFS").as_deref() != Ok("1"),
-            "TRESOR_REQUIRE_TMPFS=1 but a tmpfs cannot be mounted (run as root): {failure}"
+            std::env::var("TRESOR_REQUIRE_ROOT").as_deref() != Ok("1"),
+            "TRESOR_REQUIRE_ROOT=1 but a tmpfs cannot be mounted: {failure}"
         );
         eprintln!("skipped: a tmpfs cannot be mounted (root is needed): {failure}");
         None

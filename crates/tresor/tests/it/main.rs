@@ -65,6 +65,7 @@ mod suspension;
 mod tile_edges;
 mod tlog;
 mod tlog_interop;
+mod transport;
 mod unstaged;
 mod watch;
 mod witness;

@@ -48,7 +48,7 @@ pub fn long_files(files: &[(PathBuf, String)], ceiling: usize) -> Vec<String> {
 }
 
 /// The module a file holds: `a.rs` and `a/mod.rs` hold `a`; `lib.rs` the
-/// root; `None` for the binary's `main.rs`, a crate of its own.
+/// root; `None` for a `main.rs` beside it, a binary crate of its own.
 fn module_of(relative: &Path) -> Option<ModPath> {
     let mut parts: Vec<String> = relative
         .iter()
@@ -368,8 +368,15 @@ fn model(files: &[(PathBuf, String)]) -> Model {
         aliases: BTreeMap::new(),
         named: Vec::new(),
     };
+    // A crate with no `lib.rs` is a binary whose root is its `main.rs`.
+    let binary = !files.iter().any(|(path, _)| path == Path::new("lib.rs"));
     for (path, text) in files {
-        let Some(module) = module_of(path) else {
+        let root = binary && path == Path::new("main.rs");
+        let Some(module) = (if root {
+            Some(Vec::new())
+        } else {
+            module_of(path)
+        }) else {
             continue;
         };
         m.modules.insert(module.clone());

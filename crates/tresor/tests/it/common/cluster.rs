@@ -309,6 +309,11 @@ impl Cluster {
         );
     }
 
+    /// What the server (the standby's, or the primary's) has logged so far.
+    pub fn log_text(&self, standby: bool) -> String {
+        std::fs::read_to_string(self.instance(standby).log()).unwrap_or_default()
+    }
+
     /// The postmaster's process id, from `postmaster.pid`.
     fn postmaster(&self, standby: bool) -> Option<u32> {
         let pid =
