@@ -106,13 +106,13 @@ impl Book<'_> {
 }
 
 pub(super) async fn write(conn: &mut Conn, sqlite: bool, writes: &Writes) -> Result<(), Error> {
-    store::insert_plays(conn, sqlite, &writes.new_plays).await?;
+    store::write(conn, sqlite, &writes.new_plays).await?;
     store::insert_purchase_keys(conn, sqlite, &writes.new_plays).await?;
-    store::update_plays(conn, sqlite, &writes.play_updates).await?;
-    store::insert_transfers(conn, sqlite, &writes.transfers).await?;
-    store::update_accounts(conn, sqlite, &writes.accounts).await?;
-    store::update_blocks(conn, sqlite, &writes.block_updates).await?;
-    store::count_stake_hours(conn, sqlite, &writes.hours).await?;
+    store::write(conn, sqlite, &writes.play_updates).await?;
+    store::write(conn, sqlite, &writes.transfers).await?;
+    store::write(conn, sqlite, &writes.accounts).await?;
+    store::write(conn, sqlite, &writes.block_updates).await?;
+    store::write(conn, sqlite, &writes.hours).await?;
     trail::defer_records(conn, sqlite, &writes.records).await?;
     Ok(())
 }

@@ -16,8 +16,7 @@ pub use keys::{
     purchase_keys_table, read_earlier_purchases,
 };
 pub use write::{
-    AccountUpdate, BlockUpdate, HourCount, NewPlayRow, PlayUpdate, TransferRow, count_stake_hours,
-    insert_plays, insert_transfers, update_accounts, update_blocks, update_plays,
+    AccountUpdate, BlockUpdate, HourCount, NewPlayRow, PlayUpdate, SetRow, TransferRow, write,
 };
 
 use crate::error::Error;

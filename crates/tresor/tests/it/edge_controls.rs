@@ -9,12 +9,12 @@
 //! counters seen) and against the real `tresor serve` (its log read).
 
 use crate::common::opening::{CONSOLE_PASSWORD, base32_decode, console};
-use crate::common::{Harness, cookie_client, describe, free_port, tresor_command};
+use crate::common::{Harness, Server, cookie_client, describe, tresor_command};
 use reqwest::{Client, Method};
 use serde_json::{Value, json};
 use std::io::Write;
-use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Stdio;
+use std::time::Duration;
 
 /// Which listener a request goes to.
 #[derive(Debug, Clone, Copy)]
@@ -211,60 +211,40 @@ on_both!(
     }
 );
 
-/// A real `tresor serve --demo` whose log (stderr, at `info`) is kept in a
-/// file, killed when dropped.
+/// A real `tresor serve --demo` (the harness's [`Server`]) whose log
+/// (stderr, at `info`) is kept in a file, killed when dropped.
 struct LoggedServer {
-    base: String,
-    admin_base: String,
     log: tempfile::NamedTempFile,
-    child: Child,
+    server: Server,
+}
+
+impl std::ops::Deref for LoggedServer {
+    type Target = Server;
+
+    fn deref(&self) -> &Server {
+        &self.server
+    }
 }
 
 impl LoggedServer {
     async fn start(h: &Harness) -> LoggedServer {
-        let (port, admin_port) = (free_port(), free_port());
         let log = tempfile::NamedTempFile::new().unwrap();
         let mut command = tresor_command();
         command
             .env("TRESOR_WRITER", "server")
             // Its "serving" line shows that the log is read at all.
             .env("RUST_LOG", "info,sqlx=warn")
-            .args(["serve", "--demo", "--listen", &format!("127.0.0.1:{port}")])
-            .args(["--admin-listen", &format!("127.0.0.1:{admin_port}")])
+            .args(["serve", "--demo", "--listen", "127.0.0.1:0"])
+            .args(["--admin-listen", "127.0.0.1:0"])
             .args(h.db_args())
-            .stdout(Stdio::null())
             .stderr(log.reopen().unwrap());
         h.env(&mut command);
-        let server = LoggedServer {
-            base: format!("http://127.0.0.1:{port}"),
-            admin_base: format!("http://127.0.0.1:{admin_port}"),
-            log,
-            child: command.spawn().unwrap(),
-        };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while !reqwest::get(format!("{}/healthz", server.base))
-            .await
-            .is_ok_and(|r| r.status().is_success())
-        {
-            assert!(
-                Instant::now() < deadline,
-                "never answered: {}",
-                server.logged()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        server
+        let server = Server::spawn(command).await;
+        LoggedServer { log, server }
     }
 
     fn logged(&self) -> String {
         std::fs::read_to_string(self.log.path()).unwrap()
-    }
-}
-
-impl Drop for LoggedServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

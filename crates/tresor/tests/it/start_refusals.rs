@@ -9,7 +9,7 @@
 //! SQLite file, or an empty one), no key file was made, and a start with
 //! the right settings and another key serves.
 
-use crate::common::{TestDb, describe, free_port, tresor_command};
+use crate::common::{Server, TestDb, describe, tresor_command};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -60,12 +60,11 @@ async fn tables(db: &TestDb) -> i64 {
 }
 
 /// Runs `command` to its end (killed, and the test failed, if it serves).
-fn refused(mut command: Command, listen_port: u16, why: &str) -> String {
+fn refused(mut command: Command, why: &str) -> String {
     let mut child = command.spawn().expect("start tresor serve");
     let deadline = Instant::now() + Duration::from_secs(60);
     while child.try_wait().unwrap().is_none() {
-        let serving = std::net::TcpStream::connect(("127.0.0.1", listen_port)).is_ok();
-        if Instant::now() > deadline || serving && why != "taken" {
+        if Instant::now() > deadline {
             let _ = child.kill();
             let out = child.wait_with_output().unwrap();
             panic!("{why}: tresor serve started: {}", describe(&out));
@@ -73,6 +72,11 @@ fn refused(mut command: Command, listen_port: u16, why: &str) -> String {
         std::thread::sleep(Duration::from_millis(20));
     }
     let out = child.wait_with_output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("is open at"),
+        "{why}: tresor serve started: {}",
+        describe(&out)
+    );
     assert_ne!(out.status.code(), Some(0), "{why}: {}", describe(&out));
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -102,40 +106,43 @@ fn paths() -> Paths {
     }
 }
 
+/// A port the kernel gives: the refused start must never say it is open.
+const ANY_PORT: u16 = 0;
+
 /// Each refusal: why, the players' port, its flags, what the error names.
 fn refusals(p: &Paths, taken_port: u16) -> Vec<(&'static str, u16, Vec<&str>, &'static str)> {
     let mail = ["--mail-outbox", p.outbox.as_str()];
     let with_mail = |more: &[&'static str]| -> Vec<&str> { [&mail[..], more].concat() };
     vec![
-        ("no mail", free_port(), vec![], "--mail-outbox"),
+        ("no mail", ANY_PORT, vec![], "--mail-outbox"),
         (
             "a loose kept folder",
-            free_port(),
+            ANY_PORT,
             [&mail[..], &["--kept-checkpoints", &p.loose]].concat(),
             "--kept-checkpoints",
         ),
         (
             "a file for an outbox",
-            free_port(),
+            ANY_PORT,
             vec!["--mail-outbox", &p.a_file],
             "--mail-outbox",
         ),
         (
             "a witness",
-            free_port(),
+            ANY_PORT,
             with_mail(&["--witness", "nobody+00000000+AAAA"]),
             "--witness",
         ),
         (
             "a public operator's listener",
-            free_port(),
+            ANY_PORT,
             with_mail(&["--admin-listen", "0.0.0.0:0"]),
             "--admin-listen",
         ),
         ("taken", taken_port, mail.to_vec(), "cannot listen on"),
         (
             "a published checkpoint",
-            free_port(),
+            ANY_PORT,
             [&mail[..], &["--published-checkpoint", &p.a_file]].concat(),
             "--published-checkpoint",
         ),
@@ -155,20 +162,19 @@ async fn a_start_refused_for_its_settings_writes_nothing(db: &TestDb) {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     for (why, port, extra, named) in refusals(&p, taken.local_addr().unwrap().port()) {
         let listen = format!("127.0.0.1:{port}");
-        let stderr = refused(serve(db, &p.first_key, &listen, &extra), port, why);
+        let stderr = refused(serve(db, &p.first_key, &listen, &extra), why);
         assert!(stderr.contains(named), "{why}: names {named}: {stderr}");
         assert_nothing_written(db, &p, why).await;
     }
     drop(taken);
     // The log key outside demo mode, which no default makes.
-    let port = free_port();
     let mail = ["--mail-outbox", p.outbox.as_str()];
-    let mut command = serve(db, &p.first_key, &format!("127.0.0.1:{port}"), &mail);
+    let mut command = serve(db, &p.first_key, "127.0.0.1:0", &mail);
     let none = p.root.path().join("none.key").display().to_string();
     command
         .env_remove("TRESOR_LOG_KEY")
         .args(["--log-key", &none]);
-    let stderr = refused(command, port, "no log key");
+    let stderr = refused(command, "no log key");
     assert!(stderr.contains("no log key"), "{stderr}");
     assert_eq!(tables(db).await, 0, "no log key: the database was written");
     assert!(!p.first_key.exists(), "no log key: a key file was made");
@@ -178,26 +184,10 @@ async fn a_start_refused_for_its_settings_writes_nothing(db: &TestDb) {
 /// The right settings and another key: it serves, and makes that key.
 async fn serves_with_another_key(db: &TestDb, p: &Paths) {
     let second_key = p.root.path().join("second.key");
-    let port = free_port();
     let mail = ["--mail-outbox", p.outbox.as_str()];
-    let mut child = serve(db, &second_key, &format!("127.0.0.1:{port}"), &mail)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !reqwest::get(format!("http://127.0.0.1:{port}/healthz"))
-        .await
-        .is_ok_and(|r| r.status().is_success())
-    {
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("a start with mail and another key exited: {status}");
-        }
-        assert!(Instant::now() < deadline, "never answered");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let _ = child.kill();
-    let _ = child.wait();
+    let mut command = serve(db, &second_key, "127.0.0.1:0", &mail);
+    command.stderr(Stdio::null());
+    drop(Server::spawn(command).await);
     assert!(second_key.exists(), "the new database's key was made");
     assert!(!p.first_key.exists());
     assert!(tables(db).await > 0);

@@ -37,9 +37,7 @@ async fn batch(conn: &mut Conn, id: &str) -> Vec<usize> {
         delta_cents: 0,
         stake_hour: None,
     };
-    store::update_accounts(conn, false, &[update])
-        .await
-        .unwrap();
+    store::write(conn, false, &[update]).await.unwrap();
     sql::query("INSERT INTO writer_batches (id, committed_at_ms) VALUES ($1, 0)")
         .bind(id)
         .defer(conn)

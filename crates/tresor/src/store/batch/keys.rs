@@ -88,7 +88,7 @@ pub async fn prune_purchase_keys(conn: &mut Conn) -> Result<(), Error> {
 }
 
 /// Remembers the new plays' idempotency keys ([`earlier_purchases`] reads
-/// them), from the same rows as `insert_plays`, each in the table of its
+/// them), from the same rows as the plays inserted, each in the table of its
 /// purchase's week (one statement a table: two for a batch across a week's end).
 pub async fn insert_purchase_keys(
     conn: &mut Conn,

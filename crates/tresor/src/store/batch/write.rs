@@ -135,10 +135,11 @@ pub struct AccountUpdate {
 /// however many rows), held back until the batch's end. With `changes`,
 /// the table whose rows it must change, one per row, or the batch fails
 /// (`Query::defer_expecting`).
-pub(super) struct SetWrite {
-    pub(super) sql: &'static str,
-    pub(super) columns: &'static [(&'static str, ColumnType)],
-    pub(super) changes: Option<&'static str>,
+#[derive(Debug)]
+pub struct SetWrite {
+    pub sql: &'static str,
+    pub columns: &'static [(&'static str, ColumnType)],
+    pub changes: Option<&'static str>,
 }
 
 impl SetWrite {
@@ -164,192 +165,174 @@ impl SetWrite {
     }
 }
 
-const INSERT_PLAYS: SetWrite = SetWrite {
-    sql: "INSERT INTO plays (id, player_id, block_id, unit_index, stake_cents, level, \
-          prize_cents, throws_made, state, idempotency_key, request_hash, created_at_ms, \
-          finished_at_ms, buy_log_id, buy_idx) \
-          SELECT id, player_id, block_id, unit_index, stake_cents, level, prize_cents, \
-          throws_made, state, idempotency_key, request_hash, created_at_ms, finished_at_ms, \
-          buy_log_id, buy_idx FROM {rows} AS d",
-    columns: &[
-        ("id", Int),
-        ("player_id", Int),
-        ("block_id", Int),
-        ("unit_index", Int),
-        ("stake_cents", Int),
-        ("level", Int),
-        ("prize_cents", Int),
-        ("throws_made", Int),
-        ("state", Text),
-        ("idempotency_key", Text),
-        ("request_hash", Text),
-        ("created_at_ms", Int),
-        ("finished_at_ms", Int),
-        ("buy_log_id", Int),
-        ("buy_idx", Int),
-    ],
-    changes: Some("plays"),
-};
-
-pub async fn insert_plays(conn: &mut Conn, sqlite: bool, rows: &[NewPlayRow]) -> Result<(), Error> {
-    INSERT_PLAYS.run(conn, sqlite, rows, |row| row).await
+/// A row the batch writes: the statement that writes rows of its kind and
+/// the tuple of its values, in the order of that statement's columns.
+pub trait SetRow {
+    const WRITE: SetWrite;
+    fn values(&self) -> impl Serialize + '_;
 }
 
-const UPDATE_PLAYS: SetWrite = SetWrite {
-    sql: "UPDATE plays SET throws_made = d.throws_made, state = d.state, \
-          finished_at_ms = d.finished_at_ms FROM {rows} AS d \
-          WHERE plays.id = d.id AND plays.throws_made = d.throws_before \
-          AND plays.state = 'in_progress'",
-    columns: &[
-        ("id", Int),
-        ("throws_before", Int),
-        ("throws_made", Int),
-        ("state", Text),
-        ("finished_at_ms", Int),
-    ],
-    changes: Some("plays"),
-};
-
-pub async fn update_plays(conn: &mut Conn, sqlite: bool, rows: &[PlayUpdate]) -> Result<(), Error> {
-    UPDATE_PLAYS
-        .run(conn, sqlite, rows, |u| {
-            (
-                u.id,
-                u.throws_before,
-                u.throws_made,
-                u.state,
-                u.finished_at_ms,
-            )
-        })
-        .await
+/// Writes the batch's `rows` of one kind, in one statement held back until
+/// the batch's end (nothing when there are none).
+pub async fn write<T: SetRow>(conn: &mut Conn, sqlite: bool, rows: &[T]) -> Result<(), Error> {
+    T::WRITE.run(conn, sqlite, rows, T::values).await
 }
 
-const INSERT_TRANSFERS: SetWrite = SetWrite {
-    sql: "INSERT INTO transfers (debit_account_id, credit_account_id, amount_cents, kind, \
-          play_id, created_at_ms) SELECT debit_account_id, credit_account_id, amount_cents, \
-          kind, play_id, created_at_ms FROM {rows} AS d",
-    columns: &[
-        ("debit_account_id", Int),
-        ("credit_account_id", Int),
-        ("amount_cents", Int),
-        ("kind", Text),
-        ("play_id", Int),
-        ("created_at_ms", Int),
-    ],
-    changes: None,
-};
+impl SetRow for NewPlayRow {
+    const WRITE: SetWrite = SetWrite {
+        sql: "INSERT INTO plays (id, player_id, block_id, unit_index, stake_cents, level, \
+              prize_cents, throws_made, state, idempotency_key, request_hash, created_at_ms, \
+              finished_at_ms, buy_log_id, buy_idx) \
+              SELECT id, player_id, block_id, unit_index, stake_cents, level, prize_cents, \
+              throws_made, state, idempotency_key, request_hash, created_at_ms, finished_at_ms, \
+              buy_log_id, buy_idx FROM {rows} AS d",
+        columns: &[
+            ("id", Int),
+            ("player_id", Int),
+            ("block_id", Int),
+            ("unit_index", Int),
+            ("stake_cents", Int),
+            ("level", Int),
+            ("prize_cents", Int),
+            ("throws_made", Int),
+            ("state", Text),
+            ("idempotency_key", Text),
+            ("request_hash", Text),
+            ("created_at_ms", Int),
+            ("finished_at_ms", Int),
+            ("buy_log_id", Int),
+            ("buy_idx", Int),
+        ],
+        changes: Some("plays"),
+    };
 
-pub async fn insert_transfers(
-    conn: &mut Conn,
-    sqlite: bool,
-    rows: &[TransferRow],
-) -> Result<(), Error> {
-    INSERT_TRANSFERS
-        .run(conn, sqlite, rows, |t| {
-            let TransferRow {
-                debit_account_id,
-                credit_account_id,
-                amount_cents,
-                kind,
-                play_id,
-                created_at_ms,
-            } = t;
-            (
-                debit_account_id,
-                credit_account_id,
-                amount_cents,
-                kind,
-                play_id,
-                created_at_ms,
-            )
-        })
-        .await
+    fn values(&self) -> impl Serialize + '_ {
+        self
+    }
 }
 
-const UPDATE_ACCOUNTS: SetWrite = SetWrite {
-    sql: "UPDATE accounts SET balance_cents = accounts.balance_cents + d.delta, \
-          stake_hour_ms = COALESCE(d.hour_ms, accounts.stake_hour_ms), \
-          stake_hour_cents = COALESCE(d.hour_cents, accounts.stake_hour_cents) \
-          FROM {rows} AS d WHERE accounts.id = d.id",
-    columns: &[
-        ("id", Int),
-        ("delta", Int),
-        ("hour_ms", Int),
-        ("hour_cents", Int),
-    ],
-    changes: Some("accounts"),
-};
+/// A play's throws and state, checked against what the batch read.
+impl SetRow for PlayUpdate {
+    const WRITE: SetWrite = SetWrite {
+        sql: "UPDATE plays SET throws_made = d.throws_made, state = d.state, \
+              finished_at_ms = d.finished_at_ms FROM {rows} AS d \
+              WHERE plays.id = d.id AND plays.throws_made = d.throws_before \
+              AND plays.state = 'in_progress'",
+        columns: &[
+            ("id", Int),
+            ("throws_before", Int),
+            ("throws_made", Int),
+            ("state", Text),
+            ("finished_at_ms", Int),
+        ],
+        changes: Some("plays"),
+    };
+
+    fn values(&self) -> impl Serialize + '_ {
+        let u = self;
+        (
+            u.id,
+            u.throws_before,
+            u.throws_made,
+            u.state,
+            u.finished_at_ms,
+        )
+    }
+}
+
+impl SetRow for TransferRow {
+    const WRITE: SetWrite = SetWrite {
+        sql: "INSERT INTO transfers (debit_account_id, credit_account_id, amount_cents, kind, \
+              play_id, created_at_ms) SELECT debit_account_id, credit_account_id, \
+              amount_cents, kind, play_id, created_at_ms FROM {rows} AS d",
+        columns: &[
+            ("debit_account_id", Int),
+            ("credit_account_id", Int),
+            ("amount_cents", Int),
+            ("kind", Text),
+            ("play_id", Int),
+            ("created_at_ms", Int),
+        ],
+        changes: None,
+    };
+
+    fn values(&self) -> impl Serialize + '_ {
+        let t = self;
+        let (debit, credit) = (t.debit_account_id, t.credit_account_id);
+        (
+            debit,
+            credit,
+            t.amount_cents,
+            t.kind,
+            t.play_id,
+            t.created_at_ms,
+        )
+    }
+}
 
 /// Adds each delta to its account's balance and sets the buyers' hours of
 /// stakes, in one statement. A player's balance below zero is refused by
 /// the `CHECK` (the batch checked it before).
-pub async fn update_accounts(
-    conn: &mut Conn,
-    sqlite: bool,
-    rows: &[AccountUpdate],
-) -> Result<(), Error> {
-    UPDATE_ACCOUNTS
-        .run(conn, sqlite, rows, |a| {
-            let hour = a.stake_hour;
-            (
-                a.id,
-                a.delta_cents,
-                hour.map(|(h, _)| h),
-                hour.map(|(_, c)| c),
-            )
-        })
-        .await
-}
+impl SetRow for AccountUpdate {
+    const WRITE: SetWrite = SetWrite {
+        sql: "UPDATE accounts SET balance_cents = accounts.balance_cents + d.delta, \
+              stake_hour_ms = COALESCE(d.hour_ms, accounts.stake_hour_ms), \
+              stake_hour_cents = COALESCE(d.hour_cents, accounts.stake_hour_cents) \
+              FROM {rows} AS d WHERE accounts.id = d.id",
+        columns: &[
+            ("id", Int),
+            ("delta", Int),
+            ("hour_ms", Int),
+            ("hour_cents", Int),
+        ],
+        changes: Some("accounts"),
+    };
 
-const UPDATE_BLOCKS: SetWrite = SetWrite {
-    sql: "UPDATE blocks SET units_sold = d.units_sold, \
-          state = CASE WHEN d.sold_out_at_ms IS NULL THEN blocks.state ELSE 'sold_out' END, \
-          published_at_ms = COALESCE(d.sold_out_at_ms, blocks.published_at_ms) \
-          FROM {rows} AS d WHERE blocks.id = d.id \
-          AND blocks.units_sold = d.units_sold_before AND blocks.state = 'open'",
-    columns: &[
-        ("id", Int),
-        ("units_sold_before", Int),
-        ("units_sold", Int),
-        ("sold_out_at_ms", Int),
-    ],
-    changes: Some("blocks"),
-};
+    fn values(&self) -> impl Serialize + '_ {
+        let hour = self.stake_hour;
+        let (hour_ms, hour_cents) = (hour.map(|(h, _)| h), hour.map(|(_, c)| c));
+        (self.id, self.delta_cents, hour_ms, hour_cents)
+    }
+}
 
 /// Moves the blocks' counts of units sold; a block that sold its last unit
 /// becomes sold out and its secret published.
-pub async fn update_blocks(
-    conn: &mut Conn,
-    sqlite: bool,
-    rows: &[BlockUpdate],
-) -> Result<(), Error> {
-    UPDATE_BLOCKS
-        .run(conn, sqlite, rows, |b| {
-            (b.id, b.units_sold_before, b.units_sold, b.sold_out_at_ms)
-        })
-        .await
-}
+impl SetRow for BlockUpdate {
+    const WRITE: SetWrite = SetWrite {
+        sql: "UPDATE blocks SET units_sold = d.units_sold, \
+              state = CASE WHEN d.sold_out_at_ms IS NULL THEN blocks.state ELSE 'sold_out' END, \
+              published_at_ms = COALESCE(d.sold_out_at_ms, blocks.published_at_ms) \
+              FROM {rows} AS d WHERE blocks.id = d.id \
+              AND blocks.units_sold = d.units_sold_before AND blocks.state = 'open'",
+        columns: &[
+            ("id", Int),
+            ("units_sold_before", Int),
+            ("units_sold", Int),
+            ("sold_out_at_ms", Int),
+        ],
+        changes: Some("blocks"),
+    };
 
-// `WHERE true` tells SQLite's parser that ON CONFLICT is not a join's.
-const COUNT_STAKE_HOURS: SetWrite = SetWrite {
-    sql: "INSERT INTO movement_hours (player_id, kind, hour_ms, amount_cents) \
-          SELECT player_id, 'stake', hour_ms, amount_cents FROM {rows} AS d WHERE true \
-          ON CONFLICT (player_id, kind, hour_ms) \
-          DO UPDATE SET amount_cents = movement_hours.amount_cents + excluded.amount_cents",
-    columns: &[("player_id", Int), ("hour_ms", Int), ("amount_cents", Int)],
-    changes: None,
-};
+    fn values(&self) -> impl Serialize + '_ {
+        let b = self;
+        (b.id, b.units_sold_before, b.units_sold, b.sold_out_at_ms)
+    }
+}
 
 /// Counts stakes in the players' hours (the 7-day caps read them): the
 /// hours a buyer's account row held before a stake of another hour.
-pub async fn count_stake_hours(
-    conn: &mut Conn,
-    sqlite: bool,
-    rows: &[HourCount],
-) -> Result<(), Error> {
-    COUNT_STAKE_HOURS
-        .run(conn, sqlite, rows, |h| {
-            (h.player_id, h.hour_ms, h.amount_cents)
-        })
-        .await
+/// `WHERE true` tells SQLite's parser that ON CONFLICT is not a join's.
+impl SetRow for HourCount {
+    const WRITE: SetWrite = SetWrite {
+        sql: "INSERT INTO movement_hours (player_id, kind, hour_ms, amount_cents) \
+              SELECT player_id, 'stake', hour_ms, amount_cents FROM {rows} AS d WHERE true \
+              ON CONFLICT (player_id, kind, hour_ms) \
+              DO UPDATE SET amount_cents = movement_hours.amount_cents + excluded.amount_cents",
+        columns: &[("player_id", Int), ("hour_ms", Int), ("amount_cents", Int)],
+        changes: None,
+    };
+
+    fn values(&self) -> impl Serialize + '_ {
+        (self.player_id, self.hour_ms, self.amount_cents)
+    }
 }
