@@ -18,7 +18,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Metric, Registry};
 use std::time::Duration;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -84,110 +84,117 @@ fn latency_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.000_05, 2.0, 18))
 }
 
+/// Each metric's help, by its name (after the registry's prefix `tresor_`):
+/// what `docs/ops/README.md` explains at length.
+const HELP: &[(&str, &str)] = &[
+    ("purchases", "Units bought"),
+    ("throws", "Throws revealed"),
+    ("wins_paid_cents", "Prizes credited to players, in cents"),
+    (
+        "failed_logins",
+        "Players' logins refused, by outcome: invalid_credentials, rate_limited",
+    ),
+    (
+        "console_code_failures",
+        "Wrong TOTP codes given at the console's login",
+    ),
+    (
+        "ready",
+        "1 when /readyz answered ready at its last reading, else 0",
+    ),
+    (
+        "sales_open",
+        "1 when units can be bought now (an open block, the opening time passed), else 0",
+    ),
+    ("http_request_duration_seconds", "HTTP request latency"),
+    ("writer_batch_size", "Requests per committed batch"),
+    (
+        "writer_batch_retries",
+        "Batches that failed before committing and ran again request by request",
+    ),
+    (
+        "writer_dropped",
+        "Requests dropped before running because their caller was gone",
+    ),
+    (
+        "writer_commits_resolved",
+        "COMMITs whose answer was lost and that were found committed",
+    ),
+    ("writer_queue_depth", "Requests waiting for the writer now"),
+    (
+        "writer_batch_seconds",
+        "Seconds a committed batch took, from BEGIN to its COMMIT answered",
+    ),
+    (
+        "writer_over_budget",
+        "Requests answered unavailable at the outage budget, still waiting for the writer",
+    ),
+    (
+        "writer_restarts",
+        "Times the writer was started again after a panic or a failed start",
+    ),
+];
+
+/// Registers `metric` as `name`, with its help from [`HELP`]: the one place
+/// a metric is registered.
+fn register(registry: &mut Registry, name: &'static str, metric: impl Metric) {
+    let help = HELP
+        .iter()
+        .find(|(known, _)| *known == name)
+        .map(|(_, help)| *help)
+        .unwrap_or_else(|| panic!("the metric {name} has its help in HELP"));
+    registry.register(name, help, metric);
+}
+
 impl Metrics {
     pub fn new(writer: &WriterStats) -> Metrics {
         let mut registry = Registry::with_prefix("tresor");
-        let purchases = Counter::default();
-        let throws = Counter::default();
-        let wins_paid_cents = Counter::default();
-        let requests: LatencyFamily = Family::new_with_constructor(latency_histogram);
         let failed_logins = Family::<LoginLabels, Counter>::default();
-        let failed_logins_invalid = failed_logins
-            .get_or_create(&LoginLabels {
-                outcome: "invalid_credentials",
-            })
-            .clone();
-        let failed_logins_rate_limited = failed_logins
-            .get_or_create(&LoginLabels {
-                outcome: "rate_limited",
-            })
-            .clone();
-        let console_code_failures = Counter::default();
-        let ready = Gauge::default();
-        let sales_open = Gauge::default();
-        registry.register("purchases", "Units bought", purchases.clone());
-        registry.register("throws", "Throws revealed", throws.clone());
-        registry.register(
-            "wins_paid_cents",
-            "Prizes credited to players, in cents",
-            wins_paid_cents.clone(),
-        );
-        registry.register(
-            "failed_logins",
-            "Players' logins refused, by outcome: invalid_credentials, rate_limited",
-            failed_logins,
-        );
-        registry.register(
+        let failed_login = |outcome| {
+            failed_logins
+                .get_or_create(&LoginLabels { outcome })
+                .clone()
+        };
+        let metrics = Metrics {
+            purchases: Counter::default(),
+            throws: Counter::default(),
+            wins_paid_cents: Counter::default(),
+            failed_logins_invalid: failed_login("invalid_credentials"),
+            failed_logins_rate_limited: failed_login("rate_limited"),
+            console_code_failures: Counter::default(),
+            ready: Gauge::default(),
+            sales_open: Gauge::default(),
+            requests: Family::new_with_constructor(latency_histogram),
+            registry: Registry::default(),
+        };
+        let r = &mut registry;
+        register(r, "purchases", metrics.purchases.clone());
+        register(r, "throws", metrics.throws.clone());
+        register(r, "wins_paid_cents", metrics.wins_paid_cents.clone());
+        register(r, "failed_logins", failed_logins);
+        register(
+            r,
             "console_code_failures",
-            "Wrong TOTP codes given at the console's login",
-            console_code_failures.clone(),
+            metrics.console_code_failures.clone(),
         );
-        registry.register(
-            "ready",
-            "1 when /readyz answered ready at its last reading, else 0",
-            ready.clone(),
-        );
-        registry.register(
-            "sales_open",
-            "1 when units can be bought now (an open block, the opening time passed), else 0",
-            sales_open.clone(),
-        );
-        registry.register(
-            "http_request_duration_seconds",
-            "HTTP request latency",
-            requests.clone(),
-        );
-        registry.register(
-            "writer_batch_size",
-            "Requests per committed batch",
-            writer.batch_size.clone(),
-        );
-        registry.register(
-            "writer_batch_retries",
-            "Batches that failed before committing and ran again request by request",
-            writer.batch_retries.clone(),
-        );
-        registry.register(
-            "writer_dropped",
-            "Requests dropped before running because their caller was gone",
-            writer.dropped.clone(),
-        );
-        registry.register(
+        register(r, "ready", metrics.ready.clone());
+        register(r, "sales_open", metrics.sales_open.clone());
+        register(r, "http_request_duration_seconds", metrics.requests.clone());
+        register(r, "writer_batch_size", writer.batch_size.clone());
+        register(r, "writer_batch_retries", writer.batch_retries.clone());
+        register(r, "writer_dropped", writer.dropped.clone());
+        register(
+            r,
             "writer_commits_resolved",
-            "COMMITs whose answer was lost and that were found committed",
             writer.commits_resolved.clone(),
         );
-        registry.register(
-            "writer_queue_depth",
-            "Requests waiting for the writer now",
-            writer.queue_depth.clone(),
-        );
-        registry.register(
-            "writer_batch_seconds",
-            "Seconds a committed batch took, from BEGIN to its COMMIT answered",
-            writer.batch_seconds.clone(),
-        );
-        registry.register(
-            "writer_over_budget",
-            "Requests answered unavailable at the outage budget, still waiting for the writer",
-            writer.over_budget.clone(),
-        );
-        registry.register(
-            "writer_restarts",
-            "Times the writer was started again after a panic or a failed start",
-            writer.restarts.clone(),
-        );
+        register(r, "writer_queue_depth", writer.queue_depth.clone());
+        register(r, "writer_batch_seconds", writer.batch_seconds.clone());
+        register(r, "writer_over_budget", writer.over_budget.clone());
+        register(r, "writer_restarts", writer.restarts.clone());
         Metrics {
             registry,
-            purchases,
-            throws,
-            wins_paid_cents,
-            failed_logins_invalid,
-            failed_logins_rate_limited,
-            console_code_failures,
-            ready,
-            sales_open,
-            requests,
+            ..metrics
         }
     }
 
@@ -245,5 +252,23 @@ impl Metrics {
         prometheus_client::encoding::text::encode(&mut text, &self.registry)
             .expect("writing to a String");
         text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_metric_with_a_help_is_exported_once() {
+        let metrics = Metrics::new(&WriterStats::default());
+        // A family is shown once it has a series.
+        metrics.observe_request(&axum::http::Method::GET, "/", 200, Duration::ZERO);
+        let text = metrics.render();
+        for (name, help) in HELP {
+            let line = format!("# HELP tresor_{name} {help}.");
+            assert_eq!(text.matches(&line).count(), 1, "{line}\n{text}");
+        }
+        assert_eq!(text.matches("# HELP ").count(), HELP.len(), "{text}");
     }
 }

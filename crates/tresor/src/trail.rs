@@ -19,6 +19,7 @@ pub mod audit;
 pub mod leaf;
 pub mod log;
 pub mod receipt;
+mod replay;
 pub mod retired;
 pub mod search;
 pub mod tiles;

@@ -116,13 +116,10 @@ fn digest(path: &Path) -> anyhow::Result<(String, u64)> {
     Ok((sha, bytes))
 }
 
-/// Restores `request.from` into `request.data`; `progress(done, total)` in
-/// bytes while it unpacks, then in trail records while it verifies.
-pub async fn restore(
-    request: &Request,
-    mut progress: impl FnMut(&str, u64, u64),
-) -> anyhow::Result<Restored> {
-    check_destination(&request.data)?;
+/// The backup's manifest read and checked against what the operator
+/// expects (installation, published checkpoint), and its packed file's
+/// checksum: the manifest and that file.
+fn checked_backup(request: &Request) -> anyhow::Result<(Manifest, PathBuf)> {
     let (dir, manifest) = Manifest::read(&request.from).map_err(|e| Refused(format!("{e:#}")))?;
     if let Some(expected) = &request.installation
         && expected != &manifest.installation
@@ -159,49 +156,55 @@ pub async fn restore(
         ));
     }
 
-    // From here on, writes go to a hidden folder beside the destination,
-    // removed on any refusal.
-    let data = std::path::absolute(&request.data)?;
-    let name = data
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "data".to_owned());
-    let mut scratch = Scratch {
-        path: data.with_file_name(format!(".{name}.restoring-{}", std::process::id())),
-        keep: false,
-    };
-    let _ = std::fs::remove_dir_all(&scratch.path);
-    private_dir(&scratch.path)?;
-    let file = scratch.path.join("tresor.db");
-    {
-        let mut output = Hashing::new(std::io::BufWriter::new(private_file(&file)?));
-        let mut input = flate2::read::GzDecoder::new(std::fs::File::open(&packed)?);
-        let mut buffer = vec![0u8; 1 << 20];
-        loop {
-            let n = match input.read(&mut buffer) {
-                Ok(n) => n,
-                Err(error) => return refuse(format!("the backup does not unpack: {error}")),
-            };
-            if n == 0 {
-                break;
-            }
-            output.write_all(&buffer[..n])?;
-            progress("unpacking", output.bytes, manifest.database_bytes);
+    Ok((manifest, packed))
+}
+
+/// Unpacks `packed` into `file`, checked against the manifest.
+fn unpack(
+    packed: &Path,
+    file: &Path,
+    manifest: &Manifest,
+    progress: &mut impl FnMut(&str, u64, u64),
+) -> anyhow::Result<()> {
+    let mut output = Hashing::new(std::io::BufWriter::new(private_file(file)?));
+    let mut input = flate2::read::GzDecoder::new(std::fs::File::open(packed)?);
+    let mut buffer = vec![0u8; 1 << 20];
+    loop {
+        let n = match input.read(&mut buffer) {
+            Ok(n) => n,
+            Err(error) => return refuse(format!("the backup does not unpack: {error}")),
+        };
+        if n == 0 {
+            break;
         }
-        let (writer, sha, bytes) = output.finish();
-        writer
-            .into_inner()
-            .map_err(|e| e.into_error())?
-            .sync_all()?;
-        if bytes != manifest.database_bytes || sha != manifest.database_sha256 {
-            return refuse(format!(
-                "the unpacked database has {bytes} bytes and SHA-256 {sha}, its manifest says {} \
-                 bytes and {} (altered)",
-                manifest.database_bytes, manifest.database_sha256
-            ));
-        }
+        output.write_all(&buffer[..n])?;
+        progress("unpacking", output.bytes, manifest.database_bytes);
     }
-    let facts = file_facts(&file).map_err(|e| Refused(format!("not a tresor database: {e:#}")))?;
+    let (writer, sha, bytes) = output.finish();
+    writer
+        .into_inner()
+        .map_err(|e| e.into_error())?
+        .sync_all()?;
+    if bytes != manifest.database_bytes || sha != manifest.database_sha256 {
+        return refuse(format!(
+            "the unpacked database has {bytes} bytes and SHA-256 {sha}, its manifest says {} \
+             bytes and {} (altered)",
+            manifest.database_bytes, manifest.database_sha256
+        ));
+    }
+
+    Ok(())
+}
+
+/// The restored database opened: of the backup's installation, its key the
+/// one its secrets were sealed with, the log key listed.
+async fn open_restored(
+    request: &Request,
+    folder: &Path,
+    file: &Path,
+    manifest: &Manifest,
+) -> anyhow::Result<Db> {
+    let facts = file_facts(file).map_err(|e| Refused(format!("not a tresor database: {e:#}")))?;
     if facts.installation != manifest.installation {
         return refuse(format!(
             "the database inside is of installation {}, its manifest says {} (altered)",
@@ -227,7 +230,7 @@ pub async fn restore(
                 .to_owned(),
         )
     })?;
-    let db = Db::open_data_dir(&scratch.path)
+    let db = Db::open_data_dir(folder)
         .await
         .map_err(|e| Refused(format!("the restored database does not open: {e:#}")))?
         .with_secrets_key(key)
@@ -237,14 +240,16 @@ pub async fn restore(
     db.register_log_key(crate::clock::Clock::now_ms(&SystemClock))
         .await
         .map_err(|e| Refused(format!("{e:#}")))?;
-    let consistent = consistency::check(&db.pool, |n| progress("verifying", n, 0))
-        .await
-        .map_err(|e| Refused(format!("the restored database fails its checks: {e:#}")))?;
-    let service = Service::new(db, Arc::new(SystemClock), Settings::default());
-    service
-        .open_secrets()
-        .await
-        .map_err(|e| Refused(format!("the block secrets do not open: {e:#}")))?;
+    Ok(db)
+}
+
+/// The restore recorded in the trail, compared with the published
+/// checkpoint; sales held when it is behind or when none was given: why.
+async fn record(
+    service: &Service,
+    request: &Request,
+    manifest: &Manifest,
+) -> anyhow::Result<Option<String>> {
     let (standing, held) = match &request.published {
         Some(published) => {
             let standing = checkpoint::standing(&service.db.pool, published).await?;
@@ -277,6 +282,42 @@ pub async fn restore(
             )
             .await?;
     }
+    Ok(held)
+}
+
+/// Restores `request.from` into `request.data`; `progress(done, total)` in
+/// bytes while it unpacks, then in trail records while it verifies.
+pub async fn restore(
+    request: &Request,
+    mut progress: impl FnMut(&str, u64, u64),
+) -> anyhow::Result<Restored> {
+    check_destination(&request.data)?;
+    let (manifest, packed) = checked_backup(request)?;
+    // From here on, writes go to a hidden folder beside the destination,
+    // removed on any refusal.
+    let data = std::path::absolute(&request.data)?;
+    let name = data
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "data".to_owned());
+    let mut scratch = Scratch {
+        path: data.with_file_name(format!(".{name}.restoring-{}", std::process::id())),
+        keep: false,
+    };
+    let _ = std::fs::remove_dir_all(&scratch.path);
+    private_dir(&scratch.path)?;
+    let file = scratch.path.join("tresor.db");
+    unpack(&packed, &file, &manifest, &mut progress)?;
+    let db = open_restored(request, &scratch.path, &file, &manifest).await?;
+    let consistent = consistency::check(&db.pool, |n| progress("verifying", n, 0))
+        .await
+        .map_err(|e| Refused(format!("the restored database fails its checks: {e:#}")))?;
+    let service = Service::new(db, Arc::new(SystemClock), Settings::default());
+    service
+        .open_secrets()
+        .await
+        .map_err(|e| Refused(format!("the block secrets do not open: {e:#}")))?;
+    let held = record(&service, request, &manifest).await?;
     drop(service);
     std::fs::rename(&scratch.path, &data)
         .with_context(|| format!("cannot move the restored database into {}", data.display()))?;

@@ -315,101 +315,111 @@ pub(super) async fn service(db: &DbArgs) -> anyhow::Result<Service> {
 pub async fn run_account(command: AccountCommand) -> anyhow::Result<()> {
     match command {
         AccountCommand::List { status, json, db } => {
-            let status = match status.as_deref() {
-                None => None,
-                Some("provisional") => Some(Status::Provisional),
-                Some("verified") => Some(Status::Verified),
-                Some("closed") => Some(Status::Closed),
-                Some(other) => {
-                    return Err(Usage(format!(
-                        "--status: provisional, verified or closed, not {other}"
-                    ))
-                    .into());
-                }
-            };
-            let accounts = service(&db).await?.list_accounts(status).await?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&accounts)?);
-            } else {
-                println!(
-                    "{:>6}  {:<20} {:<12} {:<8} {:<6} {:<20} {:<20} iban",
-                    "id", "username", "status", "identity", "banned", "opened", "iban given"
-                );
-                for a in &accounts {
-                    println!(
-                        "{:>6}  {:<20} {:<12} {:<8} {:<6} {:<20} {:<20} {}{}{}",
-                        a.player_id,
-                        a.username,
-                        a.status,
-                        if a.has_identity { "yes" } else { "no" },
-                        if a.banned { "yes" } else { "no" },
-                        &rfc3339(a.opened_at_ms)[..19],
-                        a.iban_set_at_ms
-                            .map_or("-".to_owned(), |t| rfc3339(t)[..19].to_owned()),
-                        a.iban.as_deref().unwrap_or("-"),
-                        if a.iban_changes > 0 {
-                            format!("  (changed {} time(s))", a.iban_changes)
-                        } else {
-                            String::new()
-                        },
-                        a.duplicate_of.map_or(String::new(), |first| format!(
-                            "  (second account of player {first})"
-                        )),
-                    );
-                }
-            }
+            list_accounts(status.as_deref(), json, &db).await
         }
-        AccountCommand::Verify { username, iban, db } => {
-            let reviewed = Iban::parse(&iban).map_err(|e| Usage(format!("--{e}")))?;
-            let service = service(&db).await?;
-            let player = service
-                .player_by_username(&username)
-                .await
-                .map_err(|_| Usage(format!("no player named {username}")))?;
-            service
-                .verify_account(&player, &reviewed)
-                .await
-                .map_err(refusal)?;
-            println!(
-                "{} is verified: withdrawals are open, and staking has no deadline",
-                player.username
-            );
-        }
+        AccountCommand::Verify { username, iban, db } => verify(&username, &iban, &db).await,
         AccountCommand::Suspend {
             username,
             reason,
             db,
-        } => {
-            let service = service(&db).await?;
-            let player = service
-                .player_by_username(&username)
-                .await
-                .map_err(|_| Usage(format!("no player named {username}")))?;
-            service
-                .suspend_account(Actor::Operator, &player, &reason)
-                .await
-                .map_err(refusal)?;
-            println!(
-                "{} is suspended: sessions ended; stakes and deposits refused, withdrawals held; logins read only",
-                player.username
-            );
-        }
+        } => suspend(&username, &reason, &db, true).await,
         AccountCommand::Unsuspend {
             username,
             reason,
             db,
-        } => {
-            let service = service(&db).await?;
-            let player = service
-                .player_by_username(&username)
-                .await
-                .map_err(|_| Usage(format!("no player named {username}")))?;
-            service
-                .unsuspend_account(Actor::Operator, &player, &reason)
-                .await
-                .map_err(refusal)?;
-            println!("{} is no longer suspended", player.username);
+        } => suspend(&username, &reason, &db, false).await,
+    }
+}
+
+/// `tresor account list [--status S] [--json]`.
+async fn list_accounts(status: Option<&str>, json: bool, db: &DbArgs) -> anyhow::Result<()> {
+    let status = match status {
+        None => None,
+        Some("provisional") => Some(Status::Provisional),
+        Some("verified") => Some(Status::Verified),
+        Some("closed") => Some(Status::Closed),
+        Some(other) => {
+            return Err(Usage(format!(
+                "--status: provisional, verified or closed, not {other}"
+            ))
+            .into());
         }
+    };
+    let accounts = service(db).await?.list_accounts(status).await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&accounts)?);
+        return Ok(());
+    }
+    println!(
+        "{:>6}  {:<20} {:<12} {:<8} {:<6} {:<20} {:<20} iban",
+        "id", "username", "status", "identity", "banned", "opened", "iban given"
+    );
+    for a in &accounts {
+        println!(
+            "{:>6}  {:<20} {:<12} {:<8} {:<6} {:<20} {:<20} {}{}{}",
+            a.player_id,
+            a.username,
+            a.status,
+            if a.has_identity { "yes" } else { "no" },
+            if a.banned { "yes" } else { "no" },
+            &rfc3339(a.opened_at_ms)[..19],
+            a.iban_set_at_ms
+                .map_or("-".to_owned(), |t| rfc3339(t)[..19].to_owned()),
+            a.iban.as_deref().unwrap_or("-"),
+            if a.iban_changes > 0 {
+                format!("  (changed {} time(s))", a.iban_changes)
+            } else {
+                String::new()
+            },
+            a.duplicate_of.map_or(String::new(), |first| format!(
+                "  (second account of player {first})"
+            )),
+        );
+    }
+    Ok(())
+}
+
+/// `tresor account verify --username U --iban I`: the IBAN reviewed.
+async fn verify(username: &str, iban: &str, db: &DbArgs) -> anyhow::Result<()> {
+    let reviewed = Iban::parse(iban).map_err(|e| Usage(format!("--{e}")))?;
+    let service = service(db).await?;
+    let player = service
+        .player_by_username(username)
+        .await
+        .map_err(|_| Usage(format!("no player named {username}")))?;
+    service
+        .verify_account(&player, &reviewed)
+        .await
+        .map_err(refusal)?;
+    println!(
+        "{} is verified: withdrawals are open, and staking has no deadline",
+        player.username
+    );
+    Ok(())
+}
+
+/// `tresor account suspend|unsuspend --username U --reason R`.
+async fn suspend(username: &str, reason: &str, db: &DbArgs, suspend: bool) -> anyhow::Result<()> {
+    let service = service(db).await?;
+    let player = service
+        .player_by_username(username)
+        .await
+        .map_err(|_| Usage(format!("no player named {username}")))?;
+    if suspend {
+        service
+            .suspend_account(Actor::Operator, &player, reason)
+            .await
+            .map_err(refusal)?;
+        println!(
+            "{} is suspended: sessions ended; stakes and deposits refused, withdrawals held; logins read only",
+            player.username
+        );
+    } else {
+        service
+            .unsuspend_account(Actor::Operator, &player, reason)
+            .await
+            .map_err(refusal)?;
+        println!("{} is no longer suspended", player.username);
     }
     Ok(())
 }

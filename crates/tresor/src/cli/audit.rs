@@ -132,128 +132,140 @@ pub async fn run_audit(command: AuditCommand) -> anyhow::Result<()> {
             key,
             checkpoint,
             db,
-        } => {
-            let mut trust = trail::Trust {
-                key,
-                checkpoints: Vec::new(),
-            };
-            let mut heads = Vec::new();
-            for path in &checkpoint {
-                match Published::read_from(path, true)
-                    .map_err(|e| Usage(format!("--checkpoint: {e}")))?
-                {
-                    Published::Signed(signed) => {
-                        trust.checkpoints.extend(signed.into_iter().map(|s| s.note))
-                    }
-                    head @ Published::Head(_) => heads.push(head),
-                }
+        } => verify(key, &checkpoint, &db).await,
+        AuditCommand::Checkpoint { out, db } => write_checkpoint(out, &db).await,
+        AuditCommand::Consistency { db } => consistency(&db).await,
+        AuditCommand::Export { from, to, db } => export(from, to, &db).await,
+    }
+}
+
+/// `tresor audit verify`: every log recomputed against every signed checkpoint (and the checkpoints given).
+async fn verify(
+    key: Option<String>,
+    checkpoint: &[std::path::PathBuf],
+    db: &DbArgs,
+) -> anyhow::Result<()> {
+    let mut trust = trail::Trust {
+        key,
+        checkpoints: Vec::new(),
+    };
+    let mut heads = Vec::new();
+    for path in checkpoint {
+        match Published::read_from(path, true).map_err(|e| Usage(format!("--checkpoint: {e}")))? {
+            Published::Signed(signed) => {
+                trust.checkpoints.extend(signed.into_iter().map(|s| s.note))
             }
-            let db = db.open_read().await?;
-            let total = trail::count(&db.pool).await?;
-            let bar = progress_bar(total.max(0) as u64, "verifying");
-            let verdict = trail::verify_with(&db.pool, &trust, |done| bar.inc(done)).await;
-            bar.finish_and_clear();
-            match verdict.context("reading the trail")? {
-                Verdict::Intact { records, head_hash } => {
-                    // An old JSON head: the trail must hold its record.
-                    for head in &heads {
-                        let standing = checkpoint::standing(&db.pool, head).await?;
-                        if let Some(reason) = standing.hold_reason() {
-                            return Err(CheckFailed(format!(
-                                "the trail does not hold the checkpoint given: {reason}"
-                            ))
-                            .into());
-                        }
-                    }
-                    println!("the trail is intact: {records} records, head hash {head_hash}");
-                    Ok(())
-                }
-                Verdict::Broken { seq, reason } => Err(CheckFailed(format!(
-                    "the trail is broken at record {seq}: {reason}"
-                ))
-                .into()),
-            }
-        }
-        AuditCommand::Checkpoint { out, db } => {
-            let db = db.open_read().await?;
-            let published = checkpoint::current(&db.pool).await.map_err(|e| match e {
-                crate::error::Error::Validation(why) => anyhow::Error::new(CheckFailed(why)),
-                other => anyhow::Error::new(other),
-            })?;
-            match out {
-                None => print!("{}", published.to_text()),
-                Some(path) => {
-                    let partial = path.with_extension("partial");
-                    std::fs::write(&partial, published.to_text())
-                        .with_context(|| format!("cannot write {}", partial.display()))?;
-                    std::fs::rename(&partial, &path)
-                        .with_context(|| format!("cannot write {}", path.display()))?;
-                }
-            }
-            Ok(())
-        }
-        AuditCommand::Consistency { db } => {
-            let db = db.open_read().await?;
-            let total = trail::count(&db.pool).await?;
-            let bar = progress_bar(total.max(0) as u64, "verifying");
-            let checked = crate::backup::consistency::check(&db.pool, |done| bar.inc(done)).await;
-            bar.finish_and_clear();
-            let c = checked.map_err(|e| CheckFailed(format!("{e:#}")))?;
-            println!(
-                "consistent: the trail verifies ({} records, head {}), the ledger sums to zero \
-                 ({} accounts, {} transfers), units sold match the plays ({} blocks, {} plays)",
-                c.trail_records, c.trail_head, c.accounts, c.transfers, c.blocks, c.plays
-            );
-            Ok(())
-        }
-        AuditCommand::Export { from, to, db } => {
-            let from_ms = parse_time("from", from.as_deref())?;
-            let to_ms = parse_time("to", to.as_deref())?;
-            if let (Some(from), Some(to)) = (from_ms, to_ms)
-                && from >= to
-            {
-                return Err(Usage("--from must be before --to".to_owned()).into());
-            }
-            let window = (from_ms.is_some() || to_ms.is_some())
-                .then(|| (from_ms.unwrap_or(i64::MIN), to_ms.unwrap_or(i64::MAX)));
-            let db = db.open_read().await?;
-            let bar = ProgressBar::new_spinner();
-            bar.set_message("exporting");
-            let stdout = std::io::stdout();
-            let mut out = std::io::BufWriter::new(stdout.lock());
-            let mut failed: Option<std::io::Error> = None;
-            let mut conn = db.conn().await?;
-            let mut after_seq = 0;
-            loop {
-                let records = trail::page(&db.pool, after_seq, window).await?;
-                let Some(last) = records.last() else {
-                    break;
-                };
-                after_seq = last.seq;
-                for record in &records {
-                    let mut line = serde_json::to_value(record).expect("a record is JSON");
-                    line["at"] = serde_json::Value::String(crate::service::rfc3339(record.at_ms));
-                    // A v2 record: its receipt (origin, salt, the inclusion
-                    // proof in its log's latest checkpoint), to check by hand.
-                    if let (Some(log_id), Some(idx)) = (record.log_id, record.idx) {
-                        let receipt =
-                            trail::receipt::of_leaf(&mut conn, log_id, idx as u64).await?;
-                        line["receipt"] = serde_json::to_value(receipt).expect("a receipt is JSON");
-                    }
-                    if let Err(error) = writeln!(out, "{line}") {
-                        failed.get_or_insert(error);
-                    }
-                    bar.inc(1);
-                }
-            }
-            bar.finish_and_clear();
-            if let Some(error) = failed {
-                return Err(error).context("writing the export");
-            }
-            out.flush().context("writing the export")?;
-            Ok(())
+            head @ Published::Head(_) => heads.push(head),
         }
     }
+    let db = db.open_read().await?;
+    let total = trail::count(&db.pool).await?;
+    let bar = progress_bar(total.max(0) as u64, "verifying");
+    let verdict = trail::verify_with(&db.pool, &trust, |done| bar.inc(done)).await;
+    bar.finish_and_clear();
+    match verdict.context("reading the trail")? {
+        Verdict::Intact { records, head_hash } => {
+            // An old JSON head: the trail must hold its record.
+            for head in &heads {
+                let standing = checkpoint::standing(&db.pool, head).await?;
+                if let Some(reason) = standing.hold_reason() {
+                    return Err(CheckFailed(format!(
+                        "the trail does not hold the checkpoint given: {reason}"
+                    ))
+                    .into());
+                }
+            }
+            println!("the trail is intact: {records} records, head hash {head_hash}");
+            Ok(())
+        }
+        Verdict::Broken { seq, reason } => {
+            Err(CheckFailed(format!("the trail is broken at record {seq}: {reason}")).into())
+        }
+    }
+}
+
+/// `tresor audit checkpoint [--out FILE]`: the latest signed checkpoints.
+async fn write_checkpoint(out: Option<std::path::PathBuf>, db: &DbArgs) -> anyhow::Result<()> {
+    let db = db.open_read().await?;
+    let published = checkpoint::current(&db.pool).await.map_err(|e| match e {
+        crate::error::Error::Validation(why) => anyhow::Error::new(CheckFailed(why)),
+        other => anyhow::Error::new(other),
+    })?;
+    match out {
+        None => print!("{}", published.to_text()),
+        Some(path) => {
+            let partial = path.with_extension("partial");
+            std::fs::write(&partial, published.to_text())
+                .with_context(|| format!("cannot write {}", partial.display()))?;
+            std::fs::rename(&partial, &path)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// `tresor audit consistency`: the trail, the ledger and the units sold.
+async fn consistency(db: &DbArgs) -> anyhow::Result<()> {
+    let db = db.open_read().await?;
+    let total = trail::count(&db.pool).await?;
+    let bar = progress_bar(total.max(0) as u64, "verifying");
+    let checked = crate::backup::consistency::check(&db.pool, |done| bar.inc(done)).await;
+    bar.finish_and_clear();
+    let c = checked.map_err(|e| CheckFailed(format!("{e:#}")))?;
+    println!(
+        "consistent: the trail verifies ({} records, head {}), the ledger sums to zero \
+         ({} accounts, {} transfers), units sold match the plays ({} blocks, {} plays)",
+        c.trail_records, c.trail_head, c.accounts, c.transfers, c.blocks, c.plays
+    );
+    Ok(())
+}
+
+/// `tresor audit export [--from T] [--to T]`: the records as JSON lines, each v2 one with its receipt.
+async fn export(from: Option<String>, to: Option<String>, db: &DbArgs) -> anyhow::Result<()> {
+    let from_ms = parse_time("from", from.as_deref())?;
+    let to_ms = parse_time("to", to.as_deref())?;
+    if let (Some(from), Some(to)) = (from_ms, to_ms)
+        && from >= to
+    {
+        return Err(Usage("--from must be before --to".to_owned()).into());
+    }
+    let window = (from_ms.is_some() || to_ms.is_some())
+        .then(|| (from_ms.unwrap_or(i64::MIN), to_ms.unwrap_or(i64::MAX)));
+    let db = db.open_read().await?;
+    let bar = ProgressBar::new_spinner();
+    bar.set_message("exporting");
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut failed: Option<std::io::Error> = None;
+    let mut conn = db.conn().await?;
+    let mut after_seq = 0;
+    loop {
+        let records = trail::page(&db.pool, after_seq, window).await?;
+        let Some(last) = records.last() else {
+            break;
+        };
+        after_seq = last.seq;
+        for record in &records {
+            let mut line = serde_json::to_value(record).expect("a record is JSON");
+            line["at"] = serde_json::Value::String(crate::service::rfc3339(record.at_ms));
+            // A v2 record: its receipt (origin, salt, the inclusion
+            // proof in its log's latest checkpoint), to check by hand.
+            if let (Some(log_id), Some(idx)) = (record.log_id, record.idx) {
+                let receipt = trail::receipt::of_leaf(&mut conn, log_id, idx as u64).await?;
+                line["receipt"] = serde_json::to_value(receipt).expect("a receipt is JSON");
+            }
+            if let Err(error) = writeln!(out, "{line}") {
+                failed.get_or_insert(error);
+            }
+            bar.inc(1);
+        }
+    }
+    bar.finish_and_clear();
+    if let Some(error) = failed {
+        return Err(error).context("writing the export");
+    }
+    out.flush().context("writing the export")?;
+    Ok(())
 }
 
 pub async fn run_report(args: ReportArgs) -> anyhow::Result<()> {

@@ -219,6 +219,41 @@ async fn poll_log(
     writer: &str,
     origin: &str,
 ) -> anyhow::Result<(String, SignedCheckpoint)> {
+    let (note, new) = served_checkpoint(site, key, writer, origin).await?;
+    let kept_path = args.state.join(format!("{writer}.checkpoint"));
+    let kept = kept_checkpoint(&kept_path, key)?;
+    let mut store = TileStore::default();
+    let log = Polled {
+        site,
+        args,
+        writer,
+        origin,
+    };
+    let verdict = log
+        .compare(&new, kept.as_ref(), &kept_path, &mut store)
+        .await?;
+    if let Some(mirror) = &args.mirror {
+        mirror_log(site, mirror, writer, key, &new, &mut store).await?;
+    }
+    if kept.as_ref().is_none_or(|old| old.size != new.size) {
+        if let Some(old) = &kept {
+            // The kept ones, in order: evidence if the site turns on them.
+            let history = args.state.join(format!("{writer}.{}.checkpoint", old.size));
+            write_atomic(&history, old.note.as_bytes())?;
+        }
+        write_atomic(&kept_path, note.as_bytes())?;
+    }
+    Ok((verdict, new))
+}
+
+/// The checkpoint the site serves for the log `origin`, its signature
+/// checked: its text and what it says.
+async fn served_checkpoint(
+    site: &Site,
+    key: &VerifierKey,
+    writer: &str,
+    origin: &str,
+) -> anyhow::Result<(String, SignedCheckpoint)> {
     let note = site
         .get(&format!("/log/{writer}/checkpoint"))
         .await?
@@ -234,8 +269,15 @@ async fn poll_log(
         ))
         .into());
     }
-    let kept_path = args.state.join(format!("{writer}.checkpoint"));
-    let kept: Option<SignedCheckpoint> = match std::fs::read_to_string(&kept_path) {
+    Ok((note, new))
+}
+
+/// The checkpoint kept at `kept_path`, if any.
+fn kept_checkpoint(
+    kept_path: &std::path::Path,
+    key: &VerifierKey,
+) -> anyhow::Result<Option<SignedCheckpoint>> {
+    Ok(match std::fs::read_to_string(kept_path) {
         Ok(text) => Some(
             logcheck::open_checkpoint(&text, key)
                 .or_else(|_| kept_unsigned(&text))
@@ -243,81 +285,90 @@ async fn poll_log(
         ),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(e).context(format!("cannot read {}", kept_path.display())),
-    };
-    let mut store = TileStore::default();
-    let verdict = match &kept {
-        None => {
-            // Nothing kept yet: the tiles must still hash to the root.
-            with_tiles(site, writer, &mut store, |s| {
-                logcheck::over_tiles(s, new.size, new.root, |r| {
-                    tlog_tiles::tree_hash(new.size, r)
+    })
+}
+
+/// The log a poll is about.
+struct Polled<'a> {
+    site: &'a Site,
+    args: &'a WatchArgs,
+    writer: &'a str,
+    origin: &'a str,
+}
+
+impl Polled<'_> {
+    /// The new checkpoint against the kept one (none: the tiles must hash
+    /// to its root): what the watch says of it, or why it fails.
+    async fn compare(
+        &self,
+        new: &SignedCheckpoint,
+        kept: Option<&SignedCheckpoint>,
+        kept_path: &std::path::Path,
+        store: &mut TileStore,
+    ) -> anyhow::Result<String> {
+        let (site, args, writer, origin) = (self.site, self.args, self.writer, self.origin);
+        Ok(match kept {
+            None => {
+                // Nothing kept yet: the tiles must still hash to the root.
+                with_tiles(site, writer, store, |s| {
+                    logcheck::over_tiles(s, new.size, new.root, |r| {
+                        tlog_tiles::tree_hash(new.size, r)
+                    })
+                    .map(|n| match n {
+                        Needs::Done(_) => Needs::Done(()),
+                        Needs::Tiles(t) => Needs::Tiles(t),
+                    })
                 })
-                .map(|n| match n {
-                    Needs::Done(_) => Needs::Done(()),
-                    Needs::Tiles(t) => Needs::Tiles(t),
-                })
-            })
-            .await
-            .map_err(|e| anyhow::anyhow!("log {origin}: {e:#}"))?;
-            format!("{} records, first checkpoint kept", new.size)
-        }
-        Some(old) if new.size < old.size => {
-            return Err(CheckFailed(format!(
-                "log {origin} shrank: the site's checkpoint has {} records, the one kept \
+                .await
+                .map_err(|e| anyhow::anyhow!("log {origin}: {e:#}"))?;
+                format!("{} records, first checkpoint kept", new.size)
+            }
+            Some(old) if new.size < old.size => {
+                return Err(CheckFailed(format!(
+                    "log {origin} shrank: the site's checkpoint has {} records, the one kept \
                  has {} (a rollback or a rewrite); kept {}",
-                new.size,
-                old.size,
-                kept_path.display()
-            ))
-            .into());
-        }
-        Some(old) if new.size == old.size && new.root != old.root => {
-            return Err(CheckFailed(format!(
-                "log {origin} forked: two signed checkpoints of {} records with different \
-                 roots ({} kept, {} now); both are evidence, kept in {}",
-                new.size,
-                logcheck::base64_hash(&old.root),
-                logcheck::base64_hash(&new.root),
-                args.state.display()
-            ))
-            .into());
-        }
-        Some(old) => {
-            with_tiles(site, writer, &mut store, |s| {
-                logcheck::check_consistency(s, old.size, old.root, new.size, new.root)
-            })
-            .await
-            .map_err(|e| {
-                if e.downcast_ref::<CheckFailed>().is_some() {
-                    CheckFailed(format!("log {origin}: {e:#}")).into()
-                } else {
-                    e
-                }
-            })?;
-            if new.size == old.size {
-                format!("{} records, unchanged", new.size)
-            } else {
-                format!(
-                    "{} records, consistent with the {} kept (+{})",
                     new.size,
                     old.size,
-                    new.size - old.size
-                )
+                    kept_path.display()
+                ))
+                .into());
             }
-        }
-    };
-    if let Some(mirror) = &args.mirror {
-        mirror_log(site, mirror, writer, key, &new, &mut store).await?;
+            Some(old) if new.size == old.size && new.root != old.root => {
+                return Err(CheckFailed(format!(
+                    "log {origin} forked: two signed checkpoints of {} records with different \
+                 roots ({} kept, {} now); both are evidence, kept in {}",
+                    new.size,
+                    logcheck::base64_hash(&old.root),
+                    logcheck::base64_hash(&new.root),
+                    args.state.display()
+                ))
+                .into());
+            }
+            Some(old) => {
+                with_tiles(site, writer, store, |s| {
+                    logcheck::check_consistency(s, old.size, old.root, new.size, new.root)
+                })
+                .await
+                .map_err(|e| {
+                    if e.downcast_ref::<CheckFailed>().is_some() {
+                        CheckFailed(format!("log {origin}: {e:#}")).into()
+                    } else {
+                        e
+                    }
+                })?;
+                if new.size == old.size {
+                    format!("{} records, unchanged", new.size)
+                } else {
+                    format!(
+                        "{} records, consistent with the {} kept (+{})",
+                        new.size,
+                        old.size,
+                        new.size - old.size
+                    )
+                }
+            }
+        })
     }
-    if kept.as_ref().is_none_or(|old| old.size != new.size) {
-        if let Some(old) = &kept {
-            // The kept ones, in order: evidence if the site turns on them.
-            let history = args.state.join(format!("{writer}.{}.checkpoint", old.size));
-            write_atomic(&history, old.note.as_bytes())?;
-        }
-        write_atomic(&kept_path, note.as_bytes())?;
-    }
-    Ok((verdict, new))
 }
 
 /// A kept checkpoint the pinned key does not verify (kept under a key

@@ -114,106 +114,124 @@ pub async fn run_emission(command: EmissionCommand) -> anyhow::Result<()> {
             name,
             catalog,
             db,
-        } => {
-            let games = std::sync::Arc::new(catalog.load().map_err(Usage)?);
-            let Some(chosen) = games.get(&game) else {
-                return Err(Usage(format!(
-                    "--game {game}: not in the catalogue (--games), which has {}",
-                    games
-                        .entries()
-                        .iter()
-                        .map(|e| e.game.id())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-                .into());
-            };
-            let mut stakes = if stakes.is_empty() {
-                chosen.tables().iter().map(|t| t.stake_cents()).collect()
-            } else if chosen.id() == tresor_game::ISLAND_ID {
-                parse_stakes(&stakes)
-                    .map_err(Usage)?
-                    .iter()
-                    .map(|s| s.cents())
-                    .collect()
-            } else {
-                stakes
-            };
-            stakes.dedup();
-            let settings = Settings {
-                games,
-                ..Settings::default()
-            };
-            let service = open_service(&db, settings).await?;
-            let id = service
-                .create_game_emission(Actor::Operator, &name, &game, &stakes, blocks)
-                .await
-                .map_err(|e| match e {
-                    Error::StakeNotSold { .. } | Error::UnknownStake(_) => {
-                        anyhow::Error::from(Usage(e.to_string()))
-                    }
-                    other => other.into(),
-                })?;
-            let emission = service
-                .emissions()
-                .await?
-                .into_iter()
-                .find(|e| e.id == id)
-                .expect("just created");
+        } => create_emission(&game, stakes, blocks, &name, &catalog, &db).await,
+        EmissionCommand::List { json, db } => list_emissions(json, &db).await,
+        EmissionCommand::Close { id, db } => close_emission(id, &db).await,
+    }
+}
+
+/// `tresor emission create`: blocks of a game of the catalogue, its stakes or those given.
+async fn create_emission(
+    game: &str,
+    stakes: Vec<i64>,
+    blocks: u32,
+    name: &str,
+    catalog: &super::catalog::CatalogArgs,
+    db: &DbArgs,
+) -> anyhow::Result<()> {
+    let games = std::sync::Arc::new(catalog.load().map_err(Usage)?);
+    let Some(chosen) = games.get(game) else {
+        return Err(Usage(format!(
+            "--game {game}: not in the catalogue (--games), which has {}",
+            games
+                .entries()
+                .iter()
+                .map(|e| e.game.id())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+        .into());
+    };
+    let mut stakes = if stakes.is_empty() {
+        chosen.tables().iter().map(|t| t.stake_cents()).collect()
+    } else if chosen.id() == tresor_game::ISLAND_ID {
+        parse_stakes(&stakes)
+            .map_err(Usage)?
+            .iter()
+            .map(|s| s.cents())
+            .collect()
+    } else {
+        stakes
+    };
+    stakes.dedup();
+    let settings = Settings {
+        games,
+        ..Settings::default()
+    };
+    let service = open_service(db, settings).await?;
+    let id = service
+        .create_game_emission(Actor::Operator, name, game, &stakes, blocks)
+        .await
+        .map_err(|e| match e {
+            Error::StakeNotSold { .. } | Error::UnknownStake(_) => {
+                anyhow::Error::from(Usage(e.to_string()))
+            }
+            other => other.into(),
+        })?;
+    let emission = service
+        .emissions()
+        .await?
+        .into_iter()
+        .find(|e| e.id == id)
+        .expect("just created");
+    println!(
+        "created emission {id} with {} blocks",
+        emission.blocks.len()
+    );
+    for block in &emission.blocks {
+        println!(
+            "  block {:>4}  {}  stake {:>3} c  commitment {}",
+            block.id, block.game, block.stake_cents, block.commitment
+        );
+    }
+    Ok(())
+}
+
+/// `tresor emission list [--json]`.
+async fn list_emissions(json: bool, db: &DbArgs) -> anyhow::Result<()> {
+    let service = open_service(db, Settings::default()).await?;
+    let emissions = service.emissions().await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&emissions)?);
+    } else {
+        println!(
+            "{:>4}  {:<8} {:<20} {:>6}  name",
+            "id", "state", "created", "blocks"
+        );
+        for e in &emissions {
             println!(
-                "created emission {id} with {} blocks",
-                emission.blocks.len()
+                "{:>4}  {:<8} {:<20} {:>6}  {}",
+                e.id,
+                e.state,
+                &e.created_at[..19],
+                e.blocks.len(),
+                e.name
             );
-            for block in &emission.blocks {
+            for b in &e.blocks {
                 println!(
-                    "  block {:>4}  {}  stake {:>3} c  commitment {}",
-                    block.id, block.game, block.stake_cents, block.commitment
+                    "        block {:>4}  {} {:>3} c  {:<9} {:>6}/{} sold  {}",
+                    b.id,
+                    b.game,
+                    b.stake_cents,
+                    b.state,
+                    b.units_sold.unwrap_or_default(),
+                    b.units_per_block,
+                    b.commitment
                 );
             }
-        }
-        EmissionCommand::List { json, db } => {
-            let service = open_service(&db, Settings::default()).await?;
-            let emissions = service.emissions().await?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&emissions)?);
-            } else {
-                println!(
-                    "{:>4}  {:<8} {:<20} {:>6}  name",
-                    "id", "state", "created", "blocks"
-                );
-                for e in &emissions {
-                    println!(
-                        "{:>4}  {:<8} {:<20} {:>6}  {}",
-                        e.id,
-                        e.state,
-                        &e.created_at[..19],
-                        e.blocks.len(),
-                        e.name
-                    );
-                    for b in &e.blocks {
-                        println!(
-                            "        block {:>4}  {} {:>3} c  {:<9} {:>6}/{} sold  {}",
-                            b.id,
-                            b.game,
-                            b.stake_cents,
-                            b.state,
-                            b.units_sold.unwrap_or_default(),
-                            b.units_per_block,
-                            b.commitment
-                        );
-                    }
-                }
-            }
-        }
-        EmissionCommand::Close { id, db } => {
-            let service = open_service(&db, Settings::default()).await?;
-            service.close_emission(id).await.map_err(|e| match e {
-                Error::NotFound => Usage(format!("no emission {id}")).into(),
-                e => anyhow::anyhow!("cannot close emission {id}: {e}"),
-            })?;
-            println!("closed emission {id}; its block secrets are published");
         }
     }
+    Ok(())
+}
+
+/// `tresor emission close ID`: its block secrets published.
+async fn close_emission(id: i64, db: &DbArgs) -> anyhow::Result<()> {
+    let service = open_service(db, Settings::default()).await?;
+    service.close_emission(id).await.map_err(|e| match e {
+        Error::NotFound => Usage(format!("no emission {id}")).into(),
+        e => anyhow::anyhow!("cannot close emission {id}: {e}"),
+    })?;
+    println!("closed emission {id}; its block secrets are published");
     Ok(())
 }
 

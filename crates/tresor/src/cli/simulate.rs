@@ -282,10 +282,10 @@ fn simulate(
     seed: &[u8; 32],
     out: &mut impl Write,
 ) -> io::Result<bool> {
-    let units_per_block = game.units_per_block();
     writeln!(
         out,
-        "simulating {blocks} block(s) of {units_per_block} units at {} cents, seed {}",
+        "simulating {blocks} block(s) of {} units at {} cents, seed {}",
+        game.units_per_block(),
         table.stake_cents(),
         hex::encode(seed)
     )?;
@@ -296,48 +296,65 @@ fn simulate(
         game.scene().kind(),
         game.sha256_hex()
     )?;
-    let total_units = u64::from(blocks) * u64::from(units_per_block);
+    let dealt = deal(game, table, blocks, seed, out)?;
+    write_levels(table, blocks, &dealt, out)?;
+    write_payout(game, table, blocks, &dealt.all, out)?;
+    match game.scene() {
+        SceneRules::Island(_) => write_island_looks(&dealt.all, out)?,
+        SceneRules::Scratch(_) => writeln!(
+            out,
+            "\nlosing cards showing a pair: {:.2} %",
+            percent(dealt.all.losing_with_symbols, dealt.all.losing)
+        )?,
+    }
+    write_chi_square(&dealt.all, out)?;
+    out.flush()?;
+    Ok(dealt.blocks_exact == blocks && dealt.all.mismatches == 0)
+}
+
+/// What the blocks dealt: their scenes' statistics, the units of each
+/// level, and how many held exactly the table.
+struct Dealt {
+    all: Stats,
+    level_totals: [u64; 10],
+    blocks_exact: u32,
+}
+
+/// Deals and stages each block, a line of the report each.
+fn deal(
+    game: &'static Game,
+    table: &'static PrizeTable,
+    blocks: u32,
+    seed: &[u8; 32],
+    out: &mut impl Write,
+) -> io::Result<Dealt> {
+    let total_units = u64::from(blocks) * u64::from(game.units_per_block());
     let progress = ProgressBar::new(total_units).with_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} units {per_sec} eta {eta}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let threads = std::thread::available_parallelism().map_or(1, usize::from);
     let expected = table.counts();
-    let mut all = Stats::default();
-    let mut level_totals = [0u64; 10];
-    let mut blocks_exact = 0u32;
+    let mut dealt = Dealt {
+        all: Stats::default(),
+        level_totals: [0u64; 10],
+        blocks_exact: 0,
+    };
     for number in 0..blocks {
         let secret = simulated_secret(seed, number);
         let outcomes = game.outcomes(table, &secret);
-        let seeder = ScenarioSeeder::new(&secret);
         let counts = level_counts(&outcomes);
         let exact = counts == expected;
-        blocks_exact += u32::from(exact);
-        for (total, count) in level_totals.iter_mut().zip(counts) {
+        dealt.blocks_exact += u32::from(exact);
+        for (total, count) in dealt.level_totals.iter_mut().zip(counts) {
             *total += u64::from(count);
         }
-        // Each thread stages one contiguous share of the block's units.
-        let share = outcomes.len().div_ceil(threads);
-        let block_stats: Vec<Stats> = std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..threads)
-                .map(|t| {
-                    let (outcomes, seeder, progress) = (&outcomes, &seeder, &progress);
-                    let from = (t * share).min(outcomes.len());
-                    let to = ((t + 1) * share).min(outcomes.len());
-                    scope.spawn(move || {
-                        stage_units(game, table, outcomes, seeder, (from, to), progress)
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("staging a unit does not panic"))
-                .collect()
-        });
-        let mut stats = Stats::default();
-        for part in &block_stats {
-            stats.add(part);
-        }
+        let stats = stage_block(
+            game,
+            table,
+            &outcomes,
+            &ScenarioSeeder::new(&secret),
+            &progress,
+        );
         progress.suspend(|| {
             writeln!(
                 out,
@@ -352,11 +369,53 @@ fn simulate(
                 stats.prizes_cents
             )
         })?;
-        all.add(&stats);
+        dealt.all.add(&stats);
     }
     progress.finish_and_clear();
-    assert_eq!(all.units, total_units, "every unit was staged");
+    assert_eq!(dealt.all.units, total_units, "every unit was staged");
+    Ok(dealt)
+}
 
+/// Stages a block's units, each thread one contiguous share of them.
+fn stage_block(
+    game: &'static Game,
+    table: &'static PrizeTable,
+    outcomes: &[Level],
+    seeder: &ScenarioSeeder,
+    progress: &ProgressBar,
+) -> Stats {
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    let share = outcomes.len().div_ceil(threads);
+    let parts: Vec<Stats> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let from = (t * share).min(outcomes.len());
+                let to = ((t + 1) * share).min(outcomes.len());
+                scope
+                    .spawn(move || stage_units(game, table, outcomes, seeder, (from, to), progress))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("staging a unit does not panic"))
+            .collect()
+    });
+    let mut stats = Stats::default();
+    for part in &parts {
+        stats.add(part);
+    }
+    stats
+}
+
+/// The units of each level dealt against the table's, and the blocks that
+/// held it exactly.
+fn write_levels(
+    table: &PrizeTable,
+    blocks: u32,
+    dealt: &Dealt,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    let expected = table.counts();
     writeln!(out, "\nunits per level (all blocks):")?;
     writeln!(out, "  level  per block (table)  dealt  expected")?;
     let deepest = table.levels().len();
@@ -370,20 +429,31 @@ fn simulate(
                 level.to_string()
             },
             expected[level],
-            level_totals[level],
+            dealt.level_totals[level],
             u64::from(expected[level]) * u64::from(blocks)
         )?;
     }
     writeln!(
         out,
-        "blocks holding exactly the table: {blocks_exact} of {blocks}"
+        "blocks holding exactly the table: {} of {blocks}",
+        dealt.blocks_exact
     )?;
     writeln!(
         out,
         "scenes whose reveal does not evaluate to the unit's level: {}",
-        all.mismatches
-    )?;
-    let sales_cents = table.stake_cents() * i64::from(blocks) * i64::from(units_per_block);
+        dealt.all.mismatches
+    )
+}
+
+/// The prizes staged against the sales, and the table's own rate.
+fn write_payout(
+    game: &Game,
+    table: &PrizeTable,
+    blocks: u32,
+    all: &Stats,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    let sales_cents = table.stake_cents() * i64::from(blocks) * i64::from(game.units_per_block());
     writeln!(
         out,
         "payout: {} cents of prizes for {} cents of sales = {:.4} % (the table's rate: {})",
@@ -391,18 +461,7 @@ fn simulate(
         sales_cents,
         100.0 * all.prizes_cents as f64 / sales_cents as f64,
         game.payout(table)
-    )?;
-    match game.scene() {
-        SceneRules::Island(_) => write_island_looks(&all, out)?,
-        SceneRules::Scratch(_) => writeln!(
-            out,
-            "\nlosing cards showing a pair: {:.2} %",
-            percent(all.losing_with_symbols, all.losing)
-        )?,
-    }
-    write_chi_square(&all, out)?;
-    out.flush()?;
-    Ok(blocks_exact == blocks && all.mismatches == 0)
+    )
 }
 
 /// What the island's games looked like: chests opened, what losing games

@@ -7,9 +7,9 @@ use super::{Service, rfc3339, sha256_hex};
 use crate::account::{self, Iban, Identity, ReminderMinutes, Status, parse_ban_csv};
 use crate::error::Error;
 use crate::model::{PENDING_WITHDRAWALS_ACCOUNT, Player, RESERVES_ACCOUNT};
-use crate::store::Conn;
 use crate::store::accounts::{self as store, AccountListing, NewAccount, ReserveRow, Transfer};
 use crate::store::persons;
+use crate::store::{Conn, bans};
 use crate::trail::{self, Actor};
 use serde::Serialize;
 use serde_json::json;
@@ -36,7 +36,7 @@ pub(super) async fn on_register(
     let rules_version = store::rules_version(conn).await?;
     if let Some(opening) = opening {
         opening.identity.refuse_minor(now_ms)?;
-        if store::is_banned(
+        if bans::is_banned(
             conn,
             &opening.identity.name_key(),
             &opening.identity.birth_date,
@@ -460,8 +460,8 @@ impl Service {
                 // Identities from before person keys are keyed first, so that
                 // the new list is matched against every one as it is now.
                 persons::rekey(conn, now_ms).await?;
-                let version = store::replace_ban_list(conn, &entries, &sha256, now_ms).await?;
-                let (banned, lifted) = store::apply_ban_list(conn, now_ms).await?;
+                let version = bans::replace_ban_list(conn, &entries, &sha256, now_ms).await?;
+                let (banned, lifted) = bans::apply_ban_list(conn, now_ms).await?;
                 let names = |players: &[Player]| {
                     players
                         .iter()
@@ -506,7 +506,7 @@ impl Service {
                 if rekeyed == persons::Rekeyed::default() {
                     return Ok(rekeyed);
                 }
-                let (banned, lifted) = store::apply_ban_list(conn, now_ms).await?;
+                let (banned, lifted) = bans::apply_ban_list(conn, now_ms).await?;
                 trail::append(
                     conn,
                     now_ms,

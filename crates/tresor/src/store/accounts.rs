@@ -11,7 +11,6 @@ use crate::account::{Identity, Status};
 use crate::error::Error;
 use crate::model::Player;
 
-pub use super::bans::{apply_ban_list, is_banned, replace_ban_list};
 pub use super::deposits::{
     DepositRow, deposit, insert_deposit, insert_payment, payment, settle_deposit,
 };

@@ -4,7 +4,7 @@
 
 pub mod accounts;
 pub mod arg;
-mod bans;
+pub mod bans;
 pub mod batch;
 pub mod deferred;
 mod deposits;

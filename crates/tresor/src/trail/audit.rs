@@ -9,14 +9,13 @@
 //! signs nothing later in the log that announced its rotation). Nothing the
 //! database says of itself (sizes, stored hashes, a head) is trusted alone.
 
-use super::leaf::hash_hex;
-use super::log::MapReader;
-use super::{COLUMNS, PAGE, Record, Verdict, verify_v1};
+use super::replay::{Log, Signed, replay, seq_of};
+use super::{Verdict, verify_v1};
 use crate::error::Error;
 use signed_note::{Note, StandardVerifier, Verifier, VerifierList};
 use sqlx::{AnyPool, Row};
-use std::collections::{BTreeMap, HashMap};
-use tlog_tiles::{Checkpoint, Hash};
+use std::collections::HashMap;
+use tlog_tiles::Checkpoint;
 
 /// What the verifier brings from outside the database.
 #[derive(Debug, Clone, Default)]
@@ -32,23 +31,6 @@ struct Key {
     vkey: String,
     /// The rotation record that announced it (none for the first).
     announced: Option<(i64, u64)>,
-}
-
-/// A signed checkpoint: which key signed it, its tree, where it came from.
-#[derive(Debug, Clone)]
-struct Signed {
-    size: u64,
-    root: Hash,
-    key: usize,
-    from: String,
-}
-
-/// A log as the database lists it.
-struct Log {
-    id: i64,
-    writer: String,
-    origin: String,
-    size: u64,
 }
 
 fn broken(seq: i64, reason: String) -> Result<Verdict, Error> {
@@ -74,19 +56,7 @@ pub async fn verify_with(
         Ok(keys) => keys,
         Err(reason) => return broken(0, reason),
     };
-    let logs: Vec<Log> = sqlx::query("SELECT id, writer, origin, size FROM logs ORDER BY id")
-        .fetch_all(pool)
-        .await?
-        .iter()
-        .map(|row| -> Result<Log, sqlx::Error> {
-            Ok(Log {
-                id: row.try_get("id")?,
-                writer: row.try_get("writer")?,
-                origin: row.try_get("origin")?,
-                size: row.try_get::<i64, _>("size")? as u64,
-            })
-        })
-        .collect::<Result<_, _>>()?;
+    let logs = read_logs(pool).await?;
     let mut signed = match signed_checkpoints(pool, trust, &keys, &logs).await? {
         Ok(signed) => signed,
         Err(reason) => return broken(0, reason),
@@ -105,94 +75,18 @@ pub async fn verify_with(
             Err(verdict) => return Ok(verdict),
         }
     }
-    // Which keys are trusted: the first; then each one whose rotation
-    // record is covered by a checkpoint signed with the key before.
-    let mut trusted = vec![false; keys.len()];
-    if !keys.is_empty() {
-        trusted[0] = true;
-    }
-    for k in 1..keys.len() {
-        let key = &keys[k];
-        let Some((log_id, idx)) = key.announced else {
-            return broken(
-                0,
-                format!("the key {} was announced by no record", key.vkey),
-            );
-        };
-        if rotations.get(&(log_id, idx)) != Some(&key.vkey) {
-            return broken(
-                seq_of(pool, log_id, idx).await?,
-                format!(
-                    "the key {} is not the one the rotation record (log {log_id}, leaf {idx}) \
-                     announces",
-                    key.vkey
-                ),
-            );
-        }
-        let covered = sizes.get(&log_id).is_some_and(|(_, checkpoints)| {
-            checkpoints
-                .iter()
-                .any(|c| c.size > idx && c.key == k - 1 && trusted[k - 1])
-        });
-        if !covered {
-            return broken(
-                seq_of(pool, log_id, idx).await?,
-                format!(
-                    "the key {} is announced by a record (log {log_id}, leaf {idx}) that no \
-                     checkpoint signed with the key before it covers",
-                    key.vkey
-                ),
-            );
-        }
-        trusted[k] = true;
-        // The key rotated out signs nothing after its rotation in the log
-        // that announced it: its first checkpoint covering the rotation
-        // record is the rotation's own, any later one of it is refused.
-        if let Some(late) = signed_after_rotation(&sizes, log_id, idx, k) {
-            let writer = logs
-                .iter()
-                .find(|l| l.id == log_id)
-                .map(|l| l.writer.as_str());
-            return broken(
-                seq_of(pool, log_id, late.size.saturating_sub(1)).await?,
-                format!(
-                    "log {}: the checkpoint at size {} ({}) is signed with the key {}, which \
-                     the record at leaf {idx} rotated out: a key rotated out signs nothing \
-                     after its rotation",
-                    writer.unwrap_or("?"),
-                    late.size,
-                    late.from,
-                    keys[late.key].vkey
-                ),
-            );
-        }
-    }
-    // Every record is covered by a checkpoint signed with a trusted key.
-    for log in &logs {
-        let (size, checkpoints) = &sizes[&log.id];
-        if let Some(c) = checkpoints.iter().find(|c| !trusted[c.key]) {
-            return broken(
-                0,
-                format!(
-                    "log {}: the checkpoint at size {} ({}) is signed with the key {}, which no \
-                     covered rotation record announces",
-                    log.writer, c.size, c.from, keys[c.key].vkey
-                ),
-            );
-        }
-        let covered = checkpoints.iter().map(|c| c.size).max().unwrap_or(0);
-        if covered < *size {
-            return broken(
-                seq_of(pool, log.id, covered).await?,
-                format!(
-                    "log {}: leaves {covered}..{} are covered by no signed checkpoint (the \
-                     first uncovered record is leaf {covered}): records added, or the \
-                     checkpoints after them removed",
-                    log.writer,
-                    size - 1
-                ),
-            );
-        }
+    let found = Found {
+        keys: &keys,
+        logs: &logs,
+        sizes: &sizes,
+        rotations: &rotations,
+    };
+    let trusted = match found.trusted_keys(pool).await? {
+        Ok(trusted) => trusted,
+        Err(verdict) => return Ok(verdict),
+    };
+    if let Some(verdict) = found.uncovered(pool, &trusted).await? {
+        return Ok(verdict);
     }
     let head_hash: Option<String> =
         sqlx::query_scalar("SELECT hash FROM trail ORDER BY seq DESC LIMIT 1")
@@ -202,6 +96,150 @@ pub async fn verify_with(
         records,
         head_hash: head_hash.unwrap_or_else(|| super::GENESIS_HASH.to_owned()),
     })
+}
+
+/// The logs as the database lists them.
+async fn read_logs(pool: &AnyPool) -> Result<Vec<Log>, Error> {
+    let rows = sqlx::query("SELECT id, writer, origin, size FROM logs ORDER BY id")
+        .fetch_all(pool)
+        .await?;
+    let logs = rows
+        .iter()
+        .map(|row| -> Result<Log, sqlx::Error> {
+            Ok(Log {
+                id: row.try_get("id")?,
+                writer: row.try_get("writer")?,
+                origin: row.try_get("origin")?,
+                size: row.try_get::<i64, _>("size")? as u64,
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(logs)
+}
+
+/// What the replay of every log found: the keys listed, each log's size
+/// and checkpoints, and the keys the rotation records announce.
+struct Found<'a> {
+    keys: &'a [Key],
+    logs: &'a [Log],
+    sizes: &'a HashMap<i64, (u64, Vec<Signed>)>,
+    rotations: &'a HashMap<(i64, u64), String>,
+}
+
+impl Found<'_> {
+    /// Which keys are trusted: the first; then each one whose rotation
+    /// record is covered by a checkpoint signed with the key before.
+    async fn trusted_keys(&self, pool: &AnyPool) -> Result<Result<Vec<bool>, Verdict>, Error> {
+        let keys = self.keys;
+        let broken = |seq: i64, reason: String| Ok(Err(Verdict::Broken { seq, reason }));
+        let mut trusted = vec![false; keys.len()];
+        if !keys.is_empty() {
+            trusted[0] = true;
+        }
+        for k in 1..keys.len() {
+            let key = &keys[k];
+            let Some((log_id, idx)) = key.announced else {
+                return broken(
+                    0,
+                    format!("the key {} was announced by no record", key.vkey),
+                );
+            };
+            if self.rotations.get(&(log_id, idx)) != Some(&key.vkey) {
+                return broken(
+                    seq_of(pool, log_id, idx).await?,
+                    format!(
+                        "the key {} is not the one the rotation record (log {log_id}, leaf \
+                         {idx}) announces",
+                        key.vkey
+                    ),
+                );
+            }
+            let covered = self.sizes.get(&log_id).is_some_and(|(_, checkpoints)| {
+                checkpoints
+                    .iter()
+                    .any(|c| c.size > idx && c.key == k - 1 && trusted[k - 1])
+            });
+            if !covered {
+                return broken(
+                    seq_of(pool, log_id, idx).await?,
+                    format!(
+                        "the key {} is announced by a record (log {log_id}, leaf {idx}) that no \
+                         checkpoint signed with the key before it covers",
+                        key.vkey
+                    ),
+                );
+            }
+            trusted[k] = true;
+            if let Some(verdict) = self.rotated_out_signs_late(pool, log_id, idx, k).await? {
+                return Ok(Err(verdict));
+            }
+        }
+        Ok(Ok(trusted))
+    }
+
+    /// The key rotated out signs nothing after its rotation in the log
+    /// that announced it: its first checkpoint covering the rotation record
+    /// is the rotation's own, any later one of it is refused.
+    async fn rotated_out_signs_late(
+        &self,
+        pool: &AnyPool,
+        log_id: i64,
+        idx: u64,
+        k: usize,
+    ) -> Result<Option<Verdict>, Error> {
+        let Some(late) = signed_after_rotation(self.sizes, log_id, idx, k) else {
+            return Ok(None);
+        };
+        let writer = self
+            .logs
+            .iter()
+            .find(|l| l.id == log_id)
+            .map(|l| l.writer.as_str());
+        Ok(Some(Verdict::Broken {
+            seq: seq_of(pool, log_id, late.size.saturating_sub(1)).await?,
+            reason: format!(
+                "log {}: the checkpoint at size {} ({}) is signed with the key {}, which the \
+                 record at leaf {idx} rotated out: a key rotated out signs nothing after its \
+                 rotation",
+                writer.unwrap_or("?"),
+                late.size,
+                late.from,
+                self.keys[late.key].vkey
+            ),
+        }))
+    }
+
+    /// Whether some record is covered by no checkpoint signed with a
+    /// trusted key.
+    async fn uncovered(&self, pool: &AnyPool, trusted: &[bool]) -> Result<Option<Verdict>, Error> {
+        for log in self.logs {
+            let (size, checkpoints) = &self.sizes[&log.id];
+            if let Some(c) = checkpoints.iter().find(|c| !trusted[c.key]) {
+                return Ok(Some(Verdict::Broken {
+                    seq: 0,
+                    reason: format!(
+                        "log {}: the checkpoint at size {} ({}) is signed with the key {}, \
+                         which no covered rotation record announces",
+                        log.writer, c.size, c.from, self.keys[c.key].vkey
+                    ),
+                }));
+            }
+            let covered = checkpoints.iter().map(|c| c.size).max().unwrap_or(0);
+            if covered < *size {
+                return Ok(Some(Verdict::Broken {
+                    seq: seq_of(pool, log.id, covered).await?,
+                    reason: format!(
+                        "log {}: leaves {covered}..{} are covered by no signed checkpoint (the \
+                         first uncovered record is leaf {covered}): records added, or the \
+                         checkpoints after them removed",
+                        log.writer,
+                        size - 1
+                    ),
+                }));
+            }
+        }
+        Ok(None)
+    }
 }
 
 /// In the log `log_id` whose leaf `idx` announced key `k`, a checkpoint
@@ -397,236 +435,4 @@ async fn signed_checkpoints(
         list.sort_by_key(|c| c.size);
     }
     Ok(Ok(signed))
-}
-
-/// The trail number of a log's leaf, 0 when there is none.
-async fn seq_of(pool: &AnyPool, log_id: i64, idx: u64) -> Result<i64, Error> {
-    Ok(
-        sqlx::query_scalar("SELECT seq FROM trail WHERE log_id = $1 AND idx = $2")
-            .bind(log_id)
-            .bind(idx as i64)
-            .fetch_optional(pool)
-            .await?
-            .unwrap_or(0),
-    )
-}
-
-/// Recomputes one log from its records and checks it against its
-/// checkpoints. `Ok(size)`, or the verdict that names what does not hold.
-async fn replay(
-    pool: &AnyPool,
-    log: &Log,
-    checkpoints: &[Signed],
-    rotations: &mut HashMap<(i64, u64), String>,
-    progress: &mut impl FnMut(u64),
-) -> Result<Result<u64, Verdict>, Error> {
-    let fail = |seq: i64, reason: String| Ok(Err(Verdict::Broken { seq, reason }));
-    let mut hashes: BTreeMap<u64, Hash> = BTreeMap::new();
-    let mut n: u64 = 0;
-    let mut next_checkpoint = 0;
-    // The last size a checkpoint held at, and one given from outside.
-    let mut good: u64 = 0;
-    let mut good_outside: u64 = 0;
-    loop {
-        let rows = sqlx::query(&format!(
-            "SELECT {COLUMNS} FROM trail WHERE log_id = $1 AND idx >= $2 ORDER BY idx, seq LIMIT $3"
-        ))
-        .bind(log.id)
-        .bind(n as i64)
-        .bind(PAGE)
-        .fetch_all(pool)
-        .await?;
-        if rows.is_empty() {
-            break;
-        }
-        let records: Vec<Record> = rows
-            .iter()
-            .map(Record::from_row)
-            .collect::<Result<_, _>>()?;
-        let first_index = tlog_tiles::stored_hash_index(0, n);
-        let mut computed: Vec<(u64, Hash, i64)> = Vec::new();
-        for record in &records {
-            let idx = record.idx.unwrap_or(-1);
-            if idx != n as i64 {
-                return fail(
-                    record.seq,
-                    if idx > n as i64 {
-                        format!(
-                            "log {}: leaf {n} is missing (the next record is leaf {idx}): a record \
-                             removed",
-                            log.writer
-                        )
-                    } else {
-                        format!(
-                            "log {}: two records are leaf {idx}: a record inserted",
-                            log.writer
-                        )
-                    },
-                );
-            }
-            let leaf = record.leaf(&log.origin).hash();
-            if record.hash != hash_hex(&leaf) {
-                return fail(
-                    record.seq,
-                    format!(
-                        "log {}: leaf {n}: its hash does not match its contents",
-                        log.writer
-                    ),
-                );
-            }
-            if record.action == "log_key_rotated"
-                && let Some(vkey) = serde_json::from_str::<serde_json::Value>(&record.request)
-                    .ok()
-                    .and_then(|r| r.get("vkey")?.as_str().map(str::to_owned))
-            {
-                rotations.insert((log.id, n), vkey);
-            }
-            let stored = tlog_tiles::stored_hashes_for_record_hash(n, leaf, &MapReader(&hashes))
-                .map_err(|_| Error::Unavailable("the log's tree cannot be recomputed"))?;
-            let at = tlog_tiles::stored_hash_index(0, n);
-            for (offset, hash) in (0u64..).zip(stored) {
-                hashes.insert(at + offset, hash);
-                computed.push((at + offset, hash, record.seq));
-            }
-            n += 1;
-            while let Some(c) = checkpoints.get(next_checkpoint).filter(|c| c.size <= n) {
-                if c.size == n {
-                    let root = tlog_tiles::tree_hash(n, &MapReader(&hashes))
-                        .map_err(|_| Error::Unavailable("the log's tree cannot be recomputed"))?;
-                    if root != c.root {
-                        // Stored checkpoints may have been signed again
-                        // over a rewrite: one given from outside is
-                        // narrowed only by those given from outside.
-                        let outside = c.from.starts_with("given");
-                        let from = if outside { good_outside } else { good };
-                        let (reason, seq) = bad_range(pool, log, from, n, c).await?;
-                        return fail(seq, reason);
-                    }
-                    if c.from.starts_with("given") {
-                        good_outside = n;
-                    }
-                    good = n;
-                }
-                next_checkpoint += 1;
-            }
-        }
-        // The stored hashes (served as tiles) must be the recomputed ones.
-        let stored = stored_between(
-            pool,
-            log.id,
-            first_index,
-            tlog_tiles::stored_hash_index(0, n),
-        )
-        .await?;
-        for (index, hash, seq) in &computed {
-            if stored.get(index) != Some(hash) {
-                return fail(
-                    *seq,
-                    format!(
-                        "log {}: the stored hashes (the published tiles) of this record's leaf \
-                         do not match the records",
-                        log.writer
-                    ),
-                );
-            }
-        }
-        let keep = if n == 0 {
-            Vec::new()
-        } else {
-            tlog_tiles::sub_tree_index(0, n, Vec::new())
-        };
-        hashes.retain(|i, _| keep.contains(i));
-        progress(records.len() as u64);
-    }
-    if let Some(c) = checkpoints.iter().find(|c| c.size > n) {
-        return fail(
-            0,
-            format!(
-                "log {}: a checkpoint was signed at size {} ({}), the log has only {n} records: \
-                 leaves {n}..{} removed (the log shrank)",
-                log.writer,
-                c.size,
-                c.from,
-                c.size - 1
-            ),
-        );
-    }
-    if log.size != n {
-        return fail(
-            0,
-            format!(
-                "log {}: its size says {} leaves, {n} records are there",
-                log.writer, log.size
-            ),
-        );
-    }
-    Ok(Ok(n))
-}
-
-/// What a checkpoint signed at size `n` that the recomputed tree does not
-/// match says, the last one that held being at size `from`: the first
-/// leaf that differs, or the leaves it is among (never an empty range);
-/// and the trail number of the first of them.
-async fn bad_range(
-    pool: &AnyPool,
-    log: &Log,
-    from: u64,
-    n: u64,
-    c: &Signed,
-) -> Result<(String, i64), Error> {
-    let last = n - 1;
-    if from >= n {
-        // Two checkpoints of one size, one held: a fork.
-        return Ok((
-            format!(
-                "log {}: the checkpoint signed at size {n} ({}) is not the one the records \
-                 give, though another of that size holds: two histories of {n} records were \
-                 signed (a fork); the first leaf that differs is at or before leaf {last}; \
-                 give older checkpoints from outside (a monitor's <writer>.<size>.checkpoint) \
-                 to name it",
-                log.writer, c.from
-            ),
-            seq_of(pool, log.id, last).await?,
-        ));
-    }
-    let first_seq = seq_of(pool, log.id, from).await?;
-    if from == last {
-        return Ok((
-            format!(
-                "log {}: leaf {last} does not match the checkpoint signed at size {n} ({}): the \
-                 record was changed, inserted or reordered",
-                log.writer, c.from
-            ),
-            first_seq,
-        ));
-    }
-    let held = if from == 0 {
-        "no checkpoint before it holds".to_owned()
-    } else {
-        format!("the checkpoint at size {from} holds")
-    };
-    Ok((
-        format!(
-            "log {}: the first leaf that differs is among leaves {from}..{last} (records \
-             {first_seq}..{}): {held}, the one signed at size {n} ({}) does not; no checkpoint \
-             in between narrows it (give older ones: a monitor's <writer>.<size>.checkpoint)",
-            log.writer,
-            seq_of(pool, log.id, last).await?,
-            c.from
-        ),
-        first_seq,
-    ))
-}
-
-/// The stored hashes of a log with index in `from..to`, as served.
-async fn stored_between(
-    pool: &AnyPool,
-    log_id: i64,
-    from: u64,
-    to: u64,
-) -> Result<HashMap<u64, Hash>, Error> {
-    Ok(super::tiles::read_between(pool, log_id, from, to)
-        .await?
-        .into_iter()
-        .collect())
 }

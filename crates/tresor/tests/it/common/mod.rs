@@ -46,6 +46,7 @@ pub mod ledger;
 pub mod mirror;
 pub mod opening;
 pub mod process;
+pub mod procs;
 pub mod proxy;
 pub mod rfc9162;
 
