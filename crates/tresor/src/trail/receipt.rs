@@ -318,12 +318,30 @@ pub async fn of_plays(
     if plays.is_empty() {
         return Ok(receipts);
     }
+    let by_log = records_of(conn, actor, plays).await?;
+    if by_log.is_empty() {
+        return Ok(receipts);
+    }
+    let vkeys: Vec<String> = sql::query_scalar("SELECT vkey FROM log_keys ORDER BY id DESC")
+        .fetch_all(&mut *conn)
+        .await?;
+    for (log_id, found) in by_log {
+        receipts_in_log(conn, log_id, found, &vkeys, &mut receipts).await?;
+    }
+    Ok(receipts)
+}
+
+/// The `buy` records of `plays` (`(play id, time of purchase)` each) by
+/// `actor`, by log: each play names its record's leaf (migration 0021),
+/// found by the plays' ids and `trail_by_leaf`.
+async fn records_of(
+    conn: &mut Conn,
+    actor: &str,
+    plays: &[(i64, i64)],
+) -> Result<BTreeMap<i64, Vec<Found>>, Error> {
     let wanted: HashMap<i64, i64> = plays.iter().copied().collect();
     let ids: Vec<[i64; 1]> = plays.iter().map(|(id, _)| [*id]).collect();
-    let sqlite = conn.is_sqlite();
-    let table = sql::json_rows(sqlite, 1, &[("id", sql::ColumnType::Int)]);
-    // Each play names its record's leaf (migration 0021): found by the
-    // plays' ids and `trail_by_leaf`.
+    let table = sql::json_rows(conn.is_sqlite(), 1, &[("id", sql::ColumnType::Int)]);
     let rows = sql::query_owned(format!(
         "SELECT t.log_id, t.idx, t.at_ms, t.actor, t.action, t.request, t.result, t.salt, \
          l.origin FROM plays p \
@@ -338,100 +356,123 @@ pub async fn of_plays(
     .await?;
     let mut by_log: BTreeMap<i64, Vec<Found>> = BTreeMap::new();
     for row in &rows {
-        let result: String = row.try_get("result")?;
-        let Ok(value) = serde_json::from_str::<serde_json::Value>(&result) else {
-            continue;
-        };
-        let Some(play_id) = value.get("play_id").and_then(serde_json::Value::as_i64) else {
-            continue;
-        };
-        let at_ms: i64 = row.try_get("at_ms")?;
-        let replayed = value.get("replayed") == Some(&serde_json::Value::Bool(true));
-        if replayed || wanted.get(&play_id) != Some(&at_ms) {
-            continue;
+        if let Some((log_id, found)) = found_in(row, &wanted)? {
+            by_log.entry(log_id).or_default().push(found);
         }
-        let log_id: i64 = row.try_get("log_id")?;
-        by_log.entry(log_id).or_default().push(Found {
-            play_id,
-            idx: row.try_get::<i64, _>("idx")? as u64,
-            origin: row.try_get("origin")?,
-            record: ReceiptRecord {
-                at_ms,
-                actor: row.try_get("actor")?,
-                action: row.try_get("action")?,
-                request: row.try_get("request")?,
-                result,
-                salt: row
-                    .try_get::<Option<String>, _>("salt")?
-                    .unwrap_or_default(),
+    }
+    Ok(by_log)
+}
+
+/// A record read by [`records_of`], with its log's id, if it is the
+/// purchase of a play asked for at its time (not a replay's record).
+fn found_in(row: &sql::Row, wanted: &HashMap<i64, i64>) -> Result<Option<(i64, Found)>, Error> {
+    let result: String = row.try_get("result")?;
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(&result) else {
+        return Ok(None);
+    };
+    let Some(play_id) = value.get("play_id").and_then(serde_json::Value::as_i64) else {
+        return Ok(None);
+    };
+    let at_ms: i64 = row.try_get("at_ms")?;
+    let replayed = value.get("replayed") == Some(&serde_json::Value::Bool(true));
+    if replayed || wanted.get(&play_id) != Some(&at_ms) {
+        return Ok(None);
+    }
+    let found = Found {
+        play_id,
+        idx: row.try_get::<i64, _>("idx")? as u64,
+        origin: row.try_get("origin")?,
+        record: ReceiptRecord {
+            at_ms,
+            actor: row.try_get("actor")?,
+            action: row.try_get("action")?,
+            request: row.try_get("request")?,
+            result,
+            salt: row
+                .try_get::<Option<String>, _>("salt")?
+                .unwrap_or_default(),
+        },
+    };
+    Ok(Some((row.try_get("log_id")?, found)))
+}
+
+/// The receipts of the records `found` in log `log_id`, into `receipts`:
+/// each record's checkpoint chosen as [`of_leaf`] chooses it, the hashes of
+/// every proof read at once.
+async fn receipts_in_log(
+    conn: &mut Conn,
+    log_id: i64,
+    found: Vec<Found>,
+    vkeys: &[String],
+    receipts: &mut HashMap<i64, Receipt>,
+) -> Result<(), Error> {
+    let chosen = checkpoints_of(conn, log_id, &found).await?;
+    let asked = Wanted::default();
+    for (f, checkpoint) in found.iter().zip(&chosen) {
+        if let Some((size, _)) = checkpoint {
+            let _ = tlog_tiles::prove_record(*size as u64, f.idx, &asked);
+        }
+    }
+    let mut indexes = asked.0.into_inner();
+    indexes.sort_unstable();
+    indexes.dedup();
+    let hashes = read_hashes(conn, log_id, &indexes).await?;
+    for (f, checkpoint) in found.into_iter().zip(chosen) {
+        let Some((size, note)) = checkpoint else {
+            continue;
+        };
+        let proof = tlog_tiles::prove_record(size as u64, f.idx, &MapReader(&hashes))
+            .map_err(|_| Error::Unavailable("the log's stored hashes do not give a proof"))?;
+        let key = signer(&note, vkeys);
+        receipts.insert(
+            f.play_id,
+            Receipt {
+                origin: f.origin,
+                index: f.idx,
+                record: f.record,
+                checkpoint: note,
+                proof: proof.iter().map(|h| b64().encode(h.0)).collect(),
+                key,
             },
-        });
+        );
     }
-    if by_log.is_empty() {
-        return Ok(receipts);
-    }
-    let vkeys: Vec<String> = sql::query_scalar("SELECT vkey FROM log_keys ORDER BY id DESC")
-        .fetch_all(&mut *conn)
-        .await?;
-    for (log_id, found) in by_log {
-        let lowest = found.iter().map(|f| f.idx).min().unwrap_or_default();
-        let cosigned = latest_cosigned(conn, log_id, lowest + 1).await?;
-        let needs_latest = found.iter().any(|f| {
-            cosigned
-                .as_ref()
-                .is_none_or(|(size, _)| f.idx + 1 > *size as u64)
-        });
-        let latest: Option<(i64, String)> = if needs_latest {
-            sql::query_as(
-                "SELECT size, note FROM checkpoints WHERE log_id = $1 ORDER BY size DESC LIMIT 1",
-            )
-            .bind(log_id)
-            .fetch_optional(&mut *conn)
-            .await?
-        } else {
-            None
-        };
-        // Each record's checkpoint, as `of_leaf` chooses it.
-        let chosen: Vec<Option<&(i64, String)>> = found
-            .iter()
-            .map(|f| {
-                let checkpoint = match &cosigned {
-                    Some(c) if f.idx < c.0 as u64 => Some(c),
-                    _ => latest.as_ref(),
-                };
-                checkpoint.filter(|(size, _)| f.idx < *size as u64)
-            })
-            .collect();
-        let asked = Wanted::default();
-        for (f, checkpoint) in found.iter().zip(&chosen) {
-            if let Some((size, _)) = checkpoint {
-                let _ = tlog_tiles::prove_record(*size as u64, f.idx, &asked);
-            }
-        }
-        let mut indexes = asked.0.into_inner();
-        indexes.sort_unstable();
-        indexes.dedup();
-        let hashes = read_hashes(conn, log_id, &indexes).await?;
-        for (f, checkpoint) in found.into_iter().zip(chosen) {
-            let Some((size, note)) = checkpoint else {
-                continue;
+    Ok(())
+}
+
+/// Each record's checkpoint (size and note), as [`of_leaf`] chooses it:
+/// the latest cosigned one that covers it, else the log's latest.
+async fn checkpoints_of(
+    conn: &mut Conn,
+    log_id: i64,
+    found: &[Found],
+) -> Result<Vec<Option<(i64, String)>>, Error> {
+    let lowest = found.iter().map(|f| f.idx).min().unwrap_or_default();
+    let cosigned = latest_cosigned(conn, log_id, lowest + 1).await?;
+    let needs_latest = found.iter().any(|f| {
+        cosigned
+            .as_ref()
+            .is_none_or(|(size, _)| f.idx + 1 > *size as u64)
+    });
+    let latest: Option<(i64, String)> = if needs_latest {
+        sql::query_as(
+            "SELECT size, note FROM checkpoints WHERE log_id = $1 ORDER BY size DESC LIMIT 1",
+        )
+        .bind(log_id)
+        .fetch_optional(&mut *conn)
+        .await?
+    } else {
+        None
+    };
+    Ok(found
+        .iter()
+        .map(|f| {
+            let checkpoint = match &cosigned {
+                Some(c) if f.idx < c.0 as u64 => Some(c),
+                _ => latest.as_ref(),
             };
-            let proof = tlog_tiles::prove_record(*size as u64, f.idx, &MapReader(&hashes))
-                .map_err(|_| Error::Unavailable("the log's stored hashes do not give a proof"))?;
-            receipts.insert(
-                f.play_id,
-                Receipt {
-                    origin: f.origin,
-                    index: f.idx,
-                    record: f.record,
-                    checkpoint: note.clone(),
-                    proof: proof.iter().map(|h| b64().encode(h.0)).collect(),
-                    key: signer(note, &vkeys),
-                },
-            );
-        }
-    }
-    Ok(receipts)
+            checkpoint.filter(|(size, _)| f.idx < *size as u64).cloned()
+        })
+        .collect())
 }
 
 #[cfg(test)]

@@ -1,0 +1,141 @@
+//! The writer's batches, on SQLite and PostgreSQL: a batch's statements do
+//! not grow with its requests; refusals are decided in memory and make
+//! nothing run again; a request whose caller is gone never runs; a COMMIT
+//! whose answer is lost is resolved, never replayed.
+//!
+//! To make a batch of exactly the requests a test wants, the test first
+//! holds the writer inside a batch with a job that waits ([`hold_writer`]),
+//! queues its requests, then lets the writer go: they all form the next
+//! batch.
+
+use crate::common::proxy::{Cut, Proxy};
+use crate::common::{Harness, START_MS, TestDb, assert_ledger_balances, player, purchase, scalar};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Semaphore;
+use tresor::error::Error;
+use tresor::service::{Bought, ManualClock, Player, Service, Settings};
+use tresor::store::Db;
+use tresor::store::batch::PURCHASE_KEYS_KEEP_MS;
+use tresor::trail::{self, Verdict};
+use tresor::writer::BatchCost;
+use tresor_game::Stake;
+
+mod keys;
+mod lost_commit;
+mod pipelined;
+mod statements;
+
+/// The writer held inside a batch by a job that waits for [`Gate::release`].
+pub(crate) struct Gate {
+    open: Arc<Semaphore>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+pub(crate) async fn hold_writer(service: &Service) -> Gate {
+    let started = Arc::new(Semaphore::new(0));
+    let open = Arc::new(Semaphore::new(0));
+    let (started_in, open_in, service) = (started.clone(), open.clone(), service.clone());
+    let task = tokio::spawn(async move {
+        service
+            .write(move |_conn| {
+                let (started, open) = (started_in.clone(), open_in.clone());
+                Box::pin(async move {
+                    started.add_permits(1);
+                    let _permit = open.acquire().await.expect("the gate stays");
+                    Ok(())
+                })
+            })
+            .await
+            .expect("the holding job");
+    });
+    started.acquire().await.expect("the gate stays").forget();
+    Gate { open, task }
+}
+
+impl Gate {
+    pub(crate) async fn release(self) {
+        self.open.add_permits(1_000);
+        self.task.await.expect("the holding job ends");
+    }
+}
+
+/// Waits until `count` requests wait in the writer's queue.
+pub(crate) async fn queued(service: &Service, count: usize) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while service.writer.queued() < count {
+        assert!(Instant::now() < deadline, "{count} requests never queued");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// The cost of the batch that ran last.
+fn last_batch(service: &Service) -> BatchCost {
+    *service
+        .writer
+        .stats
+        .recent_batches()
+        .last()
+        .expect("a batch ran")
+}
+
+async fn setup(db: &TestDb) -> (Service, Arc<ManualClock>) {
+    let (service, clock) = db.service().await;
+    service
+        .create_emission("Batches", &Stake::ALL, 1)
+        .await
+        .expect("an emission");
+    (service, clock)
+}
+
+/// `count` players named `prefix-N`, each with 100 € to play.
+pub(crate) async fn players(service: &Service, prefix: &str, count: usize) -> Vec<Player> {
+    let mut registered = Vec::with_capacity(count);
+    for chunk in (0..count).collect::<Vec<_>>().chunks(8) {
+        let tasks: Vec<_> = chunk
+            .iter()
+            .map(|n| {
+                let service = service.clone();
+                let name = format!("{prefix}-{n}");
+                tokio::spawn(async move {
+                    let player = player(&service, &name).await;
+                    service.deposit(&player, 10_000).await.expect("deposit");
+                    player
+                })
+            })
+            .collect();
+        for task in tasks {
+            registered.push(task.await.expect("registered"));
+        }
+    }
+    registered
+}
+
+/// Queues one purchase per player with `key`, behind the held writer, and
+/// returns their results once the batch has run.
+async fn buy_in_one_batch(
+    service: &Service,
+    players: &[Player],
+    key: &str,
+) -> Vec<Result<Bought, Error>> {
+    let gate = hold_writer(service).await;
+    let tasks: Vec<_> = players
+        .iter()
+        .map(|player| {
+            let (service, player, key) = (service.clone(), player.clone(), key.to_owned());
+            tokio::spawn(async move { service.buy(&player, purchase(50, &key)).await })
+        })
+        .collect();
+    queued(service, players.len()).await;
+    gate.release().await;
+    let mut results = Vec::with_capacity(tasks.len());
+    for task in tasks {
+        results.push(task.await.expect("a purchase task"));
+    }
+    results
+}
+
+async fn assert_trail_verifies(db: &Db) {
+    let verdict = trail::verify(&db.pool, |_| {}).await.expect("verify");
+    assert!(matches!(verdict, Verdict::Intact { .. }), "{verdict:?}");
+}

@@ -1,0 +1,254 @@
+//! On PostgreSQL a batch takes a few round trips whatever its size, and
+//! the writes held back keep every value and fail as they did.
+
+use super::*;
+
+on_postgres!(
+    a_batch_of_purchases_takes_a_few_round_trips_whatever_its_size,
+    held_back_writes_keep_every_value_and_fail_as_they_did,
+);
+
+/// On PostgreSQL a batch's reads go in one round trip and its writes in
+/// one more, after the lock of its log: three between BEGIN and COMMIT,
+/// for one purchase as for a hundred (before: one per statement, 19).
+async fn a_batch_of_purchases_takes_a_few_round_trips_whatever_its_size(db: &TestDb) {
+    let (service, _clock) = setup(db).await;
+    let everyone = players(&service, "p", 111).await;
+    let groups = [&everyone[0..1], &everyone[1..11], &everyone[11..111]];
+    // The first round buys; the second also settles each player's first play.
+    for round in ["first", "second"] {
+        let mut costs = Vec::new();
+        for group in groups {
+            for result in buy_in_one_batch(&service, group, round).await {
+                result.expect("bought");
+            }
+            costs.push(last_batch(&service));
+        }
+        eprintln!("{round} round: {costs:?}");
+        let requests: Vec<usize> = costs.iter().map(|c| c.requests).collect();
+        assert_eq!(requests, [1, 10, 100], "{round} round: {costs:?}");
+        assert!(
+            costs.iter().all(|c| c.round_trips == costs[0].round_trips),
+            "{round} round: the round trips do not grow with the batch: {costs:?}"
+        );
+        assert!(
+            costs[0].round_trips <= 3,
+            "{round} round: the log's lock, the reads, the writes: {costs:?}"
+        );
+    }
+    assert_eq!(service.writer.stats.batch_retries.get(), 0);
+    assert_ledger_balances(&service.db).await;
+    assert_trail_verifies(&service.db).await;
+}
+
+/// A row of the odd values' table: (n, t, b).
+type OddRow = (Option<i64>, Option<String>, Option<Vec<u8>>);
+
+/// Odd values that a held-back write carries (as literals before the
+/// writer's statements were prepared, issue 34; bound values since).
+fn odd_texts() -> Vec<String> {
+    vec![
+        String::new(),
+        "it's".to_owned(),
+        "''".to_owned(),
+        "$$".to_owned(),
+        "$t_".to_owned(),
+        "ends with a dollar $".to_owned(),
+        "$1 $2 $10".to_owned(),
+        "back\\slash \\x00 \\\\".to_owned(),
+        "é ü 漢字 🎲 \u{202e}".to_owned(),
+        "line\nbreak\ttab\r".to_owned(),
+        "-- not a comment; SELECT 1; /* nor this */".to_owned(),
+        "{\"json\": [1, \"two\"]}".to_owned(),
+    ]
+}
+
+async fn held_back_writes_keep_every_value_and_fail_as_they_did(db: &TestDb) {
+    use tresor::store::sql::{self, Conn};
+    let connected = db.connect().await;
+    let pool = connected.pool.clone();
+    let texts = odd_texts();
+    let ints = [0, 1, -1, 42, i64::MAX, i64::MIN, 1 << 53];
+    let blobs: [&[u8]; 4] = [b"", b"\0\x01\xff", b"'\\$", &[0x5c; 3]];
+
+    // Written held back, all in one round trip, and read back exactly.
+    let mut conn = Conn::Pipe(connected.begin_pipe(None).await.expect("begin"));
+    conn.execute_raw("CREATE TEMP TABLE odd (n bigint, t text, b bytea, k int PRIMARY KEY)")
+        .await
+        .expect("a table");
+    let (written, counts) = sql::counting(async {
+        for (k, text) in texts.iter().enumerate() {
+            let n = ints[k % ints.len()];
+            let b = blobs[k % blobs.len()];
+            sql::query("INSERT INTO odd (n, t, b, k) VALUES ($1, $2, $3, $4)")
+                .bind(n)
+                .bind(text.as_str())
+                .bind(b)
+                .bind(k as i64)
+                .defer(&mut conn)
+                .await?;
+        }
+        sql::query("INSERT INTO odd (n, t, b, k) VALUES ($1, $2, NULL, $3)")
+            .bind(None::<i64>)
+            .bind(None::<String>)
+            .bind(1_000i64)
+            .defer(&mut conn)
+            .await?;
+        conn.flush().await
+    })
+    .await;
+    written.expect("held-back writes");
+    assert_eq!(counts.round_trips, 1, "{counts:?}");
+    assert_eq!(counts.statements, texts.len() as u64 + 1, "{counts:?}");
+    let rows: Vec<OddRow> = sql::query_as("SELECT n, t, b FROM odd ORDER BY k")
+        .fetch_all(&mut conn)
+        .await
+        .expect("read back");
+    for (k, text) in texts.iter().enumerate() {
+        let expected = (
+            Some(ints[k % ints.len()]),
+            Some(text.clone()),
+            Some(blobs[k % blobs.len()].to_vec()),
+        );
+        assert_eq!(rows[k], expected, "value {k} kept");
+    }
+    assert_eq!(rows[texts.len()], (None, None, None), "NULLs kept");
+
+    // Reads sent together carry the same values and answer in order.
+    let queries = texts
+        .iter()
+        .map(|text| {
+            sql::query("SELECT $1 AS t, $2 AS n")
+                .bind(text.as_str())
+                .bind(i64::MIN)
+        })
+        .collect();
+    let (read, counts) = sql::counting(sql::fetch_each(&mut conn, queries)).await;
+    let read = read.expect("reads sent together");
+    assert_eq!(counts.round_trips, 1, "{counts:?}");
+    for (rows, text) in read.iter().zip(&texts) {
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].try_get::<String, _>("t").expect("t"), *text);
+        assert_eq!(rows[0].try_get::<i64, _>("n").expect("n"), i64::MIN);
+    }
+
+    // A write that changes other rows than expected fails at the flush with
+    // the error the same write run alone gives.
+    let missing = || sql::query("UPDATE odd SET n = 0 WHERE k = $1").bind(-5i64);
+    missing()
+        .defer_expecting(&mut conn, "odd", 1)
+        .await
+        .expect("held back");
+    let held = conn.flush().await.expect_err("no row changed");
+    let mut alone = Conn::Tx(pool.begin().await.expect("begin"));
+    alone
+        .execute_raw("CREATE TEMP TABLE odd (n bigint, k int)")
+        .await
+        .expect("a table");
+    let immediate = missing()
+        .defer_expecting(&mut alone, "odd", 1)
+        .await
+        .expect_err("no row changed");
+    assert!(
+        matches!(
+            held,
+            Error::Unavailable("the batch's reads changed under it")
+        ),
+        "{held:?}"
+    );
+    assert_eq!(format!("{held:?}"), format!("{immediate:?}"));
+
+    // A constraint violation fails at the flush as the statement alone does.
+    let mut conn = Conn::Pipe(connected.begin_pipe(None).await.expect("begin"));
+    conn.execute_raw("CREATE TEMP TABLE once (k int PRIMARY KEY)")
+        .await
+        .expect("a table");
+    for _ in 0..2 {
+        sql::query("INSERT INTO once (k) VALUES ($1)")
+            .bind(7i64)
+            .defer(&mut conn)
+            .await
+            .expect("held back");
+    }
+    let held = conn.flush().await.expect_err("a duplicate key");
+    assert_eq!(database_code(&held), Some("23505".to_owned()), "{held:?}");
+
+    // In the writer: a batch whose held-back writes fail is rolled back, run
+    // again request by request, and each purchase fails as it did before.
+    writer_batches_fail_as_they_did(db).await;
+}
+
+fn database_code(error: &Error) -> Option<String> {
+    match error {
+        Error::Database(sqlx::Error::Database(db)) => db.code().map(|c| c.into_owned()),
+        _ => None,
+    }
+}
+
+/// Purchases whose batch's writes fail in the database (a block update
+/// that finds no row, a transfer that breaks a constraint): the batch is
+/// refused whole, nothing of it stays, and the next batch sells again.
+async fn writer_batches_fail_as_they_did(db: &TestDb) {
+    let (service, _clock) = setup(db).await;
+    let buyers = players(&service, "f", 3).await;
+    let pool = &service.db.pool;
+    let plays_before = scalar(pool, "SELECT COUNT(*) FROM plays").await;
+
+    // Every update of a block skipped: the batch's update finds no row.
+    for statement in [
+        "CREATE FUNCTION skip_row() RETURNS trigger AS $$ BEGIN RETURN NULL; END $$ LANGUAGE plpgsql",
+        "CREATE TRIGGER skip_block BEFORE UPDATE ON blocks FOR EACH ROW EXECUTE FUNCTION skip_row()",
+    ] {
+        sqlx::query(statement).execute(pool).await.expect(statement);
+    }
+    for result in buy_in_one_batch(&service, &buyers, "skipped").await {
+        let error = result.expect_err("no block updated");
+        assert!(
+            matches!(
+                error,
+                Error::Unavailable("the batch's reads changed under it")
+            ),
+            "{error:?}"
+        );
+    }
+    sqlx::query("DROP TRIGGER skip_block ON blocks")
+        .execute(pool)
+        .await
+        .expect("drop");
+
+    // A transfer of 50 cents refused by a constraint.
+    sqlx::query(
+        "ALTER TABLE transfers ADD CONSTRAINT no_fifty CHECK (amount_cents <> 50) NOT VALID",
+    )
+    .execute(pool)
+    .await
+    .expect("a constraint");
+    for result in buy_in_one_batch(&service, &buyers, "refused").await {
+        let error = result.expect_err("a constraint refuses it");
+        assert_eq!(database_code(&error), Some("23514".to_owned()), "{error:?}");
+    }
+    sqlx::query("ALTER TABLE transfers DROP CONSTRAINT no_fifty")
+        .execute(pool)
+        .await
+        .expect("drop");
+
+    assert_eq!(
+        scalar(pool, "SELECT COUNT(*) FROM plays").await,
+        plays_before,
+        "nothing of the failed batches stays"
+    );
+    for player in &buyers {
+        assert_eq!(
+            service
+                .balance_cents(player.account_id)
+                .await
+                .expect("balance"),
+            10_000
+        );
+    }
+    for result in buy_in_one_batch(&service, &buyers, "again").await {
+        result.expect("bought once the database takes it");
+    }
+    assert_ledger_balances(&service.db).await;
+    assert_trail_verifies(&service.db).await;
+}
