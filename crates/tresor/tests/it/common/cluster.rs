@@ -357,7 +357,7 @@ impl Cluster {
 
     /// SIGKILLs `postmaster` and its children and waits until they are gone.
     fn kill_postmaster(&self, postmaster: u32) {
-        let mut pids = children(postmaster);
+        let mut pids = super::procs::children(postmaster);
         pids.push(postmaster);
         for pid in &pids {
             let _ = Command::new("kill")
@@ -393,7 +393,7 @@ impl Cluster {
             return 0;
         };
         let mut signalled = 0;
-        for pid in children(postmaster) {
+        for pid in super::procs::children(postmaster) {
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
             if String::from_utf8_lossy(&cmdline).starts_with(title) {
                 let _ = Command::new("kill")
@@ -495,7 +495,7 @@ impl Drop for Cluster {
             if let Some(postmaster) = self.postmaster(standby)
                 && self.is_own_postmaster(standby, postmaster)
             {
-                let mut pids = children(postmaster);
+                let mut pids = super::procs::children(postmaster);
                 pids.push(postmaster);
                 for pid in &pids {
                     let _ = Command::new("kill")
@@ -507,32 +507,6 @@ impl Drop for Cluster {
         }
         // The temporary folder goes with `root`.
     }
-}
-
-/// The processes whose parent is `pid`.
-fn children(pid: u32) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(child) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        // The fields after the command's closing parenthesis: state, ppid, …
-        let parent = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|ppid| ppid.parse::<u32>().ok());
-        if parent == Some(pid) {
-            found.push(child);
-        }
-    }
-    found
 }
 
 fn append(path: &Path, text: &str) {
