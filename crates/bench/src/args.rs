@@ -23,7 +23,7 @@ pub enum Mix {
 pub struct BenchArgs {
     /// A running server to load (http://127.0.0.1:8080), in demo mode so that
     /// the bench can deposit. Without it, give `--spawn`.
-    #[arg(long, required_unless_present = "spawn")]
+    #[arg(long, required_unless_present_any = ["spawn", "history_plays"])]
     pub url: Option<String>,
     /// Start the servers itself: on a fresh SQLite folder, or on fresh
     /// databases of the PostgreSQL server named by `--database-url`.
@@ -75,12 +75,26 @@ pub struct BenchArgs {
     /// this many, to measure purchases on a large database.
     #[arg(long, requires = "data")]
     pub preload_plays: Option<u64>,
+    /// Instead of a run: bulk-load this many plays, with their deposits,
+    /// stakes, prizes and withdrawals, over `--history-days` Paris days
+    /// ending today, into `--data DIR` (SQLite) or `--database-url URL`
+    /// (PostgreSQL, kept), to measure `tresor report --by` (issue 45).
+    #[arg(long)]
+    pub history_plays: Option<u64>,
+    /// With `--history-plays`: the Paris days it covers.
+    #[arg(long, default_value_t = 120)]
+    pub history_days: u32,
     /// Beside the players, a flood of requests the server refuses, paced at
     /// this many per second in all (0: none) over a few extra players of
     /// their own: half throws of a finished play (409 `play_finished`), half
     /// purchases past the 7-day stake cap (403 `stake_limit_reached`).
     #[arg(long, default_value_t = 0)]
     pub refusals_per_second: u32,
+    /// Beside the players, free tries (`POST /api/free/plays` at the run's
+    /// stake, issue 45) paced at this many per second in all (0: none),
+    /// sent by a few visitors without an account: what they cost real sales.
+    #[arg(long, default_value_t = 0)]
+    pub free_tries_per_second: u32,
     /// With `--spawn --database-url`: this many servers on one database
     /// (writers `server0`, `server1`…, each selling from its own block),
     /// each loaded by its share of the players at the same time; with
@@ -124,6 +138,9 @@ pub(crate) fn check(args: &BenchArgs) -> Result<(), String> {
     if args.servers > 1 && args.refusals_per_second > 0 {
         return usage("--refusals-per-second runs with one server only");
     }
+    if args.servers > 1 && args.free_tries_per_second > 0 {
+        return usage("--free-tries-per-second runs with one server only");
+    }
     if args.servers > args.concurrency {
         return usage("--servers: at most one per player (--concurrency)");
     }
@@ -142,7 +159,8 @@ pub(crate) struct Go {
     pub(crate) args: BenchArgs,
     /// The database as the lines name it ("PostgreSQL +1 ms a round trip").
     pub(crate) backend: String,
-    /// ", refusal flood R/s" on the runs the flood goes with, or nothing.
+    /// ", refusal flood R/s", ", free tries F/s" on the runs the floods go
+    /// with, or nothing.
     pub(crate) flood: String,
     /// The `tresor` binary (with `--spawn`).
     pub(crate) exe: PathBuf,

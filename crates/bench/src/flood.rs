@@ -83,11 +83,7 @@ async fn set_up_one(
 ) -> anyhow::Result<Refuser> {
     let player = register_with_stake_cap(base, name, stake_cents).await?;
     let response = player
-        .client
         .post(format!("{base}/api/plays"))
-        .header("content-type", "application/json")
-        .header("x-requested-with", "tresor")
-        .header("cookie", &player.cookie)
         .header("idempotency-key", format!("r{index}-0"))
         .body(format!(r#"{{"stake_cents":{stake_cents}}}"#))
         .send()
@@ -103,11 +99,7 @@ async fn set_up_one(
     let play_id = serde_json::from_slice::<PlayId>(&body)?.id;
     for _ in 0..4 {
         let response = player
-            .client
             .post(format!("{base}/api/plays/{play_id}/throws"))
-            .header("content-type", "application/json")
-            .header("x-requested-with", "tresor")
-            .header("cookie", &player.cookie)
             .body("{}")
             .send()
             .await?;
@@ -125,6 +117,39 @@ async fn set_up_one(
     Ok(Refuser { player, play_id })
 }
 
+/// The ticks of sender `index` of `count` that send `offered` requests a
+/// second in all: each offered / count per second, their ticks staggered
+/// over one period, a tick missed while an answer is awaited skipped.
+pub(crate) struct Paced {
+    interval: tokio::time::Interval,
+    stopped: tokio::sync::watch::Receiver<bool>,
+    clock: Arc<Clock>,
+}
+
+impl Paced {
+    pub(crate) fn new(clock: &Arc<Clock>, index: usize, count: u32, offered: u32) -> Self {
+        let period = Duration::from_secs_f64(f64::from(count) / f64::from(offered));
+        let first = clock.started + period.mul_f64(index as f64 / f64::from(count));
+        let mut interval = tokio::time::interval_at(first.into(), period);
+        interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        Self {
+            interval,
+            stopped: clock.stopped.subscribe(),
+            clock: Arc::clone(clock),
+        }
+    }
+
+    /// Waits for the next tick: `false` once the players stop (woken
+    /// between two ticks, not only at the next).
+    pub(crate) async fn tick(&mut self) -> bool {
+        tokio::select! {
+            _ = self.interval.tick() => {}
+            _ = self.stopped.wait_for(|stopped| *stopped) => return false,
+        }
+        !self.clock.stop.load(Ordering::Relaxed)
+    }
+}
+
 /// One refuser's share of the flood, in open loop: a request per tick of
 /// its own interval, ticks missed while an answer is awaited skipped (never
 /// a burst to catch up, so the flood never passes its pace), throws of its
@@ -138,42 +163,23 @@ pub(crate) async fn refuse_loop(
     clock: Arc<Clock>,
 ) -> FloodTally {
     let mut tally = FloodTally::new(offered);
-    let count = refuser_count(offered);
-    // Each of `count` refusers sends offered / count per second; their
-    // ticks are staggered over one period.
-    let period = Duration::from_secs_f64(f64::from(count) / f64::from(offered));
-    let first = clock.started + period.mul_f64(index as f64 / f64::from(count));
-    let mut interval = tokio::time::interval_at(first.into(), period);
-    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut paced = Paced::new(&clock, index, refuser_count(offered), offered);
     let plays_url = format!("{base}/api/plays");
     let throw_url = format!("{base}/api/plays/{}/throws", refuser.play_id);
     let purchase_body = format!(r#"{{"stake_cents":{stake_cents}}}"#);
     let player = refuser.player;
-    let mut stopped = clock.stopped.subscribe();
     let mut n: u64 = 0;
-    loop {
-        tokio::select! {
-            _ = interval.tick() => {}
-            _ = stopped.wait_for(|stopped| *stopped) => break,
-        }
-        if clock.stop.load(Ordering::Relaxed) {
-            break;
-        }
+    while paced.tick().await {
         n += 1;
         let purchase = (n + index as u64).is_multiple_of(2);
         let request = if purchase {
             player
-                .client
                 .post(&plays_url)
                 .header("idempotency-key", format!("r{index}-{n}"))
                 .body(purchase_body.clone())
         } else {
-            player.client.post(&throw_url).body("{}")
+            player.post(&throw_url).body("{}")
         };
-        let request = request
-            .header("content-type", "application/json")
-            .header("x-requested-with", "tresor")
-            .header("cookie", &player.cookie);
         let (result, at, micros) = timed(request).await;
         record(&mut tally, result, purchase, clock.measuring(at), micros);
     }

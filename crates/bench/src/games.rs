@@ -8,7 +8,7 @@ use anyhow::Context;
 use std::path::PathBuf;
 
 /// One generated scratch game: 10,000 units a block at 1 €, 45 % paid back.
-fn definition(index: usize) -> String {
+pub(crate) fn definition(index: usize) -> String {
     format!(
         "id = \"bench-{index:02}\"\n\
          units_per_block = 10_000\n\

@@ -1,14 +1,16 @@
-//! One run of a mix: every player's loop and the refusal flood started on
+//! One run of a mix: every player's loop, the refusal flood and the free
+//! tries started on
 //! one clock, watched for the warm-up and the duration (progress, the
 //! server's memory and CPU), then stopped and their tallies merged.
 
 use crate::args::{BenchArgs, Mix};
 use crate::flood::{Refuser, refuse_loop};
+use crate::free::{free_loop, visitor_count};
 use crate::play::{Clock, Tally, play_loop};
 use crate::players::Player;
 use crate::procstat::{Cpu, Memory, cpu_sample, read_memory};
 use crate::report::progress;
-use crate::report::{FloodTally, RunResult, new_histogram};
+use crate::report::{FloodTally, FreeTally, RunResult, new_histogram};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -65,6 +67,24 @@ pub(crate) async fn run_mix(
             clock.clone(),
         )));
     }
+    let free_rate = args.free_tries_per_second;
+    let free_count = if free_rate > 0 {
+        visitor_count(free_rate)
+    } else {
+        0
+    };
+    let free_tasks: Vec<JoinHandle<FreeTally>> = (0..free_count as usize)
+        .map(|index| {
+            let base = base.clone();
+            tokio::spawn(free_loop(
+                base,
+                index,
+                free_rate,
+                args.stake_cents,
+                clock.clone(),
+            ))
+        })
+        .collect();
     let (memory, cpu, seconds) = watch(&target, &clock, args).await;
     let mut result = RunResult {
         label: target.label.to_owned(),
@@ -77,9 +97,17 @@ pub(crate) async fn run_mix(
         errors: 0,
         memory,
         flood: None,
+        free: None,
         cpu,
     };
     gather(&mut result, tasks, flood_tasks, args).await?;
+    if !free_tasks.is_empty() {
+        let mut free = FreeTally::new(free_rate);
+        for task in free_tasks {
+            free.add(&task.await?)?;
+        }
+        result.free = Some(free);
+    }
     // Requests still in flight when the clock stopped finish a little after
     // it: count them over the time they actually took.
     result.seconds = seconds.max(clock.measure_from.elapsed().as_secs_f64());

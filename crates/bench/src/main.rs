@@ -16,7 +16,9 @@
 //! With `--refusals-per-second R` a few extra players flood the server,
 //! beside the measured ones, with requests it refuses (throws of finished
 //! plays, purchases past the 7-day stake cap), paced at R per second in all:
-//! what such a flood costs the good purchases.
+//! what such a flood costs the good purchases. With
+//! `--free-tries-per-second F` visitors without an account ask F free tries
+//! a second in all (issue 45): what free tries cost real sales.
 //!
 //! With `--servers N` (PostgreSQL) N servers share one database, each loaded
 //! by its share of the players at the same time; with `--baselines` one
@@ -29,7 +31,9 @@
 mod args;
 mod fleet;
 mod flood;
+mod free;
 mod games;
+mod history;
 mod load;
 mod pgbench;
 mod play;
@@ -65,30 +69,7 @@ fn main() -> ExitCode {
         eprintln!("error: {usage}");
         return ExitCode::from(2);
     }
-    init_tracing();
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("error: cannot start the runtime: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match runtime.block_on(run::run_bench(args)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("error: {error:#}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-/// Logs on stderr, as the `tresor` commands log (the preload opens the
-/// database through the server's own code, which logs).
-fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+    // The preload opens the database through the server's own code, which
+    // logs: as the `tresor` commands do.
+    tresor::cli::run_async(run::run_bench(args))
 }

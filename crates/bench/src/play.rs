@@ -140,11 +140,7 @@ impl Loop {
     ) -> Option<(Option<i64>, Instant)> {
         let index = self.index;
         let request = player
-            .client
             .post(&self.plays_url)
-            .header("content-type", "application/json")
-            .header("x-requested-with", "tresor")
-            .header("cookie", &player.cookie)
             .header("idempotency-key", format!("b{index}-{n}"))
             .body(self.purchase_body.clone());
         let (result, at, micros) = timed(request).await;
@@ -185,13 +181,7 @@ impl Loop {
     async fn throws(&self, player: &Player, play_id: i64, tally: &mut Tally) -> bool {
         let throw_url = format!("{}/api/plays/{play_id}/throws", self.base);
         for _ in 0..4 {
-            let request = player
-                .client
-                .post(&throw_url)
-                .header("content-type", "application/json")
-                .header("x-requested-with", "tresor")
-                .header("cookie", &player.cookie)
-                .body("{}");
+            let request = player.post(&throw_url).body("{}");
             let (result, at, micros) = timed(request).await;
             match result {
                 Some((200, _)) => {

@@ -15,6 +15,18 @@ pub(crate) struct Player {
     pub(crate) cookie: String,
 }
 
+impl Player {
+    /// A JSON `POST` of the logged-in player, as the page sends it: its
+    /// session's cookie and the CSRF header.
+    pub(crate) fn post(&self, url: impl reqwest::IntoUrl) -> reqwest::RequestBuilder {
+        self.client
+            .post(url)
+            .header("content-type", "application/json")
+            .header("x-requested-with", "tresor")
+            .header("cookie", &self.cookie)
+    }
+}
+
 /// A client of one connection, as a player's browser keeps one.
 pub(crate) fn client() -> anyhow::Result<reqwest::Client> {
     // One connection per player, kept alive: a pool of at most one idle
@@ -82,11 +94,7 @@ pub(crate) async fn register_with_stake_cap(
 /// A demo deposit of 1,000 € (the server must run in demo mode).
 pub(crate) async fn deposit(base: &str, player: &Player) -> anyhow::Result<()> {
     let response = player
-        .client
         .post(format!("{base}/api/demo/deposit"))
-        .header("content-type", "application/json")
-        .header("x-requested-with", "tresor")
-        .header("cookie", &player.cookie)
         .body(r#"{"amount_cents":100000}"#)
         .send()
         .await?;

@@ -21,6 +21,8 @@ pub(crate) struct RunResult {
     pub(crate) memory: Option<Memory>,
     /// What the refusal flood got, when there was one.
     pub(crate) flood: Option<FloodTally>,
+    /// What the free tries beside the players got, when there were some.
+    pub(crate) free: Option<FreeTally>,
     /// The CPU spent during the measurement, when it could be read.
     pub(crate) cpu: Option<Cpu>,
 }
@@ -44,6 +46,7 @@ impl RunResult {
             errors: 0,
             memory: None,
             flood: None,
+            free: None,
             cpu: None,
         };
         // Each server's own CPU, added up; PostgreSQL's CPU is the
@@ -120,6 +123,39 @@ impl FloodTally {
     }
 }
 
+/// What the free-try flood got. Answers are counted when their request was
+/// sent inside the measurement, except the unexpected ones, counted at any
+/// time like the players' errors.
+#[derive(Debug)]
+pub(crate) struct FreeTally {
+    /// The pace asked for, in free tries per second in all.
+    pub(crate) offered: u32,
+    /// Latency of each free try answered (200, `"free": true`), in µs.
+    pub(crate) answered: Histogram<u64>,
+    /// 429 `rate_limited`: the throttle of a foreign server (`--url`).
+    pub(crate) throttled: u64,
+    /// Any other answer, or none.
+    pub(crate) unexpected: u64,
+}
+
+impl FreeTally {
+    pub(crate) fn new(offered: u32) -> Self {
+        FreeTally {
+            offered,
+            answered: new_histogram(),
+            throttled: 0,
+            unexpected: 0,
+        }
+    }
+
+    pub(crate) fn add(&mut self, other: &FreeTally) -> anyhow::Result<()> {
+        self.answered.add(&other.answered)?;
+        self.throttled += other.throttled;
+        self.unexpected += other.unexpected;
+        Ok(())
+    }
+}
+
 pub(crate) fn quantile_ms(histogram: &Histogram<u64>, q: f64) -> f64 {
     histogram.value_at_quantile(q) as f64 / 1000.0
 }
@@ -145,6 +181,15 @@ pub(crate) fn print_result(result: &RunResult, ceiling: Option<f64>) {
             } else {
                 ""
             }
+        );
+    }
+    if let Some(free) = &result.free {
+        println!(
+            "    free tries: {:.0}/s answered of {}/s offered, {} throttled (429), {} unexpected",
+            result.per_second(free.answered.len()),
+            free.offered,
+            free.throttled,
+            free.unexpected,
         );
     }
     if let Some(memory) = result.memory {
@@ -198,6 +243,12 @@ fn headline_line(result: &RunResult, ceiling: Option<f64>) -> String {
             result.per_second(flood.purchase.len() + flood.throw.len())
         );
     }
+    if let Some(free) = &result.free {
+        line += &format!(
+            "  beside {:.0} free tries/s",
+            result.per_second(free.answered.len())
+        );
+    }
     if result.errors > 0 {
         line += &format!("  ({} errors)", result.errors);
     }
@@ -212,17 +263,19 @@ fn headline_line(result: &RunResult, ceiling: Option<f64>) -> String {
 /// Each endpoint's count and latencies (the refusals' too), when it had
 /// requests.
 fn print_latencies(result: &RunResult) {
-    let no_flood = (new_histogram(), new_histogram());
+    let none = (new_histogram(), new_histogram(), new_histogram());
     let (refused_purchase, refused_throw) = result
         .flood
         .as_ref()
-        .map_or((&no_flood.0, &no_flood.1), |f| (&f.purchase, &f.throw));
+        .map_or((&none.0, &none.1), |f| (&f.purchase, &f.throw));
+    let free = result.free.as_ref().map_or(&none.2, |f| &f.answered);
     for (name, histogram) in [
         ("POST /api/plays", &result.purchase),
         ("POST /api/plays/{id}/throws", &result.throw),
         ("GET /healthz", &result.healthz),
         ("refused purchase (403)", refused_purchase),
         ("refused throw (409)", refused_throw),
+        ("POST /api/free/plays", free),
     ] {
         if histogram.is_empty() {
             continue;

@@ -16,17 +16,25 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub(crate) async fn run_bench(args: BenchArgs) -> anyhow::Result<()> {
+    if let Some(plays) = args.history_plays {
+        let data = args.data.as_deref();
+        let url = args.database_url.as_deref();
+        return crate::history::history(data, url, plays, args.history_days).await;
+    }
     // The binary is found before anything is printed or started.
     let exe = if args.spawn {
         servers::tresor_binary(args.tresor.as_deref())?
     } else {
         PathBuf::new()
     };
-    let flood = if args.refusals_per_second > 0 {
+    let mut flood = if args.refusals_per_second > 0 {
         format!(", refusal flood {}/s", args.refusals_per_second)
     } else {
         String::new()
     };
+    if args.free_tries_per_second > 0 {
+        flood += &format!(", free tries {}/s", args.free_tries_per_second);
+    }
     print_header(&args, &flood, args.spawn.then_some(exe.as_path()));
     if let (Some(plays), Some(data)) = (args.preload_plays, &args.data) {
         preload(data, plays).await?;
@@ -202,14 +210,7 @@ async fn tuned_run(
         String::new()
     };
     let label = format!("{}, group commit{max_batch}{}", go.backend, go.flood);
-    let target = Target {
-        label: &label,
-        base: &server.base,
-        pid: Some(server.pid()),
-        shown: true,
-    };
-    let result = run_mix(target, &players, &refusers, args.mix, args).await?;
-    print_result(&result, ceiling_rate);
+    let result = shown_run(go, &server, &label, (&players, &refusers), ceiling_rate).await?;
     let store = server.stop().await;
     if let Some(bytes) = store.size_bytes().await {
         println!(
@@ -220,6 +221,26 @@ async fn tuned_run(
     store.check_ledger().await?;
     store.drop_database().await;
     Ok((result, ceiling_rate))
+}
+
+/// The mix of `go` run by `who` (the players, the refusers) against the
+/// server we started, its result printed under `label` beside the ceiling.
+async fn shown_run(
+    go: &Go,
+    server: &Server,
+    label: &str,
+    who: (&[Player], &[Refuser]),
+    ceiling_rate: Option<f64>,
+) -> anyhow::Result<RunResult> {
+    let target = Target {
+        label,
+        base: &server.base,
+        pid: Some(server.pid()),
+        shown: true,
+    };
+    let result = run_mix(target, who.0, who.1, go.args.mix, &go.args).await?;
+    print_result(&result, ceiling_rate);
+    Ok(result)
 }
 
 /// The baseline of one transaction per job, on a fresh database of the
@@ -237,14 +258,7 @@ async fn single_run(
     let players = register_players(&server.base, args.concurrency, run).await?;
     let refusers = flood_refusers(&server.base, args, run).await?;
     let label = format!("{}, one transaction per job{}", go.backend, go.flood);
-    let target = Target {
-        label: &label,
-        base: &server.base,
-        pid: Some(server.pid()),
-        shown: true,
-    };
-    let result = run_mix(target, &players, &refusers, args.mix, args).await?;
-    print_result(&result, ceiling_rate);
+    let result = shown_run(go, &server, &label, (&players, &refusers), ceiling_rate).await?;
     println!(
         "    group commit: {:.2} × one transaction per job",
         tuned / result.headline()

@@ -246,6 +246,7 @@ pub(crate) fn unthrottled(exe: &Path) -> Vec<String> {
         "--logins-per-minute-per-address",
         "--actions-per-minute-per-player",
         "--actions-per-minute-per-address",
+        "--free-tries-per-minute-per-address",
         "--failed-logins-free-per-name-and-address",
         "--failed-logins-free-per-address",
         // Every simulated player's connection comes from 127.0.0.1 too.

@@ -29,22 +29,32 @@ impl fmt::Display for SecretError {
 
 impl std::error::Error for SecretError {}
 
+/// A secret and its commitment are both 32 bytes, written as 64
+/// hexadecimal digits: made from bytes, parsed and shown alike.
+macro_rules! bytes_32 {
+    ($name:ident) => {
+        impl $name {
+            pub const fn from_bytes(bytes: [u8; 32]) -> Self {
+                $name(bytes)
+            }
+
+            /// Parses 64 hexadecimal digits (blanks around them ignored).
+            pub fn parse_hex(text: &str) -> Result<Self, SecretError> {
+                let mut bytes = [0u8; 32];
+                hex::decode_to_slice(text.trim(), &mut bytes).map_err(|_| SecretError)?;
+                Ok($name(bytes))
+            }
+
+            pub fn to_hex(&self) -> String {
+                hex::encode(self.0)
+            }
+        }
+    };
+}
+
+bytes_32!(BlockSecret);
+
 impl BlockSecret {
-    pub const fn from_bytes(bytes: [u8; 32]) -> Self {
-        BlockSecret(bytes)
-    }
-
-    /// Parses 64 hexadecimal digits.
-    pub fn parse_hex(text: &str) -> Result<Self, SecretError> {
-        let mut bytes = [0u8; 32];
-        hex::decode_to_slice(text.trim(), &mut bytes).map_err(|_| SecretError)?;
-        Ok(BlockSecret(bytes))
-    }
-
-    pub fn to_hex(&self) -> String {
-        hex::encode(self.0)
-    }
-
     pub const fn as_bytes(&self) -> &[u8; 32] {
         &self.0
     }
@@ -66,21 +76,7 @@ impl fmt::Debug for BlockSecret {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Commitment([u8; 32]);
 
-impl Commitment {
-    pub const fn from_bytes(bytes: [u8; 32]) -> Self {
-        Commitment(bytes)
-    }
-
-    pub fn parse_hex(text: &str) -> Result<Self, SecretError> {
-        let mut bytes = [0u8; 32];
-        hex::decode_to_slice(text.trim(), &mut bytes).map_err(|_| SecretError)?;
-        Ok(Commitment(bytes))
-    }
-
-    pub fn to_hex(&self) -> String {
-        hex::encode(self.0)
-    }
-}
+bytes_32!(Commitment);
 
 impl fmt::Display for Commitment {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

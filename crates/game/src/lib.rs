@@ -17,6 +17,7 @@ mod math;
 mod rng;
 mod scenario;
 mod scratch;
+mod sheet;
 
 pub use block::{
     BlockSecret, Commitment, ScenarioSeeder, SecretError, UNITS_PER_BLOCK, block_outcomes,
@@ -36,3 +37,7 @@ pub use scenario::{
     ScenarioView, Square, Throw,
 };
 pub use scratch::{Card, InvalidCard, ScratchRules};
+pub use sheet::{
+    BUYS, Buy, BuyView, Exact, FigureView, LevelOdds, LevelView, StakeSheet, StakeSheetView,
+    binomial, buy, sheet, stake_sheet,
+};

@@ -149,6 +149,14 @@ impl Catalog {
         self.entry(id).map(|e| e.game)
     }
 
+    /// The version of SHA-256 `sha256_hex` if this catalogue has it
+    /// already (the built-in island, a file on sale, a version parsed
+    /// before), without its text.
+    pub fn known(&self, sha256_hex: &str) -> Option<&'static Game> {
+        let pinned = self.pinned.lock().expect("catalogue lock");
+        pinned.get(sha256_hex).copied()
+    }
+
     /// The version an emission pinned: by its SHA-256, parsed from the
     /// pinned text the first time (no text: the built-in island, as
     /// emissions made before the catalogue are). Refused when the text's

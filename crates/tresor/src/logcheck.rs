@@ -91,6 +91,18 @@ pub struct SignedCheckpoint {
     pub note: String,
 }
 
+impl SignedCheckpoint {
+    /// The checkpoint `body` of the signed note `note`.
+    pub fn of(body: &Checkpoint, note: &str) -> SignedCheckpoint {
+        SignedCheckpoint {
+            origin: body.origin().to_owned(),
+            size: body.size(),
+            root: *body.hash(),
+            note: note.to_owned(),
+        }
+    }
+}
+
 /// Checks a signed note's Ed25519 signature under `key` and parses its body
 /// as a C2SP checkpoint. A note signed by another key (or by none) is
 /// refused, naming the key ids found.
@@ -115,12 +127,7 @@ pub fn open_checkpoint(note: &str, key: &VerifierKey) -> Result<SignedCheckpoint
     }
     let body = Checkpoint::from_bytes(parsed.text())
         .map_err(|_| CheckError("the signed note is not a checkpoint".to_owned()))?;
-    Ok(SignedCheckpoint {
-        origin: body.origin().to_owned(),
-        size: body.size(),
-        root: *body.hash(),
-        note: note.to_owned(),
-    })
+    Ok(SignedCheckpoint::of(&body, note))
 }
 
 /// `name+id` of a signature line (`— name base64(id || signature)`).
@@ -136,7 +143,8 @@ fn signer_of(line: &str) -> String {
     format!("{name}+{id}")
 }
 
-/// A v2 record as a receipt and the auditor's export give it.
+/// A v2 record as a receipt and the auditor's export give it (the
+/// record's fields its leaf covers, with origin and index).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Record {
     pub at_ms: i64,
@@ -153,8 +161,11 @@ pub struct Receipt {
     pub origin: String,
     pub index: u64,
     pub record: Record,
+    /// The signed note of a checkpoint whose tree includes the record.
     pub checkpoint: String,
+    /// The inclusion proof, hashes in base64.
     pub proof: Vec<String>,
+    /// The verifier key that signed the checkpoint (informative).
     pub key: String,
 }
 

@@ -5,7 +5,6 @@
 
 use base64::Engine as _;
 use signed_note::{Note, Signer, StandardSigner};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use tlog_tiles::{Checkpoint, Hash};
 
@@ -134,16 +133,7 @@ impl LogKeySource {
 pub fn write_key_file(path: &Path, seed: &LogSeed) -> Result<(), String> {
     let fail =
         |error: std::io::Error| format!("cannot write the log key {}: {error}", path.display());
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(fail)?;
-    }
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options.open(path).map_err(fail)?;
-    writeln!(file, "{}", seed.to_hex()).map_err(fail)?;
-    file.sync_all().map_err(fail)
+    crate::private::write_key_file(path, &seed.to_hex()).map_err(fail)
 }
 
 #[cfg(test)]

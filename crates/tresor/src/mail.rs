@@ -162,11 +162,8 @@ fn write_private(dir: &Path, bytes: &[u8]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::private::tests::mode;
     use std::os::unix::fs::PermissionsExt;
-
-    fn mode(path: &Path) -> u32 {
-        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
-    }
 
     #[test]
     fn the_outbox_is_made_private_and_a_link_is_refused() {

@@ -146,6 +146,14 @@ fn register(registry: &mut Registry, name: &'static str, metric: impl Metric) {
     registry.register(name, help, metric);
 }
 
+/// Registers each of `source`'s `fields` under its own name after
+/// `prefix`, so that a metric's name is written once.
+macro_rules! register_each {
+    ($registry:expr, $source:expr, $prefix:literal, [$($field:ident),* $(,)?]) => {
+        $(register($registry, concat!($prefix, stringify!($field)), $source.$field.clone());)*
+    };
+}
+
 impl Metrics {
     pub fn new(writer: &WriterStats) -> Metrics {
         let mut registry = Registry::with_prefix("tresor");
@@ -168,30 +176,25 @@ impl Metrics {
             registry: Registry::default(),
         };
         let r = &mut registry;
-        register(r, "purchases", metrics.purchases.clone());
-        register(r, "throws", metrics.throws.clone());
-        register(r, "wins_paid_cents", metrics.wins_paid_cents.clone());
+        register_each!(r, metrics, "", [purchases, throws, wins_paid_cents]);
         register(r, "failed_logins", failed_logins);
-        register(
-            r,
-            "console_code_failures",
-            metrics.console_code_failures.clone(),
-        );
-        register(r, "ready", metrics.ready.clone());
-        register(r, "sales_open", metrics.sales_open.clone());
+        register_each!(r, metrics, "", [console_code_failures, ready, sales_open]);
         register(r, "http_request_duration_seconds", metrics.requests.clone());
-        register(r, "writer_batch_size", writer.batch_size.clone());
-        register(r, "writer_batch_retries", writer.batch_retries.clone());
-        register(r, "writer_dropped", writer.dropped.clone());
-        register(
+        register_each!(
             r,
-            "writer_commits_resolved",
-            writer.commits_resolved.clone(),
+            writer,
+            "writer_",
+            [
+                batch_size,
+                batch_retries,
+                dropped,
+                commits_resolved,
+                queue_depth,
+                batch_seconds,
+                over_budget,
+                restarts,
+            ]
         );
-        register(r, "writer_queue_depth", writer.queue_depth.clone());
-        register(r, "writer_batch_seconds", writer.batch_seconds.clone());
-        register(r, "writer_over_budget", writer.over_budget.clone());
-        register(r, "writer_restarts", writer.restarts.clone());
         Metrics {
             registry,
             ..metrics

@@ -99,6 +99,19 @@ pub fn create_new(path: &Path) -> std::io::Result<File> {
         .open(path)
 }
 
+/// Writes a key file: `line` and a newline to the new file `path`, 0600
+/// (an existing file there is an error), its folder made if missing, synced.
+pub fn write_key_file(path: &Path, line: &str) -> std::io::Result<()> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true).mode(0o600);
+    let mut file = options.open(path)?;
+    writeln!(file, "{line}")?;
+    file.sync_all()
+}
+
 /// Writes `bytes` as `dir/name`, replacing what was there: first into a
 /// new file under a hidden random name ([`create_new`]), synced when
 /// `sync`, then renamed, so that a reader sees the old file or the new
@@ -120,10 +133,11 @@ pub fn write_whole(dir: &Path, name: &OsStr, bytes: &[u8], sync: bool) -> std::i
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn mode(path: &Path) -> u32 {
+    /// A file's permission bits (the mail's tests read them too).
+    pub(crate) fn mode(path: &Path) -> u32 {
         std::fs::metadata(path).unwrap().permissions().mode() & 0o777
     }
 

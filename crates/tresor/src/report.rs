@@ -13,11 +13,14 @@
 use crate::error::Error;
 use serde::Serialize;
 use sqlx::AnyPool;
+use tresor_game::Game;
 
 mod csv;
 mod figures;
 mod group;
 mod money;
+pub mod paris;
+pub mod period;
 mod read;
 mod table;
 
@@ -59,12 +62,30 @@ pub struct StakeReport {
     pub blocks: Vec<BlockReport>,
 }
 
-/// One game's emissions summed.
+/// A game as the reports name it: its id and its names.
 #[derive(Debug, Clone, Serialize)]
-pub struct GameReport {
+pub struct GameName {
     pub game: String,
     pub name_fr: String,
     pub name_en: String,
+}
+
+impl GameName {
+    pub fn of(game: &Game) -> GameName {
+        GameName {
+            game: game.id().to_owned(),
+            name_fr: game.name_fr().to_owned(),
+            name_en: game.name_en().to_owned(),
+        }
+    }
+}
+
+/// One game's emissions summed.
+#[derive(Debug, Clone, Serialize)]
+pub struct GameReport {
+    /// Its id and names, at the top level of the game's JSON.
+    #[serde(flatten)]
+    pub name: GameName,
     pub kind: String,
     pub emissions: Vec<i64>,
     pub figures: Figures,

@@ -10,7 +10,6 @@
 
 use chacha20poly1305::aead::{Aead, KeyInit, Payload};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use tresor_game::BlockSecret;
 
@@ -202,16 +201,7 @@ pub fn write_key_file(path: &Path, key: &SecretsKey) -> Result<(), SealError> {
             path.display()
         ))
     };
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(fail)?;
-    }
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options.open(path).map_err(fail)?;
-    writeln!(file, "{}", key.to_hex()).map_err(fail)?;
-    file.sync_all().map_err(fail)
+    crate::private::write_key_file(path, &key.to_hex()).map_err(fail)
 }
 
 fn warn_if_readable_by_others(path: &Path) {

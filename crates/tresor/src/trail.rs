@@ -30,6 +30,7 @@ pub use log::Head;
 pub use receipt::Receipt;
 
 use crate::error::Error;
+use crate::store::record::record;
 use crate::store::{Conn, sql};
 use serde::Serialize;
 use serde_json::Value;
@@ -106,25 +107,35 @@ pub struct Record {
     pub salt: Option<String>,
 }
 
+record! {
+    impl sqlx for Record {
+        seq,
+        at_ms,
+        actor,
+        action,
+        request,
+        result,
+        prev_hash,
+        hash,
+        log_id,
+        idx,
+        salt,
+    }
+}
+
 /// The columns [`Record::from_row`] reads.
 pub const COLUMNS: &str =
     "seq, at_ms, actor, action, request, result, prev_hash, hash, log_id, idx, salt";
 
 impl Record {
+    /// The records of a page of `trail` rows read with [`COLUMNS`].
+    pub fn from_rows(rows: &[sqlx::any::AnyRow]) -> Result<Vec<Record>, sqlx::Error> {
+        rows.iter().map(Record::from_row).collect()
+    }
+
+    /// The record of one `trail` row read with [`COLUMNS`].
     pub fn from_row(row: &sqlx::any::AnyRow) -> Result<Record, sqlx::Error> {
-        Ok(Record {
-            seq: row.try_get("seq")?,
-            at_ms: row.try_get("at_ms")?,
-            actor: row.try_get("actor")?,
-            action: row.try_get("action")?,
-            request: row.try_get("request")?,
-            result: row.try_get("result")?,
-            prev_hash: row.try_get("prev_hash")?,
-            hash: row.try_get("hash")?,
-            log_id: row.try_get("log_id")?,
-            idx: row.try_get("idx")?,
-            salt: row.try_get("salt")?,
-        })
+        <Record as sqlx::FromRow<_>>::from_row(row)
     }
 
     /// A v2 record's leaf in the log of `origin`.
@@ -364,10 +375,7 @@ pub async fn page(
             .await?
         }
     };
-    Ok(rows
-        .iter()
-        .map(Record::from_row)
-        .collect::<Result<_, _>>()?)
+    Ok(Record::from_rows(&rows)?)
 }
 
 /// Checks the whole trail (see [`audit`]): the v1 chain, then every log
@@ -385,10 +393,7 @@ async fn page_v1(pool: &AnyPool, after_seq: i64) -> Result<Vec<Record>, Error> {
     .bind(PAGE)
     .fetch_all(pool)
     .await?;
-    Ok(rows
-        .iter()
-        .map(Record::from_row)
-        .collect::<Result<_, _>>()?)
+    Ok(Record::from_rows(&rows)?)
 }
 
 /// Checks the v1 chain (the records made before the log): every record
@@ -518,33 +523,23 @@ mod tests {
     #[test]
     fn a_record_hashes_every_field() {
         let base = record_hash(1, 2, "operator", "x", "{}", "{}", GENESIS_HASH);
-        assert_ne!(
-            base,
-            record_hash(2, 2, "operator", "x", "{}", "{}", GENESIS_HASH)
-        );
-        assert_ne!(
-            base,
-            record_hash(1, 3, "operator", "x", "{}", "{}", GENESIS_HASH)
-        );
-        assert_ne!(
-            base,
-            record_hash(1, 2, "system", "x", "{}", "{}", GENESIS_HASH)
-        );
-        assert_ne!(
-            base,
-            record_hash(1, 2, "operator", "y", "{}", "{}", GENESIS_HASH)
-        );
-        assert_ne!(
-            base,
-            record_hash(1, 2, "operator", "x", "[]", "{}", GENESIS_HASH)
-        );
-        assert_ne!(
-            base,
-            record_hash(1, 2, "operator", "x", "{}", "[]", GENESIS_HASH)
-        );
-        assert_ne!(
-            base,
-            record_hash(1, 2, "operator", "x", "{}", "{}", &"1".repeat(64))
-        );
+        let other_prev = "1".repeat(64);
+        // Each field changed alone, the others as in `base`.
+        let changed = [
+            (2, 2, "operator", "x", "{}", "{}", GENESIS_HASH),
+            (1, 3, "operator", "x", "{}", "{}", GENESIS_HASH),
+            (1, 2, "system", "x", "{}", "{}", GENESIS_HASH),
+            (1, 2, "operator", "y", "{}", "{}", GENESIS_HASH),
+            (1, 2, "operator", "x", "[]", "{}", GENESIS_HASH),
+            (1, 2, "operator", "x", "{}", "[]", GENESIS_HASH),
+            (1, 2, "operator", "x", "{}", "{}", other_prev.as_str()),
+        ];
+        for (seq, at_ms, actor, action, request, result, prev) in changed {
+            let hash = record_hash(seq, at_ms, actor, action, request, result, prev);
+            assert_ne!(
+                base, hash,
+                "{seq} {at_ms} {actor} {action} {request} {result}"
+            );
+        }
     }
 }

@@ -17,10 +17,7 @@ pub fn parts(user_agent: Option<&str>) -> (Option<&'static str>, Option<&'static
         ("Chrome/", "Chrome"),
         ("Safari/", "Safari"),
         ("curl/", "curl"),
-    ]
-    .iter()
-    .find(|(mark, _)| agent.contains(mark))
-    .map(|(_, name)| *name);
+    ];
     let system = [
         ("Android", "Android"),
         ("iPhone", "iPhone"),
@@ -29,11 +26,14 @@ pub fn parts(user_agent: Option<&str>) -> (Option<&'static str>, Option<&'static
         ("Mac OS X", "macOS"),
         ("CrOS", "ChromeOS"),
         ("Linux", "Linux"),
-    ]
-    .iter()
-    .find(|(mark, _)| agent.contains(mark))
-    .map(|(_, name)| *name);
-    (browser, system)
+    ];
+    let named = |marks: &[(&str, &'static str)]| {
+        marks
+            .iter()
+            .find(|(mark, _)| agent.contains(mark))
+            .map(|(_, name)| *name)
+    };
+    (named(&browser), named(&system))
 }
 
 /// "Browser on System", or "Unknown device" when neither is recognised.

@@ -128,6 +128,24 @@ fn split_notes(text: &str) -> Result<Vec<String>, String> {
     Ok(notes)
 }
 
+/// The checkpoint files of a monitor's state folder, sorted: each log's
+/// latest (`<writer>.checkpoint`), and with `history` the older ones it
+/// kept too (`<writer>.<size>.checkpoint`).
+pub fn state_files(folder: &Path, history: bool) -> std::io::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(folder)?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_suffix(".checkpoint"))
+                .is_some_and(|w| history || !w.contains('.'))
+        })
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
 impl Published {
     /// Reads a checkpoint file — one or more signed checkpoints (a
     /// monitor's `<writer>.checkpoint`, several concatenated, `tresor audit
@@ -143,18 +161,8 @@ impl Published {
     /// `tresor audit verify` narrows a rewrite with them).
     pub fn read_from(path: &Path, history: bool) -> Result<Published, String> {
         let text = if path.is_dir() {
-            let mut files: Vec<PathBuf> = std::fs::read_dir(path)
-                .map_err(|e| format!("cannot read the folder {}: {e}", path.display()))?
-                .flatten()
-                .map(|e| e.path())
-                .filter(|p| {
-                    p.file_name()
-                        .and_then(|n| n.to_str())
-                        .and_then(|n| n.strip_suffix(".checkpoint"))
-                        .is_some_and(|w| history || !w.contains('.'))
-                })
-                .collect();
-            files.sort();
+            let files = state_files(path, history)
+                .map_err(|e| format!("cannot read the folder {}: {e}", path.display()))?;
             if files.is_empty() {
                 return Err(format!(
                     "the folder {} holds no <writer>.checkpoint (a monitor's state folder \

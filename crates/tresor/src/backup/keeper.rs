@@ -162,8 +162,18 @@ impl Keeper {
     /// sales are held (recorded in the trail) when it does not hold them or
     /// they are missing. The reason, when they are held now.
     pub async fn check(&self, service: &Service) -> anyhow::Result<Option<String>> {
-        let Some(kept) = self.read()? else {
-            return self.check_missing(service).await;
+        // The database's record first, then the file: another server of the
+        // installation records where it keeps them just before it writes
+        // the file, so a record read first with no file after it is a file
+        // missing, not one about to be written (given a moment to appear).
+        let recorded = service.kept_checkpoints().await?;
+        let kept = match (self.read()?, recorded) {
+            (Some(kept), _) => kept,
+            (None, None) => return Ok(None),
+            (None, Some(recorded)) => match self.appearing().await? {
+                Some(kept) => kept,
+                None => return self.hold_missing(service, recorded).await,
+            },
         };
         let standing = checkpoint::standing(&service.db.pool, &kept).await?;
         if let Standing::OtherInstallation { ours, theirs } = &standing {
@@ -187,12 +197,25 @@ impl Keeper {
         Ok(Some(reason))
     }
 
-    /// No file: sales are held if the database says its checkpoints were
-    /// kept (it may be a copy put back behind them, the file deleted).
-    async fn check_missing(&self, service: &Service) -> anyhow::Result<Option<String>> {
-        let Some(recorded) = service.kept_checkpoints().await? else {
-            return Ok(None);
-        };
+    /// The file, if it appears within 2 s (another server of the
+    /// installation writing it just after recording it).
+    async fn appearing(&self) -> anyhow::Result<Option<Published>> {
+        for _ in 0..20 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if let Some(kept) = self.read()? {
+                return Ok(Some(kept));
+            }
+        }
+        Ok(None)
+    }
+
+    /// No file where the database says its checkpoints were kept (`recorded`):
+    /// sales are held (it may be a copy put back behind them, the file deleted).
+    async fn hold_missing(
+        &self,
+        service: &Service,
+        recorded: String,
+    ) -> anyhow::Result<Option<String>> {
         let place = serde_json::from_str::<Place>(&recorded)
             .map(|place| place.describe())
             .unwrap_or_else(|_| recorded.clone());

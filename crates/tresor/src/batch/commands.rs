@@ -28,6 +28,10 @@ pub struct BuyCommand {
     pub stake_cents: i64,
     pub idempotency_key: IdempotencyKey,
     pub request_hash: String,
+    /// The hash of the session's token the purchase came in, when the
+    /// caller took the session from its cache (`service::session_cache`):
+    /// the batch refuses the purchase if that session is no longer live.
+    pub session: Option<String>,
     pub now_ms: i64,
 }
 

@@ -5,7 +5,7 @@
 
 use super::prefetch::State;
 use super::{BuyCommand, Command, Context, Reply, ThrowCommand, product};
-use crate::error::Error;
+use crate::error::{Error, SessionEnd};
 use crate::protect::StakeAllowance;
 use crate::store::batch::{PlayState, Product, TransferRow};
 use crate::trail::{self, Actor, Head, Record};
@@ -124,6 +124,14 @@ impl Book<'_> {
         if product.0 != ISLAND_ID {
             // The island's records stay as they were before the catalogue.
             request["game"] = json!(product.0);
+        }
+        if let Some(session) = &buy.session
+            && !self.state.live_sessions.contains(session)
+        {
+            // Ended since the request's session was read (a logout, here or
+            // on another server, a password change, a suspension, an
+            // exclusion): refused as the read would have, nothing recorded.
+            return Err(Error::SessionEnded(SessionEnd::Ended).into());
         }
         if let Some((play_id, hash)) = self.state.earlier.get(&(buy.player.id, key.to_owned())) {
             if *hash != buy.request_hash {

@@ -30,6 +30,8 @@ pub(super) struct State {
     /// Games' stakes bought in this batch that have no block at all (not
     /// sold out: never on sale), read only when one has no block on sale.
     pub(super) never_on_sale: HashSet<Product>,
+    /// The sessions of the purchases that named one which are still live.
+    pub(super) live_sessions: HashSet<String>,
 }
 
 /// What the batch's commands name: the rows its reads look for.
@@ -43,6 +45,8 @@ struct Wanted<'a> {
     buyers: Vec<i64>,
     accounts: Vec<i64>,
     keys: Vec<(i64, &'a str)>,
+    /// The sessions the purchases came in, where they name one.
+    sessions: Vec<&'a str>,
     /// The (game, stake) pairs bought, once each.
     products: Vec<Product>,
 }
@@ -74,6 +78,7 @@ impl<'a> Wanted<'a> {
                 .iter()
                 .map(|b| (b.player.id, b.idempotency_key.as_str()))
                 .collect(),
+            sessions: buys.iter().filter_map(|b| b.session.as_deref()).collect(),
             products,
         }
     }
@@ -90,6 +95,7 @@ impl<'a> Wanted<'a> {
         if self.buys > 0 {
             queries.extend(store::lock_players(sqlite, &self.buyers));
             queries.push(store::sales_gate());
+            queries.push(store::live_sessions(sqlite, &self.sessions));
             queries.push(store::earlier_purchases(sqlite, &self.keys));
             queries.push(protect::stake_allowances(
                 sqlite,
@@ -141,6 +147,7 @@ impl State {
                 next(); // the lock
             }
             self.sales = store::read_sales_gate(&next())?;
+            self.live_sessions = store::read_live_sessions(&next())?;
             for (player_id, key, play_id, hash) in store::read_earlier_purchases(&next())? {
                 self.earlier.insert((player_id, key), (play_id, hash));
             }

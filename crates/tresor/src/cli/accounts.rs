@@ -4,7 +4,7 @@
 //! in the game trail as the operator's.
 
 use super::Usage;
-use super::db::{DbArgs, open_service};
+use super::db::{DbArgs, ListArgs, open_service};
 use crate::account::{Iban, Status};
 use crate::error::Error;
 use crate::service::{FourEyes, Payments, Service, Settings, Settlement, rfc3339};
@@ -182,11 +182,8 @@ pub enum AccountCommand {
         /// provisional, verified or closed.
         #[arg(long)]
         status: Option<String>,
-        /// Print JSON instead of a table.
-        #[arg(long)]
-        json: bool,
         #[command(flatten)]
-        db: DbArgs,
+        list: ListArgs,
     },
     /// Mark an account verified: identity documents checked, and the IBAN on
     /// file (`account list` shows it) is in the player's name.
@@ -232,11 +229,8 @@ pub enum WithdrawalCommand {
         /// pending, paid, rejected, cancelled or all.
         #[arg(long, default_value = "pending")]
         state: String,
-        /// Print JSON instead of a table.
-        #[arg(long)]
-        json: bool,
         #[command(flatten)]
-        db: DbArgs,
+        list: ListArgs,
     },
     /// Mark a pending withdrawal paid (the transfer to the IBAN was made).
     /// Four eyes: refused if the command line (`operator`) credited or
@@ -289,14 +283,7 @@ pub enum RulesCommand {
 }
 
 /// `tresor reserves`.
-#[derive(Debug, Args)]
-pub struct ReservesArgs {
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    pub json: bool,
-    #[command(flatten)]
-    pub db: DbArgs,
-}
+pub type ReservesArgs = ListArgs;
 
 pub(super) fn refusal(error: Error) -> anyhow::Error {
     match error {
@@ -314,9 +301,10 @@ pub(super) async fn service(db: &DbArgs) -> anyhow::Result<Service> {
 
 pub async fn run_account(command: AccountCommand) -> anyhow::Result<()> {
     match command {
-        AccountCommand::List { status, json, db } => {
-            list_accounts(status.as_deref(), json, &db).await
-        }
+        AccountCommand::List {
+            status,
+            list: ListArgs { json, db },
+        } => list_accounts(status.as_deref(), json, &db).await,
         AccountCommand::Verify { username, iban, db } => verify(&username, &iban, &db).await,
         AccountCommand::Suspend {
             username,
@@ -426,7 +414,10 @@ async fn suspend(username: &str, reason: &str, db: &DbArgs, suspend: bool) -> an
 
 pub async fn run_withdrawal(command: WithdrawalCommand) -> anyhow::Result<()> {
     match command {
-        WithdrawalCommand::List { state, json, db } => {
+        WithdrawalCommand::List {
+            state,
+            list: ListArgs { json, db },
+        } => {
             let state = match state.as_str() {
                 "all" => None,
                 "pending" | "paid" | "rejected" | "cancelled" => Some(state.as_str()),

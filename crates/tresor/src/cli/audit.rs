@@ -85,13 +85,36 @@ pub enum AuditCommand {
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// Only this emission.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "by")]
     pub emission: Option<i64>,
+    /// The figures by Europe/Paris day or month instead: per period and
+    /// game, units, stakes, prizes and gross gaming yield; per period
+    /// deposits, withdrawals paid and the balances at its end, reconciled
+    /// with the ledger (docs/CONSOLE.md, "Rapports").
+    #[arg(long, value_enum)]
+    pub by: Option<By>,
+    /// With --by: the first Paris day, YYYY-MM-DD (default: the ledger's first).
+    #[arg(long, requires = "by")]
+    pub from: Option<String>,
+    /// With --by: the last Paris day, included, YYYY-MM-DD (default: the ledger's last).
+    #[arg(long, requires = "by")]
+    pub to: Option<String>,
+    /// With --by: every play and transfer of the range read from the tables
+    /// (minutes over millions of plays), the rollup of those already read
+    /// neither used nor extended: what an auditor checks the rollup against.
+    #[arg(long, requires = "by")]
+    pub no_rollup: bool,
     /// How to print it.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
     #[command(flatten)]
     pub db: DbArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum By {
+    Day,
+    Month,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -269,6 +292,9 @@ async fn export(from: Option<String>, to: Option<String>, db: &DbArgs) -> anyhow
 }
 
 pub async fn run_report(args: ReportArgs) -> anyhow::Result<()> {
+    if let Some(by) = args.by {
+        return run_period_report(by, args).await;
+    }
     let db = args.db.open_read().await?;
     let bar = ProgressBar::new_spinner();
     bar.set_message("summing plays and transfers");
@@ -283,6 +309,52 @@ pub async fn run_report(args: ReportArgs) -> anyhow::Result<()> {
         Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
         Format::Csv => print!("{}", report::csv(&report)),
         Format::Table => print!("{}", report::table(&report)),
+    }
+    Ok(())
+}
+
+/// `tresor report --by day|month`: the dates read before anything is
+/// opened, the report printed only once it reconciles.
+async fn run_period_report(by: By, args: ReportArgs) -> anyhow::Result<()> {
+    use report::paris;
+    let date = |flag: &str, text: Option<&str>| {
+        text.map(|t| {
+            paris::parse_date(t)
+                .map_err(|why| anyhow::Error::new(Usage(format!("--{flag}: {why}"))))
+        })
+        .transpose()
+    };
+    let ask = report::period::Ask {
+        by: match by {
+            By::Day => paris::By::Day,
+            By::Month => paris::By::Month,
+        },
+        from: date("from", args.from.as_deref())?,
+        to: date("to", args.to.as_deref())?,
+        rollup: !args.no_rollup,
+    };
+    if let (Some(from), Some(to)) = (ask.from, ask.to)
+        && from > to
+    {
+        return Err(Usage(format!(
+            "--from {} is after --to {}",
+            paris::format_date(from),
+            paris::format_date(to)
+        ))
+        .into());
+    }
+    let db = args.db.open_read().await?;
+    let built = report::period::build(&db.pool, ask).await;
+    let built = built.map_err(|error| match error {
+        report::period::ReportError::Store(crate::error::Error::Validation(message)) => {
+            anyhow::Error::new(Usage(message))
+        }
+        other => anyhow::Error::new(other),
+    })?;
+    match args.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&built)?),
+        Format::Csv => print!("{}", report::period::csv(&built)),
+        Format::Table => print!("{}", report::period::table(&built)),
     }
     Ok(())
 }

@@ -144,13 +144,15 @@ pub async fn run_backup(args: BackupArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub async fn run_restore(args: RestoreArgs) -> anyhow::Result<()> {
-    let published = args
-        .published
-        .as_deref()
-        .map(Published::read)
+/// The signed checkpoints of the file or folder `flag` names, if given.
+pub(super) fn read_published(path: Option<&Path>, flag: &str) -> Result<Option<Published>, Usage> {
+    path.map(Published::read)
         .transpose()
-        .map_err(|e| Usage(format!("--published: {e}")))?;
+        .map_err(|e| Usage(format!("{flag}: {e}")))
+}
+
+pub async fn run_restore(args: RestoreArgs) -> anyhow::Result<()> {
+    let published = read_published(args.published.as_deref(), "--published")?;
     let request = restore::Request {
         from: args.from,
         data: args.data,
@@ -241,20 +243,13 @@ impl ScheduleArgs {
     /// Checks the settings before the server starts; `None` when no
     /// schedule is asked.
     pub fn check(&self, db: &DbArgs) -> anyhow::Result<Option<(PathBuf, PathBuf)>> {
-        let Some(dir) = &self.backup_dir else {
-            return Ok(None);
-        };
-        if db.database_url.is_some() {
-            return Err(Usage(
-                "--backup-dir is for SQLite; back PostgreSQL up with pg_basebackup and WAL \
-                 archiving (docs/RELIABILITY.md)"
-                    .to_owned(),
-            )
-            .into());
-        }
-        backup::check_destination(&db.data, dir)
-            .map_err(|e| Usage(format!("--backup-dir: {e}")))?;
-        Ok(Some((db.data.join("tresor.db"), dir.clone())))
+        let dir = sqlite_destination(
+            db,
+            "--backup-dir",
+            self.backup_dir.as_ref(),
+            "back PostgreSQL up with pg_basebackup and WAL archiving (docs/RELIABILITY.md)",
+        )?;
+        Ok(dir.map(|dir| (db.data.join("tresor.db"), dir.clone())))
     }
 
     /// Backs up every `backup_every`, on a blocking thread (a read
@@ -293,6 +288,25 @@ impl ScheduleArgs {
     }
 }
 
+/// The folder `flag` gave, if any, checked as a destination of the SQLite
+/// database: with a PostgreSQL URL it is refused, saying what PostgreSQL
+/// does instead (`postgres`).
+fn sqlite_destination<'a>(
+    db: &DbArgs,
+    flag: &str,
+    dir: Option<&'a PathBuf>,
+    postgres: &str,
+) -> anyhow::Result<Option<&'a PathBuf>> {
+    let Some(dir) = dir else {
+        return Ok(None);
+    };
+    if db.database_url.is_some() {
+        return Err(Usage(format!("{flag} is for SQLite; {postgres}")).into());
+    }
+    backup::check_destination(&db.data, dir).map_err(|e| Usage(format!("{flag}: {e}")))?;
+    Ok(Some(dir))
+}
+
 /// `tresor serve`'s continuous copy: Litestream, supervised.
 #[derive(Debug, Clone, Args)]
 pub struct ReplicateArgs {
@@ -310,19 +324,15 @@ impl ReplicateArgs {
     /// Checks the settings before the server starts: the database file and
     /// the replica's absolute folder, or `None`.
     pub fn check(&self, db: &DbArgs) -> anyhow::Result<Option<(PathBuf, PathBuf)>> {
-        let Some(dir) = &self.replicate_to else {
+        let Some(dir) = sqlite_destination(
+            db,
+            "--replicate-to",
+            self.replicate_to.as_ref(),
+            "PostgreSQL ships its WAL with archive_command or a standby (docs/RELIABILITY.md)",
+        )?
+        else {
             return Ok(None);
         };
-        if db.database_url.is_some() {
-            return Err(Usage(
-                "--replicate-to is for SQLite; PostgreSQL ships its WAL with archive_command or \
-                 a standby (docs/RELIABILITY.md)"
-                    .to_owned(),
-            )
-            .into());
-        }
-        backup::check_destination(&db.data, dir)
-            .map_err(|e| Usage(format!("--replicate-to: {e}")))?;
         let database = std::path::absolute(db.data.join("tresor.db"))?;
         Ok(Some((database, std::path::absolute(dir)?)))
     }

@@ -16,6 +16,10 @@ pub enum GameCommand {
     /// prize, every level's scene staged for a sample of seeds, and distinct
     /// ids across the files given. Prints each stake's payout rate.
     Check(CheckArgs),
+    /// Print each game's odds sheet: per stake, each level's exact odds, the
+    /// chance to win, the payout rate, a unit's mean prize and deviation,
+    /// and a buyer's chances for 1, 10 and 100 units of one block.
+    Sheet(super::sheet::SheetArgs),
 }
 
 #[derive(Debug, Args)]
@@ -127,6 +131,7 @@ fn parse_percent(text: &str) -> Result<u32, String> {
 pub fn run_game(command: GameCommand) -> ExitCode {
     match command {
         GameCommand::Check(args) => check(&args),
+        GameCommand::Sheet(args) => super::sheet::run_sheet(&args),
     }
 }
 

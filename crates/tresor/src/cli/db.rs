@@ -15,6 +15,16 @@ use std::sync::Arc;
 
 use super::{LogDoesNotHold, Usage};
 
+/// A listing's arguments: the database, and JSON instead of a table.
+#[derive(Debug, Clone, Args)]
+pub struct ListArgs {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
 /// Where the data lives.
 #[derive(Debug, Clone, Args)]
 pub struct DbArgs {

@@ -6,7 +6,7 @@
 
 use super::Usage;
 use super::accounts::{refusal, service};
-use super::db::DbArgs;
+use super::db::{DbArgs, ListArgs};
 use crate::service::Review;
 use crate::trail::Actor;
 use anyhow::Context;
@@ -22,11 +22,8 @@ pub enum DocumentCommand {
         /// The player's username.
         #[arg(long)]
         username: String,
-        /// Print JSON instead of a table.
-        #[arg(long)]
-        json: bool,
         #[command(flatten)]
-        db: DbArgs,
+        list: ListArgs,
     },
     /// Write a document's file, opened with the secrets key, to a new file
     /// (made 0600; never overwritten), to look at it before reviewing.
@@ -61,7 +58,10 @@ pub enum DocumentCommand {
 
 pub async fn run_document(command: DocumentCommand) -> anyhow::Result<()> {
     match command {
-        DocumentCommand::List { username, json, db } => {
+        DocumentCommand::List {
+            username,
+            list: ListArgs { json, db },
+        } => {
             let service = service(&db).await?;
             let player = service
                 .player_by_username(&username)

@@ -7,7 +7,7 @@ use crate::games::refuse_another_island;
 use clap::{Args, Subcommand};
 use std::fmt;
 use std::io::{self, BufWriter, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use tresor_game::{
     BlockSecret, Commitment, Game, Level, PrizeTable, ScenarioSeeder, Scene, ile_au_tresor,
@@ -97,15 +97,20 @@ pub(super) fn load_game(file: &GameFile) -> Result<&'static Game, Refusal> {
     let Some(path) = &file.game else {
         return Ok(ile_au_tresor());
     };
-    let name = path.display();
+    read_game(path, &format!("--game {}", path.display()))
+}
+
+/// The game of the definition file at `path`, read, parsed and checked;
+/// a refusal names it `name`.
+pub(super) fn read_game(path: &Path, name: &str) -> Result<&'static Game, Refusal> {
     let text = std::fs::read_to_string(path)
-        .map_err(|error| Refusal(format!("--game {name}: cannot read it: {error}")))?;
+        .map_err(|error| Refusal(format!("{name}: cannot read it: {error}")))?;
     let game = Game::parse(&text)
-        .map_err(|error| Refusal(format!("--game {name}: {error}")))?
+        .map_err(|error| Refusal(format!("{name}: {error}")))?
         .leak();
     refuse_another_island(game, &text)
         .and_then(|()| game.check(10_000))
-        .map_err(|error| Refusal(format!("--game {name}: {error}")))?;
+        .map_err(|error| Refusal(format!("{name}: {error}")))?;
     Ok(game)
 }
 

@@ -16,6 +16,7 @@ pub mod monitor;
 pub mod operator;
 pub mod receipt;
 pub mod serve;
+pub mod sheet;
 pub mod simulate;
 pub mod staff;
 pub mod writer_name;
@@ -203,8 +204,10 @@ pub struct LogDoesNotHold(pub String);
 #[error("{0}")]
 pub struct CheckFailed(pub String);
 
-/// Runs an async command on a fresh runtime; errors are printed as one line.
-fn run_async(command: impl std::future::Future<Output = anyhow::Result<()>>) -> ExitCode {
+/// Runs an async command on a fresh runtime, logging on stderr; errors are
+/// printed as one line, their exit code by their kind. `tresor-bench` runs
+/// its go by it too, so that both programs log and exit alike.
+pub fn run_async(command: impl std::future::Future<Output = anyhow::Result<()>>) -> ExitCode {
     init_tracing();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,

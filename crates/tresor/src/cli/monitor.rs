@@ -380,12 +380,7 @@ fn kept_unsigned(text: &str) -> Result<SignedCheckpoint, CheckError> {
         .ok_or_else(|| CheckError("not a signed note".to_owned()))?;
     let checkpoint = tlog_tiles::Checkpoint::from_bytes(body.as_bytes())
         .map_err(|_| CheckError("not a checkpoint".to_owned()))?;
-    Ok(SignedCheckpoint {
-        origin: checkpoint.origin().to_owned(),
-        size: checkpoint.size(),
-        root: *checkpoint.hash(),
-        note: text.to_owned(),
-    })
+    Ok(SignedCheckpoint::of(&checkpoint, text))
 }
 
 /// Copies the tiles new since the mirror's checkpoint, each read through

@@ -4,7 +4,7 @@
 //! key of its block secrets (`DbArgs::open`, the one place it is resolved);
 //! every change it makes is recorded in the game trail as the operator's.
 
-use super::db::{DbArgs, open_service};
+use super::db::{DbArgs, ListArgs, open_service};
 use crate::backup::keeper::{Keeper, Kept};
 use crate::error::Error;
 use crate::protect::ExclusionLength;
@@ -43,11 +43,8 @@ pub enum EmissionCommand {
     },
     /// List emissions and their blocks.
     List {
-        /// Print JSON instead of a table.
-        #[arg(long)]
-        json: bool,
         #[command(flatten)]
-        db: DbArgs,
+        list: ListArgs,
     },
     /// Close an emission: stop its sales and publish its block secrets.
     Close {
@@ -115,7 +112,9 @@ pub async fn run_emission(command: EmissionCommand) -> anyhow::Result<()> {
             catalog,
             db,
         } => create_emission(&game, stakes, blocks, &name, &catalog, &db).await,
-        EmissionCommand::List { json, db } => list_emissions(json, &db).await,
+        EmissionCommand::List {
+            list: ListArgs { json, db },
+        } => list_emissions(json, &db).await,
         EmissionCommand::Close { id, db } => close_emission(id, &db).await,
     }
 }
@@ -168,12 +167,7 @@ async fn create_emission(
             }
             other => other.into(),
         })?;
-    let emission = service
-        .emissions()
-        .await?
-        .into_iter()
-        .find(|e| e.id == id)
-        .expect("just created");
+    let emission = service.emission(id).await?;
     println!(
         "created emission {id} with {} blocks",
         emission.blocks.len()

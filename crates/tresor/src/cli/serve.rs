@@ -60,6 +60,12 @@ pub struct ServeArgs {
     /// different blocks; the first open block is the fallback.
     #[arg(long, env = "TRESOR_BLOCK_OFFSET", default_value_t = 0)]
     pub block_offset: i64,
+    /// How often, in seconds, the server adds the plays and transfers older
+    /// than an hour to the period report's sums (`tresor report --by`), so
+    /// that a report reads only the rows since; 0: never (each report then
+    /// adds them itself).
+    #[arg(long, env = "TRESOR_REPORT_ROLLUP_EVERY_S", default_value_t = 300)]
+    pub report_rollup_every_s: u64,
     /// The longest a request waits whatever happens behind it (a COMMIT in
     /// doubt, a failover): then it is answered 503 `unavailable` with
     /// `Retry-After: 1`, to be retried under its idempotency key. 100 to
@@ -225,6 +231,10 @@ pub struct RateLimitArgs {
     /// The same per client address per minute.
     #[arg(long, env = "TRESOR_ACTIONS_PER_MINUTE_PER_ADDRESS", default_value_t = RateLimits::default().actions_per_minute_per_address)]
     pub actions_per_minute_per_address: u32,
+    /// Free tries (POST /api/free/plays) per client address per minute, a
+    /// budget apart from purchases and actions.
+    #[arg(long, env = "TRESOR_FREE_TRIES_PER_MINUTE_PER_ADDRESS", default_value_t = RateLimits::default().free_tries_per_minute_per_address)]
+    pub free_tries_per_minute_per_address: u32,
     /// Take the client address from the last X-Forwarded-For entry (only
     /// behind a reverse proxy that sets it).
     #[arg(long, env = "TRESOR_TRUST_FORWARDED_FOR")]
@@ -243,6 +253,7 @@ impl Default for RateLimitArgs {
             purchases_per_minute_per_address: limits.purchases_per_minute_per_address,
             actions_per_minute_per_player: limits.actions_per_minute_per_player,
             actions_per_minute_per_address: limits.actions_per_minute_per_address,
+            free_tries_per_minute_per_address: limits.free_tries_per_minute_per_address,
             trust_forwarded_for: limits.trust_forwarded_for,
         }
     }
@@ -259,6 +270,7 @@ impl RateLimitArgs {
             purchases_per_minute_per_address: self.purchases_per_minute_per_address,
             actions_per_minute_per_player: self.actions_per_minute_per_player,
             actions_per_minute_per_address: self.actions_per_minute_per_address,
+            free_tries_per_minute_per_address: self.free_tries_per_minute_per_address,
             trust_forwarded_for: self.trust_forwarded_for,
         }
     }

@@ -1,11 +1,16 @@
 //! `tresor simulate`: deals whole blocks of a game through its generator and
 //! evaluator and reports the level counts against the table, the payout
 //! against the table's rate, what the scenes looked like, and a chi-square
-//! test of where the winning units fall in their blocks.
+//! test of where the winning units fall in their blocks; and, beside the
+//! odds sheet's exact chances, what buyers of 1, 10 and 100 units of one
+//! block got (`buys.rs`).
+
+mod buys;
 
 use super::game::{
     GameFile, Refusal, level_counts, load_game, output_failed, parse_secret, refuse, stake_table,
 };
+use buys::BuyCounts;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use sha2::{Digest, Sha256};
@@ -299,6 +304,7 @@ fn simulate(
     let dealt = deal(game, table, blocks, seed, out)?;
     write_levels(table, blocks, &dealt, out)?;
     write_payout(game, table, blocks, &dealt.all, out)?;
+    dealt.buys.write(table, game.units_per_block(), out)?;
     match game.scene() {
         SceneRules::Island(_) => write_island_looks(&dealt.all, out)?,
         SceneRules::Scratch(_) => writeln!(
@@ -318,6 +324,8 @@ struct Dealt {
     all: Stats,
     level_totals: [u64; 10],
     blocks_exact: u32,
+    /// The runs of k units of each block (`buys.rs`).
+    buys: BuyCounts,
 }
 
 /// Deals and stages each block, a line of the report each.
@@ -338,6 +346,7 @@ fn deal(
         all: Stats::default(),
         level_totals: [0u64; 10],
         blocks_exact: 0,
+        buys: BuyCounts::new(table, game.units_per_block()),
     };
     for number in 0..blocks {
         let secret = simulated_secret(seed, number);
@@ -348,6 +357,7 @@ fn deal(
         for (total, count) in dealt.level_totals.iter_mut().zip(counts) {
             *total += u64::from(count);
         }
+        dealt.buys.count(&outcomes);
         let stats = stage_block(
             game,
             table,

@@ -3,9 +3,9 @@
 //! each change in the game trail as the operator's.
 
 use super::Usage;
-use super::db::{DbArgs, open_service};
+use super::db::{DbArgs, ListArgs, open_service};
 use crate::error::Error;
-use crate::service::Settings;
+use crate::service::{Service, Settings};
 use crate::staff::{Role, StaffName};
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
@@ -29,11 +29,8 @@ pub enum StaffCommand {
     },
     /// List the console accounts.
     List {
-        /// Print JSON instead of a table.
-        #[arg(long)]
-        json: bool,
         #[command(flatten)]
-        db: DbArgs,
+        list: ListArgs,
     },
     /// Change an account's role (from its next request on).
     Role {
@@ -122,6 +119,12 @@ fn refusal(error: Error, name: &StaffName) -> anyhow::Error {
     }
 }
 
+/// The console account `who` names, and the service on `db`.
+async fn named(who: &StaffNameArg, db: &DbArgs) -> anyhow::Result<(StaffName, Service)> {
+    let name = who.parse()?;
+    Ok((name, open_service(db, Settings::default()).await?))
+}
+
 pub async fn run_staff(command: StaffCommand) -> anyhow::Result<()> {
     match command {
         StaffCommand::Add {
@@ -143,62 +146,53 @@ pub async fn run_staff(command: StaffCommand) -> anyhow::Result<()> {
                 member.role.as_str()
             );
         }
-        StaffCommand::List { json, db } => {
-            let service = open_service(&db, Settings::default()).await?;
-            let staff = service.list_staff().await?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&staff)?);
-            } else {
-                println!(
-                    "{:<32} {:<9} {:<9} {:<9} created",
-                    "username", "role", "totp", "state"
-                );
-                for s in &staff {
-                    println!(
-                        "{:<32} {:<9} {:<9} {:<9} {}",
-                        s.username,
-                        s.role.as_str(),
-                        if s.enrolled { "enrolled" } else { "to enrol" },
-                        if s.disabled { "disabled" } else { "active" },
-                        &s.created_at[..19]
-                    );
-                }
-            }
-        }
+        StaffCommand::List { list } => list_staff(&list).await?,
         StaffCommand::Role { who, role, db } => {
-            let name = who.parse()?;
+            let (name, service) = named(&who, &db).await?;
             let role: Role = role.into();
-            let service = open_service(&db, Settings::default()).await?;
-            service
-                .set_staff_role(&name, role)
-                .await
-                .map_err(|e| refusal(e, &name))?;
+            let changed = service.set_staff_role(&name, role).await;
+            changed.map_err(|e| refusal(e, &name))?;
             println!("{} is now {}", name.as_str(), role.as_str());
         }
         StaffCommand::Disable { who, db } => {
-            let name = who.parse()?;
-            let service = open_service(&db, Settings::default()).await?;
-            let ended = service
-                .disable_staff(&name)
-                .await
-                .map_err(|e| refusal(e, &name))?;
-            println!(
-                "{} is disabled; {ended} session(s) of theirs ended",
-                name.as_str()
-            );
+            let (name, service) = named(&who, &db).await?;
+            let ended = service.disable_staff(&name).await;
+            let ended = ended.map_err(|e| refusal(e, &name))?;
+            let name = name.as_str();
+            println!("{name} is disabled; {ended} session(s) of theirs ended");
         }
         StaffCommand::ResetTotp { who, db } => {
-            let name = who.parse()?;
-            let service = open_service(&db, Settings::default()).await?;
-            service
-                .reset_staff_totp(&name)
-                .await
-                .map_err(|e| refusal(e, &name))?;
-            println!(
-                "{} enrols a new second factor at their next login",
-                name.as_str()
-            );
+            let (name, service) = named(&who, &db).await?;
+            let reset = service.reset_staff_totp(&name).await;
+            reset.map_err(|e| refusal(e, &name))?;
+            let name = name.as_str();
+            println!("{name} enrols a new second factor at their next login");
         }
+    }
+    Ok(())
+}
+
+/// `tresor staff list`: the console accounts, as a table or JSON.
+async fn list_staff(list: &ListArgs) -> anyhow::Result<()> {
+    let service = open_service(&list.db, Settings::default()).await?;
+    let staff = service.list_staff().await?;
+    if list.json {
+        println!("{}", serde_json::to_string_pretty(&staff)?);
+        return Ok(());
+    }
+    println!(
+        "{:<32} {:<9} {:<9} {:<9} created",
+        "username", "role", "totp", "state"
+    );
+    for s in &staff {
+        println!(
+            "{:<32} {:<9} {:<9} {:<9} {}",
+            s.username,
+            s.role.as_str(),
+            if s.enrolled { "enrolled" } else { "to enrol" },
+            if s.disabled { "disabled" } else { "active" },
+            &s.created_at[..19]
+        );
     }
     Ok(())
 }

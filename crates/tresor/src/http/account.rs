@@ -6,10 +6,12 @@
 
 use super::api::logged_in;
 use super::body::Body;
-use super::csrf::{cross_site, require_csrf_proof};
+use super::console_kit::Answer;
+use super::csrf::cross_site;
 use super::extract::{PageQuery, Params, PathId};
 use super::origin::Origin;
-use super::player_session::{ActingPlayer, CurrentPlayer, session_cookie, session_token};
+use super::password::Guarded;
+use super::player_session::{ActingPlayer, CurrentPlayer, session_cookie};
 use super::throttle::{ClientAddress, Throttles};
 use super::{ApiError, AppState};
 use crate::account::{Iban, Identity, ReminderMinutes};
@@ -19,7 +21,6 @@ use crate::service::{AccountView, Opening, Registration};
 use axum::body::Bytes;
 use axum::extract::{Form, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::middleware;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post, put};
 use axum::{Extension, Json, Router};
@@ -28,7 +29,6 @@ use serde::Deserialize;
 use serde_json::json;
 use sha2::Sha256;
 use std::sync::Arc;
-use tower_http::set_header::SetResponseHeaderLayer;
 
 pub fn routes() -> Router<AppState> {
     let player = Router::new()
@@ -50,16 +50,13 @@ pub fn routes() -> Router<AppState> {
             post(cancel_withdrawal),
         )
         .route("/api/account/statement", get(statement))
-        .route("/api/account/statement.csv", get(statement_csv))
-        .layer(middleware::from_fn(require_csrf_proof));
+        .route("/api/account/statement.csv", get(statement_csv));
+    // The CSRF proof on every state-changing route but the webhook (the
+    // provider is no browser: its proof is the signature) and `no-store` on
+    // all are the gate's (`gate.rs`), as for every `/api/` route.
     Router::new()
         .merge(player)
-        // The provider is no browser: its proof is the signature, not the CSRF header.
         .route("/api/payments/webhook", post(webhook))
-        .layer(SetResponseHeaderLayer::overriding(
-            header::CACHE_CONTROL,
-            HeaderValue::from_static("no-store"),
-        ))
         .route("/sandbox/pay", get(sandbox_page).post(sandbox_pay))
 }
 
@@ -129,26 +126,20 @@ async fn open(
 /// The account, and when this request's session opened: the page counts
 /// the time played this session from there (`session_elapsed_s` is by the
 /// server's clock, so the browser's own clock need not agree with it).
-async fn account(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    current: CurrentPlayer,
-) -> Result<Json<serde_json::Value>, ApiError> {
-    let view = state.service.account(&current.player).await?;
+async fn account(me: CurrentPlayer) -> Result<Json<serde_json::Value>, ApiError> {
+    let service = me.service();
+    let view = service.account(&me.player).await?;
     let mut body = serde_json::to_value(view).expect("the account view serializes");
-    let started_ms = match session_token(&headers) {
-        Some(token) => state.service.session_started_ms(&token).await?,
-        None => None,
-    };
+    let started_ms = service.session_started_ms(&me.token).await?;
     if let (Some(started_ms), Some(object)) = (started_ms, body.as_object_mut()) {
-        let elapsed_s = (state.service.now_ms() - started_ms).max(0) / 1000;
+        let elapsed_s = (service.now_ms() - started_ms).max(0) / 1000;
         object.insert(
             "session_started_at".to_owned(),
             json!(crate::service::rfc3339(started_ms)),
         );
         object.insert("session_elapsed_s".to_owned(), json!(elapsed_s));
     }
-    let confirmed = state.service.email_confirmed_at(&current.player).await?;
+    let confirmed = service.email_confirmed_at(&me.player).await?;
     if let Some(object) = body.as_object_mut() {
         object.insert("email_confirmed_at".to_owned(), json!(confirmed));
     }
@@ -161,16 +152,12 @@ struct RulesBody {
     version: i64,
 }
 
-async fn accept_rules(
-    State(state): State<AppState>,
-    current: ActingPlayer,
-    Body(body): Body<RulesBody>,
-) -> Result<Json<AccountView>, ApiError> {
-    state
-        .service
-        .accept_rules(&current.player, body.version)
-        .await?;
-    Ok(Json(state.service.account(&current.player).await?))
+/// What a change to the account answers: the account's view.
+type Viewed = Result<Json<AccountView>, ApiError>;
+
+async fn accept_rules(me: ActingPlayer, Body(body): Body<RulesBody>) -> Viewed {
+    me.service().accept_rules(&me.player, body.version).await?;
+    me.account().await
 }
 
 #[derive(Deserialize)]
@@ -179,14 +166,10 @@ struct ReminderBody {
     every_minutes: Option<i64>,
 }
 
-async fn set_reminder(
-    State(state): State<AppState>,
-    current: ActingPlayer,
-    Body(body): Body<ReminderBody>,
-) -> Result<Json<AccountView>, ApiError> {
+async fn set_reminder(me: ActingPlayer, Body(body): Body<ReminderBody>) -> Viewed {
     let every = ReminderMinutes::parse(body.every_minutes)?;
-    state.service.set_reminder(&current.player, every).await?;
-    Ok(Json(state.service.account(&current.player).await?))
+    me.service().set_reminder(&me.player, every).await?;
+    me.account().await
 }
 
 #[derive(Deserialize)]
@@ -195,16 +178,11 @@ struct MarketingBody {
     consent: bool,
 }
 
-async fn set_marketing(
-    State(state): State<AppState>,
-    current: ActingPlayer,
-    Body(body): Body<MarketingBody>,
-) -> Result<Json<AccountView>, ApiError> {
-    state
-        .service
-        .set_marketing_consent(&current.player, body.consent)
+async fn set_marketing(me: ActingPlayer, Body(body): Body<MarketingBody>) -> Viewed {
+    me.service()
+        .set_marketing_consent(&me.player, body.consent)
         .await?;
-    Ok(Json(state.service.account(&current.player).await?))
+    me.account().await
 }
 
 #[derive(Deserialize)]
@@ -214,29 +192,12 @@ struct IbanBody {
     current_password: String,
 }
 
-async fn set_iban(
-    State(state): State<AppState>,
-    Extension(throttles): Extension<Arc<Throttles>>,
-    address: ClientAddress,
-    headers: HeaderMap,
-    current: ActingPlayer,
-    Body(body): Body<IbanBody>,
-) -> Result<Json<AccountView>, ApiError> {
+async fn set_iban(guarded: Guarded, Body(body): Body<IbanBody>) -> Viewed {
     let iban = Iban::parse(&body.iban)?;
-    let (confirmed, _) = super::password::confirmed(
-        &state,
-        &throttles,
-        &address,
-        &headers,
-        &current.player,
-        &body.current_password,
-    )
-    .await?;
-    state
-        .service
-        .set_iban(&current.player, confirmed, iban)
-        .await?;
-    Ok(Json(state.service.account(&current.player).await?))
+    let confirmed = guarded.confirm(&body.current_password).await?;
+    let me = &guarded.me;
+    me.service().set_iban(&me.player, confirmed, iban).await?;
+    me.account().await
 }
 
 #[derive(Deserialize)]
@@ -246,20 +207,16 @@ struct CloseBody {
     confirm: bool,
 }
 
-async fn close(
-    State(state): State<AppState>,
-    current: ActingPlayer,
-    Body(body): Body<CloseBody>,
-) -> Result<Response, ApiError> {
+async fn close(me: ActingPlayer, Body(body): Body<CloseBody>) -> Answer {
     if !body.confirm {
         return Err(
             Error::Validation("confirm: true closes the account for good".to_owned()).into(),
         );
     }
-    let closed = state.service.close_account(&current.player).await?;
+    let closed = me.service().close_account(&me.player).await?;
     // Every session of the player has ended: the cookie goes too.
     Ok((
-        [(header::SET_COOKIE, session_cookie(&state, "", 0))],
+        [(header::SET_COOKIE, session_cookie(&me.state, "", 0))],
         Json(closed),
     )
         .into_response())
@@ -271,14 +228,10 @@ struct AmountBody {
     amount_cents: i64,
 }
 
-async fn ask_deposit(
-    State(state): State<AppState>,
-    current: ActingPlayer,
-    Body(body): Body<AmountBody>,
-) -> Result<Response, ApiError> {
-    let deposit = state
-        .service
-        .ask_deposit(&current.player, body.amount_cents)
+async fn ask_deposit(me: ActingPlayer, Body(body): Body<AmountBody>) -> Answer {
+    let deposit = me
+        .service()
+        .ask_deposit(&me.player, body.amount_cents)
         .await?;
     Ok((StatusCode::CREATED, Json(deposit)).into_response())
 }
@@ -287,18 +240,10 @@ fn id_of(text: &str) -> Result<i64, ApiError> {
     text.parse::<i64>().map_err(|_| Error::NotFound.into())
 }
 
-async fn deposit(
-    State(state): State<AppState>,
-    current: CurrentPlayer,
-    PathId(id): PathId,
-) -> Result<Response, ApiError> {
+async fn deposit(me: CurrentPlayer, PathId(id): PathId) -> Answer {
     // PathId: a segment that is not UTF-8 or not a number is a JSON 404,
     // like any other API error (axum's own rejection is plain text).
-    let deposit = state
-        .service
-        .deposit_of(Some(current.player.id), id)
-        .await?;
-    Ok(Json(deposit).into_response())
+    Ok(Json(me.service().deposit_of(Some(me.player.id), id).await?).into_response())
 }
 
 async fn webhook(
@@ -323,55 +268,30 @@ async fn webhook(
     Ok(Json(confirmed).into_response())
 }
 
-async fn ask_withdrawal(
-    State(state): State<AppState>,
-    current: ActingPlayer,
-    Body(body): Body<AmountBody>,
-) -> Result<Response, ApiError> {
-    let withdrawal = state
-        .service
-        .ask_withdrawal(&current.player, body.amount_cents)
+async fn ask_withdrawal(me: ActingPlayer, Body(body): Body<AmountBody>) -> Answer {
+    let withdrawal = me
+        .service()
+        .ask_withdrawal(&me.player, body.amount_cents)
         .await?;
     Ok((StatusCode::CREATED, Json(withdrawal)).into_response())
 }
 
-async fn withdrawals(
-    State(state): State<AppState>,
-    current: CurrentPlayer,
-) -> Result<Response, ApiError> {
-    let withdrawals = state.service.withdrawals_of(&current.player).await?;
+async fn withdrawals(me: CurrentPlayer) -> Answer {
+    let withdrawals = me.service().withdrawals_of(&me.player).await?;
     Ok(Json(json!({ "withdrawals": withdrawals })).into_response())
 }
 
-async fn cancel_withdrawal(
-    State(state): State<AppState>,
-    current: ActingPlayer,
-    PathId(id): PathId,
-) -> Result<Response, ApiError> {
-    let withdrawal = state.service.cancel_withdrawal(&current.player, id).await?;
-    Ok(Json(withdrawal).into_response())
+async fn cancel_withdrawal(me: ActingPlayer, PathId(id): PathId) -> Answer {
+    Ok(Json(me.service().cancel_withdrawal(&me.player, id).await?).into_response())
 }
 
-async fn statement(
-    State(state): State<AppState>,
-    current: CurrentPlayer,
-    Params(query): Params<PageQuery>,
-) -> Result<Response, ApiError> {
+async fn statement(me: CurrentPlayer, Params(query): Params<PageQuery>) -> Answer {
     let (limit, cursor) = query.parse(50, 500)?;
-    Ok(Json(
-        state
-            .service
-            .statement(&current.player, limit, cursor)
-            .await?,
-    )
-    .into_response())
+    Ok(Json(me.service().statement(&me.player, limit, cursor).await?).into_response())
 }
 
-async fn statement_csv(
-    State(state): State<AppState>,
-    current: CurrentPlayer,
-) -> Result<Response, ApiError> {
-    let csv = state.service.statement_csv(&current.player).await?;
+async fn statement_csv(me: CurrentPlayer) -> Answer {
+    let csv = me.service().statement_csv(&me.player).await?;
     Ok((
         [
             (header::CONTENT_TYPE, "text/csv; charset=utf-8"),
@@ -414,21 +334,12 @@ fn sandbox_html(title: &str, body: &str) -> Response {
 /// The sandbox's payment page, for the logged-in player's own deposit
 /// (another's is not found, its amount not shown): the form carries the
 /// proof [`sandbox_proof`] that a cross-site form cannot know.
-async fn sandbox_page(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    current: CurrentPlayer,
-    Query(query): Query<SandboxQuery>,
-) -> Result<Response, ApiError> {
-    if !state.service.is_demo().await? {
+async fn sandbox_page(me: CurrentPlayer, Query(query): Query<SandboxQuery>) -> Answer {
+    if !me.service().is_demo().await? {
         return Err(Error::DemoOnly.into());
     }
     let id = id_of(query.deposit.as_deref().unwrap_or(""))?;
-    let deposit = state
-        .service
-        .deposit_of(Some(current.player.id), id)
-        .await?;
-    let token = session_token(&headers).ok_or(Error::Unauthorized)?;
+    let deposit = me.service().deposit_of(Some(me.player.id), id).await?;
     let form = format!(
         "<p>Sandbox payment provider (demo): deposit n° {id} of {amount}, {state}.</p>\
          <form method=\"post\" action=\"/sandbox/pay\">\
@@ -439,7 +350,7 @@ async fn sandbox_page(
          <p><a href=\"/#/account/deposit/{id}\" id=\"back\">Back to the site</a></p>",
         amount = escape(&crate::model::euros(deposit.amount_cents)),
         state = escape(&deposit.state),
-        proof = hex::encode(sandbox_proof(&token, id)),
+        proof = hex::encode(sandbox_proof(&me.token, id)),
     );
     let mut page = sandbox_html("Sandbox provider", &form);
     page.headers_mut()
@@ -477,12 +388,11 @@ struct SandboxForm {
 /// session, the form's proof and the browser's word on where the request
 /// comes from.
 async fn sandbox_pay(
-    State(state): State<AppState>,
     headers: HeaderMap,
-    current: CurrentPlayer,
+    me: CurrentPlayer,
     Form(form): Form<SandboxForm>,
-) -> Result<Response, ApiError> {
-    if !state.service.is_demo().await? {
+) -> Answer {
+    if !me.service().is_demo().await? {
         return Err(Error::DemoOnly.into());
     }
     if let Some(why) = cross_site(&headers) {
@@ -494,13 +404,9 @@ async fn sandbox_pay(
     }
     let id = id_of(&form.deposit)?;
     // Another player's deposit is not found, whatever the form carries.
-    state
-        .service
-        .deposit_of(Some(current.player.id), id)
-        .await?;
-    let token = session_token(&headers).ok_or(Error::Unauthorized)?;
+    me.service().deposit_of(Some(me.player.id), id).await?;
     let proven = hex::decode(form.proof.trim())
-        .is_ok_and(|proof| sandbox_mac(&token, id).verify_slice(&proof).is_ok());
+        .is_ok_and(|proof| sandbox_mac(&me.token, id).verify_slice(&proof).is_ok());
     if !proven {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
@@ -508,10 +414,8 @@ async fn sandbox_pay(
             "the sandbox's form must carry the proof its page gives",
         ));
     }
-    state
-        .service
-        .sandbox_confirm(&current.player, id, form.outcome != "failed")
-        .await?;
+    let paid = form.outcome != "failed";
+    me.service().sandbox_confirm(&me.player, id, paid).await?;
     // Back to the page's account screen, which asks how the deposit ended.
     Ok(Redirect::to(&format!("/#/account/deposit/{id}")).into_response())
 }

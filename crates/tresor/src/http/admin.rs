@@ -18,8 +18,8 @@ pub fn admin_app(state: AppState) -> Router {
         .route("/metrics", get(metrics))
         .merge(super::console::routes(state.clone()))
         .merge(super::console_web::routes())
-        .layer(axum::middleware::from_fn(super::controls::refuse_controls));
-    super::with_security_headers(router).with_state(state)
+        .layer(axum::middleware::from_fn(super::gate::operator_gate));
+    router.with_state(state)
 }
 
 async fn metrics(State(state): State<AppState>) -> Response {

@@ -1,10 +1,12 @@
 //! The JSON API under `/api` (SPEC §6) and `/healthz`.
 
 use super::body::Body;
-use super::csrf::require_csrf_proof;
-use super::extract::{PageQuery, Params, PathId};
+use super::console_kit::Answer;
+use super::extract::{IdempotencyHeader, PageQuery, Params, PathId};
 use super::origin::Origin;
-use super::player_session::{ActingPlayer, CurrentPlayer, session_cookie, session_token};
+use super::player_session::{
+    ActingPlayer, BuyingPlayer, CurrentPlayer, session_cookie, session_token,
+};
 use super::throttle::{ClientAddress, Throttles};
 use super::{ApiError, AppState};
 use crate::error::Error;
@@ -15,15 +17,13 @@ use crate::service::{
 };
 use crate::trail::Actor;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::middleware;
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
 use serde::Deserialize;
 use serde_json::json;
 use std::sync::Arc;
-use tower_http::set_header::SetResponseHeaderLayer;
 use tresor_game::{Square, island};
 
 pub fn routes() -> Router<AppState> {
@@ -37,6 +37,7 @@ pub fn routes() -> Router<AppState> {
         .route("/api/me", get(me))
         .route("/api/demo/deposit", post(demo_deposit))
         .route("/api/plays", post(buy_within_budget).get(history))
+        .route("/api/free/plays", post(super::free::free_play))
         .route("/api/plays/{id}", get(play))
         .route("/api/plays/{id}/throws", post(throw))
         .route("/api/plays/{id}/receipt", get(receipt))
@@ -48,13 +49,7 @@ pub fn routes() -> Router<AppState> {
         .route("/api/exclusion", post(exclude))
         .fallback(|| async {
             ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such API endpoint")
-        })
-        .layer(middleware::from_fn(require_csrf_proof))
-        // Answers about a player's account must not linger in any cache.
-        .layer(SetResponseHeaderLayer::overriding(
-            header::CACHE_CONTROL,
-            HeaderValue::from_static("no-store"),
-        ));
+        });
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .merge(api)
@@ -188,8 +183,8 @@ async fn logout(
         .into_response())
 }
 
-async fn me(State(state): State<AppState>, current: CurrentPlayer) -> Result<Json<Me>, ApiError> {
-    Ok(Json(state.service.me(&current.player).await?))
+async fn me(me: CurrentPlayer) -> Result<Json<Me>, ApiError> {
+    Ok(Json(me.service().me(&me.player).await?))
 }
 
 #[derive(Deserialize)]
@@ -199,11 +194,11 @@ struct DepositBody {
 }
 
 async fn demo_deposit(
-    State(state): State<AppState>,
-    current: ActingPlayer,
+    me: ActingPlayer,
     Body(body): Body<DepositBody>,
 ) -> Result<Json<Me>, ApiError> {
-    if !state.service.is_demo().await? {
+    let service = me.service();
+    if !service.is_demo().await? {
         return Err(Error::DemoOnly.into());
     }
     if !(1..=MAX_DEMO_DEPOSIT_CENTS).contains(&body.amount_cents) {
@@ -212,11 +207,8 @@ async fn demo_deposit(
         ))
         .into());
     }
-    state
-        .service
-        .deposit(&current.player, body.amount_cents)
-        .await?;
-    Ok(Json(state.service.me(&current.player).await?))
+    service.deposit(&me.player, body.amount_cents).await?;
+    Ok(Json(service.me(&me.player).await?))
 }
 
 #[derive(Deserialize)]
@@ -227,9 +219,10 @@ struct BuyBody {
     game: Option<String>,
 }
 
-/// `GET /api/games`: the catalogue, island first (no login needed).
+/// `GET /api/games`: the catalogue, island first (no login needed), each
+/// game with its odds sheet (`service/sheets.rs`).
 async fn games(State(state): State<AppState>) -> Result<Response, ApiError> {
-    Ok(Json(state.service.games().await?).into_response())
+    Ok(Json(state.service.games_with_sheets().await?).into_response())
 }
 
 /// `POST /api/plays` answered within the outage budget, whatever happens
@@ -253,16 +246,17 @@ async fn buy_within_budget(State(state): State<AppState>, request: Request) -> R
 }
 
 async fn buy(
-    State(state): State<AppState>,
     Extension(throttles): Extension<Arc<Throttles>>,
     address: ClientAddress,
-    current: CurrentPlayer,
-    headers: HeaderMap,
+    current: BuyingPlayer,
+    IdempotencyHeader(key): IdempotencyHeader,
     Body(body): Body<BuyBody>,
-) -> Result<Response, ApiError> {
-    throttles.purchase(&address, current.player.id)?;
-    let key = headers
-        .get("idempotency-key")
+) -> Answer {
+    let state = &current.state;
+    let player = &current.buyer.player;
+    throttles.purchase(&address, player.id)?;
+    let key = key
+        .as_ref()
         .and_then(|v| v.to_str().ok())
         .ok_or(Error::InvalidIdempotencyKey)?;
     let game = state.service.game(body.game.as_deref())?;
@@ -271,72 +265,50 @@ async fn buy(
         stake_cents: state.service.sold_stake(game, body.stake_cents)?,
         idempotency_key: IdempotencyKey::parse(key).map_err(Error::from)?,
     };
-    let bought = state.service.buy(&current.player, purchase).await?;
+    let bought = state
+        .service
+        .buy_in_session(&current.buyer, purchase)
+        .await?;
     if !bought.replayed {
         state.metrics.purchases.inc();
     }
     // The purchase knows its play: no need to read it back.
-    let play = state.service.bought_view(&current.player, &bought).await?;
+    let play = state.service.bought_view(player, &bought).await?;
     Ok((StatusCode::CREATED, Json(play)).into_response())
 }
 
-async fn play(
-    State(state): State<AppState>,
-    current: CurrentPlayer,
-    PathId(id): PathId,
-) -> Result<Response, ApiError> {
-    Ok(Json(state.service.play(&current.player, id).await?).into_response())
+async fn play(me: CurrentPlayer, PathId(id): PathId) -> Answer {
+    Ok(Json(me.service().play(&me.player, id).await?).into_response())
 }
 
 /// The receipt of a play's purchase in the signed log, against its log's
 /// latest checkpoint (docs/AUDIT.md, "Receipts"); 404 when it has none.
-async fn receipt(
-    State(state): State<AppState>,
-    current: CurrentPlayer,
-    PathId(id): PathId,
-) -> Result<Response, ApiError> {
-    match state.service.play_receipt(&current.player, id).await? {
+async fn receipt(me: CurrentPlayer, PathId(id): PathId) -> Answer {
+    match me.service().play_receipt(&me.player, id).await? {
         Some(receipt) => Ok(Json(receipt).into_response()),
         None => Err(Error::NotFound.into()),
     }
 }
 
-async fn throw(
-    State(state): State<AppState>,
-    current: ActingPlayer,
-    PathId(id): PathId,
-) -> Result<Response, ApiError> {
-    let play = state.service.throw(&current.player, id).await?;
-    state.metrics.throws.inc();
+async fn throw(me: ActingPlayer, PathId(id): PathId) -> Answer {
+    let play = me.service().throw(&me.player, id).await?;
+    let metrics = &me.state.metrics;
+    metrics.throws.inc();
     if play.throws_left == 0 && play.outcome.prize_cents > 0 {
-        state
-            .metrics
+        metrics
             .wins_paid_cents
             .inc_by(play.outcome.prize_cents as u64);
     }
     Ok(Json(play).into_response())
 }
 
-async fn history(
-    State(state): State<AppState>,
-    current: CurrentPlayer,
-    Params(query): Params<PageQuery>,
-) -> Result<Response, ApiError> {
+async fn history(me: CurrentPlayer, Params(query): Params<PageQuery>) -> Answer {
     let (limit, cursor) = query.parse(20, 100)?;
-    Ok(Json(
-        state
-            .service
-            .history(&current.player, limit, cursor)
-            .await?,
-    )
-    .into_response())
+    Ok(Json(me.service().history(&me.player, limit, cursor).await?).into_response())
 }
 
-async fn limits(
-    State(state): State<AppState>,
-    current: CurrentPlayer,
-) -> Result<Json<LimitsView>, ApiError> {
-    Ok(Json(state.service.protection(&current.player).await?.0))
+async fn limits(me: CurrentPlayer) -> Result<Json<LimitsView>, ApiError> {
+    Ok(Json(me.service().protection(&me.player).await?.0))
 }
 
 #[derive(Deserialize)]
@@ -347,14 +319,11 @@ struct LimitsBody {
 }
 
 async fn change_limits(
-    State(state): State<AppState>,
-    current: ActingPlayer,
+    me: ActingPlayer,
     Body(body): Body<LimitsBody>,
 ) -> Result<Json<LimitsView>, ApiError> {
     let change = LimitChange::parse(body.deposit_limit_cents, body.stake_limit_cents)?;
-    Ok(Json(
-        state.service.change_limits(&current.player, change).await?,
-    ))
+    Ok(Json(me.service().change_limits(&me.player, change).await?))
 }
 
 #[derive(Deserialize)]
@@ -363,20 +332,14 @@ struct ExclusionBody {
     period: String,
 }
 
-async fn exclude(
-    State(state): State<AppState>,
-    current: ActingPlayer,
-    Body(body): Body<ExclusionBody>,
-) -> Result<Response, ApiError> {
+async fn exclude(me: ActingPlayer, Body(body): Body<ExclusionBody>) -> Answer {
     let length = ExclusionLength::parse_period(&body.period)?;
-    let player = &current.player;
-    let until_ms = state
-        .service
-        .exclude(player, Actor::player(player.id, &player.username), length)
-        .await?;
+    let player = &me.player;
+    let actor = Actor::player(player.id, &player.username);
+    let until_ms = me.service().exclude(player, actor, length).await?;
     // Every session of the player has ended: the cookie goes too.
     Ok((
-        [(header::SET_COOKIE, session_cookie(&state, "", 0))],
+        [(header::SET_COOKIE, session_cookie(&me.state, "", 0))],
         Json(json!({"excluded_until": rfc3339(until_ms), "period": body.period})),
     )
         .into_response())

@@ -8,7 +8,7 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, JsonRejection};
 use axum::extract::{FromRequest, Request};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode, header};
 use serde::de::DeserializeOwned;
 
 /// `Json` whose rejections are API errors. Every body type denies unknown
@@ -21,16 +21,17 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let (parts, body) = request.into_parts();
-        let bytes = Bytes::from_request(Request::from_parts(parts.clone(), body), state)
-            .await
-            .map_err(unread)?;
-        // `Json` again on the bytes read: its content type check and its
-        // refusals stay as they were.
-        let request = Request::from_parts(parts, axum::body::Body::from(bytes.clone()));
-        let Json(value) = Json::<T>::from_request(request, state)
-            .await
-            .map_err(refused)?;
+        // Read as `Json` reads it (the same refusals, in the same order but
+        // that a body that cannot be read is told first), without copying
+        // the request's head to give `Json` a request of its own.
+        let json = json_content_type(request.headers());
+        let bytes = Bytes::from_request(request, state).await.map_err(unread)?;
+        if !json {
+            return Err(not_json());
+        }
+        let Json(value) = Json::<T>::from_bytes(&bytes).map_err(refused)?;
+        // Once, on the raw bytes: a refusal alone parses them again to say
+        // where the control character is.
         if json_holds_control(&bytes) {
             let path = serde_json::from_slice(&bytes)
                 .ok()
@@ -39,6 +40,27 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
         }
         Ok(Body(value))
     }
+}
+
+/// Whether the request says its body is JSON, as axum's `Json` decides it:
+/// `application/json`, or `application/…+json`, with any parameters.
+fn json_content_type(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<mime::Mime>().ok())
+        .is_some_and(|mime| {
+            mime.type_() == "application"
+                && (mime.subtype() == "json" || mime.suffix().is_some_and(|name| name == "json"))
+        })
+}
+
+fn not_json() -> ApiError {
+    ApiError::new(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        "invalid_json",
+        "the body must be JSON, with Content-Type: application/json",
+    )
 }
 
 fn too_large() -> ApiError {
@@ -69,11 +91,7 @@ fn refused(rejection: JsonRejection) -> ApiError {
             error.body_text(),
         ),
         other if other.status() == StatusCode::PAYLOAD_TOO_LARGE => too_large(),
-        JsonRejection::MissingJsonContentType(_) => ApiError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "invalid_json",
-            "the body must be JSON, with Content-Type: application/json",
-        ),
+        JsonRejection::MissingJsonContentType(_) => not_json(),
         other => ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", other.body_text()),
     }
 }

@@ -22,6 +22,7 @@ use super::console_money::{
     accounts, approve, credit, exclude, player, reject, search_players, statement, suspend_player,
     unsuspend_player, verify_player, withdrawals,
 };
+use super::console_reports::periods;
 use super::console_site::{BAN_LIST_LIMIT, import_ban_list, set_announcement, set_sales, site};
 use super::console_trail::{export_trail, records, trail_status, verify_trail};
 use super::throttle::Throttles;
@@ -74,7 +75,7 @@ pub fn routes(state: AppState) -> Router<AppState> {
         .layer(middleware::from_fn(require_console_csrf))
         .layer(Extension(logins))
         .layer(Extension(Arc::new(DashboardState::new(&state))))
-        .layer(middleware::from_fn(super::json_edge_errors))
+        .layer(middleware::from_fn(super::gate::json_edge_errors))
         .layer(SetResponseHeaderLayer::if_not_present(
             header::CACHE_CONTROL,
             HeaderValue::from_static("no-store"),
@@ -96,6 +97,7 @@ fn groups() -> [(Option<Permission>, Router<AppState>); 7] {
             Router::new()
                 .route("/console/api/dashboard", get(dashboard))
                 .route("/console/api/report", get(report))
+                .route("/console/api/report/periods", get(periods))
                 .route("/console/api/games", get(games))
                 .route("/console/api/emissions", get(emissions))
                 .route("/console/api/blocks", get(blocks))

@@ -124,9 +124,10 @@ pub(super) async fn dashboard(
 }
 
 /// The catalogue, as the players' `GET /api/games` gives it: the emission
-/// form picks a game and one of its stakes from it.
+/// form picks a game and one of its stakes from it; the games screen shows
+/// each game's odds sheet.
 pub(super) async fn games(State(state): State<AppState>) -> Answer {
-    Ok(Json(state.service.games().await?).into_response())
+    Ok(Json(state.service.games_with_sheets().await?).into_response())
 }
 
 pub(super) async fn report(State(state): State<AppState>) -> Answer {

@@ -6,14 +6,12 @@
 
 use super::AppState;
 use super::body::Body;
-use super::console_kit::{Answer, ok};
+use super::console_kit::{Answer, Desk, ReasonBody, ok};
 use super::extract::PathId;
-use crate::service::{Review, StaffMember};
-use axum::Extension;
+use crate::service::Review;
 use axum::extract::State;
 use axum::http::{HeaderValue, header};
 use axum::response::IntoResponse;
-use serde::Deserialize;
 use serde_json::json;
 
 /// A document opened in the browser runs nothing and loads nothing but
@@ -66,36 +64,25 @@ pub(super) async fn open_document(State(state): State<AppState>, PathId(id): Pat
 }
 
 /// `POST /console/api/documents/{id}/verify`.
-pub(super) async fn verify_document(
-    State(state): State<AppState>,
-    Extension(member): Extension<StaffMember>,
-    PathId(id): PathId,
-) -> Answer {
-    let view = state
-        .service
-        .review_document_as(member.actor(), id, Review::Verify)
-        .await?;
-    ok(json!({ "document": view }))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RefuseBody {
-    reason: String,
+pub(super) async fn verify_document(desk: Desk, PathId(id): PathId) -> Answer {
+    review(desk, id, Review::Verify).await
 }
 
 /// `POST /console/api/documents/{id}/refuse` with `{"reason": …}`, which
 /// the player reads.
 pub(super) async fn refuse_document(
-    State(state): State<AppState>,
-    Extension(member): Extension<StaffMember>,
+    desk: Desk,
     PathId(id): PathId,
-    Body(body): Body<RefuseBody>,
+    Body(b): Body<ReasonBody>,
 ) -> Answer {
-    let review = Review::refuse(&body.reason)?;
-    let view = state
-        .service
-        .review_document_as(member.actor(), id, review)
+    review(desk, id, Review::refuse(&b.reason)?).await
+}
+
+/// A document verified or refused, answered with its view.
+async fn review(desk: Desk, id: i64, review: Review) -> Answer {
+    let view = desk
+        .service()
+        .review_document_as(desk.actor(), id, review)
         .await?;
     ok(json!({ "document": view }))
 }

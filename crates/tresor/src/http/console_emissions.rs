@@ -3,15 +3,15 @@
 //! `emissions`), re-checking a block against its commitment (role `trail`).
 
 use super::body::Body;
-use super::console_kit::{Answer, ok};
+use super::console_kit::{Answer, Desk, ok};
 use super::extract::PathId;
 use super::{ApiError, AppState};
 use crate::error::Error;
-use crate::service::{BlockView, EmissionView, StaffMember};
+use crate::service::{BlockView, EmissionView, Service};
+use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -29,15 +29,8 @@ fn block_json(block: &BlockView) -> Value {
     })
 }
 
-async fn emission_json(state: &AppState, id: i64) -> Result<Value, ApiError> {
-    let emission = state
-        .service
-        .emissions()
-        .await?
-        .into_iter()
-        .find(|e| e.id == id)
-        .ok_or(Error::NotFound)?;
-    Ok(emission_value(&emission))
+async fn emission_json(service: &Service, id: i64) -> Result<Value, ApiError> {
+    Ok(emission_value(&service.emission(id).await?))
 }
 
 fn emission_value(emission: &EmissionView) -> Value {
@@ -68,37 +61,24 @@ pub(super) struct EmissionBody {
     game: Option<String>,
 }
 
-pub(super) async fn create_emission(
-    State(state): State<AppState>,
-    Extension(member): Extension<StaffMember>,
-    Body(body): Body<EmissionBody>,
-) -> Answer {
-    let game = state.service.game(body.game.as_deref())?;
-    let stake_cents = state.service.sold_stake(game, body.stake_cents)?;
+pub(super) async fn create_emission(desk: Desk, Body(body): Body<EmissionBody>) -> Answer {
+    let service = desk.service();
+    let game = service.game(body.game.as_deref())?;
+    let stake_cents = service.sold_stake(game, body.stake_cents)?;
     let name = body.name.unwrap_or_else(|| "Emission".to_owned());
     if name.trim().is_empty() || name.chars().count() > 100 {
         return Err(Error::Validation("name: 1 to 100 characters".to_owned()).into());
     }
-    let id = state
-        .service
-        .create_game_emission(
-            member.actor(),
-            &name,
-            game.id(),
-            &[stake_cents],
-            body.blocks,
-        )
+    let (actor, stakes) = (desk.actor(), [stake_cents]);
+    let id = service
+        .create_game_emission(actor, &name, game.id(), &stakes, body.blocks)
         .await?;
-    Ok((StatusCode::CREATED, Json(emission_json(&state, id).await?)).into_response())
+    Ok((StatusCode::CREATED, Json(emission_json(service, id).await?)).into_response())
 }
 
-pub(super) async fn close_emission(
-    State(state): State<AppState>,
-    Extension(member): Extension<StaffMember>,
-    PathId(id): PathId,
-) -> Answer {
-    state.service.close_emission_as(member.actor(), id).await?;
-    ok(emission_json(&state, id).await?)
+pub(super) async fn close_emission(desk: Desk, PathId(id): PathId) -> Answer {
+    desk.service().close_emission_as(desk.actor(), id).await?;
+    ok(emission_json(desk.service(), id).await?)
 }
 
 pub(super) async fn blocks(State(state): State<AppState>) -> Answer {
@@ -106,33 +86,18 @@ pub(super) async fn blocks(State(state): State<AppState>) -> Answer {
     ok(json!({"blocks": blocks.iter().map(block_json).collect::<Vec<_>>()}))
 }
 
-async fn block_answer(state: &AppState, id: i64) -> Answer {
-    let block = state
-        .service
-        .blocks()
-        .await?
-        .into_iter()
-        .find(|b| b.id == id)
-        .ok_or(Error::NotFound)?;
-    ok(block_json(&block))
+async fn block_answer(service: &Service, id: i64) -> Answer {
+    ok(block_json(&service.block(id).await?))
 }
 
-pub(super) async fn suspend_block(
-    State(state): State<AppState>,
-    Extension(member): Extension<StaffMember>,
-    PathId(id): PathId,
-) -> Answer {
-    state.service.suspend_block_as(member.actor(), id).await?;
-    block_answer(&state, id).await
+pub(super) async fn suspend_block(desk: Desk, PathId(id): PathId) -> Answer {
+    desk.service().suspend_block_as(desk.actor(), id).await?;
+    block_answer(desk.service(), id).await
 }
 
-pub(super) async fn resume_block(
-    State(state): State<AppState>,
-    Extension(member): Extension<StaffMember>,
-    PathId(id): PathId,
-) -> Answer {
-    state.service.resume_block_as(member.actor(), id).await?;
-    block_answer(&state, id).await
+pub(super) async fn resume_block(desk: Desk, PathId(id): PathId) -> Answer {
+    desk.service().resume_block_as(desk.actor(), id).await?;
+    block_answer(desk.service(), id).await
 }
 
 pub(super) async fn recheck(State(state): State<AppState>, PathId(id): PathId) -> Answer {

@@ -5,9 +5,15 @@
 //! cookie is read with its `cookie` too (`player_session.rs`).
 
 use super::{ApiError, AppState};
+use crate::error::Error;
+use crate::model::Player;
+use crate::service::{Service, StaffMember};
+use crate::trail::Actor;
 use axum::Json;
+use axum::extract::{Extension, FromRequestParts, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
 use serde_json::Value;
 
 /// The console session's cookie.
@@ -39,4 +45,39 @@ pub(super) type Answer = Result<Response, ApiError>;
 
 pub(super) fn ok(value: Value) -> Answer {
     Ok(Json(value).into_response())
+}
+
+/// The staff member a guarded console request acts as (`staff:NAME` in the
+/// trail, set by `console_guard.rs`) and the service they act through: what
+/// every console action starts from.
+#[derive(FromRequestParts)]
+pub(super) struct Desk {
+    #[from_request(via(State))]
+    state: AppState,
+    #[from_request(via(Extension))]
+    member: StaffMember,
+}
+
+impl Desk {
+    pub(super) fn service(&self) -> &Service {
+        &self.state.service
+    }
+
+    /// `staff:NAME`, the trail's name of the member.
+    pub(super) fn actor(&self) -> Actor {
+        self.member.actor()
+    }
+
+    /// The player of a console path's id (not found otherwise).
+    pub(super) async fn player(&self, id: i64) -> Result<Player, Error> {
+        self.state.service.player_by_id(id).await
+    }
+}
+
+/// `{"reason": …}`: why a staff member rejects a withdrawal, refuses a
+/// document, suspends an account or lifts its suspension.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ReasonBody {
+    pub(super) reason: String,
 }

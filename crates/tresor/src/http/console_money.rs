@@ -7,15 +7,15 @@
 
 use super::AppState;
 use super::body::Body;
-use super::console_kit::{Answer, ok};
-use super::extract::{PageQuery, Params, PathId};
+use super::console_kit::{Answer, Desk, ReasonBody, ok};
+use super::extract::{PageQuery, Params, PathId, one_of, page_size};
 use crate::account::Iban;
 use crate::error::Error;
 use crate::protect::ExclusionLength;
-use crate::service::{Settlement, StaffMember, rfc3339};
+use crate::service::{Settlement, rfc3339};
+use axum::Json;
 use axum::extract::State;
 use axum::response::IntoResponse;
-use axum::{Extension, Json};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -26,22 +26,10 @@ pub(super) struct SearchQuery {
     limit: Option<String>,
 }
 
-pub(super) async fn search_players(
-    State(state): State<AppState>,
-    Params(query): Params<SearchQuery>,
-) -> Answer {
-    let limit = match query.limit.as_deref() {
-        None => 50,
-        Some(text) => text
-            .parse::<i64>()
-            .ok()
-            .filter(|n| (1..=500).contains(n))
-            .ok_or_else(|| Error::Validation("limit: a number from 1 to 500".to_owned()))?,
-    };
-    let players = state
-        .service
-        .search_players(query.q.as_deref().unwrap_or(""), limit)
-        .await?;
+pub(super) async fn search_players(desk: Desk, Params(query): Params<SearchQuery>) -> Answer {
+    let limit = page_size(query.limit.as_deref(), 50, 500)?;
+    let name = query.q.as_deref().unwrap_or("");
+    let players = desk.service().search_players(name, limit).await?;
     ok(json!({ "players": players }))
 }
 
@@ -91,16 +79,11 @@ pub(super) struct CreditBody {
     amount_cents: i64,
 }
 
-pub(super) async fn credit(
-    State(state): State<AppState>,
-    Extension(member): Extension<StaffMember>,
-    PathId(id): PathId,
-    Body(body): Body<CreditBody>,
-) -> Answer {
-    let player = state.service.player_by_id(id).await?;
-    let balance_cents = state
-        .service
-        .credit_as(member.actor(), &player, body.amount_cents)
+pub(super) async fn credit(desk: Desk, PathId(id): PathId, Body(b): Body<CreditBody>) -> Answer {
+    let player = desk.player(id).await?;
+    let balance_cents = desk
+        .service()
+        .credit_as(desk.actor(), &player, b.amount_cents)
         .await?;
     ok(json!({ "balance_cents": balance_cents }))
 }
@@ -111,53 +94,38 @@ pub(super) struct ExcludeBody {
     period: String,
 }
 
-pub(super) async fn exclude(
-    State(state): State<AppState>,
-    Extension(member): Extension<StaffMember>,
-    PathId(id): PathId,
-    Body(body): Body<ExcludeBody>,
-) -> Answer {
-    let length = ExclusionLength::parse_period(&body.period)?;
-    let player = state.service.player_by_id(id).await?;
-    let until_ms = state
-        .service
-        .exclude(&player, member.actor(), length)
+pub(super) async fn exclude(desk: Desk, PathId(id): PathId, Body(b): Body<ExcludeBody>) -> Answer {
+    let length = ExclusionLength::parse_period(&b.period)?;
+    let until_ms = desk
+        .service()
+        .exclude(&desk.player(id).await?, desk.actor(), length)
         .await?;
-    ok(json!({"excluded_until": rfc3339(until_ms), "period": body.period}))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct ReasonBody {
-    reason: String,
+    ok(json!({"excluded_until": rfc3339(until_ms), "period": b.period}))
 }
 
 /// Suspends the player's account (a reason required, for the staff).
 pub(super) async fn suspend_player(
-    State(state): State<AppState>,
-    Extension(member): Extension<StaffMember>,
+    desk: Desk,
     PathId(id): PathId,
-    Body(body): Body<ReasonBody>,
+    Body(b): Body<ReasonBody>,
 ) -> Answer {
-    let player = state.service.player_by_id(id).await?;
-    let suspension = state
-        .service
-        .suspend_account(member.actor(), &player, &body.reason)
+    let player = desk.player(id).await?;
+    let suspension = desk
+        .service()
+        .suspend_account(desk.actor(), &player, &b.reason)
         .await?;
     ok(json!({ "suspension": suspension }))
 }
 
 /// Lifts the suspension of the player's account (a reason required).
 pub(super) async fn unsuspend_player(
-    State(state): State<AppState>,
-    Extension(member): Extension<StaffMember>,
+    desk: Desk,
     PathId(id): PathId,
-    Body(body): Body<ReasonBody>,
+    Body(b): Body<ReasonBody>,
 ) -> Answer {
-    let player = state.service.player_by_id(id).await?;
-    state
-        .service
-        .unsuspend_account(member.actor(), &player, &body.reason)
+    let player = desk.player(id).await?;
+    desk.service()
+        .unsuspend_account(desk.actor(), &player, &b.reason)
         .await?;
     ok(json!({ "suspension": null }))
 }
@@ -170,18 +138,16 @@ pub(super) struct VerifyBody {
 }
 
 pub(super) async fn verify_player(
-    State(state): State<AppState>,
-    Extension(member): Extension<StaffMember>,
+    desk: Desk,
     PathId(id): PathId,
-    Body(body): Body<VerifyBody>,
+    Body(b): Body<VerifyBody>,
 ) -> Answer {
-    let reviewed = Iban::parse(&body.iban)?;
-    let player = state.service.player_by_id(id).await?;
-    state
-        .service
-        .verify_account_as(member.actor(), &player, &reviewed)
+    let reviewed = Iban::parse(&b.iban)?;
+    let player = desk.player(id).await?;
+    desk.service()
+        .verify_account_as(desk.actor(), &player, &reviewed)
         .await?;
-    Ok(Json(state.service.account(&player).await?).into_response())
+    Ok(Json(desk.service().account(&player).await?).into_response())
 }
 
 #[derive(Deserialize)]
@@ -190,27 +156,21 @@ pub(super) struct StatusQuery {
     status: Option<String>,
 }
 
-pub(super) async fn accounts(
-    State(state): State<AppState>,
-    Params(query): Params<StatusQuery>,
-) -> Answer {
+pub(super) async fn accounts(desk: Desk, Params(query): Params<StatusQuery>) -> Answer {
     use crate::account::Status;
-    let status = match query.status.as_deref() {
-        None | Some("") => None,
-        Some(text @ ("provisional" | "verified" | "closed")) => Some(Status::parse(text)),
-        Some(_) => {
-            return Err(
-                Error::Validation("status: provisional, verified or closed".to_owned()).into(),
-            );
-        }
-    };
-    let (identities, mut documents) = state
-        .service
+    let status = one_of(
+        query.status.as_deref(),
+        &["provisional", "verified", "closed"],
+        "status: provisional, verified or closed",
+    )?
+    .map(Status::parse);
+    let (identities, mut documents) = desk
+        .service()
         .queue_details(status.map_or("", Status::as_str))
         .await?;
     // Accounts without an identity (the demo's) have nothing to verify.
-    let accounts: Vec<Value> = state
-        .service
+    let accounts: Vec<Value> = desk
+        .service()
         .list_accounts(status)
         .await?
         .into_iter()
@@ -255,27 +215,19 @@ pub(super) struct QueueQuery {
 /// A page of the withdrawals (100 by default, at most 500): pending ones
 /// oldest first, so that the one waiting longest is always on the first
 /// page and paging on reaches every one; `next_cursor` for the next page.
-pub(super) async fn withdrawals(
-    State(state): State<AppState>,
-    Params(query): Params<QueueQuery>,
-) -> Answer {
+pub(super) async fn withdrawals(desk: Desk, Params(query): Params<QueueQuery>) -> Answer {
     let page = PageQuery {
         limit: query.limit.clone(),
         cursor: query.cursor.clone(),
     };
     let (limit, cursor) = page.parse(100, 500)?;
-    let wanted = match query.state.as_deref() {
-        None | Some("") => None,
-        Some(text @ ("pending" | "paid" | "rejected" | "cancelled")) => Some(text),
-        Some(_) => {
-            return Err(Error::Validation(
-                "state: pending, paid, rejected or cancelled".to_owned(),
-            )
-            .into());
-        }
-    };
-    let (rows, next_cursor) = state
-        .service
+    let wanted = one_of(
+        query.state.as_deref(),
+        &["pending", "paid", "rejected", "cancelled"],
+        "state: pending, paid, rejected or cancelled",
+    )?;
+    let (rows, next_cursor) = desk
+        .service()
         .list_withdrawals(wanted, cursor, limit)
         .await?;
     let rows: Vec<Value> = rows
@@ -302,37 +254,23 @@ pub(super) async fn withdrawals(
     ok(json!({ "withdrawals": rows, "next_cursor": next_cursor }))
 }
 
-pub(super) async fn approve(
-    State(state): State<AppState>,
-    Extension(member): Extension<StaffMember>,
-    PathId(id): PathId,
-) -> Answer {
-    let view = state
-        .service
-        .decide_withdrawal_as(member.actor(), id, Settlement::Paid, None)
-        .await?;
-    Ok(Json(view).into_response())
+pub(super) async fn approve(desk: Desk, PathId(id): PathId) -> Answer {
+    decide(desk, id, Settlement::Paid, None).await
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RejectBody {
-    reason: String,
-}
-
-pub(super) async fn reject(
-    State(state): State<AppState>,
-    Extension(member): Extension<StaffMember>,
-    PathId(id): PathId,
-    Body(body): Body<RejectBody>,
-) -> Answer {
-    let reason = body.reason.trim().to_owned();
+pub(super) async fn reject(desk: Desk, PathId(id): PathId, Body(b): Body<ReasonBody>) -> Answer {
+    let reason = b.reason.trim().to_owned();
     if reason.is_empty() || reason.chars().count() > 500 {
         return Err(Error::Validation("reason: 1 to 500 characters".to_owned()).into());
     }
-    let view = state
-        .service
-        .decide_withdrawal_as(member.actor(), id, Settlement::Rejected, Some(reason))
+    decide(desk, id, Settlement::Rejected, Some(reason)).await
+}
+
+/// A withdrawal paid or rejected, answered with its view.
+async fn decide(desk: Desk, id: i64, settlement: Settlement, reason: Option<String>) -> Answer {
+    let view = desk
+        .service()
+        .decide_withdrawal_as(desk.actor(), id, settlement, reason)
         .await?;
     Ok(Json(view).into_response())
 }

@@ -3,10 +3,9 @@
 
 use super::AppState;
 use super::body::Body;
-use super::console_kit::{Answer, ok};
+use super::console_kit::{Answer, Desk, ok};
 use crate::error::Error;
-use crate::service::{StaffMember, parse_rfc3339};
-use axum::Extension;
+use crate::service::parse_rfc3339;
 use axum::extract::State;
 use serde::Deserialize;
 use serde_json::json;
@@ -21,22 +20,18 @@ pub(super) struct SalesBody {
     opens_at: Option<String>,
 }
 
-pub(super) async fn set_sales(
-    State(state): State<AppState>,
-    Extension(member): Extension<StaffMember>,
-    Body(body): Body<SalesBody>,
-) -> Answer {
+pub(super) async fn set_sales(desk: Desk, Body(body): Body<SalesBody>) -> Answer {
     let opens_at_ms = body
         .opens_at
         .as_deref()
         .map(parse_rfc3339)
         .transpose()
         .map_err(|_| Error::Validation("opens_at: an RFC 3339 time, or null".to_owned()))?;
-    state
-        .service
-        .set_sales_open_at_as(member.actor(), opens_at_ms)
+    let service = desk.service();
+    service
+        .set_sales_open_at_as(desk.actor(), opens_at_ms)
         .await?;
-    ok(state.service.site().await?)
+    ok(service.site().await?)
 }
 
 #[derive(Deserialize)]
@@ -45,16 +40,10 @@ pub(super) struct AnnouncementBody {
     message: Option<String>,
 }
 
-pub(super) async fn set_announcement(
-    State(state): State<AppState>,
-    Extension(member): Extension<StaffMember>,
-    Body(body): Body<AnnouncementBody>,
-) -> Answer {
-    state
-        .service
-        .set_announcement_as(member.actor(), body.message)
-        .await?;
-    ok(state.service.site().await?)
+pub(super) async fn set_announcement(desk: Desk, Body(b): Body<AnnouncementBody>) -> Answer {
+    let service = desk.service();
+    service.set_announcement_as(desk.actor(), b.message).await?;
+    ok(service.site().await?)
 }
 
 /// The largest ban list the console takes: 32 MiB of JSON.
@@ -68,14 +57,10 @@ pub(super) struct BanListBody {
 }
 
 /// Replaces the national ban list in force (`tresor banlist import`).
-pub(super) async fn import_ban_list(
-    State(state): State<AppState>,
-    Extension(member): Extension<StaffMember>,
-    Body(body): Body<BanListBody>,
-) -> Answer {
-    let import = state
-        .service
-        .import_ban_list_as(member.actor(), &body.csv)
+pub(super) async fn import_ban_list(desk: Desk, Body(body): Body<BanListBody>) -> Answer {
+    let import = desk
+        .service()
+        .import_ban_list_as(desk.actor(), &body.csv)
         .await?;
     ok(json!({
         "version": import.version,

@@ -5,13 +5,11 @@
 //! log and its export as JSON Lines too.
 
 use super::AppState;
-use super::console_kit::{Answer, ok};
-use super::extract::Params;
+use super::console_kit::{Answer, Desk, ok};
+use super::extract::{Params, page_size};
 use crate::error::Error;
-use crate::service::StaffMember;
 use crate::service::{parse_rfc3339, rfc3339};
 use crate::trail::search::{Filter, search};
-use axum::Extension;
 use axum::body::Body as ResponseBody;
 use axum::extract::State;
 use axum::http::{HeaderValue, header};
@@ -66,14 +64,7 @@ pub(super) async fn records(
     State(state): State<AppState>,
     Params(query): Params<RecordsQuery>,
 ) -> Answer {
-    let limit = match text(&query.limit) {
-        None => 50,
-        Some(l) => l
-            .parse::<i64>()
-            .ok()
-            .filter(|l| (1..=200).contains(l))
-            .ok_or_else(|| Error::Validation("limit: a number from 1 to 200".to_owned()))?,
-    };
+    let limit = page_size(text(&query.limit).as_deref(), 50, 200)?;
     let before_seq = text(&query.before)
         .map(|b| {
             b.parse::<i64>()
@@ -120,11 +111,8 @@ pub(super) async fn trail_status(State(state): State<AppState>) -> Answer {
     ok(state.service.trail_status().await?)
 }
 
-pub(super) async fn verify_trail(
-    State(state): State<AppState>,
-    Extension(member): Extension<StaffMember>,
-) -> Answer {
-    ok(state.service.verify_trail_as(member.actor()).await?)
+pub(super) async fn verify_trail(desk: Desk) -> Answer {
+    ok(desk.service().verify_trail_as(desk.actor()).await?)
 }
 
 /// The whole trail as JSON Lines (`tresor audit export`), streamed a page

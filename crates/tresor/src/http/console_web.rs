@@ -20,10 +20,12 @@ static ASSETS: &[Asset] = &[
     asset!(in "console", "assets/js/dashboard.js", JS),
     asset!(in "console", "assets/js/emissions.js", JS),
     asset!(in "console", "assets/js/games.js", JS),
+    asset!(in "console", "assets/js/sheet.js", JS),
     asset!(in "console", "assets/js/players.js", JS),
     asset!(in "console", "assets/js/queues.js", JS),
     asset!(in "console", "assets/js/trail.js", JS),
     asset!(in "console", "assets/js/site.js", JS),
+    asset!(in "console", "assets/js/reports.js", JS),
 ];
 
 /// The console's page.

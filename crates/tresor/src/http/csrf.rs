@@ -1,11 +1,12 @@
 //! The proof that a state-changing request comes from the site's own page
 //! (CSRF): a header a cross-site form cannot set, and what the browser says
-//! of where the request comes from (`Sec-Fetch-Site`, `Origin`).
+//! of where the request comes from (`Sec-Fetch-Site`, `Origin`). Asked by
+//! the players' site's gate (`gate.rs`) on every `/api/` route but the
+//! payment webhook, and by the console's guard.
 
 use super::ApiError;
 use axum::extract::Request;
 use axum::http::{HeaderMap, Method, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 /// The header every state-changing request must carry (CSRF proof): a
@@ -13,13 +14,6 @@ use axum::response::{IntoResponse, Response};
 /// CORS preflight this server never grants.
 pub const CSRF_HEADER: &str = "x-requested-with";
 pub const CSRF_VALUE: &str = "tresor";
-
-pub(super) async fn require_csrf_proof(request: Request, next: Next) -> Response {
-    match csrf_refusal(&request, CSRF_VALUE) {
-        Some(refusal) => refusal,
-        None => next.run(request).await,
-    }
-}
 
 /// Why a state-changing `request` is refused as cross-site, or `None`: it
 /// must carry `X-Requested-With: {value}` (the game's `tresor`, the

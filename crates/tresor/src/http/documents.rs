@@ -7,33 +7,27 @@
 //! Every answer is `Cache-Control: no-store`; a body announced over the
 //! limit is refused at once (413), before any of it is read.
 
-use super::csrf::require_csrf_proof;
 use super::extract::Params;
 use super::player_session::{ActingPlayer, CurrentPlayer};
 use super::{ApiError, AppState};
 use crate::account::documents::{DocumentKind, too_large};
 use axum::body::Body;
-use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::middleware;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::json;
-use tower_http::set_header::SetResponseHeaderLayer;
 
 pub fn routes() -> Router<AppState> {
+    // The CSRF proof and `no-store` (a player's documents, names, refusal
+    // reasons, are no cache's) are the gate's, as for every `/api/` route.
     Router::new()
         .route("/api/account/documents", post(upload).get(list))
-        // The handler reads the body up to the installation's limit itself.
+        // The handler reads the body up to the installation's limit itself
+        // (the gate's 64 KiB spares this route).
         .layer(DefaultBodyLimit::disable())
-        .layer(middleware::from_fn(require_csrf_proof))
-        // A player's documents (names, refusal reasons) are no cache's.
-        .layer(SetResponseHeaderLayer::overriding(
-            header::CACHE_CONTROL,
-            HeaderValue::from_static("no-store"),
-        ))
 }
 
 #[derive(Deserialize)]
@@ -50,14 +44,13 @@ struct UploadQuery {
 /// `document_type`), a kind already waiting or verified (409
 /// `document_already_sent`).
 async fn upload(
-    State(state): State<AppState>,
     acting: ActingPlayer,
     Params(query): Params<UploadQuery>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
     let kind = DocumentKind::parse(&query.kind)?;
-    let max = state.service.max_document_bytes();
+    let max = acting.service().max_document_bytes();
     // A length announced over the limit is refused at once, before any of
     // the body is waited for (issue 32: it waited for the 30 s timeout).
     if announced_length(&headers).is_some_and(|length| length > max as u64) {
@@ -66,14 +59,10 @@ async fn upload(
     let bytes = axum::body::to_bytes(body, max.saturating_add(1))
         .await
         .map_err(|_| too_large(max))?;
-    let view = state
-        .service
-        .upload_document(
-            &acting.player,
-            kind,
-            query.name.as_deref().unwrap_or(""),
-            bytes.to_vec(),
-        )
+    let name = query.name.as_deref().unwrap_or("");
+    let view = acting
+        .service()
+        .upload_document(&acting.player, kind, name, bytes.to_vec())
         .await?;
     Ok((StatusCode::CREATED, Json(view)).into_response())
 }
@@ -90,13 +79,10 @@ fn announced_length(headers: &HeaderMap) -> Option<u64> {
         .ok()
 }
 
-async fn list(
-    State(state): State<AppState>,
-    current: CurrentPlayer,
-) -> Result<Json<serde_json::Value>, ApiError> {
-    let documents = state.service.documents(&current.player).await?;
-    Ok(Json(json!({
-        "documents": documents,
-        "max_bytes": state.service.max_document_bytes(),
-    })))
+async fn list(me: CurrentPlayer) -> Result<Json<serde_json::Value>, ApiError> {
+    let documents = me.service().documents(&me.player).await?;
+    let max_bytes = me.service().max_document_bytes();
+    Ok(Json(
+        json!({ "documents": documents, "max_bytes": max_bytes }),
+    ))
 }

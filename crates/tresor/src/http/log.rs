@@ -11,6 +11,7 @@
 use super::body::Body;
 use super::throttle::{ClientAddress, Throttles};
 use super::{ApiError, AppState};
+use crate::error::Error;
 use axum::extract::{Extension, Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -55,37 +56,27 @@ async fn index(State(state): State<AppState>) -> Response {
 }
 
 async fn checkpoint(State(state): State<AppState>, Path(writer): Path<String>) -> Response {
-    match state.service.log_checkpoint(&writer).await {
-        Ok(Some(note)) => public(
-            (
-                [(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("text/plain; charset=utf-8"),
-                )],
-                note,
-            )
-                .into_response(),
-            "no-cache",
-        ),
-        Ok(None) => not_found("no such log"),
-        Err(error) => ApiError::from(error).into_response(),
-    }
+    let note = state.service.log_checkpoint(&writer).await;
+    public_note(note, "no such log")
 }
 
 async fn cosigned(State(state): State<AppState>, Path(writer): Path<String>) -> Response {
-    match state.service.log_cosigned(&writer).await {
-        Ok(Some(note)) => public(
-            (
-                [(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("text/plain; charset=utf-8"),
-                )],
-                note,
+    let note = state.service.log_cosigned(&writer).await;
+    public_note(note, "no cosigned checkpoint of this log")
+}
+
+/// A signed note of a log (its checkpoint, cosigned or not) as plain text,
+/// revalidated at each read; `missing` when the log has none.
+fn public_note(note: Result<Option<String>, Error>, missing: &str) -> Response {
+    match note {
+        Ok(Some(note)) => {
+            let text = HeaderValue::from_static("text/plain; charset=utf-8");
+            public(
+                ([(header::CONTENT_TYPE, text)], note).into_response(),
+                "no-cache",
             )
-                .into_response(),
-            "no-cache",
-        ),
-        Ok(None) => not_found("no cosigned checkpoint of this log"),
+        }
+        Ok(None) => not_found(missing),
         Err(error) => ApiError::from(error).into_response(),
     }
 }

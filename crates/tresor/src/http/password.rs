@@ -4,23 +4,20 @@
 //! the current password (`reauth`). Every route takes the API's CSRF header.
 
 use super::body::Body;
-use super::csrf::require_csrf_proof;
-use super::player_session::{ActingPlayer, session_token};
+use super::console_kit::Answer;
+use super::player_session::ActingPlayer;
 use super::throttle::{ClientAddress, Throttles};
 use super::{ApiError, AppState};
-use crate::error::Error;
-use crate::model::{Player, Username};
-use crate::service::{AccountView, PasswordConfirmed, PasswordOf};
-use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::middleware;
-use axum::response::{IntoResponse, Response};
+use crate::model::Username;
+use crate::service::{AccountView, PasswordConfirmed, PasswordOf, Service};
+use axum::extract::{FromRequestParts, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
 use axum::routing::{post, put};
 use axum::{Extension, Json, Router};
 use serde::Deserialize;
 use serde_json::json;
 use std::sync::Arc;
-use tower_http::set_header::SetResponseHeaderLayer;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -30,11 +27,6 @@ pub fn routes() -> Router<AppState> {
         .route("/api/password/reset/confirm", post(reset))
         .route("/api/email/confirm", post(confirm_email))
         .route("/api/email/undo", post(undo_email))
-        .layer(middleware::from_fn(require_csrf_proof))
-        .layer(SetResponseHeaderLayer::overriding(
-            header::CACHE_CONTROL,
-            HeaderValue::from_static("no-store"),
-        ))
 }
 
 #[derive(Deserialize)]
@@ -44,51 +36,47 @@ struct ChangeBody {
     new_password: String,
 }
 
-/// The current password of the request's player, checked and counted
-/// (`reauth`); the session's token with it.
-pub(super) async fn confirmed(
-    state: &AppState,
-    throttles: &Throttles,
-    address: &ClientAddress,
-    headers: &HeaderMap,
-    player: &Player,
-    current_password: &str,
-) -> Result<(PasswordConfirmed, String), ApiError> {
-    let token = session_token(headers).ok_or(Error::Unauthorized)?;
-    let name = Username::normalise(&player.username);
-    let confirmed = super::reauth::confirm(
-        state,
-        throttles,
-        address,
-        name.skeleton(),
-        PasswordOf::Player(player.id),
-        &token,
-        current_password,
-    )
-    .await?;
-    Ok((confirmed, token))
+/// A player's change to what the current password guards (the password,
+/// the address, the IBAN): the player acting, and what checking that
+/// password at the edge needs (`reauth`).
+#[derive(FromRequestParts)]
+#[from_request(state(AppState))]
+pub(super) struct Guarded {
+    #[from_request(via(Extension))]
+    throttles: Arc<Throttles>,
+    address: ClientAddress,
+    pub(super) me: ActingPlayer,
 }
 
-async fn change_password(
-    State(state): State<AppState>,
-    Extension(throttles): Extension<Arc<Throttles>>,
-    address: ClientAddress,
-    headers: HeaderMap,
-    current: ActingPlayer,
-    Body(body): Body<ChangeBody>,
-) -> Result<Response, ApiError> {
-    let (confirmed, token) = confirmed(
-        &state,
-        &throttles,
-        &address,
-        &headers,
-        &current.player,
-        &body.current_password,
-    )
-    .await?;
-    let ended = state
-        .service
-        .change_password(&current.player, confirmed, &token, &body.new_password)
+impl Guarded {
+    /// The current password of the request's player, checked and counted
+    /// (`reauth`) in the request's session.
+    pub(super) async fn confirm(
+        &self,
+        current_password: &str,
+    ) -> Result<PasswordConfirmed, ApiError> {
+        let (me, throttles, address) = (&self.me, &self.throttles, &self.address);
+        let name = Username::normalise(&me.player.username);
+        let of = PasswordOf::Player(me.player.id);
+        super::reauth::confirm(
+            &me.state,
+            throttles,
+            address,
+            name.skeleton(),
+            of,
+            &me.token,
+            current_password,
+        )
+        .await
+    }
+}
+
+async fn change_password(guarded: Guarded, Body(body): Body<ChangeBody>) -> Answer {
+    let confirmed = guarded.confirm(&body.current_password).await?;
+    let (me, new) = (&guarded.me, &body.new_password);
+    let ended = me
+        .service()
+        .change_password(&me.player, confirmed, &me.token, new)
         .await?;
     Ok(Json(json!({"changed": true, "sessions_ended": ended})).into_response())
 }
@@ -107,38 +95,21 @@ struct EmailChangeBody {
 }
 
 async fn set_email(
-    State(state): State<AppState>,
-    Extension(throttles): Extension<Arc<Throttles>>,
-    address: ClientAddress,
-    headers: HeaderMap,
-    current: ActingPlayer,
+    guarded: Guarded,
     Body(body): Body<EmailChangeBody>,
 ) -> Result<Json<AccountView>, ApiError> {
-    let (confirmed, _) = confirmed(
-        &state,
-        &throttles,
-        &address,
-        &headers,
-        &current.player,
-        &body.current_password,
-    )
-    .await?;
-    state
-        .service
-        .set_email(&current.player, confirmed, &body.email)
+    let confirmed = guarded.confirm(&body.current_password).await?;
+    let me = &guarded.me;
+    me.service()
+        .set_email(&me.player, confirmed, &body.email)
         .await?;
-    Ok(Json(state.service.account(&current.player).await?))
+    me.account().await
 }
 
 /// Answered alike whether or not an account has the address.
-async fn ask_reset(
-    State(state): State<AppState>,
-    Extension(throttles): Extension<Arc<Throttles>>,
-    address: ClientAddress,
-    Body(body): Body<EmailBody>,
-) -> Result<Response, ApiError> {
-    throttles.registration(&address)?;
-    state.service.ask_password_reset(&body.email).await?;
+async fn ask_reset(link: Link, Body(body): Body<EmailBody>) -> Answer {
+    link.throttles.registration(&link.address)?;
+    link.state.service.ask_password_reset(&body.email).await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(json!({
@@ -156,15 +127,9 @@ struct ResetBody {
     new_password: String,
 }
 
-async fn reset(
-    State(state): State<AppState>,
-    Extension(throttles): Extension<Arc<Throttles>>,
-    address: ClientAddress,
-    Body(body): Body<ResetBody>,
-) -> Result<Response, ApiError> {
-    throttles.login(&address)?;
-    state
-        .service
+async fn reset(link: Link, Body(body): Body<ResetBody>) -> Answer {
+    let service = link.spend()?;
+    service
         .reset_password(&body.token, &body.new_password)
         .await?;
     Ok(Json(json!({"reset": true})).into_response())
@@ -176,26 +141,34 @@ struct TokenBody {
     token: String,
 }
 
-async fn confirm_email(
-    State(state): State<AppState>,
-    Extension(throttles): Extension<Arc<Throttles>>,
-    address: ClientAddress,
-    Body(body): Body<TokenBody>,
-) -> Result<Response, ApiError> {
-    throttles.login(&address)?;
-    state.service.confirm_email(&body.token).await?;
+async fn confirm_email(link: Link, Body(body): Body<TokenBody>) -> Answer {
+    link.spend()?.confirm_email(&body.token).await?;
     Ok(Json(json!({"confirmed": true})).into_response())
 }
 
 /// The link mailed to the old address when the address changed: the old
 /// address is back, every session ends (this browser's too).
-async fn undo_email(
-    State(state): State<AppState>,
-    Extension(throttles): Extension<Arc<Throttles>>,
-    address: ClientAddress,
-    Body(body): Body<TokenBody>,
-) -> Result<Response, ApiError> {
-    throttles.login(&address)?;
-    state.service.undo_email_change(&body.token).await?;
+async fn undo_email(link: Link, Body(body): Body<TokenBody>) -> Answer {
+    link.spend()?.undo_email_change(&body.token).await?;
     Ok(Json(json!({"undone": true})).into_response())
+}
+
+/// A mailed link followed (a reset, an address confirmed or undone): its
+/// token is tried under the login throttle of the client's address.
+#[derive(FromRequestParts)]
+#[from_request(state(AppState))]
+struct Link {
+    #[from_request(via(State))]
+    state: AppState,
+    #[from_request(via(Extension))]
+    throttles: Arc<Throttles>,
+    address: ClientAddress,
+}
+
+impl Link {
+    /// The service, once the address may try one more token.
+    fn spend(&self) -> Result<&Service, ApiError> {
+        self.throttles.login(&self.address)?;
+        Ok(&self.state.service)
+    }
 }

@@ -5,10 +5,12 @@
 use super::throttle::{ClientAddress, Throttles};
 use super::{ApiError, AppState};
 use crate::error::Error;
-use crate::service::Player;
+use crate::service::{AccountView, Buyer, Player, Service};
+use axum::Json;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue};
+use std::ops::Deref;
 use std::sync::Arc;
 
 /// The session cookie's name.
@@ -19,9 +21,24 @@ pub(super) fn session_token(headers: &HeaderMap) -> Option<String> {
     super::console_kit::cookie(headers, SESSION_COOKIE)
 }
 
-/// The logged-in player of a request; 401 without a live session.
+/// The logged-in player of a request (401 without a live session), with
+/// the session's token and the app the request asks: what every handler of
+/// a player's own things starts from.
 pub(super) struct CurrentPlayer {
     pub(super) player: Player,
+    pub(super) token: String,
+    pub(super) state: AppState,
+}
+
+impl CurrentPlayer {
+    pub(super) fn service(&self) -> &Service {
+        &self.state.service
+    }
+
+    /// The player's account view, as a change to it answers.
+    pub(super) async fn account(&self) -> Result<Json<AccountView>, ApiError> {
+        Ok(Json(self.service().account(&self.player).await?))
+    }
 }
 
 impl FromRequestParts<AppState> for CurrentPlayer {
@@ -33,15 +50,51 @@ impl FromRequestParts<AppState> for CurrentPlayer {
     ) -> Result<Self, Self::Rejection> {
         let token = session_token(&parts.headers).ok_or(Error::Unauthorized)?;
         let player = state.service.session_player(&token).await?;
-        Ok(CurrentPlayer { player })
+        let state = state.clone();
+        Ok(CurrentPlayer {
+            player,
+            token,
+            state,
+        })
+    }
+}
+
+/// The player of a purchase: the session resolved from the server's cache
+/// when it was seen within the last minute, its end checked by the batch
+/// that sells (`service::session_cache`); otherwise read as
+/// [`CurrentPlayer`]'s.
+pub(super) struct BuyingPlayer {
+    pub(super) buyer: Buyer,
+    pub(super) state: AppState,
+}
+
+impl FromRequestParts<AppState> for BuyingPlayer {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let token = session_token(&parts.headers).ok_or(Error::Unauthorized)?;
+        let buyer = state.service.buyer(&token).await?;
+        Ok(BuyingPlayer {
+            buyer,
+            state: state.clone(),
+        })
     }
 }
 
 /// The logged-in player of a request that reaches the writer (a throw, a
 /// deposit, a cap change, an exclusion): throttled per address before the
 /// session is read, then per player.
-pub(super) struct ActingPlayer {
-    pub(super) player: Player,
+pub(super) struct ActingPlayer(CurrentPlayer);
+
+impl Deref for ActingPlayer {
+    type Target = CurrentPlayer;
+
+    fn deref(&self) -> &CurrentPlayer {
+        &self.0
+    }
 }
 
 impl FromRequestParts<AppState> for ActingPlayer {
@@ -54,9 +107,9 @@ impl FromRequestParts<AppState> for ActingPlayer {
         let throttles = throttles_of(parts);
         let Ok(address) = ClientAddress::from_request_parts(parts, state).await;
         throttles.action_by_address(&address)?;
-        let CurrentPlayer { player } = CurrentPlayer::from_request_parts(parts, state).await?;
-        throttles.action_by_player(player.id)?;
-        Ok(ActingPlayer { player })
+        let current = CurrentPlayer::from_request_parts(parts, state).await?;
+        throttles.action_by_player(current.player.id)?;
+        Ok(ActingPlayer(current))
     }
 }
 

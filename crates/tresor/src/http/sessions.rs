@@ -2,17 +2,14 @@
 //! ending one or all of the others, and whether this one still holds (the
 //! page's poll, which does not keep an idle session alive).
 
-use super::csrf::require_csrf_proof;
 use super::player_session::{ActingPlayer, CurrentPlayer, session_token};
 use super::{ApiError, AppState};
 use crate::error::Error;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, HeaderValue, header};
-use axum::middleware;
+use axum::http::HeaderMap;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{Value, json};
-use tower_http::set_header::SetResponseHeaderLayer;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -20,11 +17,6 @@ pub fn routes() -> Router<AppState> {
         .route("/api/account/sessions", get(list))
         .route("/api/account/sessions/end-others", post(end_others))
         .route("/api/account/sessions/{id}/end", post(end_one))
-        .layer(middleware::from_fn(require_csrf_proof))
-        .layer(SetResponseHeaderLayer::overriding(
-            header::CACHE_CONTROL,
-            HeaderValue::from_static("no-store"),
-        ))
 }
 
 fn token(headers: &HeaderMap) -> Result<String, ApiError> {
@@ -42,39 +34,24 @@ async fn check(
     Ok(axum::http::StatusCode::NO_CONTENT)
 }
 
-async fn list(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    current: CurrentPlayer,
-) -> Result<Json<Value>, ApiError> {
-    let sessions = state
-        .service
-        .open_sessions(&current.player, &token(&headers)?)
-        .await?;
+async fn list(me: CurrentPlayer) -> Result<Json<Value>, ApiError> {
+    let sessions = me.service().open_sessions(&me.player, &me.token).await?;
     Ok(Json(json!({ "sessions": sessions })))
 }
 
-async fn end_others(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    current: ActingPlayer,
-) -> Result<Json<Value>, ApiError> {
-    let ended = state
-        .service
-        .end_sessions_of(&current.player, &token(&headers)?, None)
-        .await?;
-    Ok(Json(json!({ "sessions_ended": ended })))
+async fn end_others(me: ActingPlayer) -> Result<Json<Value>, ApiError> {
+    end_sessions(&me, None).await
 }
 
-async fn end_one(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-    current: ActingPlayer,
-) -> Result<Json<Value>, ApiError> {
-    let ended = state
-        .service
-        .end_sessions_of(&current.player, &token(&headers)?, Some(&id))
+async fn end_one(Path(id): Path<String>, me: ActingPlayer) -> Result<Json<Value>, ApiError> {
+    end_sessions(&me, Some(&id)).await
+}
+
+/// Ends the player's other sessions, or the one of `id`; never the request's.
+async fn end_sessions(me: &ActingPlayer, id: Option<&str>) -> Result<Json<Value>, ApiError> {
+    let ended = me
+        .service()
+        .end_sessions_of(&me.player, &me.token, id)
         .await?;
     Ok(Json(json!({ "sessions_ended": ended })))
 }

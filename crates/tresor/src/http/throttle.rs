@@ -1,8 +1,8 @@
 //! Throttles against abuse at the HTTP edge, kept in memory (per server):
 //! registrations and login attempts per client address, purchases and the
 //! other requests that reach the writer (throws, logouts, deposits, caps,
-//! exclusions) per player and per address, witnesses' cosignatures per
-//! address, each a keyed GCRA limiter from `governor`; and failed logins
+//! exclusions) per player and per address, free tries per address (a budget
+//! of their own), witnesses' cosignatures per address, each a keyed GCRA limiter from `governor`; and failed logins
 //! per (name typed, address) and per address ([`FailedLogins`], growing
 //! waits, the account itself never locked).
 
@@ -28,6 +28,7 @@ pub struct Throttles {
     purchases_by_player: DefaultKeyedRateLimiter<i64>,
     actions_by_address: DefaultKeyedRateLimiter<IpAddr>,
     actions_by_player: DefaultKeyedRateLimiter<i64>,
+    free_tries_by_address: DefaultKeyedRateLimiter<IpAddr>,
     cosignatures_by_address: DefaultKeyedRateLimiter<IpAddr>,
     failed_logins: FailedLogins,
 }
@@ -39,6 +40,11 @@ pub const COSIGNATURES_PER_MINUTE_PER_ADDRESS: u32 = 60;
 
 fn at_least_one(n: u32) -> NonZeroU32 {
     NonZeroU32::new(n).unwrap_or(NonZeroU32::MIN)
+}
+
+/// A keyed limiter of `n` requests a minute per key (at least one).
+fn per_minute<K: Hash + Eq + Clone>(n: u32) -> DefaultKeyedRateLimiter<K> {
+    RateLimiter::keyed(Quota::per_minute(at_least_one(n)))
 }
 
 fn check<K: Hash + Eq + Clone>(limiter: &DefaultKeyedRateLimiter<K>, key: &K) -> Result<(), Error> {
@@ -56,24 +62,13 @@ impl Throttles {
             registrations_by_address: RateLimiter::keyed(Quota::per_hour(at_least_one(
                 limits.registrations_per_hour_per_address,
             ))),
-            logins_by_address: RateLimiter::keyed(Quota::per_minute(at_least_one(
-                limits.logins_per_minute_per_address,
-            ))),
-            purchases_by_address: RateLimiter::keyed(Quota::per_minute(at_least_one(
-                limits.purchases_per_minute_per_address,
-            ))),
-            purchases_by_player: RateLimiter::keyed(Quota::per_minute(at_least_one(
-                limits.purchases_per_minute_per_player,
-            ))),
-            actions_by_address: RateLimiter::keyed(Quota::per_minute(at_least_one(
-                limits.actions_per_minute_per_address,
-            ))),
-            actions_by_player: RateLimiter::keyed(Quota::per_minute(at_least_one(
-                limits.actions_per_minute_per_player,
-            ))),
-            cosignatures_by_address: RateLimiter::keyed(Quota::per_minute(at_least_one(
-                COSIGNATURES_PER_MINUTE_PER_ADDRESS,
-            ))),
+            logins_by_address: per_minute(limits.logins_per_minute_per_address),
+            purchases_by_address: per_minute(limits.purchases_per_minute_per_address),
+            purchases_by_player: per_minute(limits.purchases_per_minute_per_player),
+            actions_by_address: per_minute(limits.actions_per_minute_per_address),
+            actions_by_player: per_minute(limits.actions_per_minute_per_player),
+            free_tries_by_address: per_minute(limits.free_tries_per_minute_per_address),
+            cosignatures_by_address: per_minute(COSIGNATURES_PER_MINUTE_PER_ADDRESS),
             failed_logins: FailedLogins::new(
                 limits.failed_logins_free_per_name_and_address,
                 limits.failed_logins_free_per_address,
@@ -98,6 +93,12 @@ impl Throttles {
     /// checked before the session is even read.
     pub fn action_by_address(&self, address: &ClientAddress) -> Result<(), Error> {
         check(&self.actions_by_address, &address.0)
+    }
+
+    /// A free try from `address`, checked before the session is read: its
+    /// own budget, apart from purchases and actions (issue 45).
+    pub fn free_try(&self, address: &ClientAddress) -> Result<(), Error> {
+        check(&self.free_tries_by_address, &address.0)
     }
 
     /// A witness's cosignature from `address`, checked before its body is
@@ -133,6 +134,7 @@ impl Throttles {
         self.failed_logins.forget_idle(now_ms);
         self.actions_by_address.retain_recent();
         self.actions_by_player.retain_recent();
+        self.free_tries_by_address.retain_recent();
         self.cosignatures_by_address.retain_recent();
         self.registrations_by_address.retain_recent();
         self.logins_by_address.retain_recent();

@@ -71,6 +71,7 @@ static ASSETS: &[Asset] = &[
     asset!("assets/js/scene.js", JS),
     asset!("assets/js/game.js", JS),
     asset!("assets/js/lobby.js", JS),
+    asset!("assets/js/odds.js", JS),
     asset!("assets/js/scratch.js", JS),
     asset!("assets/js/scratch-scene.js", JS),
     asset!("assets/js/screens.js", JS),
@@ -82,6 +83,7 @@ static ASSETS: &[Asset] = &[
     asset!("assets/js/playtime.js", JS),
     asset!("assets/js/security.js", JS),
     asset!("assets/js/documents.js", JS),
+    asset!("assets/js/free.js", JS),
     asset!("rules/fr.txt", "text/plain; charset=utf-8"),
     asset!("rules/en.txt", "text/plain; charset=utf-8"),
 ];

@@ -41,6 +41,32 @@ pub struct FailedLogins {
     seen: Mutex<HashMap<Key, Failures>>,
 }
 
+/// `RateLimited` (in whole seconds, rounded up) while `now_ms` is before
+/// `wait_until`.
+fn wait_for(wait_until: i64, now_ms: i64) -> Result<(), Error> {
+    if wait_until > now_ms {
+        let wait_ms = (wait_until - now_ms) as u64;
+        return Err(Error::RateLimited {
+            retry_after_s: wait_ms.div_ceil(1000),
+        });
+    }
+    Ok(())
+}
+
+/// One more failure of `key` at `now_ms`, its count started afresh when
+/// the last one is old enough to forget.
+fn count_failure(seen: &mut HashMap<Key, Failures>, key: Key, now_ms: i64) {
+    let failures = seen.entry(key).or_insert(Failures {
+        count: 0,
+        last_ms: now_ms,
+    });
+    if now_ms - failures.last_ms >= FORGET_AFTER_MS {
+        failures.count = 0;
+    }
+    failures.count = failures.count.saturating_add(1);
+    failures.last_ms = now_ms;
+}
+
 /// How long after `failures` (the last at `last_ms`) the next attempt may
 /// come: at once for the first `free`, then 1 s, 2 s, 4 s… up to
 /// [`MAX_WAIT_MS`].
@@ -80,25 +106,12 @@ impl FailedLogins {
                 wait_until = wait_until.max(not_before(*failures, free));
             }
         }
-        if wait_until > now_ms {
-            let wait_ms = (wait_until - now_ms) as u64;
-            return Err(Error::RateLimited {
-                retry_after_s: wait_ms.div_ceil(1000),
-            });
-        }
+        wait_for(wait_until, now_ms)?;
         if seen.len() >= MAX_KEYS {
             shrink(&mut seen, now_ms);
         }
         for key in [pair, by_address] {
-            let failures = seen.entry(key).or_insert(Failures {
-                count: 0,
-                last_ms: now_ms,
-            });
-            if now_ms - failures.last_ms >= FORGET_AFTER_MS {
-                failures.count = 0;
-            }
-            failures.count = failures.count.saturating_add(1);
-            failures.last_ms = now_ms;
+            count_failure(&mut seen, key, now_ms);
         }
         Ok(())
     }
@@ -114,26 +127,12 @@ impl FailedLogins {
         if let Some(failures) = seen.get(&key)
             && now_ms - failures.last_ms < FORGET_AFTER_MS
         {
-            let wait_until = not_before(*failures, self.free_per_pair);
-            if wait_until > now_ms {
-                let wait_ms = (wait_until - now_ms) as u64;
-                return Err(Error::RateLimited {
-                    retry_after_s: wait_ms.div_ceil(1000),
-                });
-            }
+            wait_for(not_before(*failures, self.free_per_pair), now_ms)?;
         }
         if seen.len() >= MAX_KEYS {
             shrink(&mut seen, now_ms);
         }
-        let failures = seen.entry(key).or_insert(Failures {
-            count: 0,
-            last_ms: now_ms,
-        });
-        if now_ms - failures.last_ms >= FORGET_AFTER_MS {
-            failures.count = 0;
-        }
-        failures.count = failures.count.saturating_add(1);
-        failures.last_ms = now_ms;
+        count_failure(&mut seen, key, now_ms);
         Ok(())
     }
 

@@ -28,6 +28,10 @@ pub struct RateLimits {
     pub actions_per_minute_per_player: u32,
     /// The same per client address (checked before the session is read).
     pub actions_per_minute_per_address: u32,
+    /// Free tries (`POST /api/free/plays`, open to visitors) per client
+    /// address per minute: a budget of their own, so that free tries never
+    /// use up a player's purchases or actions, nor these the free tries.
+    pub free_tries_per_minute_per_address: u32,
     /// Take the client address from the last `X-Forwarded-For` entry (set
     /// only behind a reverse proxy that writes it).
     pub trust_forwarded_for: bool,
@@ -45,6 +49,9 @@ impl Default for RateLimits {
             // Four throws a purchase, and a little more.
             actions_per_minute_per_player: 600,
             actions_per_minute_per_address: 6000,
+            // A try every two seconds from each of many players behind one
+            // NAT; nothing reaches the writer.
+            free_tries_per_minute_per_address: 1200,
             trust_forwarded_for: false,
         }
     }
@@ -63,6 +70,7 @@ impl RateLimits {
             purchases_per_minute_per_address: u32::MAX,
             actions_per_minute_per_player: u32::MAX,
             actions_per_minute_per_address: u32::MAX,
+            free_tries_per_minute_per_address: u32::MAX,
             trust_forwarded_for: false,
         }
     }

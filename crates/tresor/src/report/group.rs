@@ -3,7 +3,7 @@
 
 use super::figures::{BlockSums, Figures, payout_text};
 use super::read::BlockRow;
-use super::{BlockReport, EmissionReport, GameReport, GameStakeReport, StakeReport};
+use super::{BlockReport, EmissionReport, GameName, GameReport, GameStakeReport, StakeReport};
 use crate::error::Error;
 use std::collections::HashMap;
 use tresor_game::Game;
@@ -86,13 +86,11 @@ impl Games {
 
     /// The sums of `game`, empty the first time it comes.
     fn of(&mut self, game: &Game) -> &mut GameReport {
-        let at = match self.0.iter().position(|g| g.game == game.id()) {
+        let at = match self.0.iter().position(|g| g.name.game == game.id()) {
             Some(at) => at,
             None => {
                 self.0.push(GameReport {
-                    game: game.id().to_owned(),
-                    name_fr: game.name_fr().to_owned(),
-                    name_en: game.name_en().to_owned(),
+                    name: GameName::of(game),
                     kind: game.scene().kind().to_owned(),
                     emissions: Vec::new(),
                     figures: Figures::default(),

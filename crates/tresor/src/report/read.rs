@@ -5,6 +5,7 @@
 
 use super::figures::BlockSums;
 use crate::error::Error;
+use crate::store::record::record;
 use sqlx::{AnyPool, Row};
 use std::collections::HashMap;
 
@@ -27,45 +28,33 @@ pub(super) struct BlockRow {
     pub(super) units_per_block: i64,
 }
 
+record! {
+    impl sqlx for EmissionRow { id, name, state, game_sha256, definition }
+}
+
+record! {
+    impl sqlx for BlockRow { id, emission_id, stake_cents, state, units_sold, units_per_block }
+}
+
 /// Every emission, by id.
 pub(super) async fn emissions(pool: &AnyPool) -> Result<Vec<EmissionRow>, Error> {
-    let rows =
-        sqlx::query("SELECT id, name, state, game_sha256, definition FROM emissions ORDER BY id")
-            .fetch_all(pool)
-            .await?;
-    rows.iter()
-        .map(|row| {
-            Ok(EmissionRow {
-                id: row.try_get("id")?,
-                name: row.try_get("name")?,
-                state: row.try_get("state")?,
-                game_sha256: row.try_get("game_sha256")?,
-                definition: row.try_get("definition")?,
-            })
-        })
-        .collect()
+    Ok(
+        sqlx::query_as(
+            "SELECT id, name, state, game_sha256, definition FROM emissions ORDER BY id",
+        )
+        .fetch_all(pool)
+        .await?,
+    )
 }
 
 /// Every block, by id.
 pub(super) async fn blocks(pool: &AnyPool) -> Result<Vec<BlockRow>, Error> {
-    let rows = sqlx::query(
+    Ok(sqlx::query_as(
         "SELECT id, emission_id, stake_cents, state, units_sold, units_per_block FROM blocks \
          ORDER BY id",
     )
     .fetch_all(pool)
-    .await?;
-    rows.iter()
-        .map(|row| {
-            Ok(BlockRow {
-                id: row.try_get("id")?,
-                emission_id: row.try_get("emission_id")?,
-                stake_cents: row.try_get("stake_cents")?,
-                state: row.try_get("state")?,
-                units_sold: row.try_get("units_sold")?,
-                units_per_block: row.try_get("units_per_block")?,
-            })
-        })
-        .collect()
+    .await?)
 }
 
 /// What the plays and transfers of each block sum to, by block id.

@@ -62,7 +62,7 @@ fn row(label: &str, state: &str, f: &Figures) -> String {
 fn game_section(g: &GameReport) -> String {
     let mut out = format!(
         "game {} « {} » (emissions {:?}; state: the table's payout)\n",
-        g.game, g.name_fr, g.emissions
+        g.name.game, g.name.name_fr, g.emissions
     );
     out.push_str(&header());
     for s in &g.stakes {
@@ -132,7 +132,7 @@ fn money_section(m: &MoneyFigures) -> String {
 }
 
 /// Euros with two decimals and thin grouping, for the table.
-fn euros(cents: i64) -> String {
+pub(super) fn euros(cents: i64) -> String {
     let sign = if cents < 0 { "-" } else { "" };
     let cents = cents.unsigned_abs();
     let whole = (cents / 100).to_string();

@@ -177,12 +177,7 @@ impl Service {
     /// Re-derives a published block from its secret, as `tresor block
     /// verify` does, and checks every unit sold against it.
     pub async fn recheck_block(&self, block_id: i64) -> Result<Recheck, Error> {
-        let block = self
-            .blocks()
-            .await?
-            .into_iter()
-            .find(|b| b.id == block_id)
-            .ok_or(Error::NotFound)?;
+        let block = self.block(block_id).await?;
         let Some(secret_hex) = block.secret else {
             return Err(Error::Validation(format!(
                 "block {block_id} is still on sale: its secret is published once it is sold out \

@@ -17,6 +17,7 @@ use crate::error::Error;
 use crate::model::Player;
 use crate::store::Conn;
 use crate::store::accounts::end_sessions;
+use crate::store::documents::username;
 use crate::store::sql;
 use crate::trail::{self, Actor};
 use serde_json::json;
@@ -44,37 +45,29 @@ struct Sent {
 /// until the oldest change counted leaves the window.
 async fn check_quota(conn: &mut Conn, player_id: i64, key: &str, now_ms: i64) -> Result<(), Error> {
     let since = now_ms - QUOTA_WINDOW_MS;
-    let by_player = sql::query(
-        "SELECT COUNT(*) AS n, MIN(changed_at_ms) AS oldest FROM email_changes \
-         WHERE player_id = $1 AND changed_at_ms > $2",
-    )
-    .bind(player_id)
-    .bind(since)
-    .fetch_one(&mut *conn)
-    .await?;
-    let to_address = sql::query(
-        "SELECT COUNT(*) AS n, MIN(changed_at_ms) AS oldest FROM email_changes \
-         WHERE new_email = $1 AND changed_at_ms > $2",
-    )
-    .bind(key)
-    .bind(since)
-    .fetch_one(&mut *conn)
-    .await?;
-    for (row, most, why) in [
+    let quotas = [
         (
-            by_player,
+            "SELECT COUNT(*) AS n, MIN(changed_at_ms) AS oldest FROM email_changes \
+             WHERE player_id = $1 AND changed_at_ms > $2",
+            sql::Arg::from(player_id),
             CHANGES_PER_PLAYER,
             format!("you changed your address {CHANGES_PER_PLAYER} times in 24 hours"),
         ),
         (
-            to_address,
+            "SELECT COUNT(*) AS n, MIN(changed_at_ms) AS oldest FROM email_changes \
+             WHERE new_email = $1 AND changed_at_ms > $2",
+            sql::Arg::from(key),
             CHANGES_PER_ADDRESS,
             format!("this address was given {CHANGES_PER_ADDRESS} times in 24 hours"),
         ),
-    ] {
-        let count: i64 = row.try_get("n")?;
+    ];
+    for (text, counted, most, why) in quotas {
+        let (count, oldest): (i64, Option<i64>) = sql::query_as(text)
+            .bind(counted)
+            .bind(since)
+            .fetch_one(&mut *conn)
+            .await?;
         if count >= most {
-            let oldest: Option<i64> = row.try_get("oldest")?;
             let wait_ms = (oldest.unwrap_or(now_ms) + QUOTA_WINDOW_MS - now_ms).max(1000);
             let retry_after_s = (wait_ms as u64).div_ceil(1000);
             return Err(Error::MailQuota {
@@ -167,11 +160,7 @@ impl Service {
                 .execute(&mut *conn)
                 .await?;
                 let ended = end_sessions(conn, undo.player_id, now_ms).await?;
-                let username: String =
-                    sql::query_scalar("SELECT username FROM players WHERE id = $1")
-                        .bind(undo.player_id)
-                        .fetch_one(&mut *conn)
-                        .await?;
+                let username = username(conn, undo.player_id).await?;
                 trail::append(
                     conn,
                     now_ms,

@@ -296,6 +296,24 @@ impl Service {
         rows.iter().map(|row| self.block_view(row)).collect()
     }
 
+    /// One block of [`Service::blocks`], or [`Error::NotFound`].
+    pub async fn block(&self, id: i64) -> Result<BlockView, Error> {
+        let blocks = self.blocks().await?;
+        blocks
+            .into_iter()
+            .find(|b| b.id == id)
+            .ok_or(Error::NotFound)
+    }
+
+    /// One emission of [`Service::emissions`], or [`Error::NotFound`].
+    pub async fn emission(&self, id: i64) -> Result<EmissionView, Error> {
+        let emissions = self.emissions().await?;
+        emissions
+            .into_iter()
+            .find(|e| e.id == id)
+            .ok_or(Error::NotFound)
+    }
+
     /// [`Service::blocks`] as the public sees them: the units sold of a
     /// block still on sale (open or suspended) are not shown, since with the
     /// prizes paid they would tell when its top prizes are still unsold.

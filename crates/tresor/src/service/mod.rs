@@ -23,6 +23,7 @@ mod devices;
 mod documents;
 mod email_change;
 mod emissions;
+mod free;
 mod games;
 mod hashing;
 mod iban;
@@ -39,8 +40,10 @@ mod purchase;
 mod reauth;
 mod restore;
 mod secrets;
+mod session_cache;
 mod sessions;
 mod settler;
+mod sheets;
 mod staff;
 mod staff_login;
 mod staff_password;
@@ -59,6 +62,7 @@ pub use devices::{SessionOrigin, SessionView};
 pub use documents::{DocumentView, Review, StaffDocumentView};
 pub use email_change::{CHANGES_PER_ADDRESS, CHANGES_PER_PLAYER, UNDO_TTL_MS};
 pub use emissions::{BlockView, EmissionView};
+pub use free::{FreeTry, free_level, free_try};
 pub use games::{GameName, GameRef, GameView, StakeView};
 pub use money::{MAX_DEMO_DEPOSIT_CENTS, MAX_DEPOSIT_CENTS, Me};
 pub use payments::{DepositView, Payments, sign as sign_webhook};
@@ -67,6 +71,7 @@ pub use plays::{History, PlayView, RevealedScenario, UnitRef};
 pub use publish::{LogIndex, PublishedLog, PublishedTile};
 pub use purchase::{Bought, Purchase};
 pub use reauth::{PasswordConfirmed, PasswordOf, WRONG_PASSWORDS_PER_SESSION};
+pub use session_cache::{Buyer, SessionCache};
 /// The webhook's headers.
 pub mod payments_headers {
     pub use super::payments::{SIGNATURE_HEADER as SIGNATURE, TIMESTAMP_HEADER as TIMESTAMP};
@@ -172,9 +177,22 @@ impl Default for Settings {
     }
 }
 
-/// The service: cheap to clone, shared by every request.
+/// The service: cheap to clone (one reference count: every layer of the
+/// HTTP edge clones the state it holds on each request, issue 46), shared
+/// by every request.
 #[derive(Clone)]
-pub struct Service {
+pub struct Service(Arc<ServiceState>);
+
+impl std::ops::Deref for Service {
+    type Target = ServiceState;
+
+    fn deref(&self) -> &ServiceState {
+        &self.0
+    }
+}
+
+/// What the service holds ([`Service`] derefs to it).
+pub struct ServiceState {
     pub db: Db,
     pub writer: Writer,
     pub clock: Arc<dyn Clock>,
@@ -182,11 +200,21 @@ pub struct Service {
     blocks: Arc<BlockCache>,
     /// Where the settler of abandoned plays walks from (`settler.rs`).
     settler: Arc<settler::Mark>,
+    /// Sessions a purchase is resolved from without a read (`session_cache.rs`).
+    sessions: Arc<SessionCache>,
 }
 
 impl fmt::Debug for Service {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Service")
+            .field("backend", &self.db.backend)
+            .finish_non_exhaustive()
+    }
+}
+
+impl fmt::Debug for ServiceState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServiceState")
             .field("backend", &self.db.backend)
             .finish_non_exhaustive()
     }
@@ -235,14 +263,15 @@ impl Service {
             settings.writer_faults.clone(),
         )
         .with_outage_budget(settings.outage_budget);
-        Service {
+        Service(Arc::new(ServiceState {
             db,
             writer,
             clock,
             settings: Arc::new(settings),
             blocks,
             settler: Arc::default(),
-        }
+            sessions: Arc::default(),
+        }))
     }
 
     pub fn now_ms(&self) -> i64 {

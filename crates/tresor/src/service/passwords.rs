@@ -12,6 +12,7 @@ use crate::error::Error;
 use crate::model::Player;
 use crate::store::Conn;
 use crate::store::accounts::end_sessions;
+use crate::store::documents::username;
 use crate::store::sql;
 use crate::trail::{self, Actor};
 use serde_json::json;
@@ -140,15 +141,9 @@ impl Service {
                 let (player, hash, keep) = (who.clone(), hash.clone(), keep.clone());
                 Box::pin(async move {
                     set_password_hash(conn, player.id, &hash).await?;
-                    let ended = sql::query(
-                        "UPDATE sessions SET ended_at_ms = $1 WHERE player_id = $2 \
-                         AND ended_at_ms IS NULL AND token_hash <> $3",
-                    )
-                    .bind(now_ms)
-                    .bind(player.id)
-                    .bind(keep)
-                    .execute(&mut *conn)
-                    .await?;
+                    let ended = PasswordOf::Player(player.id)
+                        .end_other_sessions(conn, keep, now_ms)
+                        .await?;
                     let links = spend_reset_links(conn, player.id, now_ms).await?;
                     trail::append(
                         conn,
@@ -252,11 +247,7 @@ impl Service {
                     let (player_id, _) = take_token(conn, &token, "password_reset", now_ms).await?;
                     set_password_hash(conn, player_id, &hash).await?;
                     let ended = end_sessions(conn, player_id, now_ms).await?;
-                    let username: String =
-                        sql::query_scalar("SELECT username FROM players WHERE id = $1")
-                            .bind(player_id)
-                            .fetch_one(&mut *conn)
-                            .await?;
+                    let username = username(conn, player_id).await?;
                     trail::append(
                         conn,
                         now_ms,

@@ -59,9 +59,10 @@ pub enum RevealedScenario {
 impl Serialize for RevealedScenario {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
-            RevealedScenario::Unavailable => {
-                serde_json::json!({"kind": "unavailable"}).serialize(serializer)
+            RevealedScenario::Unavailable => Unavailable {
+                kind: "unavailable",
             }
+            .serialize(serializer),
             // As before the catalogue: no `kind`, the page reads it as is.
             RevealedScenario::Island { scenario, throws } => {
                 scenario.view(*throws).serialize(serializer)
@@ -70,16 +71,34 @@ impl Serialize for RevealedScenario {
                 card,
                 identical,
                 revealed,
-            } => serde_json::json!({
-                "kind": "scratch",
-                "rows": card.rows,
-                "columns": card.columns,
-                "identical": identical,
-                "cells": revealed.then_some(&card.cells),
-            })
+            } => ScratchView {
+                kind: "scratch",
+                rows: card.rows,
+                columns: card.columns,
+                identical: *identical,
+                cells: revealed.then_some(&card.cells),
+            }
             .serialize(serializer),
         }
     }
+}
+
+/// A scene that cannot be staged, as the API shows it: written straight
+/// to the answer's bytes, no JSON value built first (issue 46).
+#[derive(Serialize)]
+struct Unavailable {
+    kind: &'static str,
+}
+
+/// A scratch card as the API shows it, its cells once revealed (`null`
+/// before), in this order of fields.
+#[derive(Serialize)]
+struct ScratchView<'a> {
+    kind: &'static str,
+    rows: u8,
+    columns: u8,
+    identical: u8,
+    cells: Option<&'a Vec<i64>>,
 }
 
 /// One page of a player's history, newest first.

@@ -2,6 +2,7 @@
 //! to the writer's hot batch (`crate::batch`).
 
 use super::plays::PlayView;
+use super::session_cache::Buyer;
 use super::{Service, sha256_hex};
 use crate::batch::{self, BuyCommand, Command, Reply};
 use crate::error::Error;
@@ -37,6 +38,28 @@ impl Service {
     /// recorded with its outcome. A play the player left unfinished is settled
     /// first. The same idempotency key returns the first play again.
     pub async fn buy(&self, player: &Player, purchase: Purchase) -> Result<Bought, Error> {
+        self.buy_as(player, None, purchase).await
+    }
+
+    /// [`Service::buy`] for the player of a session resolved from the cache
+    /// (`session_cache.rs`): the batch that sells refuses it, `session_ended`,
+    /// if the session ended meanwhile, here or on another server.
+    pub async fn buy_in_session(&self, buyer: &Buyer, purchase: Purchase) -> Result<Bought, Error> {
+        let bought = self
+            .buy_as(&buyer.player, Some(buyer.token_hash.clone()), purchase)
+            .await;
+        if let Err(Error::SessionEnded(_)) = &bought {
+            self.sessions.forget(&buyer.token_hash);
+        }
+        bought
+    }
+
+    async fn buy_as(
+        &self,
+        player: &Player,
+        session: Option<String>,
+        purchase: Purchase,
+    ) -> Result<Bought, Error> {
         let game_id = purchase.game.id();
         let stake_cents = self.sold_stake(purchase.game, purchase.stake_cents)?;
         // The island's requests hash as before the catalogue, so that a key
@@ -70,6 +93,7 @@ impl Service {
             stake_cents,
             idempotency_key: purchase.idempotency_key,
             request_hash,
+            session,
             now_ms: self.now_ms(),
         });
         match self.writer.hot(command).await? {

@@ -10,7 +10,8 @@
 use super::hashing::{verify_password, with_hashing_permit};
 use super::{Service, sha256_hex};
 use crate::error::{Error, SessionEnd};
-use crate::store::sql;
+use crate::store::documents::username;
+use crate::store::{Conn, sql};
 use crate::trail::{self, Actor};
 use serde_json::json;
 
@@ -46,6 +47,28 @@ impl PasswordOf {
                  RETURNING wrong_passwords"
             }
         }
+    }
+
+    /// Ends every open session of the account but the request's (`keep`,
+    /// its token's hash), once its password changed: how many ended.
+    pub(super) async fn end_other_sessions(
+        self,
+        conn: &mut Conn,
+        keep: String,
+        now_ms: i64,
+    ) -> Result<u64, Error> {
+        let sql = match self {
+            PasswordOf::Player(_) => {
+                "UPDATE sessions SET ended_at_ms = $1 WHERE player_id = $2 \
+                 AND ended_at_ms IS NULL AND token_hash <> $3"
+            }
+            PasswordOf::Staff(_) => {
+                "UPDATE staff_sessions SET ended_at_ms = $1 WHERE staff_id = $2 \
+                 AND ended_at_ms IS NULL AND token_hash <> $3"
+            }
+        };
+        let query = sql::query(sql).bind(now_ms).bind(self.id()).bind(keep);
+        query.execute(conn).await
     }
 
     fn end_sql(self) -> &'static str {
@@ -122,11 +145,7 @@ impl Service {
                         .await?;
                     let actor = match of {
                         PasswordOf::Player(id) => {
-                            let username: String =
-                                sql::query_scalar("SELECT username FROM players WHERE id = $1")
-                                    .bind(id)
-                                    .fetch_one(&mut *conn)
-                                    .await?;
+                            let username = username(conn, id).await?;
                             Actor::player(id, &username)
                         }
                         PasswordOf::Staff(id) => {

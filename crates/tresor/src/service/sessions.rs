@@ -4,6 +4,7 @@ use super::{Service, SessionOrigin, os_random_32, sha256_hex};
 use crate::error::{Error, SessionEnd};
 use crate::model::Player;
 use crate::protect;
+use crate::store::documents::username;
 use crate::store::sql;
 use crate::trail::{self, Actor};
 use serde_json::json;
@@ -74,11 +75,7 @@ impl Service {
                 .execute(&mut *conn)
                 .await?;
                 // The trail records that a session opened, never its token.
-                let username: String =
-                    sql::query_scalar("SELECT username FROM players WHERE id = $1")
-                        .bind(player_id)
-                        .fetch_one(&mut *conn)
-                        .await?;
+                let username = username(conn, player_id).await?;
                 trail::append(
                     conn,
                     now_ms,
@@ -119,13 +116,28 @@ impl Service {
             last_seen_at_ms,
             now_ms,
         )?;
-        self.refresh_session(Sessions::Players, token_hash, last_seen_at_ms, now_ms)
-            .await?;
-        Ok(Player {
+        let player = Player {
             id: row.try_get("id")?,
             username: row.try_get("username")?,
             account_id: row.try_get("account_id")?,
-        })
+        };
+        let seen_ms = if now_ms - last_seen_at_ms > 60_000 {
+            now_ms
+        } else {
+            last_seen_at_ms
+        };
+        self.refresh_session(
+            Sessions::Players,
+            token_hash.clone(),
+            last_seen_at_ms,
+            now_ms,
+        )
+        .await?;
+        // Kept for the purchases that follow (`session_cache.rs`), once the
+        // idle timer is refreshed.
+        self.sessions
+            .keep(&token_hash, &player, created_at_ms, seen_ms);
+        Ok(player)
     }
 
     /// Whether the session of `token` still holds, by a read only: unlike
@@ -213,6 +225,9 @@ impl Service {
             .bind(&token_hash)
             .fetch_optional(&mut *self.db.conn().await?)
             .await?;
+        if let Sessions::Players = sessions {
+            self.sessions.forget(&token_hash);
+        }
         if live.is_none() {
             return Ok(());
         }

@@ -37,15 +37,9 @@ impl Service {
                     .bind(member.id)
                     .execute(&mut *conn)
                     .await?;
-                let ended = sql::query(
-                    "UPDATE staff_sessions SET ended_at_ms = $1 WHERE staff_id = $2 \
-                     AND ended_at_ms IS NULL AND token_hash <> $3",
-                )
-                .bind(now_ms)
-                .bind(member.id)
-                .bind(keep)
-                .execute(&mut *conn)
-                .await?;
+                let ended = PasswordOf::Staff(member.id)
+                    .end_other_sessions(conn, keep, now_ms)
+                    .await?;
                 trail::append(
                     conn,
                     now_ms,

@@ -198,22 +198,12 @@ impl Service {
                 "announcement: 1 to 1000 characters, not only spaces".to_owned(),
             ));
         }
-        let now_ms = self.now_ms();
-        self.write(move |conn| {
+        let request = json!({"message": message});
+        self.write_recorded(actor, "announce", request, move |conn, _| {
             let message = message.clone();
-            let actor = actor.clone();
             Box::pin(async move {
                 put_setting(conn, "announcement", message.as_deref()).await?;
-                trail::append(
-                    conn,
-                    now_ms,
-                    &actor,
-                    "announce",
-                    json!({"message": message}),
-                    json!({}),
-                )
-                .await?;
-                Ok(())
+                Ok(((), json!({})))
             })
         })
         .await

@@ -6,6 +6,7 @@
 //! (`ledger.rs`), provider deposits and their payments (`deposits.rs`),
 //! reserves (`reserves.rs`) and withdrawals (`withdrawals.rs`).
 
+use super::record::record;
 use super::sql::{self, Conn};
 use crate::account::{Identity, Status};
 use crate::error::Error;
@@ -21,31 +22,33 @@ pub use super::withdrawals::{
     withdrawals_of_player,
 };
 
-/// One row of `player_accounts`, with whether an identity was given.
-#[derive(Debug, Clone)]
-pub struct AccountRow {
-    pub status: Status,
-    pub has_identity: bool,
-    pub provisional_until_ms: Option<i64>,
-    pub rules_version: i64,
-    pub marketing_consent: bool,
-    pub reminder_minutes: Option<i64>,
-    pub iban: Option<String>,
-    pub banned_at_ms: Option<i64>,
-    /// Suspended by the operator (migration 0014).
-    pub suspended_at_ms: Option<i64>,
-    pub opened_at_ms: i64,
-    pub verified_at_ms: Option<i64>,
-    pub closed_at_ms: Option<i64>,
-    /// When the IBAN was last given, and how many times it changed since
-    /// the first.
-    pub iban_set_at_ms: Option<i64>,
-    pub iban_changes: i64,
-    /// Who verified the account (an actor label).
-    pub verified_by: Option<String>,
-    /// An account opened before one account per person was held: the
-    /// person's first account.
-    pub duplicate_of: Option<i64>,
+record! {
+    /// One row of `player_accounts`, with whether an identity was given.
+    #[derive(Debug, Clone)]
+    pub struct AccountRow {
+        pub status: Status => |row| Status::parse(&row.try_get::<String, _>("status")?),
+        pub has_identity: bool => |row| row.try_get::<i64, _>("identities")? > 0,
+        pub provisional_until_ms: Option<i64>,
+        pub rules_version: i64,
+        pub marketing_consent: bool => |row| row.try_get::<i64, _>("marketing_consent")? == 1,
+        pub reminder_minutes: Option<i64>,
+        pub iban: Option<String>,
+        pub banned_at_ms: Option<i64>,
+        /// Suspended by the operator (migration 0014).
+        pub suspended_at_ms: Option<i64>,
+        pub opened_at_ms: i64,
+        pub verified_at_ms: Option<i64>,
+        pub closed_at_ms: Option<i64>,
+        /// When the IBAN was last given, and how many times it changed since
+        /// the first.
+        pub iban_set_at_ms: Option<i64>,
+        pub iban_changes: i64,
+        /// Who verified the account (an actor label).
+        pub verified_by: Option<String>,
+        /// An account opened before one account per person was held: the
+        /// person's first account.
+        pub duplicate_of: Option<i64>,
+    }
 }
 
 /// The new account's row, written by the registration's job.
@@ -98,7 +101,7 @@ pub async fn insert_account(conn: &mut Conn, new: &NewAccount<'_>) -> Result<(),
 /// The account of `player_id`; a player without a row (none should be) reads
 /// as a provisional account without identity.
 pub async fn account(conn: &mut Conn, player_id: i64) -> Result<AccountRow, Error> {
-    let row = sql::query(
+    let row = sql::query_as(
         "SELECT a.status, a.provisional_until_ms, a.rules_version, a.marketing_consent, \
          a.reminder_minutes, a.iban, a.banned_at_ms, a.opened_at_ms, a.verified_at_ms, a.closed_at_ms, \
          a.iban_set_at_ms, a.iban_changes, a.verified_by, a.suspended_at_ms, \
@@ -109,66 +112,46 @@ pub async fn account(conn: &mut Conn, player_id: i64) -> Result<AccountRow, Erro
     .bind(player_id)
     .fetch_optional(conn)
     .await?;
-    let Some(row) = row else {
-        return Ok(AccountRow {
-            status: Status::Provisional,
-            has_identity: false,
-            provisional_until_ms: None,
-            rules_version: 1,
-            marketing_consent: false,
-            reminder_minutes: None,
-            iban: None,
-            banned_at_ms: None,
-            suspended_at_ms: None,
-            opened_at_ms: 0,
-            verified_at_ms: None,
-            closed_at_ms: None,
-            iban_set_at_ms: None,
-            iban_changes: 0,
-            verified_by: None,
-            duplicate_of: None,
-        });
-    };
-    Ok(AccountRow {
-        status: Status::parse(&row.try_get::<String, _>("status")?),
-        has_identity: row.try_get::<i64, _>("identities")? > 0,
-        provisional_until_ms: row.try_get("provisional_until_ms")?,
-        rules_version: row.try_get("rules_version")?,
-        marketing_consent: row.try_get::<i64, _>("marketing_consent")? == 1,
-        reminder_minutes: row.try_get("reminder_minutes")?,
-        iban: row.try_get("iban")?,
-        banned_at_ms: row.try_get("banned_at_ms")?,
-        suspended_at_ms: row.try_get("suspended_at_ms")?,
-        opened_at_ms: row.try_get("opened_at_ms")?,
-        verified_at_ms: row.try_get("verified_at_ms")?,
-        closed_at_ms: row.try_get("closed_at_ms")?,
-        iban_set_at_ms: row.try_get("iban_set_at_ms")?,
-        iban_changes: row.try_get("iban_changes")?,
-        verified_by: row.try_get("verified_by")?,
-        duplicate_of: row.try_get("duplicate_of")?,
-    })
+    Ok(row.unwrap_or(AccountRow {
+        status: Status::Provisional,
+        has_identity: false,
+        provisional_until_ms: None,
+        rules_version: 1,
+        marketing_consent: false,
+        reminder_minutes: None,
+        iban: None,
+        banned_at_ms: None,
+        suspended_at_ms: None,
+        opened_at_ms: 0,
+        verified_at_ms: None,
+        closed_at_ms: None,
+        iban_set_at_ms: None,
+        iban_changes: 0,
+        verified_by: None,
+        duplicate_of: None,
+    }))
 }
 
 /// The identity given at opening, if any.
 pub async fn identity(conn: &mut Conn, player_id: i64) -> Result<Option<Identity>, Error> {
-    let row = sql::query(
+    sql::query_as(
         "SELECT birth_name, first_names, birth_date, birth_place, address, email \
          FROM identities WHERE player_id = $1",
     )
     .bind(player_id)
     .fetch_optional(conn)
-    .await?;
-    row.map(|row| {
-        Ok(Identity {
-            birth_name: row.try_get("birth_name")?,
-            first_names: row.try_get("first_names")?,
-            birth_date: row.try_get("birth_date")?,
-            birth_place: row.try_get("birth_place")?,
-            address: row.try_get("address")?,
-            email: row.try_get("email")?,
-        })
-    })
-    .transpose()
+    .await
+}
+
+record! {
+    impl for Identity {
+        birth_name,
+        first_names,
+        birth_date,
+        birth_place,
+        address,
+        email,
+    }
 }
 
 /// Refuses money coming into a closed or banned account, or into the
@@ -295,31 +278,33 @@ pub async fn set_rules_version(conn: &mut Conn, version: i64) -> Result<(), Erro
     Ok(())
 }
 
-/// A player as the account lists show them.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct AccountListing {
-    pub player_id: i64,
-    pub username: String,
-    pub status: String,
-    pub has_identity: bool,
-    pub iban: Option<String>,
-    pub banned: bool,
-    pub opened_at_ms: i64,
-    pub provisional_until_ms: Option<i64>,
-    /// When the IBAN was last given, and how many times it changed: the
-    /// queue shows a change, and the verification names the IBAN reviewed.
-    pub iban_set_at_ms: Option<i64>,
-    pub iban_changes: i64,
-    /// The person's first account, for an account opened before one
-    /// account per person held.
-    pub duplicate_of: Option<i64>,
+record! {
+    /// A player as the account lists show them.
+    #[derive(Debug, Clone, serde::Serialize)]
+    pub struct AccountListing {
+        pub player_id: i64,
+        pub username: String,
+        pub status: String,
+        pub has_identity: bool => |row| row.try_get::<i64, _>("identities")? > 0,
+        pub iban: Option<String>,
+        pub banned: bool => |row| row.try_get::<Option<i64>, _>("banned_at_ms")?.is_some(),
+        pub opened_at_ms: i64,
+        pub provisional_until_ms: Option<i64>,
+        /// When the IBAN was last given, and how many times it changed: the
+        /// queue shows a change, and the verification names the IBAN reviewed.
+        pub iban_set_at_ms: Option<i64>,
+        pub iban_changes: i64,
+        /// The person's first account, for an account opened before one
+        /// account per person held.
+        pub duplicate_of: Option<i64>,
+    }
 }
 
 pub async fn list_accounts(
     conn: &mut Conn,
     status: Option<&str>,
 ) -> Result<Vec<AccountListing>, Error> {
-    let rows = sql::query(
+    sql::query_as(
         "SELECT a.player_id, p.username, a.status, a.iban, a.banned_at_ms, a.opened_at_ms, \
          a.provisional_until_ms, a.iban_set_at_ms, a.iban_changes, \
          (SELECT COUNT(*) FROM identities i WHERE i.player_id = a.player_id) AS identities, \
@@ -329,24 +314,7 @@ pub async fn list_accounts(
     )
     .bind(status.unwrap_or(""))
     .fetch_all(conn)
-    .await?;
-    rows.iter()
-        .map(|row| {
-            Ok(AccountListing {
-                player_id: row.try_get("player_id")?,
-                username: row.try_get("username")?,
-                status: row.try_get("status")?,
-                has_identity: row.try_get::<i64, _>("identities")? > 0,
-                iban: row.try_get("iban")?,
-                banned: row.try_get::<Option<i64>, _>("banned_at_ms")?.is_some(),
-                opened_at_ms: row.try_get("opened_at_ms")?,
-                provisional_until_ms: row.try_get("provisional_until_ms")?,
-                iban_set_at_ms: row.try_get("iban_set_at_ms")?,
-                iban_changes: row.try_get("iban_changes")?,
-                duplicate_of: row.try_get("duplicate_of")?,
-            })
-        })
-        .collect()
+    .await
 }
 
 /// Whether the player has a play in progress: their latest play, if any
@@ -362,26 +330,24 @@ pub async fn play_in_progress(conn: &mut Conn, player_id: i64) -> Result<bool, E
     Ok(found.is_some())
 }
 
-/// A player from a row of `id, username, account_id`.
-pub(super) fn player_from_row(row: &sql::Row) -> Result<Player, Error> {
-    Ok(Player {
-        id: row.try_get("id")?,
-        username: row.try_get("username")?,
-        account_id: row.try_get("account_id")?,
-    })
+// A player from a row of `id, username, account_id`.
+record! {
+    impl for Player {
+        id,
+        username,
+        account_id,
+    }
 }
 
 /// The players `text` reads (`id, username, account_id`).
 pub(super) async fn players(conn: &mut Conn, text: &str) -> Result<Vec<Player>, Error> {
-    let rows = sql::query(text).fetch_all(conn).await?;
-    rows.iter().map(player_from_row).collect()
+    sql::query_as(text).fetch_all(conn).await
 }
 
 pub async fn player_by_id(conn: &mut Conn, player_id: i64) -> Result<Player, Error> {
-    let row = sql::query("SELECT id, username, account_id FROM players WHERE id = $1")
+    sql::query_as("SELECT id, username, account_id FROM players WHERE id = $1")
         .bind(player_id)
         .fetch_optional(conn)
         .await?
-        .ok_or(Error::NotFound)?;
-    player_from_row(&row)
+        .ok_or(Error::NotFound)
 }

@@ -192,6 +192,24 @@ pub fn read_plays_for_batch(rows: &[Row]) -> Result<Vec<LoadedPlay>, Error> {
         .collect()
 }
 
+/// Which of the sessions named by the batch's purchases are still live
+/// (not ended; their age and idle limits are checked where the request
+/// came in), read by [`read_live_sessions`]: a purchase resolved its
+/// session from a cache (`service::session_cache`), and this read, in the
+/// transaction that sells, is what refuses a session ended meanwhile.
+pub fn live_sessions(sqlite: bool, token_hashes: &[&str]) -> Query<'static> {
+    let table = sql::json_rows(sqlite, 1, &[("token_hash", Text)]);
+    sql::query_owned(format!(
+        "SELECT token_hash FROM sessions WHERE ended_at_ms IS NULL \
+         AND token_hash IN (SELECT token_hash FROM {table} AS d)"
+    ))
+    .bind(json_table(token_hashes, |hash| [*hash]))
+}
+
+pub fn read_live_sessions(rows: &[Row]) -> Result<std::collections::HashSet<String>, Error> {
+    rows.iter().map(|row| row.try_get(0usize)).collect()
+}
+
 /// Locks the rows of the players who buy in this batch, for the rest of its
 /// transaction (PostgreSQL; SQLite has one writer), in the order of their ids
 /// so that two batches never wait on each other in a circle. Each server

@@ -1,18 +1,21 @@
 //! Deposits through the payment provider, and the provider's payments
 //! (confirmations) recorded against them.
 
+use super::record::record;
 use super::sql::{self, Conn};
 use crate::error::Error;
 
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct DepositRow {
-    pub id: i64,
-    pub player_id: i64,
-    pub amount_cents: i64,
-    pub provider: String,
-    pub state: String,
-    pub created_at_ms: i64,
-    pub settled_at_ms: Option<i64>,
+record! {
+    #[derive(Debug, Clone, serde::Serialize)]
+    pub struct DepositRow {
+        pub id: i64,
+        pub player_id: i64,
+        pub amount_cents: i64,
+        pub provider: String,
+        pub state: String,
+        pub created_at_ms: i64,
+        pub settled_at_ms: Option<i64>,
+    }
 }
 
 pub async fn insert_deposit(
@@ -35,25 +38,13 @@ pub async fn insert_deposit(
 }
 
 pub async fn deposit(conn: &mut Conn, id: i64) -> Result<Option<DepositRow>, Error> {
-    let row = sql::query(
+    sql::query_as(
         "SELECT id, player_id, amount_cents, provider, state, created_at_ms, settled_at_ms \
          FROM deposits WHERE id = $1",
     )
     .bind(id)
     .fetch_optional(conn)
-    .await?;
-    row.map(|row| {
-        Ok(DepositRow {
-            id: row.try_get("id")?,
-            player_id: row.try_get("player_id")?,
-            amount_cents: row.try_get("amount_cents")?,
-            provider: row.try_get("provider")?,
-            state: row.try_get("state")?,
-            created_at_ms: row.try_get("created_at_ms")?,
-            settled_at_ms: row.try_get("settled_at_ms")?,
-        })
-    })
-    .transpose()
+    .await
 }
 
 pub async fn settle_deposit(

@@ -2,46 +2,32 @@
 //! bytes sealed (the service seals and opens them), its review. Also the
 //! identities the verification queue shows beside them.
 
-use super::sql::{self, Conn};
+use super::record::record;
+use super::sql::{self, Conn, FromRow};
 use crate::error::Error;
 use std::collections::HashMap;
 
-/// A document as listed: everything but its bytes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DocumentRow {
-    pub id: i64,
-    pub player_id: i64,
-    pub kind: String,
-    pub name: String,
-    pub content_type: String,
-    pub size_bytes: i64,
-    pub sha256: String,
-    pub uploaded_at_ms: i64,
-    pub status: String,
-    pub decided_at_ms: Option<i64>,
-    pub decided_by: Option<String>,
-    pub reason: Option<String>,
+record! {
+    /// A document as listed: everything but its bytes.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct DocumentRow {
+        pub id: i64,
+        pub player_id: i64,
+        pub kind: String,
+        pub name: String,
+        pub content_type: String,
+        pub size_bytes: i64,
+        pub sha256: String,
+        pub uploaded_at_ms: i64,
+        pub status: String,
+        pub decided_at_ms: Option<i64>,
+        pub decided_by: Option<String>,
+        pub reason: Option<String>,
+    }
 }
 
 const COLUMNS: &str = "id, player_id, kind, name, content_type, size_bytes, sha256, \
      uploaded_at_ms, status, decided_at_ms, decided_by, reason";
-
-fn row_of(row: &sql::Row) -> Result<DocumentRow, Error> {
-    Ok(DocumentRow {
-        id: row.try_get("id")?,
-        player_id: row.try_get("player_id")?,
-        kind: row.try_get("kind")?,
-        name: row.try_get("name")?,
-        content_type: row.try_get("content_type")?,
-        size_bytes: row.try_get("size_bytes")?,
-        sha256: row.try_get("sha256")?,
-        uploaded_at_ms: row.try_get("uploaded_at_ms")?,
-        status: row.try_get("status")?,
-        decided_at_ms: row.try_get("decided_at_ms")?,
-        decided_by: row.try_get("decided_by")?,
-        reason: row.try_get("reason")?,
-    })
-}
 
 /// What a new document row holds before its seal.
 #[derive(Debug)]
@@ -86,13 +72,12 @@ pub async fn set_sealed(conn: &mut Conn, id: i64, sealed: Vec<u8>) -> Result<(),
 
 /// The player's documents, newest first.
 pub async fn of_player(conn: &mut Conn, player_id: i64) -> Result<Vec<DocumentRow>, Error> {
-    let rows = sql::query(&format!(
+    sql::query_as(&format!(
         "SELECT {COLUMNS} FROM identity_documents WHERE player_id = $1 ORDER BY id DESC"
     ))
     .bind(player_id)
     .fetch_all(conn)
-    .await?;
-    rows.iter().map(row_of).collect()
+    .await
 }
 
 /// The latest document of `kind` the player sent, if any.
@@ -101,26 +86,24 @@ pub async fn latest(
     player_id: i64,
     kind: &str,
 ) -> Result<Option<DocumentRow>, Error> {
-    let row = sql::query(&format!(
+    sql::query_as(&format!(
         "SELECT {COLUMNS} FROM identity_documents WHERE player_id = $1 AND kind = $2 \
          ORDER BY id DESC LIMIT 1"
     ))
     .bind(player_id)
     .bind(kind)
     .fetch_optional(conn)
-    .await?;
-    row.as_ref().map(row_of).transpose()
+    .await
 }
 
 /// One document, without its bytes.
 pub async fn of_id(conn: &mut Conn, id: i64) -> Result<Option<DocumentRow>, Error> {
-    let row = sql::query(&format!(
+    sql::query_as(&format!(
         "SELECT {COLUMNS} FROM identity_documents WHERE id = $1"
     ))
     .bind(id)
     .fetch_optional(conn)
-    .await?;
-    row.as_ref().map(row_of).transpose()
+    .await
 }
 
 /// A player's username, for a trail record.
@@ -142,7 +125,7 @@ pub async fn get(conn: &mut Conn, id: i64) -> Result<Option<(DocumentRow, Vec<u8
     let Some(row) = row else {
         return Ok(None);
     };
-    Ok(Some((row_of(&row)?, row.try_get("sealed")?)))
+    Ok(Some((DocumentRow::from_row(&row)?, row.try_get("sealed")?)))
 }
 
 /// Puts the player's latest verified document of `kind` back to review
@@ -188,14 +171,16 @@ pub async fn decide(
     Ok(changed == 1)
 }
 
-/// An identity as the verification queue shows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IdentityRow {
-    pub birth_name: String,
-    pub first_names: String,
-    pub birth_date: String,
-    pub birth_place: String,
-    pub address: String,
+record! {
+    /// An identity as the verification queue shows it.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct IdentityRow {
+        pub birth_name: String,
+        pub first_names: String,
+        pub birth_date: String,
+        pub birth_place: String,
+        pub address: String,
+    }
 }
 
 /// The identities and the documents of the accounts of `status` (every
@@ -216,16 +201,10 @@ pub async fn queue_details(
     for row in &rows {
         identities.insert(
             row.try_get::<i64, _>("player_id")?,
-            IdentityRow {
-                birth_name: row.try_get("birth_name")?,
-                first_names: row.try_get("first_names")?,
-                birth_date: row.try_get("birth_date")?,
-                birth_place: row.try_get("birth_place")?,
-                address: row.try_get("address")?,
-            },
+            IdentityRow::from_row(row)?,
         );
     }
-    let rows = sql::query(&format!(
+    let rows = sql::query_as::<DocumentRow>(&format!(
         "SELECT {COLUMNS} FROM identity_documents d WHERE EXISTS (SELECT 1 FROM player_accounts a \
          WHERE a.player_id = d.player_id AND ($1 = '' OR a.status = $1)) ORDER BY id DESC"
     ))
@@ -233,8 +212,7 @@ pub async fn queue_details(
     .fetch_all(conn)
     .await?;
     let mut documents: HashMap<i64, Vec<DocumentRow>> = HashMap::new();
-    for row in &rows {
-        let document = row_of(row)?;
+    for document in rows {
         documents
             .entry(document.player_id)
             .or_default()

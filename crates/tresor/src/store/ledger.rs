@@ -1,6 +1,7 @@
 //! The ledger of the account module: double-entry transfers with both
 //! balances, an account's balance, and the statement's rows.
 
+use super::record::record;
 use super::sql::{self, Conn};
 use crate::error::Error;
 use crate::model::Player;
@@ -66,20 +67,22 @@ pub async fn balance(conn: &mut Conn, account_id: i64) -> Result<i64, Error> {
         .await
 }
 
-/// One movement of a player's account, with the balance after it.
-#[derive(Debug, Clone)]
-pub struct StatementRow {
-    pub transfer_id: i64,
-    pub kind: String,
-    /// Signed: what the movement added to the balance (0 for a withdrawal
-    /// paid, which leaves the pending account, not the player's).
-    pub delta_cents: i64,
-    pub amount_cents: i64,
-    pub balance_cents: i64,
-    pub at_ms: i64,
-    pub play_id: Option<i64>,
-    pub deposit_id: Option<i64>,
-    pub withdrawal_id: Option<i64>,
+record! {
+    /// One movement of a player's account, with the balance after it.
+    #[derive(Debug, Clone)]
+    pub struct StatementRow {
+        pub transfer_id: i64 = "id",
+        pub kind: String,
+        /// Signed: what the movement added to the balance (0 for a withdrawal
+        /// paid, which leaves the pending account, not the player's).
+        pub delta_cents: i64,
+        pub amount_cents: i64,
+        pub balance_cents: i64,
+        pub at_ms: i64 = "created_at_ms",
+        pub play_id: Option<i64>,
+        pub deposit_id: Option<i64>,
+        pub withdrawal_id: Option<i64>,
+    }
 }
 
 /// The player's movements, newest first, before the transfer `before` (all
@@ -101,7 +104,7 @@ pub async fn statement(
     // `transfers_one_stake_per_play`): migration 0022 left stakes out of
     // `transfers_by_debit`, where every purchase put an entry for this
     // statement alone.
-    let rows = sql::query(
+    sql::query_as(
         "WITH page AS (SELECT t.id, t.kind, t.amount_cents, t.created_at_ms, t.play_id, \
            t.deposit_id, t.withdrawal_id, CASE WHEN t.credit_account_id = $1 THEN t.amount_cents \
              WHEN t.debit_account_id = $1 THEN -t.amount_cents ELSE 0 END AS delta_cents \
@@ -127,20 +130,5 @@ pub async fn statement(
     .bind(before.unwrap_or(0))
     .bind(limit)
     .fetch_all(conn)
-    .await?;
-    rows.iter()
-        .map(|row| {
-            Ok(StatementRow {
-                transfer_id: row.try_get("id")?,
-                kind: row.try_get("kind")?,
-                delta_cents: row.try_get("delta_cents")?,
-                amount_cents: row.try_get("amount_cents")?,
-                balance_cents: row.try_get("balance_cents")?,
-                at_ms: row.try_get("created_at_ms")?,
-                play_id: row.try_get("play_id")?,
-                deposit_id: row.try_get("deposit_id")?,
-                withdrawal_id: row.try_get("withdrawal_id")?,
-            })
-        })
-        .collect()
+    .await
 }

@@ -52,6 +52,7 @@ const BOTH: (Files, Files) = both!(
     "0023_games.sql"
     "0024_email_undo_state.sql"
     "0025_log_key_ends.sql"
+    "0026_report_rollup.sql"
 );
 
 /// PostgreSQL's alone: the writers' batch records (how a writer finds out

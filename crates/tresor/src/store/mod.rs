@@ -17,6 +17,7 @@ pub mod persons;
 pub mod pipe;
 pub mod plays;
 pub mod primary;
+pub mod record;
 mod reserves;
 pub mod sql;
 pub mod suspension;

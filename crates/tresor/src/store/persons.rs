@@ -20,15 +20,14 @@ pub async fn account_of_person(conn: &mut Conn, person_key: &str) -> Result<Opti
 
 /// The other accounts of the person whose account is `player_id`.
 pub async fn other_accounts(conn: &mut Conn, player_id: i64) -> Result<Vec<Player>, Error> {
-    let rows = sql::query(
+    sql::query_as(
         "SELECT p.id, p.username, p.account_id FROM identities i \
          JOIN identities o ON o.person_key = i.person_key AND o.player_id <> i.player_id \
          JOIN players p ON p.id = o.player_id WHERE i.player_id = $1 ORDER BY p.id",
     )
     .bind(player_id)
     .fetch_all(conn)
-    .await?;
-    rows.iter().map(super::accounts::player_from_row).collect()
+    .await
 }
 
 /// Whether `error` is the unique index of one account per person refusing

@@ -3,24 +3,27 @@
 //! batch (`store::batch`) reads its plays with the same columns.
 
 use crate::error::Error;
+use crate::store::record::record;
 use crate::store::sql::{self, Conn};
 
-/// A play: its unit, outcome, progress and its player's account.
-#[derive(Debug, Clone)]
-pub struct PlayState {
-    pub id: i64,
-    pub player_id: i64,
-    pub account_id: i64,
-    pub block_id: i64,
-    pub emission_id: i64,
-    pub unit_index: i64,
-    pub stake_cents: i64,
-    pub level: i64,
-    pub prize_cents: i64,
-    pub throws_made: i64,
-    pub finished: bool,
-    pub created_at_ms: i64,
-    pub finished_at_ms: Option<i64>,
+record! {
+    /// A play: its unit, outcome, progress and its player's account.
+    #[derive(Debug, Clone)]
+    pub struct PlayState {
+        pub id: i64,
+        pub player_id: i64,
+        pub account_id: i64,
+        pub block_id: i64,
+        pub emission_id: i64,
+        pub unit_index: i64,
+        pub stake_cents: i64,
+        pub level: i64,
+        pub prize_cents: i64,
+        pub throws_made: i64,
+        pub finished: bool => |row| row.try_get::<String, _>("state")? == "finished",
+        pub created_at_ms: i64,
+        pub finished_at_ms: Option<i64>,
+    }
 }
 
 /// The columns [`PlayState::from_row`] reads, from [`FROM`].
@@ -33,23 +36,9 @@ pub const FROM: &str =
     "plays p JOIN players pl ON pl.id = p.player_id JOIN blocks b ON b.id = p.block_id";
 
 impl PlayState {
+    /// The play of a row of [`COLUMNS`], without naming [`sql::FromRow`].
     pub fn from_row(row: &sql::Row) -> Result<PlayState, Error> {
-        let state: String = row.try_get("state")?;
-        Ok(PlayState {
-            id: row.try_get("id")?,
-            player_id: row.try_get("player_id")?,
-            account_id: row.try_get("account_id")?,
-            block_id: row.try_get("block_id")?,
-            emission_id: row.try_get("emission_id")?,
-            unit_index: row.try_get("unit_index")?,
-            stake_cents: row.try_get("stake_cents")?,
-            level: row.try_get("level")?,
-            prize_cents: row.try_get("prize_cents")?,
-            throws_made: row.try_get("throws_made")?,
-            finished: state == "finished",
-            created_at_ms: row.try_get("created_at_ms")?,
-            finished_at_ms: row.try_get("finished_at_ms")?,
-        })
+        <PlayState as sql::FromRow>::from_row(row)
     }
 }
 
@@ -59,14 +48,13 @@ pub async fn of_player(
     player_id: i64,
     play_id: i64,
 ) -> Result<Option<PlayState>, Error> {
-    let row = sql::query(&format!(
+    sql::query_as(&format!(
         "SELECT {COLUMNS} FROM {FROM} WHERE p.id = $1 AND p.player_id = $2"
     ))
     .bind(play_id)
     .bind(player_id)
     .fetch_optional(conn)
-    .await?;
-    row.as_ref().map(PlayState::from_row).transpose()
+    .await
 }
 
 /// The player's plays before `before_id`, newest first, at most `limit`.
@@ -76,24 +64,25 @@ pub async fn history(
     before_id: i64,
     limit: i64,
 ) -> Result<Vec<PlayState>, Error> {
-    let rows = sql::query(&format!(
+    sql::query_as(&format!(
         "SELECT {COLUMNS} FROM {FROM} WHERE p.player_id = $1 AND p.id < $2 ORDER BY p.id DESC LIMIT $3"
     ))
     .bind(player_id)
     .bind(before_id)
     .bind(limit)
     .fetch_all(conn)
-    .await?;
-    rows.iter().map(PlayState::from_row).collect()
+    .await
 }
 
-/// A play as the settler of abandoned plays walks them: id, whether it is
-/// in progress, when it was bought.
-#[derive(Debug, Clone, Copy)]
-pub struct Walked {
-    pub id: i64,
-    pub in_progress: bool,
-    pub created_at_ms: i64,
+record! {
+    /// A play as the settler of abandoned plays walks them: id, whether it is
+    /// in progress, when it was bought.
+    #[derive(Debug, Clone, Copy)]
+    pub struct Walked {
+        pub id: i64,
+        pub in_progress: bool => |row| row.try_get::<String, _>("state")? == "in_progress",
+        pub created_at_ms: i64,
+    }
 }
 
 /// Where the settler's walk starts when it knows nothing yet: the first
@@ -115,21 +104,9 @@ pub async fn walk_start(conn: &mut Conn, recent_ms: i64) -> Result<i64, Error> {
 
 /// Up to `limit` plays from `from_id` on, in id order (the primary key).
 pub async fn walk(conn: &mut Conn, from_id: i64, limit: i64) -> Result<Vec<Walked>, Error> {
-    let rows = sql::query(
-        "SELECT id, state, created_at_ms FROM plays WHERE id >= $1 ORDER BY id LIMIT $2",
-    )
-    .bind(from_id)
-    .bind(limit)
-    .fetch_all(conn)
-    .await?;
-    rows.iter()
-        .map(|row| {
-            let state: String = row.try_get("state")?;
-            Ok(Walked {
-                id: row.try_get("id")?,
-                in_progress: state == "in_progress",
-                created_at_ms: row.try_get("created_at_ms")?,
-            })
-        })
-        .collect()
+    sql::query_as("SELECT id, state, created_at_ms FROM plays WHERE id >= $1 ORDER BY id LIMIT $2")
+        .bind(from_id)
+        .bind(limit)
+        .fetch_all(conn)
+        .await
 }

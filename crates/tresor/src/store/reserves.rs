@@ -1,5 +1,6 @@
 //! Reserves: money kept for a player until a date.
 
+use super::record::record;
 use super::sql::{self, Conn};
 use crate::error::Error;
 
@@ -25,31 +26,22 @@ pub async fn add_reserve(
     Ok(())
 }
 
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct ReserveRow {
-    pub player_id: i64,
-    pub username: String,
-    pub amount_cents: i64,
-    pub kept_until_ms: i64,
-    pub created_at_ms: i64,
+record! {
+    #[derive(Debug, Clone, serde::Serialize)]
+    pub struct ReserveRow {
+        pub player_id: i64,
+        pub username: String,
+        pub amount_cents: i64,
+        pub kept_until_ms: i64,
+        pub created_at_ms: i64,
+    }
 }
 
 pub async fn reserves(conn: &mut Conn) -> Result<Vec<ReserveRow>, Error> {
-    let rows = sql::query(
+    sql::query_as(
         "SELECT r.player_id, p.username, r.amount_cents, r.kept_until_ms, r.created_at_ms \
          FROM reserves r JOIN players p ON p.id = r.player_id ORDER BY r.player_id",
     )
     .fetch_all(conn)
-    .await?;
-    rows.iter()
-        .map(|row| {
-            Ok(ReserveRow {
-                player_id: row.try_get("player_id")?,
-                username: row.try_get("username")?,
-                amount_cents: row.try_get("amount_cents")?,
-                kept_until_ms: row.try_get("kept_until_ms")?,
-                created_at_ms: row.try_get("created_at_ms")?,
-            })
-        })
-        .collect()
+    .await
 }

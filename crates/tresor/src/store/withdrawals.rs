@@ -3,24 +3,27 @@
 //! is paged, pending ones oldest first, so that none is ever out of sight;
 //! each row says whether its account is suspended now.
 
+use super::record::record;
 use super::sql::{self, Conn};
 use crate::error::Error;
 
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct WithdrawalRow {
-    pub id: i64,
-    pub player_id: i64,
-    pub username: String,
-    pub amount_cents: i64,
-    pub iban: String,
-    pub state: String,
-    pub reason: Option<String>,
-    pub closing: bool,
-    pub requested_at_ms: i64,
-    pub settled_at_ms: Option<i64>,
-    /// When the operator suspended the account, if it is suspended now: a
-    /// suspended account's withdrawal is not paid (the staff's only).
-    pub suspended_at_ms: Option<i64>,
+record! {
+    #[derive(Debug, Clone, serde::Serialize)]
+    pub struct WithdrawalRow {
+        pub id: i64,
+        pub player_id: i64,
+        pub username: String,
+        pub amount_cents: i64,
+        pub iban: String,
+        pub state: String,
+        pub reason: Option<String>,
+        pub closing: bool => |row| row.try_get::<i64, _>("closing")? == 1,
+        pub requested_at_ms: i64,
+        pub settled_at_ms: Option<i64>,
+        /// When the operator suspended the account, if it is suspended now: a
+        /// suspended account's withdrawal is not paid (the staff's only).
+        pub suspended_at_ms: Option<i64>,
+    }
 }
 
 pub async fn insert_withdrawal(
@@ -49,28 +52,11 @@ const WITHDRAWAL_COLUMNS: &str = "w.id, w.player_id, p.username, w.amount_cents,
      FROM withdrawals w JOIN players p ON p.id = w.player_id \
      LEFT JOIN player_accounts a ON a.player_id = w.player_id";
 
-fn withdrawal_of(row: &sql::Row) -> Result<WithdrawalRow, Error> {
-    Ok(WithdrawalRow {
-        id: row.try_get("id")?,
-        player_id: row.try_get("player_id")?,
-        username: row.try_get("username")?,
-        amount_cents: row.try_get("amount_cents")?,
-        iban: row.try_get("iban")?,
-        state: row.try_get("state")?,
-        reason: row.try_get("reason")?,
-        closing: row.try_get::<i64, _>("closing")? == 1,
-        requested_at_ms: row.try_get("requested_at_ms")?,
-        settled_at_ms: row.try_get("settled_at_ms")?,
-        suspended_at_ms: row.try_get("suspended_at_ms")?,
-    })
-}
-
 pub async fn withdrawal(conn: &mut Conn, id: i64) -> Result<Option<WithdrawalRow>, Error> {
-    let row = sql::query(&format!("SELECT {WITHDRAWAL_COLUMNS} WHERE w.id = $1"))
+    sql::query_as(&format!("SELECT {WITHDRAWAL_COLUMNS} WHERE w.id = $1"))
         .bind(id)
         .fetch_optional(conn)
-        .await?;
-    row.as_ref().map(withdrawal_of).transpose()
+        .await
 }
 
 /// A player's own withdrawals, newest first (the last 1,000).
@@ -78,13 +64,12 @@ pub async fn withdrawals_of_player(
     conn: &mut Conn,
     player_id: i64,
 ) -> Result<Vec<WithdrawalRow>, Error> {
-    let rows = sql::query(&format!(
+    sql::query_as(&format!(
         "SELECT {WITHDRAWAL_COLUMNS} WHERE w.player_id = $1 ORDER BY w.id DESC LIMIT 1000"
     ))
     .bind(player_id)
     .fetch_all(conn)
-    .await?;
-    rows.iter().map(withdrawal_of).collect()
+    .await
 }
 
 /// A page of every player's withdrawals in `state` (all when `None`) for
@@ -110,16 +95,12 @@ pub async fn withdrawal_queue(
         )
     };
     // One more than asked tells whether a next page exists.
-    let rows = sql::query(&text)
+    let mut page: Vec<WithdrawalRow> = sql::query_as(&text)
         .bind(state.unwrap_or(""))
         .bind(cursor.unwrap_or(0))
         .bind(limit + 1)
         .fetch_all(conn)
         .await?;
-    let mut page = rows
-        .iter()
-        .map(withdrawal_of)
-        .collect::<Result<Vec<_>, Error>>()?;
     let next = if page.len() as i64 > limit {
         page.truncate(limit as usize);
         page.last().map(|w| w.id)

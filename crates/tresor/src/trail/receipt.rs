@@ -11,34 +11,14 @@ use super::log::{Head, MapReader, read_hashes};
 use crate::error::Error;
 use crate::store::{Conn, sql};
 use base64::Engine as _;
-use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use tlog_tiles::{Hash, HashReader};
 
-/// The record's fields a receipt carries (its leaf with origin and index).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ReceiptRecord {
-    pub at_ms: i64,
-    pub actor: String,
-    pub action: String,
-    pub request: String,
-    pub result: String,
-    pub salt: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Receipt {
-    pub origin: String,
-    pub index: u64,
-    pub record: ReceiptRecord,
-    /// The signed note of a checkpoint whose tree includes the record.
-    pub checkpoint: String,
-    /// The inclusion proof, hashes in base64.
-    pub proof: Vec<String>,
-    /// The verifier key that signed the checkpoint (informative).
-    pub key: String,
-}
+/// The receipt is the one its holder checks from outside
+/// ([`crate::logcheck`]): the same type, built here.
+pub use crate::logcheck::Receipt;
+use crate::logcheck::Record as ReceiptRecord;
 
 fn b64() -> base64::engine::GeneralPurpose {
     base64::engine::general_purpose::STANDARD

@@ -64,10 +64,7 @@ pub(super) async fn replay(
         if rows.is_empty() {
             break;
         }
-        let records: Vec<Record> = rows
-            .iter()
-            .map(Record::from_row)
-            .collect::<Result<_, _>>()?;
+        let records = Record::from_rows(&rows)?;
         let first_index = tlog_tiles::stored_hash_index(0, tree.n);
         let mut computed: Vec<(u64, Hash, i64)> = Vec::new();
         for record in &records {

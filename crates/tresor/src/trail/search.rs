@@ -46,8 +46,5 @@ pub async fn search(pool: &AnyPool, filter: &Filter, limit: i64) -> Result<Vec<R
         .bind(limit)
         .fetch_all(pool)
         .await?;
-    Ok(rows
-        .iter()
-        .map(Record::from_row)
-        .collect::<Result<_, _>>()?)
+    Ok(Record::from_rows(&rows)?)
 }

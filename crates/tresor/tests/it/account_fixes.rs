@@ -4,9 +4,9 @@
 //! marketing consent changed after opening, and the page and its assets
 //! sent compressed.
 
-use crate::common::opening::{
-    DAY_MS, PASSWORD, assert_refused, count, deposit, open_account, opening,
-};
+use crate::common::opening::{DAY_MS, PASSWORD, assert_refused, count, deposit, open_account};
+use crate::common::players::player;
+use crate::common::{expect, maybe_header};
 use reqwest::StatusCode;
 use serde_json::json;
 use std::io::Read;
@@ -14,17 +14,16 @@ use std::io::Read;
 on_both!(
     a_deposit_past_what_is_left_of_the_cap_is_refused_when_asked,
     |app| {
-        let (status, body) = app
-            .post("/api/account/open", opening(&app, "dina", 5000))
+        player("dina")
+            .limits(5000, 1_000_000)
+            .real_money()
+            .on(&app)
             .await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
         deposit(&app, 3000).await;
         let deposits = count(&app, "SELECT COUNT(*) FROM deposits").await;
         let trail = count(&app, "SELECT COUNT(*) FROM trail").await;
         // 20 € are left of the 50 €: 25 € is refused now, not paid then refunded.
-        let refused = app
-            .post("/api/account/deposits", json!({"amount_cents": 2500}))
-            .await;
+        let refused = app.ask_deposit(2500).await;
         assert_refused(&refused, StatusCode::FORBIDDEN, "deposit_limit_reached");
         assert_eq!(refused.1["error"]["left_cents"], 2000, "{}", refused.1);
         assert_eq!(refused.1["error"]["limit_cents"], 5000, "{}", refused.1);
@@ -48,8 +47,7 @@ on_both!(
     verification_required_names_when_the_account_became_provisional,
     |app| {
         let opened_at = app.service.now_ms();
-        open_account(&app, "vic").await;
-        deposit(&app, 2000).await;
+        player("vic").real_money().deposit(2000).on(&app).await;
         let (_, account) = app.get("/api/account").await;
         let until = account["provisional_until"].as_str().unwrap().to_owned();
         app.clock.advance_ms(30 * DAY_MS + 1000);
@@ -80,8 +78,7 @@ on_both!(
 on_both!(
     an_operators_exclusion_does_not_say_the_player_asked_it,
     |app| {
-        open_account(&app, "oscar").await;
-        let player = app.service.player_by_username("oscar").await.unwrap();
+        let player = open_account(&app, "oscar").await.service_player;
         app.service
             .exclude(
                 &player,
@@ -101,10 +98,11 @@ on_both!(
 on_both!(the_marketing_consent_changes_after_opening, |app| {
     open_account(&app, "mia").await;
     assert_eq!(app.get("/api/account").await.1["marketing_consent"], false);
-    let (status, account) = app
-        .put_json("/api/account/marketing", json!({"consent": true}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{account}");
+    let account = expect(
+        StatusCode::OK,
+        app.put_json("/api/account/marketing", json!({"consent": true}))
+            .await,
+    );
     assert_eq!(account["marketing_consent"], true);
     assert_eq!(app.get("/api/account").await.1["marketing_consent"], true);
     let (status, account) = app
@@ -139,10 +137,7 @@ async fn fetch(url: &str, encoding: &str) -> (StatusCode, Option<String>, Vec<u8
         .await
         .unwrap();
     let status = response.status();
-    let used = response
-        .headers()
-        .get("content-encoding")
-        .map(|v| v.to_str().unwrap().to_owned());
+    let used = maybe_header(&response, "content-encoding");
     let raw = response.bytes().await.unwrap().to_vec();
     let mut body = Vec::new();
     match used.as_deref() {

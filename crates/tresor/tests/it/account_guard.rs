@@ -8,33 +8,19 @@
 
 use crate::common::TestApp;
 use crate::common::opening::{
-    CONSOLE_PASSWORD, DAY_MS, IBAN, PASSWORD, PDF, assert_refused, console, console_enrolled,
-    console_login, console_post, console_status, count, documents_verified, link_in, mails_to,
-    open_account,
+    DAY_MS, IBAN, OTHER_IBAN, PASSWORD, PDF, assert_refused, confirm_address, count, document_of,
+    latest_token, mails_to, open_account, send_iban_proof, set_iban,
 };
+use crate::common::players::{logged_in, player};
+use crate::common::staff::{self, CONSOLE_PASSWORD, Console, console};
+use crate::common::{expect, maybe_header};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tresor::protect::RateLimits;
 use tresor::service::Settings;
+use tresor::staff::Role;
 
 const THIEF: &str = "thief@example.net";
-const OTHER_IBAN: &str = "DE89 3704 0044 0532 0130 00";
-
-/// The token at the end of a link.
-pub(crate) fn token_of(link: &str) -> String {
-    link.rsplit('/').next().unwrap().to_owned()
-}
-
-/// Confirms `email`, the address `app`'s player opened with, by the link
-/// mailed to it (the honest owner's first step).
-pub(crate) async fn confirm_address(app: &TestApp, email: &str) {
-    let mails = mails_to(app, email, 1).await;
-    let token = token_of(&link_in(&mails[0], "/#/confirm-email/"));
-    let (status, body) = app
-        .post("/api/email/confirm", json!({"token": token}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-}
 
 pub(crate) async fn trail_count(app: &TestApp, action: &str) -> i64 {
     count(
@@ -50,51 +36,32 @@ on_both!(a_reset_link_dies_with_a_password_or_address_change, |app| {
     let reset_link = |n: usize| {
         let app = &app;
         async move {
-            app.post("/api/password/reset", json!({"email": "rhea@example.org"}))
-                .await;
-            let mails = mails_to(app, "rhea@example.org", n).await;
-            let mail = mails
-                .iter()
-                .rev()
-                .find(|m| m.contains("/#/reset/"))
-                .unwrap();
-            token_of(&link_in(mail, "/#/reset/"))
+            app.ask_reset("rhea@example.org").await;
+            let token = latest_token(app, "rhea@example.org", n, "/#/reset/").await;
+            token.expect("a reset link")
         }
     };
     // A link asked, then the password changed (by the owner, say after a
     // thief asked it): the link no longer sets a password.
     let first = reset_link(2).await;
-    let (status, body) = app
-        .post(
-            "/api/account/password",
-            json!({"current_password": PASSWORD, "new_password": "the owner's new one"}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    expect(
+        StatusCode::OK,
+        app.change_password(PASSWORD, "the owner's new one").await,
+    );
     assert_refused(
-        &app.post(
-            "/api/password/reset/confirm",
-            json!({"token": first, "new_password": "the thief's password"}),
-        )
-        .await,
+        &app.reset_password(&first, "the thief's password").await,
         StatusCode::BAD_REQUEST,
         "invalid_token",
     );
     // Then the address changed: the link asked before dies too.
     let second = reset_link(4).await;
-    let (status, body) = app
-        .put_json(
-            "/api/account/email",
-            json!({"email": "rhea@example.net", "current_password": "the owner's new one"}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    expect(
+        StatusCode::OK,
+        app.change_email("rhea@example.net", "the owner's new one")
+            .await,
+    );
     assert_refused(
-        &app.post(
-            "/api/password/reset/confirm",
-            json!({"token": second, "new_password": "the thief's password"}),
-        )
-        .await,
+        &app.reset_password(&second, "the thief's password").await,
         StatusCode::BAD_REQUEST,
         "invalid_token",
     );
@@ -115,11 +82,8 @@ on_both!(a_reset_link_dies_with_a_password_or_address_change, |app| {
 });
 
 on_both!(a_proof_of_one_iban_does_not_verify_another, |app| {
-    open_account(&app, "ines").await;
-    documents_verified(&app.service, "ines").await;
-    let ines = app.service.player_by_username("ines").await.unwrap().id;
+    let ines = player("ines").documents().on(&app).await.id;
     let vera = console(&app, "vera").await;
-    let verify = format!("/console/api/players/{ines}/verify");
     // Without the password, or with a wrong one, the IBAN stays.
     for body in [
         json!({"iban": OTHER_IBAN}),
@@ -131,13 +95,7 @@ on_both!(a_proof_of_one_iban_does_not_verify_another, |app| {
     let (_, account) = app.get("/api/account").await;
     assert_eq!(account["iban"], "FR76 •••• 0189", "{account}");
     // The same IBAN again changes nothing: its proof stays verified.
-    let (status, body) = app
-        .put_json(
-            "/api/account/iban",
-            json!({"iban": IBAN, "current_password": PASSWORD}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    set_iban(&app, IBAN).await;
     let (_, documents) = app.get("/api/account/documents").await;
     // Both documents sent, each verified still (an empty list is not).
     let mut reviewed: Vec<(String, String)> = documents["documents"]
@@ -157,29 +115,17 @@ on_both!(a_proof_of_one_iban_does_not_verify_another, |app| {
     );
     // The player changes it, with the password.
     app.clock.advance_ms(60_000);
-    let (status, account) = app
-        .put_json(
-            "/api/account/iban",
-            json!({"iban": OTHER_IBAN, "current_password": PASSWORD}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{account}");
+    set_iban(&app, OTHER_IBAN).await;
     // Its proof is back to review, and the player is told.
     let (_, documents) = app.get("/api/account/documents").await;
-    let proof = documents["documents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|d| d["kind"] == "iban_proof")
-        .unwrap()
-        .clone();
+    let proof = document_of(&documents, "iban_proof");
     assert_eq!(proof["status"], "pending", "{documents}");
     let mails = mails_to(&app, "ines@example.org", 2).await.join("\n");
     assert!(mails.contains("Your account's IBAN is now DE89"), "{mails}");
     assert_eq!(trail_count(&app, "document_back_to_review").await, 1);
     // A second operator verifies the account with the new IBAN: refused,
     // nothing changed.
-    let answer = console_post(&vera, &app, &verify, json!({"iban": OTHER_IBAN})).await;
+    let answer = vera.verify_account(ines, OTHER_IBAN).await;
     assert_refused(&answer, StatusCode::CONFLICT, "documents_required");
     // A proof checked before the IBAN was given (what a database from
     // before this change holds) is refused by its own code.
@@ -191,7 +137,7 @@ on_both!(a_proof_of_one_iban_does_not_verify_another, |app| {
     .execute(&app.service.db.pool)
     .await
     .unwrap();
-    let answer = console_post(&vera, &app, &verify, json!({"iban": OTHER_IBAN})).await;
+    let answer = vera.verify_account(ines, OTHER_IBAN).await;
     assert_refused(&answer, StatusCode::CONFLICT, "iban_proof_outdated");
     assert_eq!(
         app.get("/api/account").await.1["status"],
@@ -208,35 +154,15 @@ on_both!(a_proof_of_one_iban_does_not_verify_another, |app| {
     // The honest path: the old proof is refused, a proof of the new IBAN
     // is sent and verified, and the account is verified with it.
     let old = proof["id"].as_i64().unwrap();
-    let (status, body) = console_post(
-        &vera,
-        &app,
-        &format!("/console/api/documents/{old}/refuse"),
-        json!({"reason": "this proof shows another IBAN"}),
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    expect(
+        StatusCode::OK,
+        vera.refuse_document(old, "this proof shows another IBAN")
+            .await,
+    );
     let player = app.service.player_by_username("ines").await.unwrap();
-    let new = app
-        .service
-        .upload_document(
-            &player,
-            tresor::account::documents::DocumentKind::IbanProof,
-            "rib.pdf",
-            PDF.to_vec(),
-        )
-        .await
-        .unwrap();
-    let (status, body) = console_post(
-        &vera,
-        &app,
-        &format!("/console/api/documents/{}/verify", new.id),
-        json!({}),
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let (status, body) = console_post(&vera, &app, &verify, json!({"iban": OTHER_IBAN})).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    let new = send_iban_proof(&app.service, &player, "rib.pdf").await;
+    expect(StatusCode::OK, vera.verify_document(new.id).await);
+    expect(StatusCode::OK, vera.verify_account(ines, OTHER_IBAN).await);
     assert_eq!(app.get("/api/account").await.1["status"], "verified");
 });
 
@@ -332,15 +258,9 @@ on_both!(
     a_console_session_ends_after_wrong_current_passwords,
     login_throttle(),
     |app| {
-        let (olga, secret) = console_enrolled(&app, "olga").await;
+        let (olga, secret) = staff::logged_in(&app, "olga", Role::Operator).await;
         for i in 0..5 {
-            let answer = console_post(
-                &olga,
-                &app,
-                "/console/api/password",
-                json!({"current_password": format!("guess {i}"), "new_password": "a new console password"}),
-            )
-            .await;
+            let answer = olga.post("/console/api/password", json!({"current_password": format!("guess {i}"), "new_password": "a new console password"})).await;
             if i < 4 {
                 assert_refused(&answer, StatusCode::UNPROCESSABLE_ENTITY, "validation");
             } else {
@@ -353,7 +273,7 @@ on_both!(
             }
         }
         assert_eq!(
-            console_status(&olga, &app, "/console/api/me").await,
+            olga.get("/console/api/me").await.0,
             StatusCode::UNAUTHORIZED
         );
         assert_eq!(
@@ -366,36 +286,19 @@ on_both!(
             1
         );
         // Counted with failed logins: the password step waits here.
-        let waits = console_login(&app, "olga", CONSOLE_PASSWORD, &secret)
+        let waits = Console::logs_in(&app, "olga", CONSOLE_PASSWORD, &secret)
             .await
             .expect_err("a wait");
         assert_refused(&waits, StatusCode::TOO_MANY_REQUESTS, "rate_limited");
         // A second later (and a new code), the owner logs in.
         app.clock.advance_ms(31_000);
         assert!(
-            console_login(&app, "olga", CONSOLE_PASSWORD, &secret)
+            Console::logs_in(&app, "olga", CONSOLE_PASSWORD, &secret)
                 .await
                 .is_ok()
         );
     }
 );
-
-/// A browser of its own logged in as `username`: its answers' headers too.
-async fn logged_in(app: &TestApp, username: &str) -> reqwest::Client {
-    let client = reqwest::Client::builder()
-        .cookie_store(true)
-        .build()
-        .unwrap();
-    let response = client
-        .post(format!("{}/api/login", app.address))
-        .header("x-requested-with", "tresor")
-        .json(&json!({"username": username, "password": PASSWORD}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), StatusCode::OK);
-    client
-}
 
 /// PUTs a new address with the password; the status, the Retry-After and
 /// the body.
@@ -412,10 +315,7 @@ async fn change_address(
         .await
         .unwrap();
     let status = response.status();
-    let retry = response
-        .headers()
-        .get("retry-after")
-        .map(|v| v.to_str().unwrap().parse().unwrap());
+    let retry = maybe_header(&response, "retry-after").map(|v| v.parse().unwrap());
     (status, retry, response.json().await.unwrap())
 }
 
@@ -479,58 +379,26 @@ on_both!(
 );
 
 on_both!(the_same_iban_given_again_keeps_its_proof, |app| {
-    open_account(&app, "jade").await;
-    documents_verified(&app.service, "jade").await;
-    let jade = app.service.player_by_username("jade").await.unwrap().id;
+    let jade = player("jade").documents().on(&app).await.id;
     let vera = console(&app, "vera").await;
     // The player saves the IBAN on file again, a minute after its proof
     // was checked: nothing changes, and the account is verified with it.
     app.clock.advance_ms(60_000);
-    let (status, body) = app
-        .put_json(
-            "/api/account/iban",
-            json!({"iban": IBAN, "current_password": PASSWORD}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    set_iban(&app, IBAN).await;
     assert_eq!(trail_count(&app, "document_back_to_review").await, 0);
-    let (status, body) = console_post(
-        &vera,
-        &app,
-        &format!("/console/api/players/{jade}/verify"),
-        json!({"iban": IBAN}),
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    let body = expect(StatusCode::OK, vera.verify_account(jade, IBAN).await);
     assert_eq!(body["status"], "verified", "{body}");
 });
 
 on_both!(a_proof_of_the_new_iban_replaces_the_old_one, |app| {
-    open_account(&app, "kai").await;
-    documents_verified(&app.service, "kai").await;
-    let kai = app.service.player_by_username("kai").await.unwrap();
+    let kai = player("kai").documents().on(&app).await.service_player;
     let vera = console(&app, "vera").await;
     app.clock.advance_ms(60_000);
-    let (status, body) = app
-        .put_json(
-            "/api/account/iban",
-            json!({"iban": OTHER_IBAN, "current_password": PASSWORD}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    set_iban(&app, OTHER_IBAN).await;
     // The honest player sends a proof of the new IBAN at once: it replaces
     // the old one (refused, with a reason the player reads).
     app.clock.advance_ms(60_000);
-    let new = app
-        .service
-        .upload_document(
-            &kai,
-            tresor::account::documents::DocumentKind::IbanProof,
-            "new-rib.pdf",
-            PDF.to_vec(),
-        )
-        .await
-        .expect("a proof of the new IBAN is taken");
+    let new = send_iban_proof(&app.service, &kai, "new-rib.pdf").await;
     let (_, documents) = app.get("/api/account/documents").await;
     let proofs: Vec<&Value> = documents["documents"]
         .as_array()
@@ -565,20 +433,9 @@ on_both!(a_proof_of_the_new_iban_replaces_the_old_one, |app| {
         ),
         "{again:?}"
     );
-    let (status, body) = console_post(
-        &vera,
-        &app,
-        &format!("/console/api/documents/{}/verify", new.id),
-        json!({}),
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let (status, body) = console_post(
-        &vera,
-        &app,
-        &format!("/console/api/players/{}/verify", kai.id),
-        json!({"iban": OTHER_IBAN}),
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    expect(StatusCode::OK, vera.verify_document(new.id).await);
+    expect(
+        StatusCode::OK,
+        vera.verify_account(kai.id, OTHER_IBAN).await,
+    );
 });

@@ -2,66 +2,12 @@
 //! verify` catches any record changed, removed, added or moved. Each test runs
 //! on SQLite and on PostgreSQL.
 
-use crate::common::{TestDb, describe, player, purchase};
+use crate::common::trail::{audit_verify as verify, drop_guards, some_activity};
+use crate::common::{TestDb, assert_exit, execute, player, purchase};
 use sqlx::AnyPool;
 use std::collections::HashMap;
-use tresor::service::Service;
-use tresor::store::{Backend, Db};
+use tresor::store::Db;
 use tresor::trail::{self, Record, Verdict};
-use tresor_game::Stake;
-
-/// Gives the trail a few dozen records of every kind.
-async fn some_activity(service: &Service) {
-    service
-        .create_emission("Test", &Stake::ALL, 1)
-        .await
-        .expect("create an emission");
-    for name in ["alice", "bruno"] {
-        let player = player(service, name).await;
-        service.open_session(player.id).await.expect("login");
-        service.credit(&player, 10_000).await.expect("credit");
-        for game in 0..3 {
-            let bought = service
-                .buy(&player, purchase(100, &format!("{name}-{game}")))
-                .await
-                .expect("buy");
-            for _ in 0..game + 1 {
-                service.throw(&player, bought.play_id).await.expect("throw");
-            }
-        }
-    }
-    service
-        .set_announcement(Some("Bonne chance".to_owned()))
-        .await
-        .expect("announce");
-}
-
-/// Lets the test edit the trail as an intruder with full rights would: the
-/// append-only triggers go first.
-async fn drop_guards(pool: &AnyPool, backend: Backend) {
-    let statements: &[&str] = match backend {
-        Backend::Sqlite => &[
-            "DROP TRIGGER trail_no_update",
-            "DROP TRIGGER trail_no_delete",
-        ],
-        Backend::Postgres => &[
-            "DROP TRIGGER trail_append_only ON trail",
-            "DROP TRIGGER trail_no_truncate ON trail",
-        ],
-    };
-    for statement in statements {
-        sqlx::query(statement)
-            .execute(pool)
-            .await
-            .expect("drop a trigger");
-    }
-}
-
-/// Runs `tresor audit verify` and returns (exit code, stdout + stderr).
-fn verify(db: &TestDb) -> (Option<i32>, String) {
-    let output = db.tresor(&["audit", "verify"]);
-    (output.status.code(), describe(&output))
-}
 
 /// A database made before the signed log: a v1 chain of `count` records,
 /// written as the v1 server did (each record chained to the previous one,
@@ -98,23 +44,7 @@ pub async fn v1_chain(pool: &AnyPool, count: i64) -> Vec<Record> {
             ),
         };
         let at_ms = crate::common::START_MS + seq * 1000;
-        let hash = trail::record_hash(seq, at_ms, actor, action, request, result, &prev);
-        sqlx::query(
-            "INSERT INTO trail (seq, at_ms, actor, action, request, result, prev_hash, hash) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-        )
-        .bind(seq)
-        .bind(at_ms)
-        .bind(actor)
-        .bind(action)
-        .bind(request)
-        .bind(result)
-        .bind(&prev)
-        .bind(&hash)
-        .execute(pool)
-        .await
-        .expect("a v1 record");
-        prev.clone_from(&hash);
+        prev = insert_record(pool, seq, at_ms, [actor, action, request, result], &prev).await;
         records.extend(
             trail::all(pool)
                 .await
@@ -137,12 +67,41 @@ pub async fn v1_chain(pool: &AnyPool, count: i64) -> Vec<Record> {
     records
 }
 
+/// Writes record `seq` of `[actor, action, request, result]` at `at_ms`,
+/// its hash chained to `prev` as the server computes it: its hash.
+async fn insert_record(
+    pool: &AnyPool,
+    seq: i64,
+    at_ms: i64,
+    fields: [&str; 4],
+    prev: &str,
+) -> String {
+    let [actor, action, request, result] = fields;
+    let hash = trail::record_hash(seq, at_ms, actor, action, request, result, prev);
+    sqlx::query(
+        "INSERT INTO trail (seq, at_ms, actor, action, request, result, prev_hash, hash) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+    )
+    .bind(seq)
+    .bind(at_ms)
+    .bind(actor)
+    .bind(action)
+    .bind(request)
+    .bind(result)
+    .bind(prev)
+    .bind(&hash)
+    .execute(pool)
+    .await
+    .expect("a record");
+    hash
+}
+
 /// A v1 database (see [`v1_chain`]) that verifies, its guards dropped.
 async fn prepared(db: &TestDb) -> (Db, AnyPool, Vec<Record>) {
     let store = db.connect().await;
     let pool = store.pool.clone();
     let records = v1_chain(&pool, 24).await;
-    let (code, out) = verify(db);
+    let (code, out) = verify(db, &[]);
     assert_eq!(code, Some(0), "an untouched trail verifies: {out}");
     assert!(out.contains("intact"), "{out}");
     drop_guards(&pool, db.backend).await;
@@ -150,7 +109,7 @@ async fn prepared(db: &TestDb) -> (Db, AnyPool, Vec<Record>) {
 }
 
 fn assert_broken_at(db: &TestDb, seq: i64) {
-    let (code, out) = verify(db);
+    let (code, out) = verify(db, &[]);
     assert_eq!(code, Some(1), "a tampered trail fails: {out}");
     assert!(
         out.contains(&format!("broken at record {seq}:")),
@@ -160,8 +119,8 @@ fn assert_broken_at(db: &TestDb, seq: i64) {
 
 async fn an_untouched_trail_verifies_and_the_database_refuses_edits(db: &TestDb) {
     let (service, _clock) = db.service().await;
-    some_activity(&service).await;
-    let (code, out) = verify(db);
+    some_activity(&service, false).await;
+    let (code, out) = verify(db, &[]);
     assert_eq!(code, Some(0), "{out}");
     let pool = &service.db.pool;
     for statement in [
@@ -197,32 +156,25 @@ async fn verify_names_a_record_whose_field_was_changed(db: &TestDb) {
     assert_broken_at(db, target.seq);
 }
 
-async fn verify_names_a_record_whose_time_was_changed(db: &TestDb) {
+/// A [`prepared`] trail edited by `statements` is broken at record `seq`.
+async fn broken_by(db: &TestDb, statements: &[&str], seq: i64) {
     let (_service, pool, _records) = prepared(db).await;
-    sqlx::query("UPDATE trail SET at_ms = at_ms + 1 WHERE seq = 7")
-        .execute(&pool)
-        .await
-        .expect("edit a record");
-    assert_broken_at(db, 7);
+    execute(&pool, statements).await;
+    assert_broken_at(db, seq);
+}
+
+async fn verify_names_a_record_whose_time_was_changed(db: &TestDb) {
+    broken_by(db, &["UPDATE trail SET at_ms = at_ms + 1 WHERE seq = 7"], 7).await;
 }
 
 async fn verify_names_a_deleted_record(db: &TestDb) {
-    let (_service, pool, _records) = prepared(db).await;
-    sqlx::query("DELETE FROM trail WHERE seq = 5")
-        .execute(&pool)
-        .await
-        .expect("delete a record");
-    assert_broken_at(db, 5);
+    broken_by(db, &["DELETE FROM trail WHERE seq = 5"], 5).await;
 }
 
 async fn verify_names_the_last_record_when_it_was_deleted(db: &TestDb) {
     let (_service, pool, records) = prepared(db).await;
     let last = records.last().expect("a record").seq;
-    sqlx::query("DELETE FROM trail WHERE seq = $1")
-        .bind(last)
-        .execute(&pool)
-        .await
-        .expect("delete a record");
+    execute(&pool, &[&format!("DELETE FROM trail WHERE seq = {last}")]).await;
     assert_broken_at(db, last);
 }
 
@@ -231,37 +183,20 @@ async fn verify_names_a_record_inserted_in_the_middle(db: &TestDb) {
     // The intruder makes room after record 6 and slips in a deposit whose
     // hash is computed exactly as the server would: it chains to record 6, so
     // the first record that no longer holds is the one after it.
-    sqlx::query("UPDATE trail SET seq = -seq WHERE seq > 6")
-        .execute(&pool)
-        .await
-        .expect("renumber");
-    sqlx::query("UPDATE trail SET seq = 1 - seq WHERE seq < 0")
-        .execute(&pool)
-        .await
-        .expect("renumber");
+    let renumber = [
+        "UPDATE trail SET seq = -seq WHERE seq > 6",
+        "UPDATE trail SET seq = 1 - seq WHERE seq < 0",
+    ];
+    execute(&pool, &renumber).await;
     let prev = &records[5];
     assert_eq!(prev.seq, 6);
-    let (actor, action, request, result) = (
+    let deposit = [
         "operator",
         "credit",
         r#"{"amount_cents":1000000,"player_id":1}"#,
         r#"{"balance_cents":1000000}"#,
-    );
-    let hash = trail::record_hash(7, prev.at_ms, actor, action, request, result, &prev.hash);
-    sqlx::query(
-        "INSERT INTO trail (seq, at_ms, actor, action, request, result, prev_hash, hash) \
-         VALUES (7, $1, $2, $3, $4, $5, $6, $7)",
-    )
-    .bind(prev.at_ms)
-    .bind(actor)
-    .bind(action)
-    .bind(request)
-    .bind(result)
-    .bind(&prev.hash)
-    .bind(hash)
-    .execute(&pool)
-    .await
-    .expect("insert a record");
+    ];
+    insert_record(&pool, 7, prev.at_ms, deposit, &prev.hash).await;
     assert_broken_at(db, 8);
 }
 
@@ -269,51 +204,26 @@ async fn verify_names_a_record_added_at_the_end(db: &TestDb) {
     let (_service, pool, records) = prepared(db).await;
     let last = records.last().expect("a record");
     let seq = last.seq + 1;
-    let (request, result) = ("{}", "{}");
-    let hash = trail::record_hash(
-        seq, last.at_ms, "operator", "credit", request, result, &last.hash,
-    );
-    sqlx::query(
-        "INSERT INTO trail (seq, at_ms, actor, action, request, result, prev_hash, hash) \
-         VALUES ($1, $2, 'operator', 'credit', $3, $4, $5, $6)",
-    )
-    .bind(seq)
-    .bind(last.at_ms)
-    .bind(request)
-    .bind(result)
-    .bind(&last.hash)
-    .bind(hash)
-    .execute(&pool)
-    .await
-    .expect("insert a record");
+    let credit = ["operator", "credit", "{}", "{}"];
+    insert_record(&pool, seq, last.at_ms, credit, &last.hash).await;
     // Perfectly chained, but the head (moved by every real append) does not
     // know it.
     assert_broken_at(db, seq);
 }
 
 async fn verify_names_the_first_of_two_swapped_records(db: &TestDb) {
-    let (_service, pool, _records) = prepared(db).await;
-    for statement in [
+    let swap = [
         "UPDATE trail SET seq = -1 WHERE seq = 9",
         "UPDATE trail SET seq = 9 WHERE seq = 12",
         "UPDATE trail SET seq = 12 WHERE seq = -1",
-    ] {
-        sqlx::query(statement)
-            .execute(&pool)
-            .await
-            .expect("swap records");
-    }
-    assert_broken_at(db, 9);
+    ];
+    broken_by(db, &swap, 9).await;
 }
 
 async fn every_purchase_throw_and_settlement_of_a_few_hundred_games_is_in_the_trail_in_order(
     db: &TestDb,
 ) {
-    let (service, clock) = db.service().await;
-    service
-        .create_emission("Test", &Stake::ALL, 1)
-        .await
-        .expect("create an emission");
+    let (service, clock) = db.service_selling("Test").await;
     const PLAYERS: usize = 12;
     const GAMES: usize = 25;
     let mut tasks = Vec::new();
@@ -449,8 +359,8 @@ async fn a_v1_chain_is_sealed_into_the_log_and_a_later_rewrite_is_caught(db: &Te
     let pool = store.pool.clone();
     let v1 = v1_chain(&pool, 12).await;
     let (service, _clock) = db.service().await;
-    some_activity(&service).await;
-    let (code, out) = verify(db);
+    some_activity(&service, false).await;
+    let (code, out) = verify(db, &[]);
     assert_eq!(code, Some(0), "sealed and verified: {out}");
     let sealed: (String, i64) = sqlx::query_as(
         "SELECT t.request, t.idx FROM trail t JOIN logs l ON l.id = t.log_id \
@@ -493,12 +403,14 @@ async fn a_v1_chain_is_sealed_into_the_log_and_a_later_rewrite_is_caught(db: &Te
             .expect("rewrite");
         prev = hash;
     }
-    sqlx::query("UPDATE trail_head SET hash = $1 WHERE id = 1")
-        .bind(&prev)
-        .execute(&pool)
-        .await
-        .expect("the head");
-    let (code, out) = verify(db);
+    execute(
+        &pool,
+        &[&format!(
+            "UPDATE trail_head SET hash = '{prev}' WHERE id = 1"
+        )],
+    )
+    .await;
+    let (code, out) = verify(db, &[]);
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("not the one its seal names"), "{out}");
 }
@@ -520,7 +432,7 @@ on_both!(
     audit_export_rejects_a_time_that_is_not_rfc_3339,
     |db: &TestDb| {
         let output = db.tresor(&["audit", "export", "--from", "yesterday"]);
-        assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+        assert_exit(&output, 2);
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
     }

@@ -4,7 +4,14 @@
 //! verified against their definition and simulated with `--game FILE`; and a
 //! third game that is only a file (`games/pieces-d-or.toml` here).
 
-use crate::common::{describe, tresor};
+mod browser;
+
+use crate::common::assert_exit;
+use crate::common::cli::{
+    COUNTING, ZEROS, assert_refused, assert_says, block_generate, block_verify, simulate, stdout,
+    succeeds,
+};
+use crate::common::describe;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
@@ -27,27 +34,19 @@ fn assert_check_refused(files: &[&Path], extra: &[&str], words: &[&str]) {
     let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
     args.extend(files.iter().map(String::as_str));
     args.extend(extra);
-    let output = tresor(&args);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
-    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
-    for word in words {
-        assert!(stderr.contains(word), "{stderr} does not say {word:?}");
-    }
+    assert_refused(&args, words);
 }
 
 #[test]
 fn game_check_prints_each_stake_s_payout_rate() {
     let island = shipped("ile-au-tresor.toml");
     let express = shipped("tresor-express.toml");
-    let output = tresor(&[
+    let text = succeeds(&[
         "game",
         "check",
         island.to_str().unwrap(),
         express.to_str().unwrap(),
     ]);
-    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
-    let text = String::from_utf8_lossy(&output.stdout);
     assert!(text.contains("OK: ile-au-tresor « L'Ile au Trésor » (Treasure Island), island scene, 450000 units per block"), "{text}");
     for stake in [50, 100, 200] {
         assert!(
@@ -111,14 +110,13 @@ fn game_check_refuses_a_malformed_definition_naming_its_line_and_rule() {
 
     // The cap is the operator's: 65 % passes at 65, not at 64.99.
     let express_path = shipped("tresor-express.toml");
-    let output = tresor(&[
+    succeeds(&[
         "game",
         "check",
         express_path.to_str().unwrap(),
         "--max-payout-percent",
         "65",
     ]);
-    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
     assert_check_refused(
         &[&express_path],
         &["--max-payout-percent", "64.99"],
@@ -141,50 +139,26 @@ fn game_check_refuses_a_malformed_definition_naming_its_line_and_rule() {
     assert_check_refused(&[&missing], &[], &["missing.toml: cannot read it"]);
 }
 
-const ZEROS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
-const COUNTING: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
-
-fn stdout(output: &std::process::Output) -> String {
-    String::from_utf8(output.stdout.clone()).expect("stdout is UTF-8")
-}
-
 #[test]
 fn the_island_from_its_file_generates_and_verifies_exactly_as_the_built_in_island() {
     let island = shipped("ile-au-tresor.toml");
     let island = island.to_str().unwrap();
     for stake in ["50", "200"] {
-        let built_in = tresor(&["block", "generate", "--secret", COUNTING, "--stake", stake]);
-        let from_file = tresor(&[
-            "block", "generate", "--secret", COUNTING, "--stake", stake, "--game", island,
-        ]);
+        let built_in = block_generate(COUNTING, stake, &[]);
+        let from_file = block_generate(COUNTING, stake, &["--game", island]);
         assert!(from_file.status.success(), "{}", describe(&from_file));
         assert_eq!(from_file.stdout, built_in.stdout);
     }
     // The pinned hash of docs/AUDIT.md, through the file.
-    let output = tresor(&[
-        "block", "generate", "--secret", ZEROS, "--stake", "50", "--game", island,
-    ]);
+    let output = block_generate(ZEROS, "50", &["--game", island]);
     assert_eq!(
         hex::encode(Sha256::digest(&output.stdout)),
         "67ed517a6d2a115769e0a88a6c4351f38ce273eda0c9de934e9325342f8c38aa"
     );
     let commitment = hex::encode(Sha256::digest([0u8; 32]));
-    let verify = |extra: &[&str]| {
-        let mut args = vec![
-            "block",
-            "verify",
-            "--secret",
-            ZEROS,
-            "--commitment",
-            &commitment,
-            "--stake",
-            "100",
-        ];
-        args.extend(extra);
-        tresor(&args)
-    };
+    let verify = |extra: &[&str]| block_verify(ZEROS, &commitment, "100", extra);
     let (built_in, from_file) = (verify(&[]), verify(&["--game", island]));
-    assert_eq!(built_in.status.code(), Some(0), "{}", describe(&built_in));
+    assert_exit(&built_in, 0);
     assert_eq!(stdout(&from_file), stdout(&built_in));
     assert_eq!(
         stdout(&built_in),
@@ -205,33 +179,18 @@ fn another_game_s_block_verifies_only_with_its_own_definition() {
     hash.update(hex::decode(COUNTING).unwrap());
     hash.update(Sha256::digest(text.as_bytes()));
     let commitment = hex::encode(hash.finalize());
-    let generate = tresor(&[
+    let lines = succeeds(&[
         "block", "generate", "--secret", COUNTING, "--stake", "200", "--game", express,
     ]);
-    assert!(generate.status.success(), "{}", describe(&generate));
-    let lines = stdout(&generate);
     let lines: Vec<&str> = lines.lines().collect();
     assert_eq!(lines.len(), 100_001);
     assert_eq!(lines[0], commitment);
     assert_eq!(lines[1..].iter().filter(|l| **l == "0").count(), 68_775);
     assert_eq!(lines[1..].iter().filter(|l| **l == "8").count(), 20_000);
 
-    let verify = |file: &str| {
-        tresor(&[
-            "block",
-            "verify",
-            "--secret",
-            COUNTING,
-            "--commitment",
-            &commitment,
-            "--stake",
-            "200",
-            "--game",
-            file,
-        ])
-    };
+    let verify = |file: &str| block_verify(COUNTING, &commitment, "200", &["--game", file]);
     let ok = verify(express);
-    assert_eq!(ok.status.code(), Some(0), "{}", describe(&ok));
+    assert_exit(&ok, 0);
     assert!(
         stdout(&ok).starts_with(&format!(
             "OK: sha256(secret || sha256(definition)) equals the commitment {commitment}; the block's \
@@ -245,22 +204,11 @@ fn another_game_s_block_verifies_only_with_its_own_definition() {
     let edited = dir.path().join("edited.toml");
     std::fs::write(&edited, format!("{text}\n")).unwrap();
     let failed = verify(edited.to_str().unwrap());
-    assert_eq!(failed.status.code(), Some(1), "{}", describe(&failed));
+    assert_exit(&failed, 1);
     assert!(stdout(&failed).starts_with("FAILED: sha256(secret || sha256(definition)) is "));
     // A stake the game does not sell is refused.
-    let output = tresor(&[
-        "block",
-        "verify",
-        "--secret",
-        COUNTING,
-        "--commitment",
-        &commitment,
-        "--stake",
-        "50",
-        "--game",
-        express,
-    ]);
-    assert_eq!(output.status.code(), Some(2));
+    let output = block_verify(COUNTING, &commitment, "50", &["--game", express]);
+    assert_exit(&output, 2);
     assert!(
         String::from_utf8_lossy(&output.stderr)
             .contains("unknown stake 50 cents: the stakes are 100 and 200 cents")
@@ -271,54 +219,40 @@ fn another_game_s_block_verifies_only_with_its_own_definition() {
 fn scenario_prints_a_scratch_card_and_simulate_deals_whole_blocks_of_it() {
     let express = shipped("tresor-express.toml");
     let express = express.to_str().unwrap();
-    let output = tresor(&[
+    let card = succeeds(&[
         "scenario", "--secret", COUNTING, "--stake", "100", "--index", "99999", "--game", express,
     ]);
-    assert!(output.status.success(), "{}", describe(&output));
-    let card: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let card: serde_json::Value = serde_json::from_str(&card).unwrap();
     assert_eq!(
         (card["rows"].as_u64(), card["columns"].as_u64()),
         (Some(3), Some(3))
     );
     assert_eq!(card["cells"].as_array().unwrap().len(), 9);
-    let generate = tresor(&[
+    let level = succeeds(&[
         "block", "generate", "--secret", COUNTING, "--stake", "100", "--game", express,
     ]);
-    let level = stdout(&generate)
-        .lines()
-        .nth(1 + 99_999)
-        .unwrap()
-        .to_string();
+    let level = level.lines().nth(1 + 99_999).unwrap().to_string();
     assert_eq!(card["outcome"]["level"].to_string(), level);
-    let past = tresor(&[
-        "scenario", "--secret", COUNTING, "--stake", "100", "--index", "100000", "--game", express,
-    ]);
-    assert_eq!(past.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&past.stderr).contains("units are numbered 0 to 99999"));
+    assert_refused(
+        &[
+            "scenario", "--secret", COUNTING, "--stake", "100", "--index", "100000", "--game",
+            express,
+        ],
+        &["units are numbered 0 to 99999"],
+    );
 
-    let output = tresor(&[
-        "simulate", "--stake", "100", "--blocks", "2", "--game", express,
-    ]);
-    let text = stdout(&output);
-    assert!(output.status.success(), "{text}");
-    assert!(
-        text.contains("game tresor-express (scratch scene)"),
-        "{text}"
+    let text = simulate("100", "2", &["--game", express]);
+    assert_says(
+        &text,
+        &[
+            "game tresor-express (scratch scene)",
+            "blocks holding exactly the table: 2 of 2",
+            "does not evaluate to the unit's level: 0",
+            "= 65.0000 % (the table's rate: 65.00 %)",
+            "losing cards showing a pair",
+            "chi-square",
+        ],
     );
-    assert!(
-        text.contains("blocks holding exactly the table: 2 of 2"),
-        "{text}"
-    );
-    assert!(
-        text.contains("does not evaluate to the unit's level: 0"),
-        "{text}"
-    );
-    assert!(
-        text.contains("= 65.0000 % (the table's rate: 65.00 %)"),
-        "{text}"
-    );
-    assert!(text.contains("losing cards showing a pair"), "{text}");
-    assert!(text.contains("chi-square"), "{text}");
 }
 
 /// « Pièces d'or », the third game: this file and nothing else.
@@ -332,48 +266,33 @@ fn a_third_game_that_is_only_a_file_is_checked_audited_and_simulated() {
     let file = file.to_str().unwrap();
     let text = std::fs::read_to_string(file).unwrap();
 
-    let check = tresor(&["game", "check", file]);
-    assert_eq!(check.status.code(), Some(0), "{}", describe(&check));
-    let report = stdout(&check);
-    assert!(
-        report.contains(
-            "OK: pieces-d-or « Pièces d'or » (Gold Coins), scratch scene, 50000 units per block"
-        ),
-        "{report}"
+    let report = succeeds(&["game", "check", file]);
+    assert_says(
+        &report,
+        &[
+            "OK: pieces-d-or « Pièces d'or » (Gold Coins), scratch scene, 50000 units per block",
+            "stake 300 cents: 6 levels, 16661 winning units per block, 9550000 cents of prizes for 15000000 cents of sales: payout 63.67 %",
+            "stake 1000 cents: 6 levels, 16661 winning units per block, 33500000 cents of prizes for 50000000 cents of sales: payout 67.00 %",
+        ],
     );
-    assert!(report.contains("stake 300 cents: 6 levels, 16661 winning units per block, 9550000 cents of prizes for 15000000 cents of sales: payout 63.67 %"), "{report}");
-    assert!(report.contains("stake 1000 cents: 6 levels, 16661 winning units per block, 33500000 cents of prizes for 50000000 cents of sales: payout 67.00 %"), "{report}");
 
     // Audited: its blocks are dealt from its table and committed with it.
     let mut hash = Sha256::new();
     hash.update([0u8; 32]);
     hash.update(Sha256::digest(text.as_bytes()));
     let commitment = hex::encode(hash.finalize());
-    let generate = tresor(&[
+    let levels = succeeds(&[
         "block", "generate", "--secret", ZEROS, "--stake", "1000", "--game", file,
     ]);
-    assert!(generate.status.success(), "{}", describe(&generate));
-    let levels = stdout(&generate);
     assert_eq!(levels.lines().next(), Some(commitment.as_str()));
     assert_eq!(levels.lines().count(), 50_001);
-    let verify = tresor(&[
-        "block",
-        "verify",
-        "--secret",
-        ZEROS,
-        "--commitment",
-        &commitment,
-        "--stake",
-        "1000",
-        "--game",
-        file,
-    ]);
-    assert_eq!(verify.status.code(), Some(0), "{}", describe(&verify));
+    let verify = block_verify(ZEROS, &commitment, "1000", &["--game", file]);
+    assert_exit(&verify, 0);
     assert!(stdout(&verify).contains("the block's 50000 units hold exactly the table (16661 winning units, 33500000 cents of prizes at 10,00 €)"));
-    let scenario = tresor(&[
+    let card = succeeds(&[
         "scenario", "--secret", ZEROS, "--stake", "300", "--index", "7", "--game", file,
     ]);
-    let card: serde_json::Value = serde_json::from_str(&stdout(&scenario)).unwrap();
+    let card: serde_json::Value = serde_json::from_str(&card).unwrap();
     assert_eq!(
         (card["rows"].as_u64(), card["columns"].as_u64()),
         (Some(4), Some(3))
@@ -381,18 +300,13 @@ fn a_third_game_that_is_only_a_file_is_checked_audited_and_simulated() {
     assert_eq!(card["cells"].as_array().unwrap().len(), 12);
 
     // Simulated: whole blocks hold the table and pay exactly its rate.
-    let simulate = tresor(&[
-        "simulate", "--stake", "300", "--blocks", "2", "--game", file,
-    ]);
-    let report = stdout(&simulate);
-    assert!(simulate.status.success(), "{report}");
-    assert!(
-        report.contains("blocks holding exactly the table: 2 of 2"),
-        "{report}"
-    );
-    assert!(
-        report.contains("does not evaluate to the unit's level: 0"),
-        "{report}"
+    let report = simulate("300", "2", &["--game", file]);
+    assert_says(
+        &report,
+        &[
+            "blocks holding exactly the table: 2 of 2",
+            "does not evaluate to the unit's level: 0",
+        ],
     );
     assert!(report.contains("19100000 cents of prizes for 30000000 cents of sales = 63.6667 % (the table's rate: 63.67 %)"), "{report}");
 }

@@ -1,12 +1,13 @@
 //! The game-core commands through the real binary: `block generate|verify`,
 //! `scenario`, `simulate`, and one clear line with exit code 2 for bad input.
 
-use crate::common::{describe, tresor, tresor_command};
+use crate::common::cli::{
+    COUNTING, ZEROS, assert_refused, assert_says, block_generate, block_verify, simulate, stdout,
+    succeeds,
+};
+use crate::common::{assert_exit, describe, tresor_command};
 use sha2::{Digest, Sha256};
-use std::process::{Output, Stdio};
-
-const ZEROS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
-const COUNTING: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+use std::process::Stdio;
 
 /// The known answers pinned in docs/AUDIT.md: sha256 of the exact stdout of
 /// `tresor block generate --secret … --stake 50`.
@@ -15,28 +16,14 @@ const GENERATE_SHA256_ZEROS: &str =
 const GENERATE_SHA256_COUNTING: &str =
     "9dc6d4103932c8243600cb082c0b6c65066ca9a1b8eedbbee8848bc7ac2e3a54";
 
-fn stdout(output: &Output) -> String {
-    String::from_utf8(output.stdout.clone()).expect("stdout is UTF-8")
-}
-
-/// Asserts a refusal: exit code 2 and exactly one line on stderr.
-fn assert_refused(args: &[&str], mentions: &str) {
-    let output = tresor(args);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
-    assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
-    assert!(stderr.contains(mentions), "{args:?}: {stderr}");
-    assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
-}
-
 #[test]
 fn block_generate_prints_the_commitment_then_every_level_and_matches_the_pinned_hash() {
     for (secret, pinned) in [
         (ZEROS, GENERATE_SHA256_ZEROS),
         (COUNTING, GENERATE_SHA256_COUNTING),
     ] {
-        let output = tresor(&["block", "generate", "--secret", secret, "--stake", "50"]);
-        assert!(output.status.success());
+        let output = block_generate(secret, "50", &[]);
+        assert!(output.status.success(), "{}", describe(&output));
         let text = stdout(&output);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 450_001);
@@ -56,8 +43,8 @@ fn block_generate_does_not_depend_on_the_stake() {
     // equal too): the levels are the unit's, not the prize's, so each is
     // the block pinned at 50 c.
     for stake in ["50", "100", "200"] {
-        let output = tresor(&["block", "generate", "--secret", COUNTING, "--stake", stake]);
-        assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+        let output = block_generate(COUNTING, stake, &[]);
+        assert_exit(&output, 0);
         assert_eq!(stdout(&output).lines().count(), 450_001, "at {stake}");
         assert_eq!(
             hex::encode(Sha256::digest(&output.stdout)),
@@ -86,59 +73,36 @@ fn block_generate_into_a_closed_pipe_does_not_panic() {
 #[test]
 fn block_verify_accepts_a_block_that_matches_its_commitment() {
     let commitment = hex::encode(Sha256::digest([0u8; 32]));
-    let output = tresor(&[
-        "block",
-        "verify",
-        "--secret",
-        ZEROS,
-        "--commitment",
-        &commitment,
-        "--stake",
-        "100",
-    ]);
-    assert_eq!(output.status.code(), Some(0));
+    let output = block_verify(ZEROS, &commitment, "100", &[]);
+    assert_exit(&output, 0);
     assert!(stdout(&output).starts_with("OK"));
 }
 
 #[test]
 fn block_verify_rejects_a_wrong_commitment_with_exit_code_one() {
-    let output = tresor(&[
-        "block",
-        "verify",
-        "--secret",
-        COUNTING,
-        "--commitment",
-        &"ab".repeat(32),
-        "--stake",
-        "50",
-    ]);
-    assert_eq!(output.status.code(), Some(1));
+    let output = block_verify(COUNTING, &"ab".repeat(32), "50", &[]);
+    assert_exit(&output, 1);
     assert!(stdout(&output).contains("commitment"));
 }
 
 #[test]
 fn scenario_prints_the_units_game_as_pretty_json() {
-    let output = tresor(&[
+    let text = succeeds(&[
         "scenario", "--secret", COUNTING, "--stake", "200", "--index", "17",
     ]);
-    assert!(output.status.success());
-    let text = stdout(&output);
     assert!(text.contains("\n  \"outcome\""), "pretty-printed");
     let json: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(json["throws"].as_array().unwrap().len(), 4);
     assert_eq!(json["chests"].as_array().unwrap().len(), 9);
     assert_eq!(json["map"]["width"], 14);
     let level = json["outcome"]["level"].as_u64().unwrap();
-    let generate = tresor(&["block", "generate", "--secret", COUNTING, "--stake", "200"]);
-    let levels = stdout(&generate);
+    let levels = succeeds(&["block", "generate", "--secret", COUNTING, "--stake", "200"]);
     assert_eq!(levels.lines().nth(1 + 17).unwrap(), level.to_string());
 }
 
 #[test]
 fn simulate_reports_the_exact_table_for_every_block() {
-    let output = tresor(&["simulate", "--stake", "50", "--blocks", "3"]);
-    let text = stdout(&output);
-    assert!(output.status.success(), "{text}");
+    let text = simulate("50", "3", &[]);
     for block in 1..=3 {
         assert!(
             text.contains(&format!("block {block} (commitment"))
@@ -149,27 +113,26 @@ fn simulate_reports_the_exact_table_for_every_block() {
             "{text}"
         );
     }
-    assert!(
-        text.contains("blocks holding exactly the table: 3 of 3"),
-        "{text}"
+    assert_says(
+        &text,
+        &[
+            "blocks holding exactly the table: 3 of 3",
+            "does not evaluate to the unit's level: 0",
+            "= 70.0000 %",
+            "chi-square",
+        ],
     );
-    assert!(
-        text.contains("does not evaluate to the unit's level: 0"),
-        "{text}"
-    );
-    assert!(text.contains("= 70.0000 %"), "{text}");
-    assert!(text.contains("chi-square"), "{text}");
 }
 
 #[test]
 fn bad_secrets_stakes_and_indexes_get_one_line_and_exit_code_two() {
     assert_refused(
         &["block", "generate", "--secret", "abc", "--stake", "50"],
-        "64 hexadecimal",
+        &["64 hexadecimal"],
     );
     assert_refused(
         &["block", "generate", "--secret", ZEROS, "--stake", "75"],
-        "stake",
+        &["stake"],
     );
     assert_refused(
         &[
@@ -182,13 +145,13 @@ fn bad_secrets_stakes_and_indexes_get_one_line_and_exit_code_two() {
             "--stake",
             "50",
         ],
-        "--commitment",
+        &["--commitment"],
     );
     assert_refused(
         &[
             "scenario", "--secret", ZEROS, "--stake", "50", "--index", "450000",
         ],
-        "--index",
+        &["--index"],
     );
     assert_refused(
         &[
@@ -200,18 +163,21 @@ fn bad_secrets_stakes_and_indexes_get_one_line_and_exit_code_two() {
             "--index",
             "1",
         ],
-        "64 hexadecimal",
+        &["64 hexadecimal"],
     );
     assert_refused(
         &["scenario", "--secret", ZEROS, "--stake", "50"],
-        "required",
+        &["required"],
     );
-    assert_refused(&["simulate", "--stake", "50", "--blocks", "0"], "--blocks");
+    assert_refused(
+        &["simulate", "--stake", "50", "--blocks", "0"],
+        &["--blocks"],
+    );
     assert_refused(
         &["simulate", "--stake", "50", "--blocks", "1", "--seed", "zz"],
-        "--seed",
+        &["--seed"],
     );
-    assert_refused(&["block", "generate", "--secret", ZEROS], "required");
+    assert_refused(&["block", "generate", "--secret", ZEROS], &["required"]);
 }
 
 /// A test definition of `tests/it/games/`.
@@ -230,16 +196,13 @@ fn test_game(name: &str) -> std::path::PathBuf {
 fn an_island_whose_walks_can_leave_no_room_for_the_chests_is_refused_everywhere() {
     let ilot = test_game("refused/ilot.toml");
     let ilot = ilot.to_str().unwrap();
-    let output = tresor(&["game", "check", ilot]);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
-    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
-    for words in [
-        "ilot.toml: line 27: [scene] the map has 18 land squares, and the walk from [",
-        "nine land squares off the walk and the start",
-    ] {
-        assert!(stderr.contains(words), "{stderr} does not say {words:?}");
-    }
+    assert_refused(
+        &["game", "check", ilot],
+        &[
+            "ilot.toml: line 27: [scene] the map has 18 land squares, and the walk from [",
+            "nine land squares off the walk and the start",
+        ],
+    );
 
     let secret = "01".repeat(32);
     let definition = Sha256::digest(std::fs::read(ilot).unwrap());
@@ -258,11 +221,11 @@ fn an_island_whose_walks_can_leave_no_room_for_the_chests_is_refused_everywhere(
         "--stake",
         "100",
     ];
-    assert_refused(&verify, "[scene] the map has 18 land squares");
+    assert_refused(&verify, &["[scene] the map has 18 land squares"]);
     let scenario = [
         "scenario", "--game", ilot, "--secret", &secret, "--stake", "100", "--index", "665",
     ];
-    assert_refused(&scenario, "[scene] the map has 18 land squares");
+    assert_refused(&scenario, &["[scene] the map has 18 land squares"]);
 }
 
 /// Finding 13: a stake at 75.0001 % read "pays back 75.00 % … above the cap
@@ -276,14 +239,11 @@ fn a_payout_just_above_the_cap_is_refused_with_the_digits_that_show_why() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("juste.toml");
     std::fs::write(&file, text).unwrap();
-    let output = tresor(&["game", "check", file.to_str().unwrap()]);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
-    assert!(
-        stderr.contains(
+    assert_refused(
+        &["game", "check", file.to_str().unwrap()],
+        &[
             "[payout-cap] stake 500 cents pays back 75.0001 % of its sales (750001 cents of \
-             prizes for 1000000 cents of sales), above the cap of 75.00 %"
-        ),
-        "{stderr}"
+           prizes for 1000000 cents of sales), above the cap of 75.00 %",
+        ],
     );
 }

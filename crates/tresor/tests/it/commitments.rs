@@ -8,7 +8,9 @@
 //! `emission_create` record, and `GET /api/blocks` gives each block's
 //! definition and the form of its commitment.
 
-use crate::common::{Harness, TestApp, TestDb, describe, tresor};
+mod browser;
+
+use crate::common::{Harness, TestApp, TestDb, assert_exit, texts, tresor};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -53,7 +55,7 @@ fn altered_folder() -> tempfile::TempDir {
 /// rule, the built-in file and what to do.
 fn assert_refused_island(output: &std::process::Output) {
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{}", describe(output));
+    assert_exit(output, 2);
     assert!(
         stderr.contains("ile-au-tresor.toml: line 6: [duplicate-id]"),
         "{stderr}"
@@ -98,7 +100,7 @@ fn an_island_file_other_than_the_built_in_one_is_refused_by_every_command() {
     ]));
     // The block verifies under one table: the built-in island's.
     let built_in = verify(&[]);
-    assert_eq!(built_in.status.code(), Some(0), "{}", describe(&built_in));
+    assert_exit(&built_in, 0);
     let said = String::from_utf8_lossy(&built_in.stdout);
     assert!(
         said.contains("15750000 cents of prizes at 0,50 €"),
@@ -106,7 +108,7 @@ fn an_island_file_other_than_the_built_in_one_is_refused_by_every_command() {
     );
     let shipped_file = shipped("ile-au-tresor.toml");
     let same = verify(&["--game", shipped_file.to_str().unwrap()]);
-    assert_eq!(same.status.code(), Some(0), "{}", describe(&same));
+    assert_exit(&same, 0);
 }
 
 /// A definition read and checked as a server's start does.
@@ -128,12 +130,11 @@ fn settings() -> Settings {
 /// The `emission_create` records' requests, oldest first.
 async fn emission_records(db: &TestDb) -> Vec<Value> {
     let db = db.connect().await;
-    let requests: Vec<String> = sqlx::query_scalar(
+    let requests = texts(
+        &db.pool,
         "SELECT request FROM trail WHERE action = 'emission_create' ORDER BY seq",
     )
-    .fetch_all(&db.pool)
-    .await
-    .unwrap();
+    .await;
     requests
         .iter()
         .map(|r| serde_json::from_str(r).unwrap())
@@ -192,20 +193,14 @@ async fn an_island_file_other_than_the_built_in_one_sells_nothing_and_each_emiss
     let island_sha = ile_au_tresor().sha256_hex();
     let records = emission_records(h).await;
     assert_eq!(records.len(), 2, "{records:?}");
-    assert_eq!(records[0]["game"], "ile-au-tresor", "{}", records[0]);
-    assert_eq!(
-        records[0]["game_sha256"],
-        island_sha.as_str(),
-        "{}",
-        records[0]
-    );
-    assert_eq!(records[1]["game"], "tresor-express", "{}", records[1]);
-    assert_eq!(
-        records[1]["game_sha256"],
-        express_sha.as_str(),
-        "{}",
-        records[1]
-    );
+    let pinned = [
+        ("ile-au-tresor", &island_sha),
+        ("tresor-express", &express_sha),
+    ];
+    for (record, (game, sha)) in records.iter().zip(pinned) {
+        assert_eq!(record["game"], game, "{record}");
+        assert_eq!(record["game_sha256"], sha.as_str(), "{record}");
+    }
     h.tresor_ok(&["emission", "close", &created_id(&island)]);
     h.tresor_ok(&["emission", "close", &created_id(&express)]);
 
@@ -255,7 +250,7 @@ async fn an_island_file_other_than_the_built_in_one_sells_nothing_and_each_emiss
         }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let verified = tresor(&args);
-        assert_eq!(verified.status.code(), Some(0), "{}", describe(&verified));
+        assert_exit(&verified, 0);
     }
     h.tresor_ok(&["audit", "verify"]);
 }

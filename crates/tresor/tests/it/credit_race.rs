@@ -7,14 +7,10 @@
 //! every round exactly one passes and the other is refused
 //! `credit_limit_reached`, having changed nothing.
 
-use crate::common::opening::{CONSOLE_PASSWORD, base32_decode};
-use crate::common::{
-    Harness, Server, cookie_client, describe, register_and_deposit, tresor_command,
-    unthrottled_flags,
-};
+use crate::common::staff::{Console, add_operator};
+use crate::common::{Harness, Server, cookie_client, register_and_deposit, unthrottled_flags};
+use reqwest::StatusCode;
 use serde_json::{Value, json};
-use std::io::Write;
-use std::process::Stdio;
 
 const ROUNDS: usize = 10;
 const LIMIT_CENTS: i64 = 100_000;
@@ -33,63 +29,6 @@ async fn start_server(h: &Harness, n: u32) -> Server {
     h.server(&flags).await
 }
 
-/// `tresor operator add NAME --role operator`, the password on stdin.
-fn add_operator(h: &Harness, name: &str) {
-    let mut command = tresor_command();
-    command
-        .args(["operator", "add", "--username", name, "--role", "operator"])
-        .arg("--password-stdin")
-        .args(h.db_args())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    h.env(&mut command);
-    let mut child = command.spawn().unwrap();
-    writeln!(child.stdin.take().unwrap(), "{CONSOLE_PASSWORD}").unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert!(output.status.success(), "{}", describe(&output));
-}
-
-async fn console_post(client: &reqwest::Client, url: &str, body: &Value) -> (u16, Value) {
-    let response = client
-        .post(url)
-        .header("x-requested-with", "tresor-console")
-        .json(body)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap())
-}
-
-/// `name` logs in to the console (password, then its first TOTP code, at
-/// the real clock the servers read): a client whose session every server
-/// of the database knows (cookies go by host, not by port).
-async fn console_login(admin_base: &str, name: &str) -> reqwest::Client {
-    let client = cookie_client();
-    let (status, body) = console_post(
-        &client,
-        &format!("{admin_base}/console/api/login"),
-        &json!({"username": name, "password": CONSOLE_PASSWORD}),
-    )
-    .await;
-    assert_eq!(status, 200, "{body}");
-    let secret = base32_decode(body["secret"].as_str().unwrap());
-    let now_s = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64;
-    let code = tresor::staff::totp_code(&secret, now_s);
-    let (status, body) = console_post(
-        &client,
-        &format!("{admin_base}/console/api/login/code"),
-        &json!({"code": code}),
-    )
-    .await;
-    assert_eq!(status, 200, "{body}");
-    client
-}
-
 on_postgres!(one_operators_credits_on_two_servers_stay_under_its_daily_limit);
 
 async fn one_operators_credits_on_two_servers_stay_under_its_daily_limit(h: &Harness) {
@@ -100,8 +39,8 @@ async fn one_operators_credits_on_two_servers_stay_under_its_daily_limit(h: &Har
     for round in 0..ROUNDS {
         // An operator of its own per round: each starts at zero.
         let name = format!("cap{round}");
-        add_operator(h, &name);
-        let operator = console_login(&servers[0].admin_base, &name).await;
+        add_operator(h, &name, "operator");
+        let operator = Console::enrolled_at(&servers[0].admin_base, &name).await;
         let player = format!("credited{round}");
         register_and_deposit(&cookie_client(), &servers[round % 2].base, &player, 100).await;
         let id: i64 = sqlx::query_scalar("SELECT id FROM players WHERE username = $1")
@@ -110,12 +49,16 @@ async fn one_operators_credits_on_two_servers_stay_under_its_daily_limit(h: &Har
             .await
             .unwrap();
         let credit = |server: &Server| {
-            let url = format!("{}/console/api/players/{id}/credit", server.admin_base);
-            let operator = operator.clone();
-            async move { console_post(&operator, &url, &json!({"amount_cents": CREDIT_CENTS})).await }
+            let operator = operator.with_base(&server.admin_base);
+            let credit = format!("/console/api/players/{id}/credit");
+            async move {
+                operator
+                    .post(&credit, json!({"amount_cents": CREDIT_CENTS}))
+                    .await
+            }
         };
         let (first, second) = tokio::join!(credit(&servers[0]), credit(&servers[1]));
-        let passed: Vec<&(u16, Value)> = [&first, &second]
+        let passed: Vec<&(StatusCode, Value)> = [&first, &second]
             .into_iter()
             .filter(|(status, _)| *status == 200)
             .collect();

@@ -6,12 +6,14 @@
 //! account may be verified; a demo account never in the queue; the bytes
 //! sealed at rest and never served on the players' listener.
 
+mod browser;
+
 use crate::common::TestApp;
-use crate::common::opening::{
-    IBAN, JPEG, PDF, PNG, assert_refused, console, console_get, console_post, count, open_account,
-};
+use crate::common::opening::{IBAN, JPEG, PDF, PNG, assert_refused, count, open_account};
+use crate::common::staff::{Console, console};
+use crate::common::{expect, maybe_header};
 use reqwest::StatusCode;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// A small limit, so that "too large" needs no megabytes.
 fn small_limit() -> tresor::service::Settings {
@@ -19,20 +21,6 @@ fn small_limit() -> tresor::service::Settings {
         max_document_bytes: 1024,
         ..TestApp::settings()
     }
-}
-
-/// Sends `bytes` as a document of `kind` named `name`, as the page does
-/// (the file is the body; the Content-Type says nothing the server trusts).
-async fn upload(app: &TestApp, kind: &str, name: &str, bytes: &[u8]) -> (StatusCode, Value) {
-    app.post_bytes(
-        &format!("/api/account/documents?kind={kind}&name={name}"),
-        bytes.to_vec(),
-        &[
-            ("x-requested-with", "tresor"),
-            ("content-type", "image/jpeg"),
-        ],
-    )
-    .await
 }
 
 /// What a refused upload must not have left: no row, no trail record.
@@ -53,14 +41,15 @@ async fn nothing_stored(app: &TestApp) {
 
 /// The player's documents, newest first, as the player's page reads them.
 async fn my_documents(app: &TestApp) -> Vec<Value> {
-    let (status, body) = app.get("/api/account/documents").await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    let body = expect(StatusCode::OK, app.get("/api/account/documents").await);
     body["documents"].as_array().unwrap().clone()
 }
 
 /// The console's queue row of `username`, if it is in the queue.
-async fn queue_row(app: &TestApp, client: &reqwest::Client, username: &str) -> Option<Value> {
-    let queue = console_get(client, app, "/console/api/accounts?status=provisional").await;
+async fn queue_row(console: &Console, username: &str) -> Option<Value> {
+    let queue = console
+        .read("/console/api/accounts?status=provisional")
+        .await;
     queue["accounts"]
         .as_array()
         .unwrap()
@@ -108,7 +97,7 @@ on_both!(
             ),
         ];
         for (kind, bytes, status, code) in cases {
-            let answer = upload(&app, kind, "photo.jpg", &bytes).await;
+            let answer = app.upload(kind, "photo.jpg", &bytes).await;
             assert_refused(&answer, status, code);
             nothing_stored(&app).await;
         }
@@ -123,7 +112,7 @@ on_both!(
         assert_refused(&answer, StatusCode::FORBIDDEN, "csrf");
         // Logged out: refused too.
         let stranger = app.another_client();
-        let answer = upload(&stranger, "identity", "a.jpg", JPEG).await;
+        let answer = stranger.upload("identity", "a.jpg", JPEG).await;
         assert_eq!(answer.0, StatusCode::UNAUTHORIZED, "{}", answer.1);
         nothing_stored(&app).await;
         assert!(my_documents(&app).await.is_empty());
@@ -133,23 +122,22 @@ on_both!(
 on_both!(
     a_document_is_refused_sent_again_and_verified_before_the_account,
     |app| {
-        open_account(&app, "ana").await;
-        let ana = app.service.player_by_username("ana").await.unwrap().id;
+        let ana = open_account(&app, "ana").await.id;
         let alice = console(&app, "alice").await;
 
         // Ana sends her identity document and the proof of her IBAN.
-        let (status, identity) = upload(&app, "identity", "passport.jpg", JPEG).await;
+        let (status, identity) = app.upload("identity", "passport.jpg", JPEG).await;
         assert_eq!(status, StatusCode::CREATED, "{identity}");
         assert_eq!(identity["status"], "pending");
         assert_eq!(identity["name"], "passport.jpg");
         assert_eq!(identity["size_bytes"], JPEG.len());
         // A second identity document while the first waits is refused.
         assert_refused(
-            &upload(&app, "identity", "again.jpg", JPEG).await,
+            &app.upload("identity", "again.jpg", JPEG).await,
             StatusCode::CONFLICT,
             "document_already_sent",
         );
-        let (status, proof) = upload(&app, "iban_proof", "rib.pdf", PDF).await;
+        let (status, proof) = app.upload("iban_proof", "rib.pdf", PDF).await;
         assert_eq!(status, StatusCode::CREATED, "{proof}");
         // The player sees kind, name, size, date and status: never the bytes.
         let mine = my_documents(&app).await;
@@ -184,9 +172,7 @@ on_both!(
         assert!(!sealed.windows(JPEG.len()).any(|w| w == JPEG));
 
         // The console's queue: who the person is, beside the documents.
-        let row = queue_row(&app, &alice, "ana")
-            .await
-            .expect("ana in the queue");
+        let row = queue_row(&alice, "ana").await.expect("ana in the queue");
         assert_eq!(row["identity"]["birth_name"], "Name of ana");
         assert_eq!(row["identity"]["first_names"], "Anne Marie");
         assert_eq!(row["identity"]["birth_place"], "Nantes");
@@ -198,18 +184,10 @@ on_both!(
         // its type from its bytes, nothing sniffed or run.
         let id = identity["id"].as_i64().unwrap();
         let response = alice
-            .get(format!("{}/console/api/documents/{id}", app.admin_address))
-            .send()
-            .await
-            .unwrap();
+            .response(&format!("/console/api/documents/{id}"))
+            .await;
         assert_eq!(response.status(), StatusCode::OK);
-        let header = |name: &str| {
-            response
-                .headers()
-                .get(name)
-                .map(|v| v.to_str().unwrap().to_owned())
-                .unwrap_or_default()
-        };
+        let header = |name: &str| maybe_header(&response, name).unwrap_or_default();
         assert_eq!(header("content-type"), "image/jpeg");
         assert!(header("content-disposition").starts_with("inline"));
         assert_eq!(header("x-content-type-options"), "nosniff");
@@ -244,13 +222,8 @@ on_both!(
         swap(id, proof_id).await;
         for document in [id, proof_id] {
             let response = alice
-                .get(format!(
-                    "{}/console/api/documents/{document}",
-                    app.admin_address
-                ))
-                .send()
-                .await
-                .unwrap();
+                .response(&format!("/console/api/documents/{document}"))
+                .await;
             assert_ne!(
                 response.status(),
                 StatusCode::OK,
@@ -268,37 +241,20 @@ on_both!(
         swap(id, proof_id).await;
 
         // Verifying the account before its documents are is refused.
-        let verify_account = format!("/console/api/players/{ana}/verify");
-        let answer = console_post(&alice, &app, &verify_account, json!({"iban": IBAN})).await;
+        let answer = alice.verify_account(ana, IBAN).await;
         assert_refused(&answer, StatusCode::CONFLICT, "documents_required");
 
         // Refused, with a reason the player reads.
-        let answer = console_post(
-            &alice,
-            &app,
-            &format!("/console/api/documents/{id}/refuse"),
-            json!({"reason": ""}),
-        )
-        .await;
+        let answer = alice.refuse_document(id, "").await;
         assert_refused(&answer, StatusCode::UNPROCESSABLE_ENTITY, "validation");
-        let (status, refused) = console_post(
-            &alice,
-            &app,
-            &format!("/console/api/documents/{id}/refuse"),
-            json!({"reason": "The photo is blurred"}),
-        )
-        .await;
-        assert_eq!(status, StatusCode::OK, "{refused}");
+        let refused = expect(
+            StatusCode::OK,
+            alice.refuse_document(id, "The photo is blurred").await,
+        );
         assert_eq!(refused["document"]["status"], "refused");
         assert_eq!(refused["document"]["decided_by"], "staff:alice");
         // Decided once: reviewing it again is refused.
-        let answer = console_post(
-            &alice,
-            &app,
-            &format!("/console/api/documents/{id}/verify"),
-            json!({}),
-        )
-        .await;
+        let answer = alice.verify_document(id).await;
         assert_refused(&answer, StatusCode::CONFLICT, "document_decided");
         let mine = my_documents(&app).await;
         let seen = mine.iter().find(|d| d["id"] == id).unwrap();
@@ -306,17 +262,12 @@ on_both!(
         assert_eq!(seen["reason"], "The photo is blurred");
 
         // Sent again (a PNG this time), then both verified.
-        let (status, again) = upload(&app, "identity", "passport.png", PNG).await;
-        assert_eq!(status, StatusCode::CREATED, "{again}");
+        let again = expect(
+            StatusCode::CREATED,
+            app.upload("identity", "passport.png", PNG).await,
+        );
         for document in [&again, &proof] {
-            let (status, body) = console_post(
-                &alice,
-                &app,
-                &format!("/console/api/documents/{}/verify", document["id"]),
-                json!({}),
-            )
-            .await;
-            assert_eq!(status, StatusCode::OK, "{body}");
+            let body = expect(StatusCode::OK, alice.verify_document(&document["id"]).await);
             assert_eq!(body["document"]["status"], "verified");
         }
         let statuses: Vec<(String, String)> = my_documents(&app)
@@ -339,14 +290,12 @@ on_both!(
         );
         // A verified kind is not sent again.
         assert_refused(
-            &upload(&app, "iban_proof", "rib.pdf", PDF).await,
+            &app.upload("iban_proof", "rib.pdf", PDF).await,
             StatusCode::CONFLICT,
             "document_already_sent",
         );
         // Now the account is verified, as before.
-        let (status, account) =
-            console_post(&alice, &app, &verify_account, json!({"iban": IBAN})).await;
-        assert_eq!(status, StatusCode::OK, "{account}");
+        let account = expect(StatusCode::OK, alice.verify_account(ana, IBAN).await);
         assert_eq!(account["status"], "verified");
 
         // Each step is in the trail, by whom it was done.
@@ -378,8 +327,8 @@ on_both!(
     |app| {
         let alice = console(&app, "alice").await;
         app.player("dan", 0).await;
-        assert!(queue_row(&app, &alice, "dan").await.is_none());
-        let all = console_get(&alice, &app, "/console/api/accounts").await;
+        assert!(queue_row(&alice, "dan").await.is_none());
+        let all = alice.read("/console/api/accounts").await;
         assert!(
             !all["accounts"]
                 .as_array()
@@ -389,7 +338,7 @@ on_both!(
             "{all}"
         );
         assert_refused(
-            &upload(&app, "identity", "id.jpg", JPEG).await,
+            &app.upload("identity", "id.jpg", JPEG).await,
             StatusCode::UNPROCESSABLE_ENTITY,
             "validation",
         );
@@ -399,8 +348,10 @@ on_both!(
 
 on_both!(the_players_listener_never_serves_a_document, |app| {
     open_account(&app, "ana").await;
-    let (status, document) = upload(&app, "identity", "id.jpg", JPEG).await;
-    assert_eq!(status, StatusCode::CREATED, "{document}");
+    let document = expect(
+        StatusCode::CREATED,
+        app.upload("identity", "id.jpg", JPEG).await,
+    );
     let id = document["id"].as_i64().unwrap();
     // Neither under the player's API nor the console's path on this listener.
     for path in [
@@ -428,8 +379,8 @@ on_both!(
     the_command_line_reviews_documents_before_it_verifies_the_account,
     |app| {
         open_account(&app, "ana").await;
-        let (_, identity) = upload(&app, "identity", "passport.jpg", JPEG).await;
-        let (_, proof) = upload(&app, "iban_proof", "rib.png", PNG).await;
+        let (_, identity) = app.upload("identity", "passport.jpg", JPEG).await;
+        let (_, proof) = app.upload("iban_proof", "rib.png", PNG).await;
         let (identity, proof) = (
             identity["id"].as_i64().unwrap().to_string(),
             proof["id"].as_i64().unwrap().to_string(),
@@ -485,7 +436,7 @@ on_both!(
         );
 
         // Sent again, both verified: the account is verified.
-        let (_, proof) = upload(&app, "iban_proof", "rib.pdf", PDF).await;
+        let (_, proof) = app.upload("iban_proof", "rib.pdf", PDF).await;
         let proof = proof["id"].as_i64().unwrap().to_string();
         app.db.tresor_ok(&["document", "verify", &identity]);
         app.db.tresor_ok(&["document", "verify", &proof]);

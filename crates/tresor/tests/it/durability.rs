@@ -3,16 +3,19 @@
 //! twice, and the ledger balances; and a whole block sold through the service
 //! pays exactly its table, then verifies once its secret is published.
 
+mod browser;
+
+use crate::common::sellout::{buy_until_sold_out, sold};
 use crate::common::{
-    Harness, TestDb, assert_ledger_balances, cookie_client, get_json, now_ms, post,
-    register_and_deposit, scalar, tresor, unthrottled_flags,
+    Harness, TestDb, assert_ledger_balances, buy_at, get_json, now_ms, players_at, scalar, tresor,
+    unthrottled_flags,
 };
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tresor::protect::Limits;
-use tresor::service::{IdempotencyKey, ManualClock, Purchase, Registration, Service, Settings};
+use tresor::service::{ManualClock, Registration, Service, Settings};
 use tresor_game::{LEVELS, Stake};
 
 on_both!(acknowledged_purchases_survive_a_kill);
@@ -23,17 +26,13 @@ async fn acknowledged_purchases_survive_a_kill(h: &Harness) {
     let (base, port) = (server.base.clone(), server.port());
 
     const PLAYERS: usize = 16;
-    let mut clients = Vec::new();
-    for p in 0..PLAYERS {
-        let client = cookie_client();
-        register_and_deposit(&client, &base, &format!("player{p}"), 100_000).await;
-        clients.push(client);
-    }
+    let clients = players_at(&base, PLAYERS, 100_000).await;
 
     // Every player buys as fast as it can; acknowledged purchases are noted.
     let mut tasks = Vec::new();
+    let so_far = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     for (p, client) in clients.iter().cloned().enumerate() {
-        let base = base.clone();
+        let (base, so_far) = (base.clone(), so_far.clone());
         tasks.push(tokio::spawn(async move {
             let mut acknowledged: Vec<(String, i64, Value)> = Vec::new();
             let mut attempted = Vec::new();
@@ -42,17 +41,16 @@ async fn acknowledged_purchases_survive_a_kill(h: &Harness) {
                 let key = format!("p{p}-n{n}");
                 attempted.push(key.clone());
                 let sent = Instant::now();
-                let answer = post(
-                    &client,
-                    &format!("{base}/api/plays"),
-                    &json!({"stake_cents": 50}),
-                    Some(&key),
-                )
-                .await;
+                let answer = buy_at(&client, &base, 50, &key).await;
                 longest_wait = longest_wait.max(sent.elapsed());
                 match answer {
                     Some((201, play)) => {
-                        acknowledged.push((key, play["id"].as_i64().unwrap(), play["unit"].clone()))
+                        acknowledged.push((
+                            key,
+                            play["id"].as_i64().unwrap(),
+                            play["unit"].clone(),
+                        ));
+                        so_far.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                     }
                     Some((status, body)) => panic!("unexpected {status}: {body}"),
                     None => break,
@@ -61,7 +59,14 @@ async fn acknowledged_purchases_survive_a_kill(h: &Harness) {
             (acknowledged, attempted, longest_wait)
         }));
     }
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Killed mid-load, once more than the 10 the test asks for are acknowledged.
+    let so_far = &so_far;
+    crate::common::wait::until_true(
+        "30 purchases acknowledged",
+        Duration::from_secs(60),
+        || async move { so_far.load(std::sync::atomic::Ordering::SeqCst) >= 30 },
+    )
+    .await;
     server.kill();
     let mut results = Vec::new();
     for task in tasks {
@@ -97,14 +102,7 @@ async fn acknowledged_purchases_survive_a_kill(h: &Harness) {
             .map(|(k, id, _)| (k.as_str(), *id))
             .collect();
         for key in attempted {
-            let (status, play) = post(
-                client,
-                &format!("{base}/api/plays"),
-                &json!({"stake_cents": 50}),
-                Some(key),
-            )
-            .await
-            .unwrap();
+            let (status, play) = buy_at(client, &base, 50, key).await.unwrap();
             assert_eq!(status, 201, "{play}");
             if let Some(id) = ids.get(key.as_str()) {
                 assert_eq!(
@@ -157,26 +155,15 @@ async fn a_whole_block_sold_through_the_service_pays_exactly_its_table(db: &Test
                 .deposit(&player, 200 * (units / PLAYERS + 1) as i64)
                 .await
                 .unwrap();
-            let mut n = 0;
-            loop {
-                let purchase = Purchase {
-                    game: tresor_game::ile_au_tresor(),
-                    stake_cents: stake.cents(),
-                    idempotency_key: IdempotencyKey::parse(&format!("k{n}")).unwrap(),
-                };
-                match service.buy(&player, purchase).await {
-                    Ok(_) => n += 1,
-                    Err(tresor::error::Error::SoldOut) => break n,
-                    Err(error) => panic!("{error}"),
-                }
-            }
+            let island = tresor_game::ile_au_tresor();
+            buy_until_sold_out(&service, &player, island, stake.cents(), false).await
         }));
     }
-    let mut sold = 0;
-    for task in tasks {
-        sold += task.await.unwrap();
-    }
-    assert_eq!(sold, units, "exactly the block's units were sold");
+    assert_eq!(
+        sold(tasks).await,
+        units,
+        "exactly the block's units were sold"
+    );
     // Each player's last play is left unfinished: the settler pays it.
     clock.advance_ms(service.settings.auto_settle_after_s * 1000 + 1);
     while service.settle_abandoned().await.unwrap() > 0 {}

@@ -8,12 +8,11 @@
 //! Each reproduction runs on both databases, in process (the writer's
 //! counters seen) and against the real `tresor serve` (its log read).
 
-use crate::common::opening::{CONSOLE_PASSWORD, base32_decode, console};
-use crate::common::{Harness, Server, cookie_client, describe, tresor_command};
-use reqwest::{Client, Method};
+use crate::common::metrics;
+use crate::common::staff::{Console, add_operator, console};
+use crate::common::{Harness, Server, cookie_client, tresor_command};
+use reqwest::Method;
 use serde_json::{Value, json};
-use std::io::Write;
-use std::process::Stdio;
 use std::time::Duration;
 
 /// Which listener a request goes to.
@@ -141,12 +140,12 @@ const REPRODUCTIONS: &[Refused] = &[
 
 /// Sends each of [`REPRODUCTIONS`] (the operator's with `console`, logged
 /// in) and checks its status and code.
-async fn assert_refused(players: &str, operator: &str, console: &Client) {
+async fn assert_refused(players: &str, console: &Console) {
     let anonymous = cookie_client();
     for &(method, on, path, body, expected, code) in REPRODUCTIONS {
         let (client, base, proof) = match on {
             On::Players => (&anonymous, players, "tresor"),
-            On::Operator => (console, operator, "tresor-console"),
+            On::Operator => (&console.client, console.base.as_str(), "tresor-console"),
         };
         let method = Method::from_bytes(method.as_bytes()).unwrap();
         let what = format!("{method} {path}");
@@ -175,7 +174,7 @@ on_both!(
         let operator = console(&app, "olga").await;
         let stats = &app.service.writer.stats;
         let queued = stats.queued.get();
-        assert_refused(&app.address, &app.admin_address, &operator).await;
+        assert_refused(&app.address, &operator).await;
         assert_eq!(
             stats.queued.get(),
             queued,
@@ -250,42 +249,9 @@ impl LoggedServer {
 
 /// `tresor operator add NAME --role operator`, then its console login at
 /// the real clock: a client with its session.
-async fn operator_of(h: &Harness, server: &LoggedServer, name: &str) -> Client {
-    let mut command = tresor_command();
-    command
-        .args(["operator", "add", "--username", name, "--role", "operator"])
-        .arg("--password-stdin")
-        .args(h.db_args())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    h.env(&mut command);
-    let mut child = command.spawn().unwrap();
-    writeln!(child.stdin.take().unwrap(), "{CONSOLE_PASSWORD}").unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert!(output.status.success(), "{}", describe(&output));
-    let client = cookie_client();
-    let login = |path: &str, body: Value| {
-        client
-            .post(format!("{}/console/api/{path}", server.admin_base))
-            .header("x-requested-with", "tresor-console")
-            .json(&body)
-            .send()
-    };
-    let answer: Value = login(
-        "login",
-        json!({"username": name, "password": CONSOLE_PASSWORD}),
-    )
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
-    let secret = base32_decode(answer["secret"].as_str().expect("a secret to enrol"));
-    let code = tresor::staff::totp_code(&secret, crate::common::now_ms() / 1000);
-    let done = login("login/code", json!({"code": code})).await.unwrap();
-    assert!(done.status().is_success(), "{}", done.text().await.unwrap());
-    client
+async fn operator_of(h: &Harness, server: &LoggedServer, name: &str) -> Console {
+    add_operator(h, name, "operator");
+    Console::enrolled_at(&server.admin_base, name).await
 }
 
 on_both!(
@@ -293,19 +259,9 @@ on_both!(
     |h: &Harness| {
         let server = LoggedServer::start(h).await;
         let operator = operator_of(h, &server, "olga").await;
-        assert_refused(&server.base, &server.admin_base, &operator).await;
-        let metrics = reqwest::get(format!("{}/metrics", server.admin_base))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        assert!(
-            metrics
-                .lines()
-                .any(|l| l.starts_with("tresor_writer_batch_retries_total 0")),
-            "{metrics}"
-        );
+        assert_refused(&server.base, &operator).await;
+        let retries = "tresor_writer_batch_retries_total";
+        assert_eq!(metrics::read(&server.admin_base, retries).await, 0.0);
         let log = server.logged();
         assert!(log.contains("serving"), "{log}");
         assert!(!log.contains("ERROR"), "an ERROR line was logged:\n{log}");

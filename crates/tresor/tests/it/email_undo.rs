@@ -8,11 +8,16 @@
 //! address, a new password, a reset) spends it. Each attack as the review
 //! told it: the attacker's login fails, the owner's works.
 
-use crate::account_guard::{confirm_address, token_of, trail_count};
+mod browser;
+
+use crate::account_guard::trail_count;
 use crate::common::TestApp;
+use crate::common::expect;
 use crate::common::opening::{
-    DAY_MS, PASSWORD, assert_refused, count, link_in, mails_to, open_account, opening,
+    DAY_MS, PASSWORD, assert_refused, confirm_address, count, latest_token, link_in, mails_to,
+    open_account, token_of,
 };
+use crate::common::players::player;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -45,17 +50,6 @@ async fn resets_to(app: &TestApp, address: &str) -> i64 {
     .await
 }
 
-/// The token of the latest link with `marker` in the mail `to` received
-/// (`at_least` messages awaited), if any.
-async fn latest_link(app: &TestApp, to: &str, at_least: usize, marker: &str) -> Option<String> {
-    mails_to(app, to, at_least)
-        .await
-        .iter()
-        .rev()
-        .find(|m| m.contains(marker))
-        .map(|m| token_of(&link_in(m, marker)))
-}
-
 /// What whoever holds the mailbox `address` does: uses the undo link it
 /// received, if any (its answer), then asks a reset to it and, if a link
 /// comes, sets [`ATTACKERS`] with it (its answer).
@@ -64,7 +58,7 @@ async fn take_back_through(
     attacker: &TestApp,
     address: &str,
 ) -> (Option<(StatusCode, Value)>, Option<(StatusCode, Value)>) {
-    let undo = match latest_link(app, address, 1, "/#/undo-email/").await {
+    let undo = match latest_token(app, address, 1, "/#/undo-email/").await {
         Some(token) => Some(
             attacker
                 .post("/api/email/undo", json!({"token": token}))
@@ -76,12 +70,10 @@ async fn take_back_through(
         resets_to(app, address).await,
         mails_to(app, address, 0).await.len(),
     );
-    let (status, _) = attacker
-        .post("/api/password/reset", json!({"email": address}))
-        .await;
+    let (status, _) = attacker.ask_reset(address).await;
     assert_eq!(status, StatusCode::ACCEPTED);
     let reset = if resets_to(app, address).await > before {
-        let token = latest_link(app, address, mails + 1, "/#/reset/").await;
+        let token = latest_token(app, address, mails + 1, "/#/reset/").await;
         let body = json!({"token": token.expect("the reset mail"), "new_password": ATTACKERS});
         Some(attacker.post("/api/password/reset/confirm", body).await)
     } else {
@@ -111,25 +103,16 @@ on_both!(
         // (a) The owner opens the account with a mistyped address, never
         // confirmed, then sets the right one, confirms it and changes the
         // password.
-        let mut body = opening(&app, "maud", 1_000_000);
-        body["identity"]["email"] = json!(MISTYPED);
-        let (status, body) = app.post("/api/account/open", body).await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
-        let (status, body) = app
-            .put_json(
-                "/api/account/email",
-                json!({"email": "maud@example.org", "current_password": PASSWORD}),
-            )
-            .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
+        player("maud").email(MISTYPED).on(&app).await;
+        expect(
+            StatusCode::OK,
+            app.change_email("maud@example.org", PASSWORD).await,
+        );
         confirm_address(&app, "maud@example.org").await;
-        let (status, body) = app
-            .post(
-                "/api/account/password",
-                json!({"current_password": PASSWORD, "new_password": OWNERS_NEW}),
-            )
-            .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
+        expect(
+            StatusCode::OK,
+            app.change_password(PASSWORD, OWNERS_NEW).await,
+        );
 
         // Whoever holds the mistyped mailbox tries what the review did.
         let attacker = app.another_client();
@@ -158,38 +141,28 @@ async fn phished_then_taken_back(app: &TestApp, thief_confirms: bool) {
     confirm_address(app, "bea@example.org").await;
     let thief = app.another_client();
     assert_eq!(thief.login("bea", PASSWORD).await.0, StatusCode::OK);
-    let (status, body) = thief
-        .put_json(
-            "/api/account/email",
-            json!({"email": THIEF, "current_password": PASSWORD}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    expect(StatusCode::OK, thief.change_email(THIEF, PASSWORD).await);
     if thief_confirms {
         confirm_address(app, THIEF).await;
     }
     let owner = app.another_client();
     assert_eq!(owner.login("bea", PASSWORD).await.0, StatusCode::OK);
-    let (status, body) = owner
-        .put_json(
-            "/api/account/email",
-            json!({"email": "bea@example.org", "current_password": PASSWORD}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    expect(
+        StatusCode::OK,
+        owner.change_email("bea@example.org", PASSWORD).await,
+    );
     // The opening's confirmation, the first change's notice, this one's link.
-    let token = latest_link(app, "bea@example.org", 3, "/#/confirm-email/").await;
-    let (status, body) = owner
-        .post("/api/email/confirm", json!({"token": token.unwrap()}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let (status, body) = owner
-        .post(
-            "/api/account/password",
-            json!({"current_password": PASSWORD, "new_password": OWNERS_NEW}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    let token = latest_token(app, "bea@example.org", 3, "/#/confirm-email/").await;
+    expect(
+        StatusCode::OK,
+        owner
+            .post("/api/email/confirm", json!({"token": token.unwrap()}))
+            .await,
+    );
+    expect(
+        StatusCode::OK,
+        owner.change_password(PASSWORD, OWNERS_NEW).await,
+    );
 
     let (undo, reset) = take_back_through(app, &thief, THIEF).await;
     owner_keeps_the_account(app, "bea", "bea@example.org").await;
@@ -221,13 +194,7 @@ on_both!(
 
 /// Changes the address of `app`'s player to `email` with [`PASSWORD`].
 async fn change_to(app: &TestApp, email: &str, password: &str) {
-    let (status, body) = app
-        .put_json(
-            "/api/account/email",
-            json!({"email": email, "current_password": password}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    expect(StatusCode::OK, app.change_email(email, password).await);
 }
 
 async fn undo(app: &TestApp, token: &str) -> (StatusCode, Value) {
@@ -243,34 +210,32 @@ on_both!(
         confirm_address(&app, "lea@example.org").await;
         // A later address: the first link is spent.
         change_to(&app, "lea@example.net", PASSWORD).await;
-        let first = latest_link(&app, "lea@example.org", 2, "/#/undo-email/").await;
+        let first = latest_token(&app, "lea@example.org", 2, "/#/undo-email/").await;
         confirm_address(&app, "lea@example.net").await;
         change_to(&app, "lea@example.com", PASSWORD).await;
         let first = undo(&app, &first.unwrap()).await;
         assert_refused(&first, StatusCode::BAD_REQUEST, "invalid_token");
         // A later password: the second link is spent.
-        let second = latest_link(&app, "lea@example.net", 2, "/#/undo-email/").await;
-        let (status, body) = app
-            .post(
-                "/api/account/password",
-                json!({"current_password": PASSWORD, "new_password": OWNERS_NEW}),
-            )
-            .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
+        let second = latest_token(&app, "lea@example.net", 2, "/#/undo-email/").await;
+        expect(
+            StatusCode::OK,
+            app.change_password(PASSWORD, OWNERS_NEW).await,
+        );
         let second = undo(&app, &second.unwrap()).await;
         assert_refused(&second, StatusCode::BAD_REQUEST, "invalid_token");
         // A later reset: the third link is spent.
         confirm_address(&app, "lea@example.com").await;
         change_to(&app, "lea@example.eu", OWNERS_NEW).await;
         // Its confirmation, the password change's notice, the undo link.
-        let third = latest_link(&app, "lea@example.com", 3, "/#/undo-email/").await;
+        let third = latest_token(&app, "lea@example.com", 3, "/#/undo-email/").await;
         confirm_address(&app, "lea@example.eu").await;
-        app.post("/api/password/reset", json!({"email": "lea@example.eu"}))
-            .await;
-        let reset = latest_link(&app, "lea@example.eu", 2, "/#/reset/").await;
+        app.ask_reset("lea@example.eu").await;
+        let reset = latest_token(&app, "lea@example.eu", 2, "/#/reset/").await;
         let body = json!({"token": reset.unwrap(), "new_password": "after the reset"});
-        let (status, body) = app.post("/api/password/reset/confirm", body).await;
-        assert_eq!(status, StatusCode::OK, "{body}");
+        expect(
+            StatusCode::OK,
+            app.post("/api/password/reset/confirm", body).await,
+        );
         let third = undo(&app, &third.unwrap()).await;
         assert_refused(&third, StatusCode::BAD_REQUEST, "invalid_token");
         // Nothing was undone: the address is the latest, confirmed.
@@ -299,10 +264,9 @@ on_both!(
         // The new address confirmed too (the thief holds it): the link
         // still undoes the change.
         confirm_address(&app, "ida@example.net").await;
-        let link = latest_link(&app, "ida@example.org", 2, "/#/undo-email/").await;
+        let link = latest_token(&app, "ida@example.org", 2, "/#/undo-email/").await;
         app.clock.advance_ms(60_000);
-        let (status, body) = undo(&app, &link.unwrap()).await;
-        assert_eq!(status, StatusCode::OK, "{body}");
+        expect(StatusCode::OK, undo(&app, &link.unwrap()).await);
         let owner = app.another_client();
         assert_eq!(owner.login("ida", PASSWORD).await.0, StatusCode::OK);
         let (_, account) = owner.get("/api/account").await;
@@ -352,12 +316,7 @@ on_both!(a_stolen_session_cannot_take_the_account, |app| {
         .put_json("/api/account/email", json!({"email": THIEF}))
         .await;
     assert_refused(&refused, StatusCode::UNPROCESSABLE_ENTITY, "validation");
-    let refused = app
-        .put_json(
-            "/api/account/email",
-            json!({"email": THIEF, "current_password": "a guess at it"}),
-        )
-        .await;
+    let refused = app.change_email(THIEF, "a guess at it").await;
     assert_refused(&refused, StatusCode::UNPROCESSABLE_ENTITY, "validation");
     assert!(
         refused.1["error"]["message"]
@@ -371,25 +330,15 @@ on_both!(a_stolen_session_cannot_take_the_account, |app| {
     assert_eq!(account["identity"]["email"], "owen@example.org");
     assert!(account["email_confirmed_at"].is_string(), "{account}");
     // A reset for the thief's address sends nothing (no account has it).
-    let (status, _) = app
-        .post("/api/password/reset", json!({"email": THIEF}))
-        .await;
+    let (status, _) = app.ask_reset(THIEF).await;
     assert_eq!(status, StatusCode::ACCEPTED);
     assert_eq!(reset_links(&app, "owen").await, 0);
 
     // With the password too (a thief who has it, or the owner), the new
     // address is not confirmed: a reset does not go to it.
-    let (status, account) = app
-        .put_json(
-            "/api/account/email",
-            json!({"email": THIEF, "current_password": PASSWORD}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{account}");
+    let account = expect(StatusCode::OK, app.change_email(THIEF, PASSWORD).await);
     assert_eq!(account["identity"]["email"], THIEF);
-    let (status, _) = app
-        .post("/api/password/reset", json!({"email": THIEF}))
-        .await;
+    let (status, _) = app.ask_reset(THIEF).await;
     assert_eq!(status, StatusCode::ACCEPTED);
     assert_eq!(
         reset_links(&app, "owen").await,
@@ -411,8 +360,10 @@ on_both!(a_stolen_session_cannot_take_the_account, |app| {
     // The owner opens it (no session needed): the address is back,
     // confirmed, and every session ended, the thief's first.
     let owner = app.another_client();
-    let (status, body) = owner.post("/api/email/undo", json!({"token": undo})).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    expect(
+        StatusCode::OK,
+        owner.post("/api/email/undo", json!({"token": undo})).await,
+    );
     assert_eq!(app.get("/api/account").await.0, StatusCode::UNAUTHORIZED);
     assert_eq!(
         elsewhere.get("/api/account").await.0,
@@ -437,9 +388,7 @@ on_both!(a_stolen_session_cannot_take_the_account, |app| {
         "invalid_token",
     );
     // A reset goes to the owner's confirmed address again.
-    owner
-        .post("/api/password/reset", json!({"email": "owen@example.org"}))
-        .await;
+    owner.ask_reset("owen@example.org").await;
     assert_eq!(reset_links(&app, "owen").await, 1);
 });
 

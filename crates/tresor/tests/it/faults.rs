@@ -6,10 +6,14 @@
 //! After each: every acknowledged purchase is there, nothing was applied
 //! twice, the ledger sums to zero and the trail verifies.
 
+use crate::common::buying::{count_plays, timed_purchase};
+use crate::common::metrics;
 use crate::common::proxy::Plug;
+use crate::common::trail::assert_trail_verifies;
+use crate::common::wait::{until, until_true};
 use crate::common::{
-    Harness, Server, TestApp, TestDb, assert_ledger_balances, cookie_client, get_json, post,
-    register_and_deposit, unthrottled_flags,
+    Harness, Server, TestApp, TestDb, assert_ledger_balances, buy_at, cookie_client, get_json,
+    players_at, post, register_and_deposit, unthrottled_flags,
 };
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -20,7 +24,6 @@ use tokio::net::TcpListener;
 use tresor::metrics::Metrics;
 use tresor::service::{ManualClock, Service, Settings};
 use tresor::store::Db;
-use tresor::trail::{self, Verdict};
 use tresor_game::Stake;
 
 on_both!(
@@ -48,44 +51,31 @@ async fn readyz(base: &str) -> (u16, Value) {
     }
 }
 
+/// `/healthz` still says the process lives.
+async fn assert_lives(base: &str) {
+    let health = reqwest::get(format!("{base}/healthz")).await.unwrap();
+    assert!(health.status().is_success(), "{health:?}");
+}
+
 /// Polls `/readyz` every 20 ms until it answers `status`; how long that
 /// took. Fails after `limit`: a generous bound on a condition awaited, not a
 /// claim about speed (a loaded 2-core machine may be slow; a server that
 /// never gets there fails all the same).
 async fn readyz_becomes(base: &str, status: u16, limit: Duration) -> Duration {
     let started = Instant::now();
-    loop {
-        let (got, body) = readyz(base).await;
-        if got == status {
-            if status == 503 {
-                assert_eq!(body["error"]["code"], "not_ready", "{body}");
-            }
-            return started.elapsed();
-        }
-        assert!(
-            started.elapsed() < limit,
-            "/readyz still answers {got} after {limit:?}: {body}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    let body = until(
+        format!("/readyz answering {status}"),
+        limit,
+        || async move {
+            let (got, body) = readyz(base).await;
+            (got == status).then_some(body)
+        },
+    )
+    .await;
+    if status == 503 {
+        assert_eq!(body["error"]["code"], "not_ready", "{body}");
     }
-}
-
-/// The trail verifies from end to end.
-async fn assert_trail_verifies(db: &Db) -> i64 {
-    match trail::verify(&db.pool, |_| {})
-        .await
-        .expect("the trail reads")
-    {
-        Verdict::Intact { records, .. } => records,
-        Verdict::Broken { seq, reason } => panic!("the trail breaks at record {seq}: {reason}"),
-    }
-}
-
-async fn count_plays(db: &Db) -> i64 {
-    sqlx::query_scalar("SELECT COUNT(*) FROM plays")
-        .fetch_one(&db.pool)
-        .await
-        .unwrap()
+    started.elapsed()
 }
 
 // ---- A writer that panics mid-load ----
@@ -115,44 +105,43 @@ async fn a_writer_that_panics_mid_load_fails_its_callers_fast_and_restarts(db: &
     let server = Server::start(db, &flags).await;
     let base = server.base.clone();
     const PLAYERS: usize = 8;
-    let mut clients = Vec::new();
-    for p in 0..PLAYERS {
-        let client = cookie_client();
-        register_and_deposit(&client, &base, &format!("player{p}"), 100_000).await;
-        clients.push(client);
-    }
+    let clients = players_at(&base, PLAYERS, 100_000).await;
 
     let started = Instant::now();
+    // The load lasts 8 s and then until the six restarts are counted (a
+    // slow machine reaches the 80th batch later), 60 s at most.
     const LOAD: Duration = Duration::from_secs(8);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let ready_samples = Arc::new(Mutex::new(Vec::<(Duration, u16)>::new()));
     let poller = {
-        let (base, samples) = (base.clone(), ready_samples.clone());
+        let (base, samples, stop) = (base.clone(), ready_samples.clone(), stop.clone());
+        let admin = server.admin_base.clone();
         tokio::spawn(async move {
-            while started.elapsed() < LOAD {
+            while !stop.load(Ordering::SeqCst) {
                 let (status, _) = readyz(&base).await;
                 samples.lock().unwrap().push((started.elapsed(), status));
+                let over = started.elapsed() >= Duration::from_secs(60)
+                    || started.elapsed() >= LOAD
+                        && metrics::read(&admin, "tresor_writer_restarts_total").await >= 6.0;
+                stop.store(over, Ordering::SeqCst);
+                // Paces the samples: one every 25 ms, all along the load.
                 tokio::time::sleep(Duration::from_millis(25)).await;
             }
         })
     };
     let mut tasks = Vec::new();
     for (p, client) in clients.iter().cloned().enumerate() {
-        let base = base.clone();
+        let (base, stop) = (base.clone(), stop.clone());
         tasks.push(tokio::spawn(async move {
             let mut attempts = Vec::new();
             let mut n = 0;
-            while started.elapsed() < LOAD {
+            while !stop.load(Ordering::SeqCst) {
                 let key = format!("p{p}-n{n}");
                 n += 1;
                 let sent = Instant::now();
-                let (status, body) = post(
-                    &client,
-                    &format!("{base}/api/plays"),
-                    &json!({"stake_cents": 50}),
-                    Some(&key),
-                )
-                .await
-                .expect("every purchase is answered");
+                let (status, body) = buy_at(&client, &base, 50, &key)
+                    .await
+                    .expect("every purchase is answered");
                 attempts.push(Attempt {
                     key,
                     status,
@@ -238,18 +227,7 @@ async fn a_writer_that_panics_mid_load_fails_its_callers_fast_and_restarts(db: &
     // again below, retrying its failed keys). Under load the six restarts may
     // outlast the load itself, so a player's last attempt may have failed.
     readyz_becomes(&base, 200, Duration::from_secs(30)).await;
-    let metrics = reqwest::get(format!("{}/metrics", server.admin_base))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let restarts: f64 = metrics
-        .lines()
-        .find_map(|line| line.strip_prefix("tresor_writer_restarts_total "))
-        .expect("the restart counter")
-        .parse()
-        .unwrap();
+    let restarts = metrics::read(&server.admin_base, "tresor_writer_restarts_total").await;
     assert!(restarts >= 6.0, "six restarts counted ({restarts})");
 
     // Every acknowledged purchase is there; no failed one was applied.
@@ -275,14 +253,7 @@ async fn a_writer_that_panics_mid_load_fails_its_callers_fast_and_restarts(db: &
             .take(3)
             .chain(player.iter().filter(|a| a.status != 201))
         {
-            let (status, play) = post(
-                client,
-                &format!("{base}/api/plays"),
-                &json!({"stake_cents": 50}),
-                Some(&attempt.key),
-            )
-            .await
-            .unwrap();
+            let (status, play) = buy_at(client, &base, 50, &attempt.key).await.unwrap();
             assert_eq!(status, 201, "{play}");
             if attempt.status == 201 {
                 assert_eq!(play["id"], attempt.body["id"], "a replay");
@@ -384,14 +355,7 @@ async fn a_writer_that_cannot_open_its_sqlite_file_is_not_ready_and_recovers_by_
         "refused for the outage, not at the budget"
     );
     assert_eq!(readyz(&base).await.0, 503, "the writer is still down");
-    // /healthz still says the process lives.
-    assert!(
-        reqwest::get(format!("{base}/healthz"))
-            .await
-            .unwrap()
-            .status()
-            .is_success()
-    );
+    assert_lives(&base).await;
 
     // The file comes back: the writer opens it at its next try.
     std::fs::remove_dir(&file).unwrap();
@@ -404,15 +368,8 @@ async fn a_writer_that_cannot_open_its_sqlite_file_is_not_ready_and_recovers_by_
         .await
         .unwrap();
     register_and_deposit(&client, &base, "late", 1_000).await;
-    let (status, play) = post(
-        &client,
-        &format!("{base}/api/plays"),
-        &json!({"stake_cents": 50}),
-        Some("after"),
-    )
-    .await
-    .unwrap();
-    assert_eq!(status, 201, "{play}");
+    let after = timed_purchase(&client, &base, "after").await;
+    assert_eq!(after.status, 201, "{}", after.body);
     assert!(service.writer.stats.restarts.get() >= 1);
     assert_ledger_balances(&service.db).await;
     assert_trail_verifies(&service.db).await;
@@ -486,14 +443,7 @@ async fn a_postgresql_cut_off_makes_readyz_fail_within_a_second_and_it_recovers_
             .is_some_and(|m| m.contains("the database")),
         "it is the database that does not answer: {body}"
     );
-    // /healthz still says the process lives.
-    assert!(
-        reqwest::get(format!("{base}/healthz"))
-            .await
-            .unwrap()
-            .status()
-            .is_success()
-    );
+    assert_lives(&base).await;
     // And every poll after it, while cut off (the pool's attempts to
     // reconnect fail too).
     for poll in 0..5 {
@@ -506,15 +456,8 @@ async fn a_postgresql_cut_off_makes_readyz_fail_within_a_second_and_it_recovers_
 
     plug.plug();
     let recovered_in = readyz_becomes(&base, 200, Duration::from_secs(30)).await;
-    let (status, play) = post(
-        &client,
-        &format!("{base}/api/plays"),
-        &json!({"stake_cents": 50}),
-        Some("after"),
-    )
-    .await
-    .unwrap();
-    assert_eq!(status, 201, "{play}");
+    let after = timed_purchase(&client, &base, "after").await;
+    assert_eq!(after.status, 201, "{}", after.body);
     assert_ledger_balances(&service.db).await;
     assert_trail_verifies(&service.db).await;
     println!(
@@ -664,22 +607,8 @@ async fn timed_buy(
     base: &str,
     key: &str,
 ) -> (u16, Option<String>, Value, Duration) {
-    let sent = Instant::now();
-    let response = client
-        .post(format!("{base}/api/plays"))
-        .header("x-requested-with", "tresor")
-        .header("idempotency-key", key)
-        .json(&json!({"stake_cents": 50}))
-        .send()
-        .await
-        .expect("the purchase is answered");
-    let status = response.status().as_u16();
-    let retry_after = response
-        .headers()
-        .get("retry-after")
-        .map(|value| value.to_str().unwrap().to_owned());
-    let body = response.json().await.unwrap_or(Value::Null);
-    (status, retry_after, body, sent.elapsed())
+    let bought = timed_purchase(client, base, key).await;
+    (bought.status, bought.retry_after, bought.body, bought.took)
 }
 
 async fn a_held_writer_answers_unavailable_within_the_outage_budget_and_the_same_key_buys_once(
@@ -703,11 +632,19 @@ async fn a_held_writer_answers_unavailable_within_the_outage_budget_and_the_same
     // The writer holds the first purchase's batch before its COMMIT (a
     // COMMIT in doubt, a failover); the second queues behind it.
     hold.store(60_000, Ordering::SeqCst);
+    let stats = &app.service.writer.stats;
+    let queued_before = stats.queued.get();
     let first = tokio::spawn({
         let (client, base) = (held.clone(), base.clone());
         async move { timed_buy(&client, &base, "held-key").await }
     });
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The writer took the first purchase from its queue into a batch.
+    until_true(
+        "the first purchase taken into a batch",
+        Duration::from_secs(30),
+        || async move { stats.queued.get() > queued_before && stats.queue_depth.get() == 0 },
+    )
+    .await;
     let second = timed_buy(&queued, &base, "queued-key").await;
     let first = first.await.unwrap();
     for (status, retry_after, body, took) in [&first, &second] {
@@ -741,18 +678,7 @@ async fn a_held_writer_answers_unavailable_within_the_outage_budget_and_the_same
         "one play per key: {plays:?}"
     );
     app.assert_ledger_balances().await;
-    let metrics = reqwest::get(format!("{}/metrics", app.admin_address))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let over_budget: f64 = metrics
-        .lines()
-        .find_map(|line| line.strip_prefix("tresor_writer_over_budget_total "))
-        .expect("the over-budget counter")
-        .parse()
-        .unwrap();
+    let over_budget = metrics::read(&app.admin_address, "tresor_writer_over_budget_total").await;
     assert!(over_budget >= 2.0, "both counted ({over_budget})");
     println!(
         "{:?}: held purchase answered 503 in {:?}, queued one in {:?} (budget {BUDGET:?}); \

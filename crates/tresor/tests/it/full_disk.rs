@@ -13,15 +13,16 @@
 //! Mounting needs root: without it the test says it was skipped, unless
 //! `TRESOR_REQUIRE_ROOT=1` (as in CI), where it fails instead.
 
-use crate::common::{TestApp, TestDb, cookie_client, register_and_deposit};
-use serde_json::{Value, json};
+use crate::common::buying::timed_purchase;
+use crate::common::trail::assert_trail_verifies;
+use crate::common::{TestApp, TestDb, cookie_client, execute, register_and_deposit};
+use serde_json::Value;
 use std::collections::HashMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use tresor::store::Backend;
-use tresor::trail::{self, Verdict};
 
 /// A tmpfs mounted over a folder, unmounted when dropped (lazily: the
 /// server's connections may still hold its files open).
@@ -78,32 +79,12 @@ impl Drop for Tmpfs {
 
 /// A purchase under `key`: its status, `Retry-After` and JSON answer.
 async fn buy(client: &reqwest::Client, base: &str, key: &str) -> (u16, Option<String>, Value) {
-    let response = client
-        .post(format!("{base}/api/plays"))
-        .header("x-requested-with", "tresor")
-        .header("idempotency-key", key)
-        .json(&json!({"stake_cents": 50}))
-        .send()
-        .await
-        .expect("the purchase is answered");
-    let status = response.status().as_u16();
-    let retry_after = response
-        .headers()
-        .get("retry-after")
-        .map(|value| value.to_str().unwrap().to_owned());
-    (
-        status,
-        retry_after,
-        response.json().await.unwrap_or(Value::Null),
-    )
+    let bought = timed_purchase(client, base, key).await;
+    (bought.status, bought.retry_after, bought.body)
 }
 
 async fn count_plays(app: &TestApp) -> usize {
-    let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM plays")
-        .fetch_one(&app.service.db.pool)
-        .await
-        .unwrap();
-    count as usize
+    crate::common::buying::count_plays(&app.service.db).await as usize
 }
 
 const PLAYERS: usize = 4;
@@ -168,10 +149,7 @@ async fn sell_into_a_full_disk(full: Full) {
     let mut reader = None;
     match full {
         Full::WalGrows => {
-            sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
-                .execute(&app.service.db.pool)
-                .await
-                .unwrap();
+            execute(&app.service.db.pool, &["PRAGMA wal_checkpoint(TRUNCATE)"]).await;
         }
         Full::IndexGrows => {
             let mut conn = app.service.db.pool.acquire().await.unwrap();
@@ -243,8 +221,7 @@ async fn sell_into_a_full_disk(full: Full) {
     assert_eq!(app.service.writer.stats.restarts.get(), 0, "no restart");
     assert_eq!(count_plays(&app).await, acknowledged.len(), "none twice");
     app.assert_ledger_balances().await;
-    let verdict = trail::verify(&app.service.db.pool, |_| {}).await.unwrap();
-    assert!(matches!(verdict, Verdict::Intact { .. }), "{verdict:?}");
+    assert_trail_verifies(&app.service.db).await;
     println!(
         "{full:?}: {} purchases acknowledged, {} answered 503 storage_full (Retry-After 30) \
          at COMMIT, each bought once when space came back",

@@ -10,7 +10,11 @@
 //! a database made before migration 0023 selling and verifying on; and
 //! `tresor serve --games` refusing a bad definition at start.
 
-use crate::common::{TestApp, TestDb, describe, player, scalar, tresor};
+pub(crate) mod browser;
+
+use crate::common::expect;
+use crate::common::sellout::{buy_until_sold_out, sold};
+use crate::common::{TestApp, TestDb, assert_exit, describe, execute, player, scalar, tresor};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -93,8 +97,7 @@ on_both!(
             .unwrap();
 
         // The lobby: island first, each stake's table rate, on sale or not.
-        let (status, games) = app.get("/api/games").await;
-        assert_eq!(status, StatusCode::OK, "{games}");
+        let games = expect(StatusCode::OK, app.get("/api/games").await);
         let ids: Vec<&str> = crate::common::items(&games, "games")
             .iter()
             .map(|g| g["id"].as_str().unwrap())
@@ -139,20 +142,28 @@ on_both!(
         app.player("ana", 5_000).await;
         // Refusals: an unknown game, a stake the game does not sell, a game
         // with no emission.
-        let (status, body) = buy_game(&app, "no-such-game", 100).await;
-        assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+        let body = expect(
+            StatusCode::NOT_FOUND,
+            buy_game(&app, "no-such-game", 100).await,
+        );
         assert_eq!(body["error"]["code"], "unknown_game");
-        let (status, body) = buy_game(&app, "pieces-d-or", 100).await;
-        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        let body = expect(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            buy_game(&app, "pieces-d-or", 100).await,
+        );
         assert_eq!(body["error"]["code"], "unknown_stake");
-        let (status, body) = buy_game(&app, "tresor-express", 100).await;
-        assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+        let body = expect(
+            StatusCode::FORBIDDEN,
+            buy_game(&app, "tresor-express", 100).await,
+        );
         assert_eq!(body["error"]["code"], "sales_closed");
         assert_eq!(app.balance().await, 5_000);
 
         // A scratch card: bought hidden, revealed by one throw.
-        let (status, bought) = buy_game(&app, "pieces-d-or", 300).await;
-        assert_eq!(status, StatusCode::CREATED, "{bought}");
+        let bought = expect(
+            StatusCode::CREATED,
+            buy_game(&app, "pieces-d-or", 300).await,
+        );
         assert_eq!(
             bought["game"],
             json!({"id": "pieces-d-or", "name": {"fr": "Pièces d'or", "en": "Gold Coins"}, "kind": "scratch"})
@@ -171,8 +182,7 @@ on_both!(
         );
         let id = bought["id"].as_i64().unwrap();
         assert_eq!(app.balance().await, 4_700);
-        let (status, revealed) = app.throw(id).await;
-        assert_eq!(status, StatusCode::OK, "{revealed}");
+        let revealed = expect(StatusCode::OK, app.throw(id).await);
         assert_eq!(revealed["state"], "finished");
         assert_eq!(revealed["throws_left"], 0);
         let cells = revealed["scenario"]["cells"].as_array().unwrap().clone();
@@ -180,8 +190,7 @@ on_both!(
         let prize = revealed["outcome"]["prize_cents"].as_i64().unwrap();
         assert_eq!(winning_amount(&cells, 3), prize, "{revealed}");
         assert_eq!(app.balance().await, 4_700 + prize);
-        let (status, body) = app.throw(id).await;
-        assert_eq!(status, StatusCode::CONFLICT, "{body}");
+        let body = expect(StatusCode::CONFLICT, app.throw(id).await);
         assert_eq!(body["error"]["code"], "play_finished");
         let (status, again) = app.play(id).await;
         assert_eq!(status, StatusCode::OK);
@@ -191,8 +200,7 @@ on_both!(
         let (_, left) = buy_game(&app, "pieces-d-or", 300).await;
         let left_id = left["id"].as_i64().unwrap();
         // The island as before: no `kind` in its scenario.
-        let (status, island) = app.buy(100).await;
-        assert_eq!(status, StatusCode::CREATED, "{island}");
+        let island = expect(StatusCode::CREATED, app.buy(100).await);
         assert_eq!(island["game"]["kind"], "island");
         assert_eq!(island["throws_left"], 4);
         assert!(island["scenario"].get("kind").is_none(), "{island}");
@@ -216,8 +224,10 @@ on_both!(
             .map(|p| p["game"]["id"].as_str().unwrap())
             .collect();
         assert_eq!(games, ["ile-au-tresor", "pieces-d-or", "pieces-d-or"]);
-        let (status, statement) = app.get("/api/account/statement?limit=100").await;
-        assert_eq!(status, StatusCode::OK, "{statement}");
+        let statement = expect(
+            StatusCode::OK,
+            app.get("/api/account/statement?limit=100").await,
+        );
         let stakes: Vec<&str> = crate::common::items(&statement["movements"], "movements")
             .iter()
             .filter(|m| m["movement"] == "stake")
@@ -248,7 +258,7 @@ async fn the_third_game_is_emitted_sold_played_and_audited_from_its_file_alone(d
     let text = String::from_utf8_lossy(&created.stdout);
     assert!(text.contains("with 2 blocks"), "{text}");
     let unknown = db.tresor(&["emission", "create", "--games", folder, "--game", "nope"]);
-    assert_eq!(unknown.status.code(), Some(2), "{}", describe(&unknown));
+    assert_exit(&unknown, 2);
 
     let service = service(db).await;
     let buyer = player(&service, "buyer").await;
@@ -328,7 +338,7 @@ async fn the_third_game_is_emitted_sold_played_and_audited_from_its_file_alone(d
             "--stake",
             &stake,
         ]);
-        assert_eq!(verify.status.code(), Some(0), "{}", describe(&verify));
+        assert_exit(&verify, 0);
         // The island's rules would not verify it.
         let island = tresor(&[
             "block",
@@ -415,7 +425,7 @@ async fn a_whole_block_of_tresor_express_sold_through_the_service_pays_exactly_i
         "--stake",
         "100",
     ]);
-    assert_eq!(verify.status.code(), Some(0), "{}", describe(&verify));
+    assert_exit(&verify, 0);
 }
 
 /// Whether each card is revealed as soon as it is bought.
@@ -462,32 +472,15 @@ async fn sell_a_whole_block(
             let buyer = player(&service, &format!("player{p}")).await;
             let cards = (units / players + 1) as i64;
             service.deposit(&buyer, stake_cents * cards).await.unwrap();
-            let mut bought = 0;
-            loop {
-                let purchase = Purchase {
-                    game,
-                    stake_cents,
-                    idempotency_key: IdempotencyKey::parse(&format!("k{bought}")).unwrap(),
-                };
-                match service.buy(&buyer, purchase).await {
-                    Ok(play) => {
-                        bought += 1;
-                        if reveal == Reveal::Each {
-                            let revealed = service.throw(&buyer, play.play_id).await.unwrap();
-                            assert_eq!(revealed.state, "finished");
-                        }
-                    }
-                    Err(tresor::error::Error::SoldOut) => break bought,
-                    Err(error) => panic!("{error}"),
-                }
-            }
+            let each = reveal == Reveal::Each;
+            buy_until_sold_out(&service, &buyer, game, stake_cents, each).await
         }));
     }
-    let mut sold = 0;
-    for task in tasks {
-        sold += task.await.unwrap();
-    }
-    assert_eq!(sold, units, "exactly the block's units were sold");
+    assert_eq!(
+        sold(tasks).await,
+        units,
+        "exactly the block's units were sold"
+    );
     if reveal == Reveal::Never {
         clock.advance_ms(service.settings.auto_settle_after_s * 1000 + 1);
         while service.settle_abandoned().await.unwrap() > 0 {}
@@ -548,10 +541,11 @@ async fn a_database_made_before_0023_keeps_selling_and_verifying(db: &TestDb) {
     // at the next start as any older database's).
     let secret = BlockSecret::from_bytes([7; 32]);
     let outcomes = block_outcomes(&secret);
-    sqlx::query("INSERT INTO accounts (id, kind, balance_cents) VALUES (100, 'player', 0)")
-        .execute(&pool)
-        .await
-        .unwrap();
+    execute(
+        &pool,
+        &["INSERT INTO accounts (id, kind, balance_cents) VALUES (100, 'player', 0)"],
+    )
+    .await;
     let old_player: i64 = sqlx::query_scalar(
         "INSERT INTO players (username, username_key, password_hash, account_id, \
          adult_declared_at_ms, rules_accepted_at_ms, created_at_ms) \
@@ -651,7 +645,7 @@ async fn a_database_made_before_0023_keeps_selling_and_verifying(db: &TestDb) {
         "--stake",
         "100",
     ]);
-    assert_eq!(verify.status.code(), Some(0), "{}", describe(&verify));
+    assert_exit(&verify, 0);
     let recheck = service.recheck_block(block).await.unwrap();
     assert!(recheck.ok, "{recheck:?}");
     assert_eq!(recheck.plays_checked, 4);
@@ -696,7 +690,7 @@ fn serve_refuses_a_catalogue_with_a_bad_definition_naming_file_line_and_rule() {
     // Above the operator's cap: 50 % against 40.
     let output = serve(&["--max-payout-percent", "40"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    assert_exit(&output, 2);
     assert!(stderr.contains("petit-coffre.toml: line"), "{stderr}");
     assert!(stderr.contains("[payout-cap]"), "{stderr}");
     // Levels that do not fill the block.
@@ -707,7 +701,7 @@ fn serve_refuses_a_catalogue_with_a_bad_definition_naming_file_line_and_rule() {
     std::fs::write(folder.path().join("petit-coffre.toml"), bad).unwrap();
     let output = serve(&[]);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    assert_exit(&output, 2);
     assert!(stderr.contains("petit-coffre.toml: line 15"), "{stderr}");
     assert!(stderr.contains("[levels-sum]"), "{stderr}");
     assert!(!data_arg.exists(), "nothing was opened");

@@ -5,41 +5,30 @@
 //! included, and a unique index behind the check); and an exclusion reaches
 //! every account of a person. Every refusal is checked to change nothing.
 
-use crate::common::TestApp;
+mod browser;
+
+use crate::common::expect;
+use crate::common::opening::assert_refused;
+use crate::common::players::player;
+use crate::common::{TestApp, execute};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-const IBAN: &str = "FR76 3000 6000 0112 3456 7890 189";
 const BORN: &str = "1980-04-02";
 
-fn opening(username: &str, birth_name: &str, first_names: &str) -> Value {
-    json!({
-        "username": username,
-        "password": "a long password",
-        "accept_rules": true,
-        "marketing_consent": false,
-        "iban": IBAN,
-        "identity": {
-            "birth_name": birth_name,
-            "first_names": first_names,
-            "birth_date": BORN,
-            "birth_place": "Nantes",
-            "address": "1 rue de la Paix, 75002 Paris",
-        },
-    })
-}
-
+/// Opens an account for real money for a person born on [`BORN`]; the answer.
 async fn open(
     app: &TestApp,
     username: &str,
     birth_name: &str,
     first_names: &str,
 ) -> (StatusCode, Value) {
-    app.post(
-        "/api/account/open",
-        opening(username, birth_name, first_names),
-    )
-    .await
+    player(username)
+        .birth_name(birth_name)
+        .first_names(first_names)
+        .born(BORN)
+        .register(app)
+        .await
 }
 
 /// Everything an opening writes: players, accounts, identities, the trail.
@@ -60,11 +49,6 @@ async fn snapshot(app: &TestApp) -> Vec<i64> {
         );
     }
     counts
-}
-
-fn assert_refused(answer: &(StatusCode, Value), status: StatusCode, code: &str) {
-    assert_eq!(answer.0, status, "{}", answer.1);
-    assert_eq!(answer.1["error"]["code"], code, "{}", answer.1);
 }
 
 on_both!(
@@ -124,8 +108,10 @@ on_both!(
         assert_eq!(snapshot(&app).await, before, "no refusal wrote anything");
         // Someone else opens, and the name is stored without its invisible
         // character.
-        let (status, body) = open(&app, "jeanne", "Du\u{AD}pond", "Jeanne").await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
+        expect(
+            StatusCode::CREATED,
+            open(&app, "jeanne", "Du\u{AD}pond", "Jeanne").await,
+        );
         let (_, account) = app.get("/api/account").await;
         assert_eq!(account["identity"]["birth_name"], "Dupond");
     }
@@ -134,8 +120,10 @@ on_both!(
 on_both!(
     older_identities_and_ban_entries_are_matched_again_at_start,
     |app| {
-        let (status, body) = open(&app, "ana", "Lefèvre", "Anne").await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
+        expect(
+            StatusCode::CREATED,
+            open(&app, "ana", "Lefèvre", "Anne").await,
+        );
         let ana = app.service.player_by_username("ana").await.unwrap();
         // As an older server left them: the soft hyphen kept, the name
         // folded the old way, no person key; the ban list keyed the old way.
@@ -170,12 +158,7 @@ on_both!(
         assert_eq!(status, StatusCode::UNAUTHORIZED);
         app.login("ana", "a long password").await;
         assert_eq!(app.get("/api/account").await.1["banned"], true);
-        let record: String =
-            sqlx::query_scalar("SELECT result FROM trail WHERE action = 'identities_rematched'")
-                .fetch_one(pool)
-                .await
-                .unwrap();
-        let record: Value = serde_json::from_str(&record).unwrap();
+        let record = trail_result(pool, "identities_rematched").await;
         assert_eq!(record["banned_player_ids"], json!([ana.id]));
         // Nothing is left to key: the next start changes nothing.
         assert_eq!(
@@ -188,8 +171,10 @@ on_both!(
 );
 
 on_both!(one_person_opens_one_account, |app| {
-    let (status, body) = open(&app, "ana", "Lefèvre", "Anne Marie").await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    expect(
+        StatusCode::CREATED,
+        open(&app, "ana", "Lefèvre", "Anne Marie").await,
+    );
     let before = snapshot(&app).await;
     // The same person written otherwise: case, accents, hyphens, spaces.
     for (i, (birth_name, first_names)) in [
@@ -217,15 +202,18 @@ on_both!(one_person_opens_one_account, |app| {
     }
     assert_eq!(snapshot(&app).await, before, "nothing written");
     // Closed, the account still is the person's.
-    let (status, body) = app
-        .post("/api/account/close", json!({"confirm": true}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    expect(
+        StatusCode::OK,
+        app.post("/api/account/close", json!({"confirm": true}))
+            .await,
+    );
     let answer = open(&app.another_client(), "ana_again", "Lefèvre", "Anne Marie").await;
     assert_refused(&answer, StatusCode::CONFLICT, "person_has_account");
     // Another person born the same day is another person.
-    let (status, body) = open(&app.another_client(), "bea", "Lefèvre", "Béatrice").await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    expect(
+        StatusCode::CREATED,
+        open(&app.another_client(), "bea", "Lefèvre", "Béatrice").await,
+    );
 
     // Two openings of one person at once: one account.
     let (one, two) = (app.another_client(), app.another_client());
@@ -266,21 +254,22 @@ on_both!(
     |app| {
         // Two accounts of one person, as a database from before the rule
         // holds them: opened as two people, then found to be one.
-        let (status, body) = open(&app, "ana", "Lefèvre", "Anne").await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
+        expect(
+            StatusCode::CREATED,
+            open(&app, "ana", "Lefèvre", "Anne").await,
+        );
         let other = app.another_client();
-        let (status, body) = open(&other, "ana_bis", "Autre", "Anne").await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
+        expect(
+            StatusCode::CREATED,
+            open(&other, "ana_bis", "Autre", "Anne").await,
+        );
         let second = app.service.player_by_username("ana_bis").await.unwrap();
         app.service
             .credit_as(tresor::trail::Actor::staff("cleo"), &second, 1_000)
             .await
             .unwrap();
         let pool = &app.service.db.pool;
-        sqlx::query("UPDATE identities SET person_key = NULL")
-            .execute(pool)
-            .await
-            .unwrap();
+        execute(pool, &["UPDATE identities SET person_key = NULL"]).await;
         sqlx::query("UPDATE identities SET birth_name = 'Lefevre' WHERE player_id = $1")
             .bind(second.id)
             .execute(pool)
@@ -307,19 +296,28 @@ on_both!(
 
         // The person excludes themselves on one account: both are excluded,
         // and the other's session ends.
-        let (status, body) = app.post("/api/exclusion", json!({"period": "1m"})).await;
-        assert_eq!(status, StatusCode::OK, "{body}");
+        expect(
+            StatusCode::OK,
+            app.post("/api/exclusion", json!({"period": "1m"})).await,
+        );
         assert_eq!(other.get("/api/me").await.0, StatusCode::UNAUTHORIZED);
-        let (status, body) = other.login("ana_bis", "a long password").await;
-        assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+        let body = expect(
+            StatusCode::FORBIDDEN,
+            other.login("ana_bis", "a long password").await,
+        );
         assert_eq!(body["error"]["code"], "excluded");
-        let record: String =
-            sqlx::query_scalar("SELECT result FROM trail WHERE action = 'exclude'")
-                .fetch_one(pool)
-                .await
-                .unwrap();
-        let record: Value = serde_json::from_str(&record).unwrap();
+        let record = trail_result(pool, "exclude").await;
         assert_eq!(record["also_excluded_player_ids"], json!([second.id]));
         app.assert_ledger_balances().await;
     }
 );
+
+/// The result of the trail's record of `action` (the only one), as JSON.
+async fn trail_result(pool: &sqlx::AnyPool, action: &str) -> Value {
+    let record: String = sqlx::query_scalar("SELECT result FROM trail WHERE action = $1")
+        .bind(action)
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    serde_json::from_str(&record).unwrap()
+}

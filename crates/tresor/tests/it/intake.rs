@@ -10,97 +10,52 @@
 //!   account and minute (the others counted in the next record): each wrote
 //!   a record, with no throttle.
 
-use crate::common::TestApp;
-use crate::common::opening::{PASSWORD, console_as, console_post, count, open_account};
+mod browser;
+
+use crate::common::expect;
+use crate::common::items;
+use crate::common::opening::{PDF, count, open_account};
+use crate::common::players::session_cookie;
+use crate::common::staff::logged_in;
+use crate::common::texts;
 use reqwest::StatusCode;
 use serde_json::json;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tresor::staff::Role;
 
-/// `username` logs in on a client of its own: the session's cookie.
-async fn session_cookie(app: &TestApp, username: &str) -> String {
-    let response = reqwest::Client::new()
-        .post(format!("{}/api/login", app.address))
-        .header("x-requested-with", "tresor")
-        .json(&json!({"username": username, "password": PASSWORD}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), StatusCode::OK);
-    let cookie = response.headers()["set-cookie"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    cookie.split(';').next().unwrap().to_owned()
-}
-
 on_both!(a_documents_name_loses_its_format_characters, |app| {
     open_account(&app, "rlo").await;
-    let cookie = session_cookie(&app, "rlo").await;
-    let client = reqwest::Client::new();
-    let response = client
-        .post(format!("{}/api/account/documents", app.address))
-        .query(&[("kind", "identity"), ("name", "passwd\u{202E}fdp.exe")])
-        .header("cookie", &cookie)
-        .header("x-requested-with", "tresor")
-        .body(crate::common::opening::PDF.to_vec())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), StatusCode::CREATED);
-    let sent: serde_json::Value = response.json().await.unwrap();
+    let sent = expect(
+        StatusCode::CREATED,
+        app.upload("identity", "passwd\u{202E}fdp.exe", PDF).await,
+    );
     assert_eq!(sent["name"], "passwdfdp.exe", "{sent}");
-    let response = client
-        .post(format!("{}/api/account/documents", app.address))
-        .query(&[
-            ("kind", "iban_proof"),
-            ("name", "\u{2067}rib\u{200B}\u{00AD}\u{FEFF}.pdf\u{2069}"),
-        ])
-        .header("cookie", &cookie)
-        .header("x-requested-with", "tresor")
-        .body(crate::common::opening::PDF.to_vec())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), StatusCode::CREATED);
+    let name = "\u{2067}rib\u{200B}\u{00AD}\u{FEFF}.pdf\u{2069}";
+    expect(
+        StatusCode::CREATED,
+        app.upload("iban_proof", name, PDF).await,
+    );
     // A control character in the name is refused at the edge (issue 42,
     // finding 10).
-    let response = client
-        .post(format!("{}/api/account/documents", app.address))
-        .query(&[("kind", "iban_proof"), ("name", "rib\u{0007}.pdf")])
-        .header("cookie", &cookie)
-        .header("x-requested-with", "tresor")
-        .body(crate::common::opening::PDF.to_vec())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
-    let refused: serde_json::Value = response.json().await.unwrap();
+    let refused = expect(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        app.upload("iban_proof", "rib\u{0007}.pdf", PDF).await,
+    );
     assert_eq!(refused["error"]["code"], "control_character", "{refused}");
-    let listed: serde_json::Value = client
-        .get(format!("{}/api/account/documents", app.address))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let mut names: Vec<&str> = listed["documents"]
-        .as_array()
-        .unwrap()
+    let (_, listed) = app.get("/api/account/documents").await;
+    let mut names: Vec<&str> = items(&listed["documents"], "documents")
         .iter()
         .map(|d| d["name"].as_str().unwrap())
         .collect();
     names.sort();
     assert_eq!(names, ["passwdfdp.exe", "rib.pdf"], "{listed}");
     // Stored without them: what the console and the trail show.
-    let stored: Vec<String> =
-        sqlx::query_scalar("SELECT name FROM identity_documents ORDER BY name")
-            .fetch_all(&app.service.db.pool)
-            .await
-            .unwrap();
+    let stored = texts(
+        &app.service.db.pool,
+        "SELECT name FROM identity_documents ORDER BY name",
+    )
+    .await;
     assert_eq!(stored, ["passwdfdp.exe", "rib.pdf"]);
     for name in &stored {
         assert!(
@@ -148,25 +103,17 @@ on_both!(
             0
         );
         // A file within the limit is still taken.
-        let response = reqwest::Client::new()
-            .post(format!(
-                "{}/api/account/documents?kind=identity",
-                app.address
-            ))
-            .header("cookie", &cookie)
-            .header("x-requested-with", "tresor")
-            .body(crate::common::opening::PDF.to_vec())
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), StatusCode::CREATED);
+        expect(
+            StatusCode::CREATED,
+            app.upload("identity", "scan.pdf", PDF).await,
+        );
     }
 );
 
 on_both!(a_viewers_refusals_are_recorded_once_a_minute, |app| {
     app.player("bob", 1_000).await;
     let bob = app.service.player_by_username("bob").await.unwrap();
-    let (viewer, _) = console_as(&app, "vic", Role::Viewer).await;
+    let (viewer, _) = logged_in(&app, "vic", Role::Viewer).await;
     let records = || {
         count(
             &app,
@@ -176,8 +123,7 @@ on_both!(a_viewers_refusals_are_recorded_once_a_minute, |app| {
     let before = count(&app, "SELECT COUNT(*) FROM trail").await;
     let credit = format!("/console/api/players/{}/credit", bob.id);
     for _ in 0..50 {
-        let (status, body) =
-            console_post(&viewer, &app, &credit, json!({"amount_cents": 100})).await;
+        let (status, body) = viewer.post(&credit, json!({"amount_cents": 100})).await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
         assert_eq!(body["error"]["code"], "forbidden");
     }
@@ -186,13 +132,9 @@ on_both!(a_viewers_refusals_are_recorded_once_a_minute, |app| {
     assert_eq!(count(&app, "SELECT COUNT(*) FROM trail").await, before + 1);
     // A minute on, the next refusal is recorded, with the 49 left out.
     app.clock.advance_ms(60_000);
-    let (status, _) = console_post(
-        &viewer,
-        &app,
-        &format!("/console/api/players/{}/exclude", bob.id),
-        json!({"period": "7d"}),
-    )
-    .await;
+    let (status, _) = viewer
+        .act("players", bob.id, "exclude", json!({"period": "7d"}))
+        .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert_eq!(records().await, 2);
     let last: String = sqlx::query_scalar(
@@ -204,8 +146,8 @@ on_both!(a_viewers_refusals_are_recorded_once_a_minute, |app| {
     let last: serde_json::Value = serde_json::from_str(&last).unwrap();
     assert_eq!(last["refusals_not_recorded_before"], 49, "{last}");
     // Another account's refusals are its own.
-    let (other, _) = console_as(&app, "val", Role::Viewer).await;
-    let (status, _) = console_post(&other, &app, &credit, json!({"amount_cents": 100})).await;
+    let (other, _) = logged_in(&app, "val", Role::Viewer).await;
+    let (status, _) = other.post(&credit, json!({"amount_cents": 100})).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert_eq!(
         count(

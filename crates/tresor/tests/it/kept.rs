@@ -12,13 +12,13 @@
 //! that is a link, another user's, or writable by group or others stops the
 //! server at start, naming `--kept-checkpoints`.
 
+use crate::common::process::{refused_at_start, serve_command};
 use crate::common::{
-    Server, TestDb, buy_and_play, cookie_client, describe, get_json, post, register_and_deposit,
-    tresor_command, unthrottled_flags,
+    Server, TestDb, assert_exit, buy_and_play, cookie_client, describe, get_json, post,
+    register_and_deposit, unthrottled_flags,
 };
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 on_both!(
     an_old_copy_started_without_its_kept_checkpoints_holds_sales_until_the_operator_reopens,
@@ -46,26 +46,16 @@ async fn sell(base: &str, name: &str, n: usize) -> Vec<i64> {
 
 /// Waits until `kept` holds `db`'s latest signed checkpoints (the server
 /// keeps them within a moment of their signing).
-async fn until_kept(db: &TestDb, kept: &Path) {
-    let outside = tempfile::tempdir().unwrap();
-    let latest = outside.path().join("latest.checkpoint");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
+pub(crate) async fn until_kept(db: &TestDb, kept: &Path) {
+    crate::common::trail::until_kept(kept, |latest| {
         db.tresor_ok(&[
             "audit",
             "checkpoint",
             "--out",
             &latest.display().to_string(),
         ]);
-        if std::fs::read_to_string(kept).ok() == std::fs::read_to_string(&latest).ok() {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the server never kept its latest checkpoints in {kept:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    })
+    .await;
 }
 
 /// `tresor sales status` on `db`: its JSON.
@@ -179,38 +169,15 @@ async fn a_kept_file_moved_with_its_folder_and_named_again_keeps_sales_open(db: 
 /// there.
 fn refused(db: &TestDb, kept: &Path, folder: &Path, why: &str) {
     let before = listing(folder);
-    let mut command = tresor_command();
-    command
-        .args(["serve", "--demo", "--listen", "127.0.0.1:0"])
-        .args(["--admin-listen", "127.0.0.1:0"])
-        .args(db.db_args())
-        .arg("--kept-checkpoints")
-        .arg(kept);
-    db.env(&mut command);
-    let output = within(command, Duration::from_secs(60));
-    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    let kept = kept.display().to_string();
+    let command = serve_command(db, &["--demo", "--kept-checkpoints", &kept]);
+    let output = refused_at_start(command, &format!("--kept-checkpoints {kept}"));
+    assert_exit(&output, 2);
     let stderr = String::from_utf8_lossy(&output.stderr);
     for said in ["--kept-checkpoints", &folder.display().to_string(), why] {
         assert!(stderr.contains(said), "{said:?}: {}", describe(&output));
     }
     assert_eq!(listing(folder), before, "nothing written in {folder:?}");
-}
-
-/// Runs `command` to its end, or kills it after `limit` (a server that
-/// started instead of refusing): what it printed.
-fn within(mut command: std::process::Command, limit: Duration) -> std::process::Output {
-    use std::process::Stdio;
-    let mut child = command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + limit;
-    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let _ = child.kill();
-    child.wait_with_output().unwrap()
 }
 
 fn listing(folder: &Path) -> Vec<PathBuf> {

@@ -5,9 +5,10 @@
 //! acknowledged play is in its player's history, each server sells from its
 //! own block, and the game trail verifies.
 
+use crate::common::process::own_blocks_flags;
 use crate::common::{
     Harness, Server, assert_ledger_balances, cookie_client, describe, get_json, post,
-    register_and_deposit, scalar, unthrottled_flags,
+    register_and_deposit, scalar,
 };
 use serde_json::{Value, json};
 use std::collections::{BTreeSet, HashMap};
@@ -19,14 +20,9 @@ const LOAD: Duration = Duration::from_secs(5);
 /// `tresor serve` on the test's database, unthrottled, numbering its blocks
 /// from `block_offset`, appending to its own log (writer `server{offset}`).
 async fn start_server(h: &Harness, block_offset: u32) -> Server {
-    let mut flags = vec![
-        "--block-offset".to_owned(),
-        block_offset.to_string(),
-        "--writer".to_owned(),
-        format!("server{block_offset}"),
-    ];
-    flags.extend(unthrottled_flags());
-    h.server(&flags).await
+    let writer = format!("server{block_offset}");
+    h.server(&own_blocks_flags(block_offset, Some(&writer)))
+        .await
 }
 
 /// POSTs to a server that must answer with JSON.
@@ -357,4 +353,79 @@ async fn a_players_purchases_on_two_servers_at_once_stay_within_the_stake_cap(h:
         off.is_empty(),
         "not exactly one unit sold under a cap of one: {off:?}"
     );
+}
+
+on_postgres!(a_session_ended_on_one_server_is_refused_by_the_other_at_the_very_next_purchase);
+
+/// A server takes a purchase's session from its cache (issue 46), which a
+/// logout on another server never tells: the batch that would sell reads the
+/// session's end, and the very next purchase is refused, nothing sold.
+async fn a_session_ended_on_one_server_is_refused_by_the_other_at_the_very_next_purchase(
+    h: &Harness,
+) {
+    let servers = [start_server(h, 0).await, start_server(h, 1).await];
+    let client = reqwest::Client::new();
+    let send = |base: &str, path: &str, body: Value, cookie: Option<&str>, key: Option<&str>| {
+        let mut request = client
+            .post(format!("{base}{path}"))
+            .header("x-requested-with", "tresor")
+            .json(&body);
+        if let Some(cookie) = cookie {
+            request = request.header("cookie", cookie);
+        }
+        if let Some(key) = key {
+            request = request.header("idempotency-key", key);
+        }
+        request.send()
+    };
+    let body = json!({"username": "roamer", "password": "a long password", "adult": true, "accept_rules": true});
+    let registered = send(&servers[0].base, "/api/register", body, None, None)
+        .await
+        .unwrap();
+    assert_eq!(registered.status(), 201);
+    let cookie = crate::common::cookie::set_cookie(registered.headers());
+    let deposit = json!({"amount_cents": 5_000});
+    let deposited = send(
+        &servers[0].base,
+        "/api/demo/deposit",
+        deposit,
+        Some(&cookie),
+        None,
+    );
+    assert_eq!(deposited.await.unwrap().status(), 200);
+    let stake = json!({"stake_cents": 100});
+    for n in 0..3 {
+        let key = format!("roamer-{n}");
+        let bought = send(
+            &servers[0].base,
+            "/api/plays",
+            stake.clone(),
+            Some(&cookie),
+            Some(&key),
+        );
+        assert_eq!(bought.await.unwrap().status(), 201);
+    }
+    let logout = send(
+        &servers[1].base,
+        "/api/logout",
+        json!({}),
+        Some(&cookie),
+        None,
+    );
+    assert_eq!(logout.await.unwrap().status(), 204);
+    let refused = send(
+        &servers[0].base,
+        "/api/plays",
+        stake,
+        Some(&cookie),
+        Some("roamer-3"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(refused.status(), 401);
+    let error: Value = refused.json().await.unwrap();
+    assert_eq!(error["error"]["reason"], "session_ended", "{error}");
+    let store = h.connect().await;
+    let plays = scalar(&store.pool, "SELECT COUNT(*) FROM plays").await;
+    assert_eq!(plays, 3, "nothing sold in a session that ended");
 }

@@ -8,8 +8,10 @@
 //! reads is asked with a real id (a play, a deposit, a document…) and must
 //! answer: 404s alone would prove little (issue 44). On both databases.
 
-use crate::common::opening::{PASSWORD, console, console_as, deposit, open_account};
-use crate::common::{TestApp, cookie_client, get_json, post, scalar};
+use crate::common::expect;
+use crate::common::opening::{PASSWORD, deposit, open_account};
+use crate::common::staff::{console, logged_in};
+use crate::common::{TestApp, cookie_client, get_json, maybe_header, post, scalar};
 use reqwest::{Method, StatusCode};
 use tresor::staff::Role;
 
@@ -141,10 +143,7 @@ async fn every_answer_is_no_store(
             .await
             .unwrap();
         let status = response.status();
-        let cache = response
-            .headers()
-            .get("cache-control")
-            .map(|v| v.to_str().unwrap().to_owned());
+        let cache = maybe_header(&response, "cache-control");
         assert!(
             cache.as_deref().is_some_and(|c| c.contains("no-store")),
             "{who}: {method} {path} answered {status} with Cache-Control {cache:?}"
@@ -169,11 +168,9 @@ fn edge_refusals(prefix: &str, route: &str) -> Vec<(Method, String)> {
 /// reproduction). Returns the client and the real id of each route's
 /// segment (`plays` → the play's id).
 async fn player_with_data(app: &TestApp) -> (reqwest::Client, Vec<(&'static str, String)>) {
-    open_account(app, "nora").await;
+    let player_id = open_account(app, "nora").await.id;
     let deposit_id = deposit(app, 5000).await;
-    let (status, play) = app.buy(100).await;
-    assert_eq!(status, StatusCode::CREATED, "{play}");
-    let player_id = app.service.player_by_username("nora").await.unwrap().id;
+    let play = expect(StatusCode::CREATED, app.buy(100).await);
     let player = cookie_client();
     let (status, body) = post(
         &player,
@@ -257,11 +254,16 @@ async fn the_console_answers_no_store(app: &TestApp, ids: &[(&str, String)]) {
         "{routes:?}"
     );
     let operator = console(app, "olga").await;
-    let (auditor, _) = console_as(app, "aude", Role::Auditor).await;
-    every_read_answers(&[&operator, &auditor], &app.admin_address, &routes).await;
+    let (auditor, _) = logged_in(app, "aude", Role::Auditor).await;
+    every_read_answers(
+        &[&operator.client, &auditor.client],
+        &app.admin_address,
+        &routes,
+    )
+    .await;
     routes.extend(edge_refusals("/console/api", "withdrawals"));
     every_answer_is_no_store(
-        &operator,
+        &operator.client,
         &app.admin_address,
         "tresor-console",
         &routes,

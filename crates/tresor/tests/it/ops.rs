@@ -9,6 +9,7 @@
 //! Without promtool those checks say they were skipped, unless
 //! `TRESOR_REQUIRE_PROMTOOL=1`, where they fail instead.
 
+use crate::common::metrics::{self, samples};
 use crate::common::{Harness, Server, cookie_client, post, register_and_deposit};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -38,24 +39,7 @@ fn read_ops(name: &str) -> String {
 
 /// `GET /metrics` on the server's operator listener: the OpenMetrics text.
 async fn scrape(server: &Server) -> String {
-    let response = reqwest::get(format!("{}/metrics", server.admin_base))
-        .await
-        .expect("the operator listener answers");
-    assert_eq!(response.status(), 200);
-    let text = response.text().await.unwrap();
-    assert!(text.ends_with("# EOF\n"), "a whole OpenMetrics text");
-    text
-}
-
-/// Each sample of a scrape by its series (`name{labels}` as exported).
-fn samples(text: &str) -> BTreeMap<String, f64> {
-    text.lines()
-        .filter(|line| !line.starts_with('#') && !line.is_empty())
-        .map(|line| {
-            let (series, value) = line.rsplit_once(' ').expect("a sample line");
-            (series.to_owned(), value.parse().expect("a number"))
-        })
-        .collect()
+    metrics::scrape(&server.admin_base).await
 }
 
 /// The value of one series; fails, showing the scrape, when it is missing.

@@ -10,12 +10,14 @@
 //! folder of random name; and outside demo mode the server starts only
 //! with `--smtp-url` or `--mail-outbox` named (exit 2 otherwise).
 
-use crate::common::{Server, TestDb, describe, tresor_command};
+use crate::common::process::{refused_at_start, serve_command};
+use crate::common::wait::until;
+use crate::common::{Server, TestDb, describe};
 use serde_json::json;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const SECRET: &str = "8f3c2a71d94be6050a1f7c3e9d2b84f6a0c5e1d7b3f9284c6e0a5d1b7c3f9e2a";
 const PAY_URL: &str = "https://pay.example/checkout?ref={deposit_id}";
@@ -38,14 +40,8 @@ struct Serving {
 
 /// `tresor serve` on `db` with `args`, once it answers `/healthz`.
 async fn serve(db: &TestDb, args: &[&str]) -> Serving {
-    let mut command = tresor_command();
-    command
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .args(["--admin-listen", "127.0.0.1:0"])
-        .args(args)
-        .args(db.db_args())
-        .stderr(Stdio::null());
-    db.env(&mut command);
+    let mut command = serve_command(db, args);
+    command.stderr(Stdio::null());
     let server = Server::spawn(command).await;
     // It says where mail goes before it says it is open.
     let said_outbox = server.printed.lines().iter().find_map(|line| {
@@ -62,31 +58,7 @@ async fn serve(db: &TestDb, args: &[&str]) -> Serving {
 /// `tresor serve` on `db` with `args` exits 2 naming each of `named`,
 /// without serving.
 fn refused(db: &TestDb, args: &[&str], named: &[&str]) {
-    let mut command = tresor_command();
-    command
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .args(["--admin-listen", "127.0.0.1:0"])
-        .args(args)
-        .args(db.db_args())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    db.env(&mut command);
-    let mut child = command.spawn().expect("start tresor serve");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!("tresor serve {args:?} started: {}", describe(&out));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        !String::from_utf8_lossy(&out.stdout).contains("is open at"),
-        "tresor serve {args:?} started: {}",
-        describe(&out)
-    );
+    let out = refused_at_start(serve_command(db, args), &format!("serve {args:?}"));
     assert_eq!(out.status.code(), Some(2), "{args:?}: {}", describe(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     for name in named {
@@ -115,18 +87,16 @@ async fn open_with_email(base: &str, username: &str) {
 
 /// The `.eml` files of `dir`, once there are `at_least` (10 s at most).
 async fn messages(dir: &Path, at_least: usize) -> Vec<PathBuf> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
+    let what = format!("{at_least} messages in {dir:?}");
+    until(what, Duration::from_secs(10), || {
         let found: Vec<PathBuf> = std::fs::read_dir(dir)
             .unwrap()
             .map(|e| e.unwrap().path())
             .filter(|p| p.extension().is_some_and(|e| e == "eml"))
             .collect();
-        if found.len() >= at_least || Instant::now() > deadline {
-            return found;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        async move { (found.len() >= at_least).then_some(found) }
+    })
+    .await
 }
 
 async fn the_demos_outbox_is_private_by_default(db: &TestDb) {

@@ -7,84 +7,28 @@
 //! (its other console sessions ended),
 //! and the player's list of sessions (ending one, or all the others).
 
-use crate::common::TestApp;
+mod browser;
+
+use crate::common::expect;
 use crate::common::opening::{
-    CONSOLE_PASSWORD, IBAN, PASSWORD, assert_refused, console_enrolled, console_login,
-    console_post, console_status, count, deposit, link_in, mails_to, open_account, webhook,
+    PASSWORD, assert_invalid, assert_refused, confirm_address, count, link_in, mails_to,
+    open_account, token_of, webhook, withdraw,
 };
+use crate::common::players::player;
+use crate::common::staff::{CONSOLE_PASSWORD, Console, logged_in};
+use crate::common::texts;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
+use tresor::staff::Role;
 
 const FIREFOX: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
 const CHROME: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36";
-
-/// A browser of its own (cookie jar, User-Agent) on the players' site.
-struct Browser {
-    base: String,
-    client: reqwest::Client,
-}
-
-impl Browser {
-    fn new(app: &TestApp, user_agent: &str) -> Browser {
-        Browser {
-            base: app.address.clone(),
-            client: reqwest::Client::builder()
-                .cookie_store(true)
-                .user_agent(user_agent)
-                .build()
-                .unwrap(),
-        }
-    }
-
-    async fn send(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        body: Option<Value>,
-    ) -> (StatusCode, Value) {
-        let mut request = self
-            .client
-            .request(method, format!("{}{path}", self.base))
-            .header("x-requested-with", "tresor");
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        let response = request.send().await.unwrap();
-        let status = response.status();
-        let text = response.text().await.unwrap();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
-    }
-
-    async fn get(&self, path: &str) -> (StatusCode, Value) {
-        self.send(reqwest::Method::GET, path, None).await
-    }
-
-    async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
-        self.send(reqwest::Method::POST, path, Some(body)).await
-    }
-
-    async fn login(&self, username: &str, password: &str) -> (StatusCode, Value) {
-        self.post(
-            "/api/login",
-            json!({"username": username, "password": password}),
-        )
-        .await
-    }
-}
-
-/// The token at the end of a link.
-fn token_of(link: &str) -> String {
-    link.rsplit('/').next().unwrap().to_owned()
-}
 
 on_both!(
     a_password_change_asks_the_current_one_and_ends_other_sessions,
     |app| {
         open_account(&app, "paula").await;
-        let other = Browser::new(&app, CHROME);
+        let other = app.another_browser(CHROME);
         assert_eq!(other.login("paula", PASSWORD).await.0, StatusCode::OK);
         let trail = count(&app, "SELECT COUNT(*) FROM trail").await;
         for (current, new, field) in [
@@ -95,25 +39,15 @@ on_both!(
             ),
             (PASSWORD, "short", "new_password"),
         ] {
-            let refused = app
-                .post(
-                    "/api/account/password",
-                    json!({"current_password": current, "new_password": new}),
-                )
-                .await;
-            assert_refused(&refused, StatusCode::UNPROCESSABLE_ENTITY, "validation");
-            let message = refused.1["error"]["message"].as_str().unwrap();
-            assert!(message.starts_with(field), "{message}");
+            let refused = app.change_password(current, new).await;
+            assert_invalid(&refused, field);
         }
         assert_eq!(count(&app, "SELECT COUNT(*) FROM trail").await, trail);
         assert_eq!(other.get("/api/account").await.0, StatusCode::OK);
-        let (status, body) = app
-            .post(
-                "/api/account/password",
-                json!({"current_password": PASSWORD, "new_password": "a brand new password"}),
-            )
-            .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
+        let body = expect(
+            StatusCode::OK,
+            app.change_password(PASSWORD, "a brand new password").await,
+        );
         assert_eq!(body["sessions_ended"], 1);
         // This browser stays; the other is logged out.
         assert_eq!(app.get("/api/account").await.0, StatusCode::OK);
@@ -137,27 +71,13 @@ on_both!(
     }
 );
 
-/// Confirms the address `app`'s player opened with (a reset goes only to a
-/// confirmed address).
-async fn confirm_address(app: &TestApp, email: &str) {
-    let mails = mails_to(app, email, 1).await;
-    let token = token_of(&link_in(&mails[0], "/#/confirm-email/"));
-    let (status, body) = app
-        .post("/api/email/confirm", json!({"token": token}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-}
-
 on_both!(a_reset_link_works_once_and_expires, |app| {
     open_account(&app, "rita").await;
     confirm_address(&app, "rita@example.org").await;
-    let (status, body) = app
-        .post(
-            "/api/password/reset",
-            json!({"email": "  RITA@Example.org "}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    expect(
+        StatusCode::ACCEPTED,
+        app.ask_reset("  RITA@Example.org ").await,
+    );
     let mails = mails_to(&app, "rita@example.org", 2).await;
     let reset = mails
         .iter()
@@ -176,20 +96,12 @@ on_both!(a_reset_link_works_once_and_expires, |app| {
         0
     );
     // A short password is refused and spends nothing.
-    let refused = app
-        .post(
-            "/api/password/reset/confirm",
-            json!({"token": token, "new_password": "short"}),
-        )
-        .await;
+    let refused = app.reset_password(&token, "short").await;
     assert_refused(&refused, StatusCode::UNPROCESSABLE_ENTITY, "validation");
-    let (status, body) = app
-        .post(
-            "/api/password/reset/confirm",
-            json!({"token": token, "new_password": "the reset password"}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    expect(
+        StatusCode::OK,
+        app.reset_password(&token, "the reset password").await,
+    );
     // Every session ended, this browser's too.
     assert_eq!(app.get("/api/account").await.0, StatusCode::UNAUTHORIZED);
     assert_eq!(
@@ -197,12 +109,7 @@ on_both!(a_reset_link_works_once_and_expires, |app| {
         StatusCode::OK
     );
     // Used once: again is refused, and the password stays.
-    let again = app
-        .post(
-            "/api/password/reset/confirm",
-            json!({"token": token, "new_password": "another password here"}),
-        )
-        .await;
+    let again = app.reset_password(&token, "another password here").await;
     assert_refused(&again, StatusCode::BAD_REQUEST, "invalid_token");
     assert_refused(
         &app.login("rita", "another password here").await,
@@ -210,8 +117,7 @@ on_both!(a_reset_link_works_once_and_expires, |app| {
         "invalid_credentials",
     );
     // A link an hour and a minute old is refused.
-    app.post("/api/password/reset", json!({"email": "rita@example.org"}))
-        .await;
+    app.ask_reset("rita@example.org").await;
     let mails = mails_to(&app, "rita@example.org", 4).await;
     let late = mails
         .iter()
@@ -222,10 +128,7 @@ on_both!(a_reset_link_works_once_and_expires, |app| {
     assert_ne!(late_token, token);
     app.clock.advance_ms(61 * 60 * 1000);
     let expired = app
-        .post(
-            "/api/password/reset/confirm",
-            json!({"token": late_token, "new_password": "another password here"}),
-        )
+        .reset_password(&late_token, "another password here")
         .await;
     assert_refused(&expired, StatusCode::BAD_REQUEST, "invalid_token");
     assert_eq!(
@@ -233,10 +136,7 @@ on_both!(a_reset_link_works_once_and_expires, |app| {
         StatusCode::OK
     );
     let garbage = app
-        .post(
-            "/api/password/reset/confirm",
-            json!({"token": "not a token", "new_password": "another password here"}),
-        )
+        .reset_password("not a token", "another password here")
         .await;
     assert_refused(&garbage, StatusCode::BAD_REQUEST, "invalid_token");
 });
@@ -282,12 +182,11 @@ on_both!(
             1
         );
         // Both askings are in the trail alike, by the address's hash only.
-        let asked_records: Vec<String> = sqlx::query_scalar(
+        let asked_records = texts(
+            &app.service.db.pool,
             "SELECT request FROM trail WHERE action = 'password_reset_asked' ORDER BY seq",
         )
-        .fetch_all(&app.service.db.pool)
-        .await
-        .unwrap();
+        .await;
         assert_eq!(asked_records.len(), 2);
         assert!(
             asked_records.iter().all(|a| !a.contains("example.org")),
@@ -302,12 +201,7 @@ on_both!(an_address_is_confirmed_by_its_link, |app| {
         app.get("/api/account").await.1["email_confirmed_at"],
         Value::Null
     );
-    let mails = mails_to(&app, "cleo@example.org", 1).await;
-    let token = token_of(&link_in(&mails[0], "/#/confirm-email/"));
-    let (status, body) = app
-        .post("/api/email/confirm", json!({"token": token}))
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    let token = confirm_address(&app, "cleo@example.org").await;
     assert!(app.get("/api/account").await.1["email_confirmed_at"].is_string());
     assert_refused(
         &app.post("/api/email/confirm", json!({"token": token}))
@@ -316,45 +210,27 @@ on_both!(an_address_is_confirmed_by_its_link, |app| {
         "invalid_token",
     );
     // A new address waits for its own confirmation.
-    let refused = app
-        .put_json(
-            "/api/account/email",
-            json!({"email": "not an address", "current_password": PASSWORD}),
-        )
-        .await;
+    let refused = app.change_email("not an address", PASSWORD).await;
     assert_refused(&refused, StatusCode::UNPROCESSABLE_ENTITY, "validation");
-    let (status, account) = app
-        .put_json(
-            "/api/account/email",
-            json!({"email": "cleo@example.net", "current_password": PASSWORD}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{account}");
+    let account = expect(
+        StatusCode::OK,
+        app.change_email("cleo@example.net", PASSWORD).await,
+    );
     assert_eq!(account["identity"]["email"], "cleo@example.net");
     assert_eq!(
         app.get("/api/account").await.1["email_confirmed_at"],
         Value::Null
     );
-    let mails = mails_to(&app, "cleo@example.net", 1).await;
-    let token = token_of(&link_in(&mails[0], "/#/confirm-email/"));
-    assert_eq!(
-        app.post("/api/email/confirm", json!({"token": token}))
-            .await
-            .0,
-        StatusCode::OK
-    );
+    confirm_address(&app, "cleo@example.net").await;
     assert!(app.get("/api/account").await.1["email_confirmed_at"].is_string());
 });
 
 on_both!(
     players_are_told_of_deposits_withdrawals_and_verification,
     |app| {
-        open_account(&app, "nora").await;
-        deposit(&app, 5000).await;
+        player("nora").real_money().deposit(5000).on(&app).await;
         // A deposit confirmed for another amount: to refund.
-        let (_, asked) = app
-            .post("/api/account/deposits", json!({"amount_cents": 1000}))
-            .await;
+        let (_, asked) = app.ask_deposit(1000).await;
         let (_, confirmed) = webhook(
             &app,
             &json!({"deposit_id": asked["id"], "transaction_id": "tx-odd", "amount_cents": 999,
@@ -362,20 +238,10 @@ on_both!(
         )
         .await;
         assert_eq!(confirmed["outcome"], "to_refund", "{confirmed}");
-        crate::common::opening::documents_verified(&app.service, "nora").await;
-        let nora = app.service.player_by_username("nora").await.unwrap();
-        let reviewed = tresor::account::Iban::parse(IBAN).unwrap();
-        app.service
-            .verify_account_as(tresor::trail::Actor::staff("vera"), &nora, &reviewed)
-            .await
-            .unwrap();
+        crate::common::players::verify_account(&app, "nora").await;
         let mut ids = Vec::new();
         for _ in 0..2 {
-            let (status, w) = app
-                .post("/api/account/withdrawals", json!({"amount_cents": 1000}))
-                .await;
-            assert_eq!(status, StatusCode::CREATED, "{w}");
-            ids.push(w["id"].as_i64().unwrap());
+            ids.push(withdraw(&app, 1000).await);
         }
         let paul = tresor::trail::Actor::staff("paul");
         app.service
@@ -414,14 +280,13 @@ on_both!(
     the_player_lists_sessions_and_ends_one_or_all_others,
     |app| {
         open_account(&app, "seb").await;
-        let firefox = Browser::new(&app, FIREFOX);
-        let chrome = Browser::new(&app, CHROME);
-        let third = Browser::new(&app, CHROME);
+        let firefox = app.another_browser(FIREFOX);
+        let chrome = app.another_browser(CHROME);
+        let third = app.another_browser(CHROME);
         for browser in [&firefox, &chrome, &third] {
             assert_eq!(browser.login("seb", PASSWORD).await.0, StatusCode::OK);
         }
-        let (status, body) = firefox.get("/api/account/sessions").await;
-        assert_eq!(status, StatusCode::OK, "{body}");
+        let body = expect(StatusCode::OK, firefox.get("/api/account/sessions").await);
         let sessions = body["sessions"].as_array().unwrap().clone();
         assert_eq!(sessions.len(), 4, "{body}");
         let mine: Vec<&Value> = sessions.iter().filter(|s| s["current"] == true).collect();
@@ -460,7 +325,7 @@ on_both!(
                 .to_owned()
         };
         open_account(&app.another_client(), "other").await;
-        let stranger = Browser::new(&app, CHROME);
+        let stranger = app.another_browser(CHROME);
         stranger.login("other", PASSWORD).await;
         assert_refused(
             &stranger
@@ -471,10 +336,12 @@ on_both!(
         );
         assert_eq!(chrome.get("/api/account").await.0, StatusCode::OK);
         // One ended.
-        let (status, body) = firefox
-            .post(&format!("/api/account/sessions/{chrome_id}/end"), json!({}))
-            .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
+        let body = expect(
+            StatusCode::OK,
+            firefox
+                .post(&format!("/api/account/sessions/{chrome_id}/end"), json!({}))
+                .await,
+        );
         assert_eq!(body["sessions_ended"], 1);
         assert_eq!(chrome.get("/api/account").await.0, StatusCode::UNAUTHORIZED);
         assert_eq!(
@@ -485,10 +352,12 @@ on_both!(
             3
         );
         // All the others.
-        let (status, body) = firefox
-            .post("/api/account/sessions/end-others", json!({}))
-            .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
+        let body = expect(
+            StatusCode::OK,
+            firefox
+                .post("/api/account/sessions/end-others", json!({}))
+                .await,
+        );
         assert_eq!(body["sessions_ended"], 2);
         assert_eq!(third.get("/api/account").await.0, StatusCode::UNAUTHORIZED);
         assert_eq!(app.get("/api/account").await.0, StatusCode::UNAUTHORIZED);
@@ -500,10 +369,10 @@ on_both!(
 on_both!(
     a_console_account_changes_its_password_and_its_other_sessions_end,
     |app| {
-        let (first, secret) = console_enrolled(&app, "olga").await;
+        let (first, secret) = logged_in(&app, "olga", Role::Operator).await;
         // A TOTP code is accepted once: the second login takes the next one.
         app.clock.advance_ms(31_000);
-        let second = console_login(&app, "olga", CONSOLE_PASSWORD, &secret)
+        let second = Console::logs_in(&app, "olga", CONSOLE_PASSWORD, &secret)
             .await
             .unwrap();
         let trail = count(&app, "SELECT COUNT(*) FROM trail").await;
@@ -515,40 +384,27 @@ on_both!(
             ),
             (CONSOLE_PASSWORD, "too short", "new_password"),
         ] {
-            let refused = console_post(
-                &first,
-                &app,
-                "/console/api/password",
-                json!({"current_password": current, "new_password": new}),
-            )
-            .await;
-            assert_refused(&refused, StatusCode::UNPROCESSABLE_ENTITY, "validation");
-            let message = refused.1["error"]["message"].as_str().unwrap();
-            assert!(message.starts_with(field), "{message}");
+            let refused = first
+                .post(
+                    "/console/api/password",
+                    json!({"current_password": current, "new_password": new}),
+                )
+                .await;
+            assert_invalid(&refused, field);
         }
         assert_eq!(count(&app, "SELECT COUNT(*) FROM trail").await, trail);
-        let (status, body) = console_post(
-            &first,
-            &app,
-            "/console/api/password",
-            json!({"current_password": CONSOLE_PASSWORD, "new_password": "a new console password"}),
-        )
-        .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
+        let body = first.ok("/console/api/password", json!({"current_password": CONSOLE_PASSWORD, "new_password": "a new console password"})).await;
         assert_eq!(body["sessions_ended"], 1);
+        assert_eq!(first.get("/console/api/me").await.0, StatusCode::OK);
         assert_eq!(
-            console_status(&first, &app, "/console/api/me").await,
-            StatusCode::OK
-        );
-        assert_eq!(
-            console_status(&second, &app, "/console/api/me").await,
+            second.get("/console/api/me").await.0,
             StatusCode::UNAUTHORIZED
         );
         app.clock.advance_ms(31_000);
-        let old = console_login(&app, "olga", CONSOLE_PASSWORD, &secret).await;
+        let old = Console::logs_in(&app, "olga", CONSOLE_PASSWORD, &secret).await;
         assert_eq!(old.err().map(|e| e.0), Some(StatusCode::UNAUTHORIZED));
         assert!(
-            console_login(&app, "olga", "a new console password", &secret)
+            Console::logs_in(&app, "olga", "a new console password", &secret)
                 .await
                 .is_ok()
         );

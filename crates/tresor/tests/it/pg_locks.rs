@@ -10,11 +10,11 @@
 //! sees every wait, where sampling `pg_locks` every 5 ms missed short ones.
 
 use crate::common::cluster::Cluster;
+use crate::common::process::own_blocks_flags;
 use crate::common::{
-    Harness, Server, assert_ledger_balances, cookie_client, post, register_and_deposit, scalar,
-    unthrottled_flags,
+    Harness, Server, assert_ledger_balances, buy_at, cookie_client, register_and_deposit, scalar,
+    throw_at,
 };
-use serde_json::json;
 use std::time::{Duration, Instant};
 
 const PLAYERS_PER_SERVER: usize = 12;
@@ -23,14 +23,8 @@ const LOAD: Duration = Duration::from_secs(5);
 /// `tresor serve` on `url`, unthrottled, selling first from its own block
 /// and appending to its own log (writer `server{offset}`).
 async fn start_server(url: &str, block_offset: u32) -> Server {
-    let mut flags = vec![
-        "--block-offset".to_owned(),
-        block_offset.to_string(),
-        "--writer".to_owned(),
-        format!("server{block_offset}"),
-    ];
-    flags.extend(unthrottled_flags());
-    Server::start_on_url(url, &flags).await
+    let writer = format!("server{block_offset}");
+    Server::start_on_url(url, &own_blocks_flags(block_offset, Some(&writer))).await
 }
 
 /// The lock waits PostgreSQL logged (`… still waiting for <lock> …`),
@@ -84,14 +78,9 @@ async fn two_servers_on_one_postgres_never_wait_on_a_lock_in_the_write_path(_h: 
             while Instant::now() < deadline {
                 n += 1;
                 let key = format!("p{p}-n{n}");
-                let (status, play) = post(
-                    &client,
-                    &format!("{base}/api/plays"),
-                    &json!({"stake_cents": 50}),
-                    Some(&key),
-                )
-                .await
-                .expect("the purchase answers with JSON");
+                let (status, play) = buy_at(&client, &base, 50, &key)
+                    .await
+                    .expect("the purchase answers with JSON");
                 assert_eq!(status, 201, "purchase on {base}: {play}");
                 sold += 1;
                 // Every other game is played to the end (its win paid from
@@ -100,14 +89,9 @@ async fn two_servers_on_one_postgres_never_wait_on_a_lock_in_the_write_path(_h: 
                 if n.is_multiple_of(2) {
                     let id = play["id"].as_i64().expect("a play id");
                     for _ in 0..4 {
-                        let (status, body) = post(
-                            &client,
-                            &format!("{base}/api/plays/{id}/throws"),
-                            &json!({}),
-                            None,
-                        )
-                        .await
-                        .expect("the throw answers with JSON");
+                        let (status, body) = throw_at(&client, &base, id)
+                            .await
+                            .expect("the throw answers with JSON");
                         assert_eq!(status, 200, "throw on {base}: {body}");
                     }
                 }

@@ -4,19 +4,16 @@
 //! (`--nocapture`) for BENCHMARKS.md; `TRESOR_REPLAY_PLAYS` makes the trail
 //! longer (300 plays by default).
 
+mod browser;
+
 use crate::common::{TestDb, player, purchase};
 use std::time::{Duration, Instant};
 use tresor::service::Service;
-use tresor_game::Stake;
 
 on_both!(a_replay_and_a_history_page_read_the_receipts_of_their_own_plays);
 
 async fn a_replay_and_a_history_page_read_the_receipts_of_their_own_plays(db: &TestDb) {
-    let (service, clock) = db.service().await;
-    service
-        .create_emission("Replays", &Stake::ALL, 1)
-        .await
-        .expect("an emission");
+    let (service, clock) = db.service_selling("Replays").await;
     let plays: usize = std::env::var("TRESOR_REPLAY_PLAYS")
         .ok()
         .and_then(|n| n.parse().ok())

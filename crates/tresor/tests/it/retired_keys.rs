@@ -5,10 +5,12 @@
 //! existed has it found once by a scan of its checkpoints (asked for by
 //! migration 0025), to the same sizes. Each test on SQLite and PostgreSQL.
 
-use crate::common::{START_MS, TestDb, player};
+mod browser;
+
+use crate::common::{START_MS, TestDb, execute, player};
 use serde_json::{Value, json};
 use tresor::logkey::LogSeed;
-use tresor::service::{ManualClock, Service};
+use tresor::service::Service;
 use tresor::store::Db;
 
 on_both!(
@@ -66,22 +68,7 @@ async fn a_writer_records_the_last_size_of_a_retired_key_and_a_scan_finds_the_sa
 
     // Started again with the new key: the writer records the old key's end
     // as it takes its log, then signs past it with the new key.
-    let db2 = Db::connect(&db.url)
-        .await
-        .expect("connect")
-        .with_secrets_key(db.secrets_key.clone())
-        .with_log_seed(&new)
-        .await
-        .expect("named");
-    db2.register_log_key(0)
-        .await
-        .expect("the new key is current");
-    let service = Service::new(
-        db2,
-        std::sync::Arc::new(ManualClock::new(START_MS)),
-        Default::default(),
-    );
-    service.open_secrets().await.expect("secrets");
+    let service = crate::common::trail::service_signing_with(db, &new).await;
     service.credit(&ann, 100).await.expect("credit");
     let recorded: Vec<(String, i64)> = sqlx::query_as("SELECT vkey, size FROM log_key_ends")
         .fetch_all(&service.db.pool)
@@ -92,14 +79,12 @@ async fn a_writer_records_the_last_size_of_a_retired_key_and_a_scan_finds_the_sa
 
     // As a database rotated before the ends were recorded: none kept, the
     // scan asked for. It finds the same, once.
-    sqlx::query("DELETE FROM log_key_ends")
-        .execute(&service.db.pool)
-        .await
-        .expect("forget the ends");
-    sqlx::query("INSERT INTO settings (key, value) VALUES ('log_key_ends_backfill', 'due')")
-        .execute(&service.db.pool)
-        .await
-        .expect("ask for the scan");
+    execute(&service.db.pool, &["DELETE FROM log_key_ends"]).await;
+    execute(
+        &service.db.pool,
+        &["INSERT INTO settings (key, value) VALUES ('log_key_ends_backfill', 'due')"],
+    )
+    .await;
     tresor::trail::retired::backfill(&service.db)
         .await
         .expect("the scan");

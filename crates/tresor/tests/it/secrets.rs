@@ -5,11 +5,13 @@
 //! wrong key is refused and changes nothing; a rotation re-seals every secret
 //! under the new key and leaves every outcome as it was.
 
-use crate::common::{TestDb, block_secrets, describe, player, purchase};
+use crate::common::{
+    TestDb, assert_exit, block_secrets, describe, execute, player, purchase, texts,
+};
 use serde_json::Value;
 use std::process::Output;
 use tresor::seal::SecretsKey;
-use tresor_game::{BlockSecret, Stake, block_outcomes};
+use tresor_game::{BlockSecret, block_outcomes};
 
 /// Runs `tresor` on `db` with `key` instead of the database's own.
 fn tresor_with_key(db: &TestDb, key: &str, args: &[&str]) -> Output {
@@ -110,11 +112,7 @@ async fn no_block_secret_is_stored_in_clear(db: &TestDb) {
 async fn the_clear_secrets_of_an_older_database_are_sealed_at_its_first_start(db: &TestDb) {
     // A database as it was before sealing: secrets in clear, no key check.
     let secrets = {
-        let (service, _) = db.service().await;
-        service
-            .create_emission("Old", &Stake::ALL, 1)
-            .await
-            .expect("an emission");
+        let (service, _) = db.service_selling("Old").await;
         let secrets = block_secrets(&service.db).await;
         for (id, secret) in &secrets {
             sqlx::query("UPDATE blocks SET secret = $1, sealed_secret = NULL WHERE id = $2")
@@ -124,10 +122,11 @@ async fn the_clear_secrets_of_an_older_database_are_sealed_at_its_first_start(db
                 .await
                 .unwrap();
         }
-        sqlx::query("DELETE FROM settings WHERE key = 'secrets_key_check'")
-            .execute(&service.db.pool)
-            .await
-            .unwrap();
+        execute(
+            &service.db.pool,
+            &["DELETE FROM settings WHERE key = 'secrets_key_check'"],
+        )
+        .await;
         service.db.pool.close().await;
         secrets
     };
@@ -142,24 +141,12 @@ async fn the_clear_secrets_of_an_older_database_are_sealed_at_its_first_start(db
     }
     let store = db.connect().await;
     let sealed = block_secrets(&store).await;
-    assert!(!secrets.is_empty(), "blocks to compare");
-    assert_eq!(
-        sealed.iter().map(|(id, _)| id).collect::<Vec<_>>(),
-        secrets.iter().map(|(id, _)| id).collect::<Vec<_>>(),
-        "the same blocks"
-    );
-    for ((id, before), (_, after)) in secrets.iter().zip(&sealed) {
-        assert_eq!(
-            before.as_bytes(),
-            after.as_bytes(),
-            "block {id} keeps its secret"
-        );
-    }
-    let actions: Vec<String> =
-        sqlx::query_scalar("SELECT action FROM trail WHERE action = 'secrets_sealed'")
-            .fetch_all(&store.pool)
-            .await
-            .unwrap();
+    assert_same_secrets(&secrets, &sealed);
+    let actions = texts(
+        &store.pool,
+        "SELECT action FROM trail WHERE action = 'secrets_sealed'",
+    )
+    .await;
     assert_eq!(actions.len(), 1, "the sealing is in the trail once");
     store.pool.close().await;
     // A second start has nothing left to seal.
@@ -220,18 +207,14 @@ async fn a_wrong_key_is_refused_with_a_clear_error_and_changes_nothing(db: &Test
         .arg("--secrets-key-file")
         .arg(&path);
     let out = command.output().unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert_exit(&out, 1);
     assert!(String::from_utf8_lossy(&out.stderr).contains("no secrets key at"));
     assert!(!path.exists(), "no new key was made for a sealed database");
     assert_eq!(snapshot(db).await, before, "nothing changed");
 }
 
 async fn a_rotation_reseals_every_secret_under_the_new_key_and_keeps_every_outcome(db: &TestDb) {
-    let (service, _) = db.service().await;
-    service
-        .create_emission("Rot", &Stake::ALL, 1)
-        .await
-        .expect("an emission");
+    let (service, _) = db.service_selling("Rot").await;
     let ana = player(&service, "ana").await;
     service.credit(&ana, 10_000).await.expect("credit");
     // A player's identity document, sealed under the same key.
@@ -285,25 +268,17 @@ async fn a_rotation_reseals_every_secret_under_the_new_key_and_keeps_every_outco
 
     // The old key is refused from now on; the new one opens the same secrets.
     let out = db.tresor(&["emission", "list"]);
-    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert_exit(&out, 1);
     assert!(String::from_utf8_lossy(&out.stderr).contains("wrong secrets key"));
     let out = tresor_with_key(db, new_key.trim(), &["emission", "list"]);
-    assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
+    assert_exit(&out, 0);
 
     let store = tresor::store::Db::connect(&db.url)
         .await
         .unwrap()
         .with_secrets_key(SecretsKey::parse_hex(&new_key).unwrap());
     let after = block_secrets(&store).await;
-    assert!(!before.is_empty(), "blocks to compare");
-    assert_eq!(
-        after.iter().map(|(id, _)| id).collect::<Vec<_>>(),
-        before.iter().map(|(id, _)| id).collect::<Vec<_>>(),
-        "the same blocks"
-    );
-    for ((id, a), (_, b)) in before.iter().zip(&after) {
-        assert_eq!(a.as_bytes(), b.as_bytes(), "block {id} keeps its secret");
-    }
+    assert_same_secrets(&before, &after);
     let rotated: i64 =
         sqlx::query_scalar("SELECT COUNT(*) FROM trail WHERE action = 'secrets_rotated'")
             .fetch_one(&store.pool)
@@ -355,3 +330,16 @@ on_both!(
     a_wrong_key_is_refused_with_a_clear_error_and_changes_nothing,
     a_rotation_reseals_every_secret_under_the_new_key_and_keeps_every_outcome,
 );
+
+/// The same blocks (some) with the same secrets, read before and after.
+fn assert_same_secrets(before: &[(i64, BlockSecret)], after: &[(i64, BlockSecret)]) {
+    assert!(!before.is_empty(), "blocks to compare");
+    assert_eq!(
+        after.iter().map(|(id, _)| id).collect::<Vec<_>>(),
+        before.iter().map(|(id, _)| id).collect::<Vec<_>>(),
+        "the same blocks"
+    );
+    for ((id, a), (_, b)) in before.iter().zip(after) {
+        assert_eq!(a.as_bytes(), b.as_bytes(), "block {id} keeps its secret");
+    }
+}

@@ -4,7 +4,7 @@
 //! existing database; one server per SQLite folder; the operator's listener
 //! apart from the players', on loopback unless told otherwise.
 
-use crate::common::{Server, TestDb, cookie_client, describe, now_ms, post};
+use crate::common::{Server, TestDb, assert_exit, buy_at, cookie_client, describe, now_ms, post};
 use serde_json::Value;
 use serde_json::json;
 use std::process::Stdio;
@@ -17,14 +17,7 @@ const PAY_URL: &str = "https://pay.example/checkout?ref={deposit_id}";
 
 /// Waits until `url` answers 200, or panics naming it.
 async fn wait_for(url: &str) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !reqwest::get(url)
-        .await
-        .is_ok_and(|r| r.status().is_success())
-    {
-        assert!(Instant::now() < deadline, "{url} never answered");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    crate::common::wait::answers(url, Duration::from_secs(60)).await;
 }
 
 async fn status(base: &str) -> Value {
@@ -151,13 +144,7 @@ async fn the_outage_budget_is_observed(
         sqlx::query(statement).execute(&mut *holder).await.unwrap();
     }
     let asked = Instant::now();
-    let answer = post(
-        player,
-        &format!("{base}/api/plays"),
-        &json!({"stake_cents": 100}),
-        Some("held-by-another"),
-    )
-    .await;
+    let answer = buy_at(player, base, 100, "held-by-another").await;
     let took = asked.elapsed();
     sqlx::query("ROLLBACK").execute(&mut *holder).await.unwrap();
     let (code, body) = answer.expect("an answer");
@@ -182,7 +169,7 @@ async fn demo_mode_is_never_switched_on_for_an_existing_database_created_without
         "--admin-listen",
         "127.0.0.1:0",
     ]);
-    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert_exit(&out, 2);
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("created without demo mode"),
         "{}",
@@ -219,34 +206,14 @@ fn refused_on(db: &TestDb, host: &str, args: &[&str], env: &[(&str, &str)], name
         .args(["serve", "--listen", &format!("{host}:0")])
         .args(["--admin-listen", "127.0.0.1:0"])
         .args(args)
-        .args(db.db_args())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .args(db.db_args());
     db.env(&mut command);
     for (name, value) in env {
         command.env(name, value);
     }
-    let mut child = command.spawn().expect("start tresor serve");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!("tresor serve {args:?} {env:?} started: {}", describe(&out));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        !String::from_utf8_lossy(&out.stdout).contains("is open at"),
-        "tresor serve {args:?} {env:?} started: {}",
-        describe(&out)
-    );
+    let out = crate::common::process::refused_at_start(command, &format!("{args:?} {env:?}"));
     assert_eq!(
-        status.code(),
+        out.status.code(),
         Some(2),
         "{args:?} {env:?}: {}",
         describe(&out)
@@ -383,7 +350,7 @@ async fn a_second_server_on_the_same_folder_exits_naming_the_first() {
         "--admin-listen",
         "127.0.0.1:0",
     ]);
-    assert_eq!(out.status.code(), Some(1), "{}", describe(&out));
+    assert_exit(&out, 1);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains(&format!("pid {}", first.pid())),
@@ -430,7 +397,7 @@ async fn an_operator_listener_off_loopback_is_refused_unless_allowed() {
         "--admin-listen",
         "0.0.0.0:0",
     ]);
-    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert_exit(&out, 2);
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a loopback address"));
 
     // Allowed: it serves the metrics on every address, 127.0.0.1 included.
@@ -537,15 +504,12 @@ async fn the_readme_s_first_command_leaves_the_repository_s_tree_clean() {
             .filter_map(|e| e.ok())
             .any(|e| e.file_name().to_string_lossy().ends_with(".checkpoints"))
     };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !kept() {
-        assert!(
-            Instant::now() < deadline,
-            "no checkpoints kept in {:?}",
-            folder.path()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let what = format!("checkpoints kept in {:?}", folder.path());
+    crate::common::wait::until_true(what, Duration::from_secs(30), || {
+        let done = kept();
+        async move { done }
+    })
+    .await;
     drop(server);
     let status = git(&[
         "status",

@@ -7,6 +7,8 @@
 //! idle between requests, or trickling their headers) are closed at the
 //! timeouts the flags set, each after its own and within a second of it.
 
+use crate::common::process::under_ulimit;
+use crate::common::wait::{answers, until};
 use crate::common::{Server, TestDb};
 use std::net::{IpAddr, Ipv4Addr};
 use std::process::Command;
@@ -26,26 +28,24 @@ async fn start(db: &TestDb, nofile: u32, env: &[(&str, &str)]) -> Server {
 /// Starts the server under `ulimit {limit}` (`-S -n 1024`: only the soft
 /// limit) with `env`, and waits until it answers.
 async fn start_under(db: &TestDb, limit: &str, env: &[(&str, &str)]) -> Server {
-    let tresor = crate::common::tresor_command();
-    let mut command = Command::new("sh");
-    command
-        .args(["-c", &format!("ulimit {limit} && exec \"$@\""), "sh"])
-        .arg(tresor.get_program())
-        .args(["serve", "--demo", "--listen", "127.0.0.1:0"])
-        .args(["--admin-listen", "127.0.0.1:0"])
-        .args(db.db_args());
-    for (name, value) in tresor.get_envs() {
-        match value {
-            Some(value) => command.env(name, value),
-            None => command.env_remove(name),
-        };
-    }
-    db.env(&mut command);
-    for (name, value) in env {
-        command.env(name, value);
-    }
+    let mut command = under_ulimit(&Server::demo_command(db, &[]), limit);
+    command.envs(env.iter().copied());
     // `sh` execs the server: its process is the server's.
     Server::spawn(command).await
+}
+
+/// `GET /api/status` on `base` from the local address `from` answers 200.
+async fn status_answers_from(base: &str, from: IpAddr) {
+    let client = reqwest::Client::builder()
+        .local_address(from)
+        .build()
+        .unwrap();
+    let status = client
+        .get(format!("{base}/api/status"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status.status(), 200);
 }
 
 /// Opens `count` connections to `base` that send [`PARTIAL`] and no more;
@@ -140,16 +140,7 @@ async fn slow_connections_from_eight_addresses_under_a_soft_limit_of_1024(db: &T
     let local = IpAddr::V4(Ipv4Addr::LOCALHOST);
     let players = answers_within_a_second(&format!("{}/healthz", server.base), ninth).await;
     let operator = answers_within_a_second(&format!("{}/healthz", server.admin_base), local).await;
-    let client = reqwest::Client::builder()
-        .local_address(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 10)))
-        .build()
-        .unwrap();
-    let status = client
-        .get(format!("{}/api/status", server.base))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(status.status(), 200);
+    status_answers_from(&server.base, IpAddr::V4(Ipv4Addr::new(127, 0, 0, 10))).await;
     println!(
         "{} slow connections from 8 addresses at a soft limit of 1,024 (raised to {soft}): \
          /healthz answered in {players:?} (players') and {operator:?} (operator's)",
@@ -175,17 +166,11 @@ async fn slow_connections_under_a_hard_limit_of_1024_leave_the_operator_answerin
     assert!(server.is_running(), "the server is still running");
     drop(held);
     // Once the slow clients are gone, players are served again.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let ok = reqwest::get(format!("{}/api/status", server.base))
-            .await
-            .is_ok_and(|r| r.status().is_success());
-        if ok {
-            break;
-        }
-        assert!(Instant::now() < deadline, "players are served again");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    answers(
+        &format!("{}/api/status", server.base),
+        Duration::from_secs(10),
+    )
+    .await;
 }
 
 /// `GET url` from the local address `from`, which must answer 200 within a
@@ -232,16 +217,7 @@ async fn thousands_of_slow_headers_leave_both_listeners_answering(db: &TestDb) {
     let players = answers_within_a_second(&format!("{}/healthz", server.base), other).await;
     let operator = answers_within_a_second(&format!("{}/healthz", server.admin_base), local).await;
     // A real request beside them, from another address, is served too.
-    let client = reqwest::Client::builder()
-        .local_address(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 3)))
-        .build()
-        .unwrap();
-    let status = client
-        .get(format!("{}/api/status", server.base))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(status.status(), 200);
+    status_answers_from(&server.base, IpAddr::V4(Ipv4Addr::new(127, 0, 0, 3))).await;
     println!(
         "{} slow connections to the players' listener opened in {opened:?}; \
          /healthz answered in {players:?} (players') and {operator:?} (operator's)",
@@ -285,6 +261,7 @@ async fn closed_by_the_server(
                     read = stream.read(&mut byte) => {
                         if read.map_or(true, |n| n == 0) { return; }
                     }
+                    // Paces the trickle: a byte every 250 ms, never idle.
                     () = tokio::time::sleep(Duration::from_millis(250)) => {
                         if stream.write_all(b"x").await.is_err() { return; }
                     }
@@ -414,16 +391,12 @@ async fn sigterm_still_ends_the_server_gracefully_with_connections_open(db: &Tes
     let mut rest = Vec::new();
     let closed = tokio::time::timeout_at(deadline.into(), idle.read_to_end(&mut rest)).await;
     assert!(closed.is_ok(), "the idle connection was closed");
-    let status = loop {
-        if let Some(status) = server.exited() {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the server did not exit after SIGTERM"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let within = deadline.saturating_duration_since(Instant::now());
+    let status = until("the server exiting after SIGTERM", within, || {
+        let exited = server.exited();
+        async move { exited }
+    })
+    .await;
     assert_eq!(status.code(), Some(0), "{status:?}");
 }
 

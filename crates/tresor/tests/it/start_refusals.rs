@@ -9,10 +9,10 @@
 //! SQLite file, or an empty one), no key file was made, and a start with
 //! the right settings and another key serves.
 
+use crate::common::process::refused_at_start;
 use crate::common::{Server, TestDb, describe, tresor_command};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 const SECRET: &str = "8f3c2a71d94be6050a1f7c3e9d2b84f6a0c5e1d7b3f9284c6e0a5d1b7c3f9e2a";
 const PAY_URL: &str = "https://pay.example/checkout?ref={deposit_id}";
@@ -34,9 +34,7 @@ fn serve(db: &TestDb, key: &Path, listen: &str, extra: &[&str]) -> Command {
         .arg("--secrets-key-file")
         .arg(key)
         .args(extra)
-        .args(db.db_args())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .args(db.db_args());
     command
 }
 
@@ -59,24 +57,10 @@ async fn tables(db: &TestDb) -> i64 {
     count
 }
 
-/// Runs `command` to its end (killed, and the test failed, if it serves).
-fn refused(mut command: Command, why: &str) -> String {
-    let mut child = command.spawn().expect("start tresor serve");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!("{why}: tresor serve started: {}", describe(&out));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        !String::from_utf8_lossy(&out.stdout).contains("is open at"),
-        "{why}: tresor serve started: {}",
-        describe(&out)
-    );
+/// Runs `command` to its end (killed, and the test failed, if it
+/// serves): it must fail; what it wrote on its standard error.
+fn refused(command: Command, why: &str) -> String {
+    let out = refused_at_start(command, why);
     assert_ne!(out.status.code(), Some(0), "{why}: {}", describe(&out));
     String::from_utf8_lossy(&out.stderr).into_owned()
 }

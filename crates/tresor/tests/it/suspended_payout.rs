@@ -4,11 +4,10 @@
 //! `account_suspended`, changing nothing; once the suspension is lifted the
 //! same withdrawal is approved as before. On both databases.
 
-use crate::common::TestApp;
-use crate::common::opening::{
-    IBAN, assert_refused, console, console_get, console_post, count, deposit, documents_verified,
-    open_account,
-};
+use crate::common::opening::{assert_refused, count, withdraw};
+use crate::common::players::player;
+use crate::common::staff::console;
+use crate::common::{TestApp, expect};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -49,58 +48,30 @@ fn row_of(queue: &Value, id: i64) -> Value {
 on_both!(
     a_suspended_accounts_withdrawal_is_shown_suspended_and_not_paid,
     |app| {
-        open_account(&app, "sam").await;
-        documents_verified(&app.service, "sam").await;
-        let sam = app.service.player_by_username("sam").await.unwrap();
-        app.service
-            .verify_account_as(
-                tresor::trail::Actor::staff("vera"),
-                &sam,
-                &tresor::account::Iban::parse(IBAN).unwrap(),
-            )
-            .await
-            .unwrap();
-        deposit(&app, 5_000).await;
-        let (status, asked) = app
-            .post("/api/account/withdrawals", json!({"amount_cents": 3_000}))
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{asked}");
-        let id = asked["id"].as_i64().unwrap();
+        let sam = player("sam").verified().deposit(5_000).on(&app).await;
+        let id = withdraw(&app, 3_000).await;
 
         // Paula had no hand in the account (four eyes let her approve).
         let paula = console(&app, "paula").await;
-        let queue = console_get(&paula, &app, "/console/api/withdrawals?state=pending").await;
+        let queue = paula.read("/console/api/withdrawals?state=pending").await;
         assert_eq!(row_of(&queue, id)["suspended"], false, "{queue}");
 
-        let player = format!("/console/api/players/{}", sam.id);
-        let (status, body) = console_post(
-            &paula,
-            &app,
-            &format!("{player}/suspend"),
-            json!({"reason": "chargeback under review"}),
-        )
-        .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
+        let suspended = paula.suspension(sam.id, "suspend", "chargeback under review");
+        expect(StatusCode::OK, suspended.await);
 
         // The queue shows the suspension.
-        let queue = console_get(&paula, &app, "/console/api/withdrawals?state=pending").await;
+        let queue = paula.read("/console/api/withdrawals?state=pending").await;
         let row = row_of(&queue, id);
         assert_eq!(row["suspended"], true, "{queue}");
         assert!(row["suspended_at"].is_string(), "{row}");
         // The player's own view says nothing of it.
-        let all = console_get(&paula, &app, "/console/api/withdrawals").await;
+        let all = paula.read("/console/api/withdrawals").await;
         assert_eq!(row_of(&all, id)["suspended"], true, "{all}");
 
         // Approving is refused, and nothing changes: at the console and
         // through the service the command line calls.
         let before = state_of(&app, id).await;
-        let refused = console_post(
-            &paula,
-            &app,
-            &format!("/console/api/withdrawals/{id}/approve"),
-            json!({}),
-        )
-        .await;
+        let refused = paula.approve(id).await;
         assert_refused(&refused, StatusCode::FORBIDDEN, "account_suspended");
         assert!(matches!(
             app.service
@@ -120,24 +91,11 @@ on_both!(
         );
 
         // Lifted: the queue says so, and the same withdrawal is paid.
-        let (status, body) = console_post(
-            &paula,
-            &app,
-            &format!("{player}/unsuspend"),
-            json!({"reason": "chargeback withdrawn"}),
-        )
-        .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
-        let queue = console_get(&paula, &app, "/console/api/withdrawals?state=pending").await;
+        let lifted = paula.suspension(sam.id, "unsuspend", "chargeback withdrawn");
+        expect(StatusCode::OK, lifted.await);
+        let queue = paula.read("/console/api/withdrawals?state=pending").await;
         assert_eq!(row_of(&queue, id)["suspended"], false, "{queue}");
-        let (status, paid) = console_post(
-            &paula,
-            &app,
-            &format!("/console/api/withdrawals/{id}/approve"),
-            json!({}),
-        )
-        .await;
-        assert_eq!(status, StatusCode::OK, "{paid}");
+        let paid = expect(StatusCode::OK, paula.approve(id).await);
         assert_eq!(paid["state"], "paid");
         app.assert_ledger_balances().await;
     }
@@ -146,43 +104,29 @@ on_both!(
 on_both!(
     a_suspended_accounts_withdrawal_can_still_be_rejected,
     |app| {
-        open_account(&app, "rita").await;
-        documents_verified(&app.service, "rita").await;
-        let rita = app.service.player_by_username("rita").await.unwrap();
-        app.service
-            .verify_account_as(
-                tresor::trail::Actor::staff("vera"),
-                &rita,
-                &tresor::account::Iban::parse(IBAN).unwrap(),
-            )
-            .await
-            .unwrap();
-        deposit(&app, 2_000).await;
-        let (status, asked) = app
-            .post("/api/account/withdrawals", json!({"amount_cents": 1_500}))
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{asked}");
-        let id = asked["id"].as_i64().unwrap();
+        let rita = player("rita").verified().deposit(2_000).on(&app).await;
+        let id = withdraw(&app, 1_500).await;
         let paula = console(&app, "paula").await;
-        let (status, body) = console_post(
-            &paula,
-            &app,
-            &format!("/console/api/players/{}/suspend", rita.id),
-            json!({"reason": "identity in doubt"}),
-        )
-        .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
+        expect(
+            StatusCode::OK,
+            paula
+                .act(
+                    "players",
+                    rita.id,
+                    "suspend",
+                    json!({"reason": "identity in doubt"}),
+                )
+                .await,
+        );
         // The money goes back to the account, which stays suspended.
-        let (status, rejected) = console_post(
-            &paula,
-            &app,
-            &format!("/console/api/withdrawals/{id}/reject"),
-            json!({"reason": "account under review"}),
-        )
-        .await;
-        assert_eq!(status, StatusCode::OK, "{rejected}");
+        let rejected = expect(
+            StatusCode::OK,
+            paula.reject(id, "account under review").await,
+        );
         assert_eq!(rejected["state"], "rejected");
-        let detail = console_get(&paula, &app, &format!("/console/api/players/{}", rita.id)).await;
+        let detail = paula
+            .read(&format!("/console/api/players/{}", rita.id))
+            .await;
         assert_eq!(detail["account"]["balance_cents"], 2_000, "{detail}");
         assert!(detail["suspension"].is_object(), "{detail}");
         app.assert_ledger_balances().await;

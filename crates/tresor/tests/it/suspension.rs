@@ -8,10 +8,13 @@
 //! one's balance and statement is a right), told only that it is
 //! suspended.
 
+use crate::common::assert_exit;
+use crate::common::expect;
 use crate::common::opening::{
-    PASSWORD, PDF, assert_refused, console, console_get, console_post, count, deposit,
-    open_account, webhook,
+    PASSWORD, PDF, assert_refused, count, deposit, open_account, webhook,
 };
+use crate::common::players::player;
+use crate::common::staff::console;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tresor::error::Error;
@@ -31,13 +34,9 @@ fn purchase(key: &str) -> Purchase {
 on_both!(
     a_suspended_player_reads_the_account_but_is_refused_deposits_and_stakes_until_lifted,
     |app| {
-        open_account(&app, "sam").await;
-        deposit(&app, 5000).await;
+        player("sam").real_money().deposit(5000).on(&app).await;
         // A deposit asked before the suspension, confirmed after it.
-        let (status, asked) = app
-            .post("/api/account/deposits", json!({"amount_cents": 1000}))
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{asked}");
+        let asked = expect(StatusCode::CREATED, app.ask_deposit(1000).await);
         let sam = app.service.player_by_username("sam").await.unwrap();
         let path = format!("/console/api/players/{}", sam.id);
         let vera = console(&app, "vera").await;
@@ -45,67 +44,45 @@ on_both!(
         // A reason is required: without one, nothing changes.
         let trail = count(&app, "SELECT COUNT(*) FROM trail").await;
         for reason in ["", "  ", "no"] {
-            let refused = console_post(
-                &vera,
-                &app,
-                &format!("{path}/suspend"),
-                json!({"reason": reason}),
-            )
-            .await;
+            let refused = vera.suspension(sam.id, "suspend", reason).await;
             assert_refused(&refused, StatusCode::UNPROCESSABLE_ENTITY, "validation");
         }
-        let refused = console_post(&vera, &app, &format!("{path}/suspend"), json!({})).await;
+        let refused = vera.post(&format!("{path}/suspend"), json!({})).await;
         assert_eq!(refused.0, StatusCode::UNPROCESSABLE_ENTITY, "{}", refused.1);
         assert_eq!(count(&app, "SELECT COUNT(*) FROM trail").await, trail);
         assert_eq!(app.get("/api/account").await.0, StatusCode::OK);
 
-        let (status, body) = console_post(
-            &vera,
-            &app,
-            &format!("{path}/suspend"),
-            json!({"reason": REASON}),
-        )
-        .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
+        let body = expect(
+            StatusCode::OK,
+            vera.suspension(sam.id, "suspend", REASON).await,
+        );
         assert_eq!(body["suspension"]["reason"], REASON);
         assert_eq!(body["suspension"]["suspended_by"], "staff:vera");
-        let detail = console_get(&vera, &app, &path).await;
+        let detail = vera.read(&path).await;
         assert_eq!(detail["suspension"]["reason"], REASON, "{detail}");
         // Twice is refused.
-        let again = console_post(
-            &vera,
-            &app,
-            &format!("{path}/suspend"),
-            json!({"reason": REASON}),
-        )
-        .await;
+        let again = vera.suspension(sam.id, "suspend", REASON).await;
         assert_refused(&again, StatusCode::UNPROCESSABLE_ENTITY, "validation");
 
         // The session ended; the player logs in again, to read: the
         // account says it is suspended (never why), its balance and
         // statement are there, deposits and stakes are off.
-        let (status, body) = app.get("/api/account").await;
-        assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
-        let (status, body) = app.login("sam", PASSWORD).await;
-        assert_eq!(status, StatusCode::OK, "{body}");
-        let (status, account) = app.get("/api/account").await;
-        assert_eq!(status, StatusCode::OK, "{account}");
+        expect(StatusCode::UNAUTHORIZED, app.get("/api/account").await);
+        expect(StatusCode::OK, app.login("sam", PASSWORD).await);
+        let account = expect(StatusCode::OK, app.get("/api/account").await);
         assert_eq!(account["suspended"], json!(true), "{account}");
         assert_eq!(account["can_deposit"], json!(false), "{account}");
         assert_eq!(account["can_stake"], json!(false), "{account}");
         assert_eq!(account["balance_cents"], json!(5000), "{account}");
         assert!(!account.to_string().contains("chargeback"), "{account}");
-        let (status, statement) = app.get("/api/account/statement").await;
-        assert_eq!(status, StatusCode::OK, "{statement}");
+        let statement = expect(StatusCode::OK, app.get("/api/account/statement").await);
         assert!(
             statement["movements"]
                 .as_array()
                 .is_some_and(|m| !m.is_empty()),
             "{statement}"
         );
-        let refused = app
-            .post("/api/account/deposits", json!({"amount_cents": 1000}))
-            .await;
+        let refused = app.ask_deposit(1000).await;
         assert_refused(&refused, StatusCode::FORBIDDEN, "account_suspended");
         let message = refused.1["error"]["message"].as_str().unwrap();
         assert!(!message.contains("chargeback"), "{message}");
@@ -138,13 +115,15 @@ on_both!(
         ));
         // The provider's confirmation of the deposit asked before: to refund.
         let id = asked["id"].as_i64().unwrap();
-        let (status, confirmed) = webhook(
-            &app,
-            &json!({"deposit_id": id, "transaction_id": "tx-late", "amount_cents": 1000,
+        let confirmed = expect(
+            StatusCode::OK,
+            webhook(
+                &app,
+                &json!({"deposit_id": id, "transaction_id": "tx-late", "amount_cents": 1000,
                     "status": "succeeded"}),
-        )
-        .await;
-        assert_eq!(status, StatusCode::OK, "{confirmed}");
+            )
+            .await,
+        );
         assert_eq!(confirmed["outcome"], "to_refund");
         assert_eq!(confirmed["reason"], "account_suspended");
         assert_eq!(
@@ -157,33 +136,14 @@ on_both!(
         );
 
         // Lifted (a reason required too): all of it open again.
-        let refused = console_post(
-            &vera,
-            &app,
-            &format!("{path}/unsuspend"),
-            json!({"reason": ""}),
-        )
-        .await;
+        let refused = vera.suspension(sam.id, "unsuspend", "").await;
         assert_refused(&refused, StatusCode::UNPROCESSABLE_ENTITY, "validation");
-        let (status, body) = console_post(
-            &vera,
-            &app,
-            &format!("{path}/unsuspend"),
-            json!({"reason": "chargeback withdrawn"}),
-        )
-        .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
-        assert_eq!(
-            console_get(&vera, &app, &path).await["suspension"],
-            Value::Null
-        );
-        let again = console_post(
-            &vera,
-            &app,
-            &format!("{path}/unsuspend"),
-            json!({"reason": "chargeback withdrawn"}),
-        )
-        .await;
+        let lifted = vera.suspension(sam.id, "unsuspend", "chargeback withdrawn");
+        expect(StatusCode::OK, lifted.await);
+        assert_eq!(vera.read(&path).await["suspension"], Value::Null);
+        let again = vera
+            .suspension(sam.id, "unsuspend", "chargeback withdrawn")
+            .await;
         assert_refused(&again, StatusCode::UNPROCESSABLE_ENTITY, "validation");
         assert_eq!(app.login("sam", PASSWORD).await.0, StatusCode::OK);
         assert_eq!(app.buy(100).await.0, StatusCode::CREATED);
@@ -213,21 +173,11 @@ on_both!(the_command_line_suspends_and_lifts_with_a_reason, |app| {
     deposit(&app, 1000).await;
     // No reason: clap refuses it (exit 2), nothing changes.
     let refused = app.db.tresor(&["accounts", "suspend", "cli"]);
-    assert_eq!(
-        refused.status.code(),
-        Some(2),
-        "{}",
-        crate::common::describe(&refused)
-    );
+    assert_exit(&refused, 2);
     let refused = app
         .db
         .tresor(&["accounts", "suspend", "cli", "--reason", " "]);
-    assert_eq!(
-        refused.status.code(),
-        Some(2),
-        "{}",
-        crate::common::describe(&refused)
-    );
+    assert_exit(&refused, 2);
     assert_eq!(app.get("/api/account").await.0, StatusCode::OK);
     app.db
         .tresor_ok(&["accounts", "suspend", "cli", "--reason", REASON]);
@@ -249,8 +199,7 @@ on_both!(the_command_line_suspends_and_lifts_with_a_reason, |app| {
     let account = app.get("/api/account").await.1;
     assert_eq!(account["suspended"], json!(false), "{account}");
     assert_eq!(account["can_stake"], json!(true), "{account}");
-    let (status, play) = app.buy(100).await;
-    assert_eq!(status, StatusCode::CREATED, "{play}");
+    expect(StatusCode::CREATED, app.buy(100).await);
     assert_eq!(
         count(
             &app,
@@ -262,16 +211,6 @@ on_both!(the_command_line_suspends_and_lifts_with_a_reason, |app| {
     );
 });
 
-/// Sends an identity document as the page does.
-async fn send_document(app: &crate::common::TestApp) -> (StatusCode, Value) {
-    app.post_bytes(
-        "/api/account/documents?kind=identity&name=id.pdf",
-        PDF.to_vec(),
-        &[("x-requested-with", "tresor")],
-    )
-    .await
-}
-
 // Issue 42, finding 9: a suspended account (read-only, as the console's
 // dialog says) changes neither its address nor its IBAN and sends no
 // document, and nothing of them is written; reading, the caps, the
@@ -280,8 +219,7 @@ async fn send_document(app: &crate::common::TestApp) -> (StatusCode, Value) {
 on_both!(
     a_suspended_account_changes_neither_address_nor_iban_and_sends_no_document,
     |app| {
-        open_account(&app, "sue").await;
-        let sue = app.service.player_by_username("sue").await.unwrap();
+        let sue = open_account(&app, "sue").await.service_player;
         let actor = tresor::trail::Actor::staff("vera");
         app.service
             .suspend_account(actor.clone(), &sue, REASON)
@@ -297,7 +235,7 @@ on_both!(
             app.put_json("/api/account/email", change_email.clone())
                 .await,
             app.put_json("/api/account/iban", change_iban.clone()).await,
-            send_document(&app).await,
+            app.upload("identity", "id.pdf", PDF).await,
         ];
         for answer in &refused {
             assert_refused(answer, StatusCode::FORBIDDEN, "account_suspended");
@@ -311,8 +249,7 @@ on_both!(
             count(&app, "SELECT COUNT(*) FROM identity_documents").await,
             0
         );
-        let (status, account) = app.get("/api/account").await;
-        assert_eq!(status, StatusCode::OK, "{account}");
+        let account = expect(StatusCode::OK, app.get("/api/account").await);
         assert_eq!(account["identity"]["email"], "sue@example.org");
         assert_eq!(account["iban"], "FR76 •••• 0189");
 
@@ -325,21 +262,20 @@ on_both!(
             let (status, body) = app.get(path).await;
             assert_eq!(status, StatusCode::OK, "{path}: {body}");
         }
-        let (status, body) = app
-            .post("/api/limits", json!({"stake_limit_cents": 500}))
-            .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
-        let (status, body) = app
-            .post("/api/account/sessions/end-others", json!({}))
-            .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
-        let (status, body) = app
-            .post(
-                "/api/account/password",
-                json!({"current_password": PASSWORD, "new_password": "another long password"}),
-            )
-            .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
+        expect(
+            StatusCode::OK,
+            app.post("/api/limits", json!({"stake_limit_cents": 500}))
+                .await,
+        );
+        expect(
+            StatusCode::OK,
+            app.post("/api/account/sessions/end-others", json!({}))
+                .await,
+        );
+        expect(
+            StatusCode::OK,
+            app.change_password(PASSWORD, "another long password").await,
+        );
 
         // Lifted: the same changes are taken.
         app.service
@@ -356,7 +292,7 @@ on_both!(
         let taken = [
             app.put_json("/api/account/email", change_email).await,
             app.put_json("/api/account/iban", change_iban).await,
-            send_document(&app).await,
+            app.upload("identity", "id.pdf", PDF).await,
         ];
         for answer in &taken {
             assert!(answer.0.is_success(), "{answer:?}");
@@ -372,8 +308,10 @@ on_both!(
             app.login("sue", "another long password").await.0,
             StatusCode::OK
         );
-        let (status, body) = app.post("/api/exclusion", json!({"period": "7d"})).await;
-        assert_eq!(status, StatusCode::OK, "{body}");
+        expect(
+            StatusCode::OK,
+            app.post("/api/exclusion", json!({"period": "7d"})).await,
+        );
         app.assert_ledger_balances().await;
     }
 );

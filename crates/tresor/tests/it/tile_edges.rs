@@ -4,6 +4,7 @@
 //! database cannot be reached". Every such path is 404 `no such tile`, on
 //! both databases, at every level, and the tiles that exist still answer.
 
+use crate::common::trail::fetch_text;
 use reqwest::StatusCode;
 
 on_both!(tile_paths_at_the_edges_of_the_index_are_not_found, |app| {
@@ -26,18 +27,12 @@ on_both!(tile_paths_at_the_edges_of_the_index_are_not_found, |app| {
         }
     };
     // The first tile exists (partial): the route itself works.
-    let note = client
-        .get(format!(
-            "{}{}",
-            app.address,
-            log["checkpoint"].as_str().unwrap()
-        ))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let note = fetch_text(&format!(
+        "{}{}",
+        app.address,
+        log["checkpoint"].as_str().unwrap()
+    ))
+    .await;
     let size: u64 = note.lines().nth(1).unwrap().parse().unwrap();
     assert!((1..256).contains(&size), "{note}");
     let (url, status, text) = get(format!("0/000.p/{size}")).await;

@@ -7,69 +7,18 @@
 //! missing or wrong, and a rotation is followed. Each test runs on SQLite and
 //! on PostgreSQL.
 
-use crate::common::{TestDb, describe, player, purchase, tresor_command};
+pub(crate) mod browser;
+
+use crate::common::trail::{
+    audit_verify as verify, drop_guards, service_signing_with, some_activity,
+};
+use crate::common::{TestDb, assert_exit, describe, execute, player, tresor_command};
 use sqlx::{AnyPool, Row};
 use std::collections::BTreeMap;
 use tresor::logkey::LogSeed;
 use tresor::service::Service;
-use tresor::store::{Backend, Db};
+use tresor::store::Db;
 use tresor::trail::{self, COLUMNS, Record, Verdict};
-use tresor_game::Stake;
-
-/// Gives the trail a few dozen records of every kind.
-async fn some_activity(service: &Service) {
-    service
-        .create_emission("Test", &Stake::ALL, 1)
-        .await
-        .expect("create an emission");
-    for name in ["alice", "bruno"] {
-        let player = player(service, name).await;
-        service.open_session(player.id).await.expect("login");
-        service.credit(&player, 10_000).await.expect("credit");
-        for game in 0..3 {
-            let bought = service
-                .buy(&player, purchase(100, &format!("{name}-{game}")))
-                .await
-                .expect("buy");
-            for _ in 0..game + 1 {
-                service.throw(&player, bought.play_id).await.expect("throw");
-            }
-        }
-        service.credit(&player, 500).await.expect("credit");
-    }
-    service
-        .set_announcement(Some("Bonne chance".to_owned()))
-        .await
-        .expect("announce");
-}
-
-/// The append-only triggers go first: the insider has every right.
-async fn drop_guards(pool: &AnyPool, backend: Backend) {
-    let statements: &[&str] = match backend {
-        Backend::Sqlite => &[
-            "DROP TRIGGER trail_no_update",
-            "DROP TRIGGER trail_no_delete",
-        ],
-        Backend::Postgres => &[
-            "DROP TRIGGER trail_append_only ON trail",
-            "DROP TRIGGER trail_no_truncate ON trail",
-        ],
-    };
-    for statement in statements {
-        sqlx::query(statement)
-            .execute(pool)
-            .await
-            .expect("drop a trigger");
-    }
-}
-
-/// `tresor audit verify` with `args`: (exit code, stdout + stderr).
-fn verify(db: &TestDb, args: &[&str]) -> (Option<i32>, String) {
-    let mut all = vec!["audit", "verify"];
-    all.extend_from_slice(args);
-    let output = db.tresor(&all);
-    (output.status.code(), describe(&output))
-}
 
 /// The log of the writer `server` (the test's service): id, origin.
 async fn server_log(pool: &AnyPool) -> (i64, String) {
@@ -113,21 +62,14 @@ async fn rewrite(
     mut records: Vec<Record>,
     cut_checkpoints_after: Option<u64>,
 ) {
-    sqlx::query("DELETE FROM trail WHERE log_id = $1")
-        .bind(log_id)
-        .execute(pool)
-        .await
-        .expect("remove the log's records");
-    sqlx::query("DELETE FROM log_hashes WHERE log_id = $1")
-        .bind(log_id)
-        .execute(pool)
-        .await
-        .expect("remove the stored hashes");
-    sqlx::query("DELETE FROM log_tiles WHERE log_id = $1")
-        .bind(log_id)
-        .execute(pool)
-        .await
-        .expect("remove the stored hashes kept by tile");
+    // The log's records, its stored hashes and those kept by tile.
+    for table in ["trail", "log_hashes", "log_tiles"] {
+        execute(
+            pool,
+            &[&format!("DELETE FROM {table} WHERE log_id = {log_id}")],
+        )
+        .await;
+    }
     let mut hashes: BTreeMap<u64, tlog_tiles::Hash> = BTreeMap::new();
     for (idx, record) in records.iter_mut().enumerate() {
         record.idx = Some(idx as i64);
@@ -186,6 +128,16 @@ async fn rewrite(
     }
 }
 
+/// Each tampering as a test of its own:
+/// `name => check(tamper, checkpoints_cut)`.
+macro_rules! tamperings {
+    ($($name:ident => $check:ident($tamper:ident, $cut:expr);)*) => {
+        $(async fn $name(db: &TestDb) {
+            $check(db, Tamper::$tamper, $cut).await;
+        })*
+    };
+}
+
 #[derive(Debug, Clone, Copy)]
 enum Tamper {
     Edit,
@@ -196,14 +148,17 @@ enum Tamper {
 
 /// One tampering, recomputed throughout; `cut`: the checkpoints past the
 /// edit are removed too. Verify must name the record now at the edited leaf.
-async fn the_insider_is_caught(db: &TestDb, tamper: Tamper, cut: bool) {
-    let (service, _clock) = db.service().await;
-    some_activity(&service).await;
-    let pool = service.db.pool.clone();
-    let (code, out) = verify(db, &[]);
-    assert_eq!(code, Some(0), "an untouched trail verifies: {out}");
-    let (log_id, origin) = server_log(&pool).await;
-    let mut records = log_records(&pool, log_id).await;
+/// The insider's `tamper` at the log's last credit, recomputed
+/// throughout (with `cut`, the checkpoints past it removed too): the log's
+/// id and origin, the leaf tampered with and the record now there.
+async fn tampered(
+    db: &TestDb,
+    pool: &AnyPool,
+    tamper: Tamper,
+    cut: bool,
+) -> (i64, String, usize, i64) {
+    let (log_id, origin) = server_log(pool).await;
+    let mut records = log_records(pool, log_id).await;
     // A credit is a transaction of its own: one record between two
     // checkpoints, so the audit can name it exactly.
     let i = records
@@ -230,8 +185,18 @@ async fn the_insider_is_caught(db: &TestDb, tamper: Tamper, cut: bool) {
         Tamper::Reorder => records.swap(i, i + 1),
     }
     let named = records[i].seq;
-    drop_guards(&pool, db.backend).await;
-    rewrite(&pool, log_id, &origin, records, cut.then_some(i as u64)).await;
+    drop_guards(pool, db.backend).await;
+    rewrite(pool, log_id, &origin, records, cut.then_some(i as u64)).await;
+    (log_id, origin, i, named)
+}
+
+async fn the_insider_is_caught(db: &TestDb, tamper: Tamper, cut: bool) {
+    let (service, _clock) = db.service().await;
+    some_activity(&service, true).await;
+    let pool = service.db.pool.clone();
+    let (code, out) = verify(db, &[]);
+    assert_eq!(code, Some(0), "an untouched trail verifies: {out}");
+    let (_, _, i, named) = tampered(db, &pool, tamper, cut).await;
     let (code, out) = verify(db, &[]);
     assert_eq!(code, Some(1), "{tamper:?} caught: {out}");
     assert!(
@@ -245,29 +210,15 @@ async fn the_insider_is_caught(db: &TestDb, tamper: Tamper, cut: bool) {
     );
 }
 
-async fn an_edited_record_is_named(db: &TestDb) {
-    the_insider_is_caught(db, Tamper::Edit, false).await;
-}
-async fn an_edited_record_is_named_with_the_later_checkpoints_removed(db: &TestDb) {
-    the_insider_is_caught(db, Tamper::Edit, true).await;
-}
-async fn a_removed_record_is_named(db: &TestDb) {
-    the_insider_is_caught(db, Tamper::Remove, false).await;
-}
-async fn a_removed_record_is_named_with_the_later_checkpoints_removed(db: &TestDb) {
-    the_insider_is_caught(db, Tamper::Remove, true).await;
-}
-async fn an_inserted_record_is_named(db: &TestDb) {
-    the_insider_is_caught(db, Tamper::Insert, false).await;
-}
-async fn an_inserted_record_is_named_with_the_later_checkpoints_removed(db: &TestDb) {
-    the_insider_is_caught(db, Tamper::Insert, true).await;
-}
-async fn two_reordered_records_are_named(db: &TestDb) {
-    the_insider_is_caught(db, Tamper::Reorder, false).await;
-}
-async fn two_reordered_records_are_named_with_the_later_checkpoints_removed(db: &TestDb) {
-    the_insider_is_caught(db, Tamper::Reorder, true).await;
+tamperings! {
+    an_edited_record_is_named => the_insider_is_caught(Edit, false);
+    an_edited_record_is_named_with_the_later_checkpoints_removed => the_insider_is_caught(Edit, true);
+    a_removed_record_is_named => the_insider_is_caught(Remove, false);
+    a_removed_record_is_named_with_the_later_checkpoints_removed => the_insider_is_caught(Remove, true);
+    an_inserted_record_is_named => the_insider_is_caught(Insert, false);
+    an_inserted_record_is_named_with_the_later_checkpoints_removed => the_insider_is_caught(Insert, true);
+    two_reordered_records_are_named => the_insider_is_caught(Reorder, false);
+    two_reordered_records_are_named_with_the_later_checkpoints_removed => the_insider_is_caught(Reorder, true);
 }
 
 /// Issue 32, finding 13: the insider edits a log, recomputes what the
@@ -277,29 +228,10 @@ async fn two_reordered_records_are_named_with_the_later_checkpoints_removed(db: 
 /// writer refuses to extend it, and plain `audit verify` still says broken.
 async fn a_rewritten_log_is_never_signed_again(db: &TestDb, tamper: Tamper, cut: bool) {
     let (service, _clock) = db.service().await;
-    some_activity(&service).await;
+    some_activity(&service, true).await;
     let pool = service.db.pool.clone();
     drop(service);
-    let (log_id, origin) = server_log(&pool).await;
-    let mut records = log_records(&pool, log_id).await;
-    let i = records
-        .iter()
-        .rposition(|r| r.action == "credit")
-        .expect("a credit");
-    match tamper {
-        Tamper::Edit => records[i].result = "{}".to_owned(),
-        Tamper::Remove => {
-            records.remove(i);
-        }
-        Tamper::Insert => {
-            let mut forged = records[i].clone();
-            forged.seq = 1_000_000;
-            records.insert(i, forged);
-        }
-        Tamper::Reorder => records.swap(i, i + 1),
-    }
-    drop_guards(&pool, db.backend).await;
-    rewrite(&pool, log_id, &origin, records, cut.then_some(i as u64)).await;
+    let (log_id, origin, _, _) = tampered(db, &pool, tamper, cut).await;
     let (code, out) = verify(db, &[]);
     assert_eq!(code, Some(1), "broken before the restart: {out}");
 
@@ -350,33 +282,22 @@ async fn a_rewritten_log_is_never_signed_again(db: &TestDb, tamper: Tamper, cut:
     assert_eq!(code, Some(1), "still broken after: {out}");
 }
 
-async fn an_edited_log_is_never_signed_again(db: &TestDb) {
-    a_rewritten_log_is_never_signed_again(db, Tamper::Edit, false).await;
-}
-async fn an_edited_log_with_its_checkpoints_removed_is_never_signed_again(db: &TestDb) {
-    a_rewritten_log_is_never_signed_again(db, Tamper::Edit, true).await;
-}
-async fn a_log_with_a_record_removed_is_never_signed_again(db: &TestDb) {
-    a_rewritten_log_is_never_signed_again(db, Tamper::Remove, true).await;
-}
-async fn a_log_with_a_record_inserted_is_never_signed_again(db: &TestDb) {
-    a_rewritten_log_is_never_signed_again(db, Tamper::Insert, true).await;
-}
-async fn a_reordered_log_is_never_signed_again(db: &TestDb) {
-    a_rewritten_log_is_never_signed_again(db, Tamper::Reorder, true).await;
+tamperings! {
+    an_edited_log_is_never_signed_again => a_rewritten_log_is_never_signed_again(Edit, false);
+    an_edited_log_with_its_checkpoints_removed_is_never_signed_again => a_rewritten_log_is_never_signed_again(Edit, true);
+    a_log_with_a_record_removed_is_never_signed_again => a_rewritten_log_is_never_signed_again(Remove, true);
+    a_log_with_a_record_inserted_is_never_signed_again => a_rewritten_log_is_never_signed_again(Insert, true);
+    a_reordered_log_is_never_signed_again => a_rewritten_log_is_never_signed_again(Reorder, true);
 }
 
 /// The insider empties `log_keys`: the installation's key would otherwise
 /// be listed again as the first of a database that was signed long ago.
 async fn an_emptied_key_list_is_refused_at_start(db: &TestDb) {
     let (service, _clock) = db.service().await;
-    some_activity(&service).await;
+    some_activity(&service, true).await;
     let pool = service.db.pool.clone();
     drop(service);
-    sqlx::query("DELETE FROM log_keys")
-        .execute(&pool)
-        .await
-        .expect("empty the key list");
+    execute(&pool, &["DELETE FROM log_keys"]).await;
     let output = db.tresor(&["emission", "list"]);
     let text = describe(&output);
     assert_eq!(output.status.code(), Some(2), "{text}");
@@ -392,7 +313,7 @@ async fn an_emptied_key_list_is_refused_at_start(db: &TestDb) {
 /// consistent with itself, and only a checkpoint kept outside catches it.
 async fn a_log_cut_short_is_caught_by_a_kept_checkpoint(db: &TestDb) {
     let (service, _clock) = db.service().await;
-    some_activity(&service).await;
+    some_activity(&service, true).await;
     let pool = service.db.pool.clone();
     let (log_id, origin) = server_log(&pool).await;
     let kept = tempfile::NamedTempFile::new().expect("a file");
@@ -419,7 +340,7 @@ async fn a_log_cut_short_is_caught_by_a_kept_checkpoint(db: &TestDb) {
 /// no rotation record signed with the installation's key announces it.
 async fn checkpoints_signed_with_another_key_are_refused(db: &TestDb) {
     let (service, _clock) = db.service().await;
-    some_activity(&service).await;
+    some_activity(&service, true).await;
     let pool = service.db.pool.clone();
     let (log_id, origin) = server_log(&pool).await;
     let real_vkey: String = sqlx::query_scalar("SELECT vkey FROM log_keys ORDER BY id LIMIT 1")
@@ -452,32 +373,26 @@ async fn checkpoints_signed_with_another_key_are_refused(db: &TestDb) {
             .await
             .expect("a forged checkpoint");
     }
-    sqlx::query("INSERT INTO log_keys (vkey, since_ms) VALUES ($1, 0)")
-        .bind(theirs.vkey())
-        .execute(&pool)
-        .await
-        .expect("list the insider's key");
+    let listed = format!(
+        "INSERT INTO log_keys (vkey, since_ms) VALUES ('{}', 0)",
+        theirs.vkey()
+    );
+    execute(&pool, &[&listed]).await;
     let (code, out) = verify(db, &[]);
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("announced by no record"), "{out}");
-    // Listing it first instead: the verifier's pinned key refuses it.
-    sqlx::query("UPDATE log_keys SET vkey = $1 WHERE vkey = $2")
-        .bind(format!("{}x", theirs.vkey()))
-        .bind(theirs.vkey())
-        .execute(&pool)
-        .await
-        .expect("rename");
-    sqlx::query("UPDATE log_keys SET vkey = $1 WHERE vkey = $2")
-        .bind(theirs.vkey())
-        .bind(&real_vkey)
-        .execute(&pool)
-        .await
-        .expect("replace the first key");
-    sqlx::query("DELETE FROM log_keys WHERE vkey <> $1")
-        .bind(theirs.vkey())
-        .execute(&pool)
-        .await
-        .expect("drop the others");
+    // Listing it first instead (renamed, the first key replaced by it, the
+    // others dropped): the verifier's pinned key refuses it.
+    let vkey = theirs.vkey();
+    execute(
+        &pool,
+        &[
+            &format!("UPDATE log_keys SET vkey = '{vkey}x' WHERE vkey = '{vkey}'"),
+            &format!("UPDATE log_keys SET vkey = '{vkey}' WHERE vkey = '{real_vkey}'"),
+            &format!("DELETE FROM log_keys WHERE vkey <> '{vkey}'"),
+        ],
+    )
+    .await;
     let (code, out) = verify(db, &["--key", &real_vkey]);
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("not the key given"), "{out}");
@@ -487,7 +402,7 @@ async fn checkpoints_signed_with_another_key_are_refused(db: &TestDb) {
 /// verify follows it, and later checkpoints carry the new key.
 async fn a_rotated_key_is_followed(db: &TestDb) {
     let (service, _clock) = db.service().await;
-    some_activity(&service).await;
+    some_activity(&service, true).await;
     let new = LogSeed::generate();
     let vkey = service
         .rotate_log_key(tresor::trail::Actor::Operator, &new)
@@ -505,22 +420,7 @@ async fn a_rotated_key_is_followed(db: &TestDb) {
         stale.register_log_key(0).await.is_err(),
         "the old key is refused"
     );
-    let db2 = Db::connect(&db.url)
-        .await
-        .expect("connect")
-        .with_secrets_key(db.secrets_key.clone())
-        .with_log_seed(&new)
-        .await
-        .expect("named");
-    db2.register_log_key(0)
-        .await
-        .expect("the new key is current");
-    let service = Service::new(
-        db2,
-        std::sync::Arc::new(tresor::service::ManualClock::new(crate::common::START_MS)),
-        Default::default(),
-    );
-    service.open_secrets().await.expect("secrets");
+    let service = service_signing_with(db, &new).await;
     let alice = player(&service, "carla").await;
     service.credit(&alice, 100).await.expect("credit");
     let pool = service.db.pool.clone();
@@ -547,7 +447,7 @@ async fn a_rotated_key_is_followed(db: &TestDb) {
 /// Outside demo mode, a missing key or another key is refused at start.
 async fn a_missing_or_wrong_key_is_refused_at_start(db: &TestDb) {
     let (service, _clock) = db.service().await;
-    some_activity(&service).await;
+    some_activity(&service, true).await;
     let run = |key: Option<&str>| {
         let mut command = tresor_command();
         command.env_remove("TRESOR_LOG_KEY");
@@ -562,17 +462,17 @@ async fn a_missing_or_wrong_key_is_refused_at_start(db: &TestDb) {
         command.output().expect("run tresor")
     };
     let output = run(None);
-    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    assert_exit(&output, 2);
     let text = describe(&output);
     assert!(
         text.contains("--log-key") && text.contains("TRESOR_LOG_KEY"),
         "{text}"
     );
     let output = run(Some(&"77".repeat(32)));
-    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    assert_exit(&output, 2);
     assert!(describe(&output).contains("not the installation's current one"));
     let output = run(Some(crate::common::db::TEST_LOG_KEY));
-    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    assert_exit(&output, 0);
 }
 
 /// The installation's current verifier key, as `GET /log/` publishes it.
@@ -691,7 +591,7 @@ async fn every_play_carries_a_receipt_that_checks(app: crate::common::TestApp) {
 /// signature (printed; run with --nocapture).
 async fn the_proof_and_the_signature_cost_little(db: &TestDb) {
     let (service, _clock) = db.service().await;
-    some_activity(&service).await;
+    some_activity(&service, true).await;
     let key = crate::common::db::test_log_seed().named("x");
     let started = std::time::Instant::now();
     for size in 1..=1000u64 {
@@ -729,7 +629,7 @@ async fn the_proof_and_the_signature_cost_little(db: &TestDb) {
 /// old key would) is refused by verify, which names the checkpoint.
 async fn a_rotated_out_key_signing_after_its_rotation_is_refused(db: &TestDb) {
     let (service, _clock) = db.service().await;
-    some_activity(&service).await;
+    some_activity(&service, true).await;
     service
         .rotate_log_key(tresor::trail::Actor::Operator, &LogSeed::generate())
         .await

@@ -4,7 +4,10 @@
 //! `ed25519-dalek`, the note's key id and the tile layout by hand).
 
 use crate::common::rfc9162::{self as r, H};
-use crate::common::{Harness, buy_and_play, cookie_client, get_json, register_and_deposit};
+use crate::common::trail::fetch_text;
+use crate::common::{
+    Harness, assert_exit, buy_and_play, cookie_client, get_json, header, register_and_deposit,
+};
 use serde_json::Value;
 
 on_both!(
@@ -323,10 +326,7 @@ async fn leaves_of(client: &reqwest::Client, tiles: &str, size: u64) -> Vec<H> {
         let url = format!("{tiles}{}", &r::tile_path(0, k, width)["tile/".len()..]);
         let response = client.get(&url).send().await.unwrap();
         assert_eq!(response.status(), 200, "{url}");
-        let cache = response.headers()["cache-control"]
-            .to_str()
-            .unwrap()
-            .to_owned();
+        let cache = header(&response, "cache-control").to_owned();
         if width == 256 {
             assert_eq!(cache, "public, max-age=31536000, immutable", "{url}");
         } else {
@@ -388,7 +388,6 @@ struct Played {
 async fn play(h: &Harness) -> Played {
     let server = h.server(&crate::common::unthrottled_flags()).await;
     let base = server.base.clone();
-    let site = reqwest::Client::new();
     let mut clients = Vec::new();
     for i in 0..4 {
         let client = cookie_client();
@@ -404,14 +403,7 @@ async fn play(h: &Harness) -> Played {
                 .await;
         answers.extend(plays);
         if round % 5 == 0 {
-            let note = site
-                .get(format!("{base}/log/server/checkpoint"))
-                .send()
-                .await
-                .unwrap()
-                .text()
-                .await
-                .unwrap();
+            let note = fetch_text(&format!("{base}/log/server/checkpoint")).await;
             earlier.push(note);
         }
     }
@@ -430,14 +422,7 @@ async fn server_log(base: &str) -> (String, r::Vkey, r::Body, Vec<H>) {
     let index = get_json(&site, &format!("{base}/log/")).await;
     let vkey = index["key"].as_str().expect("the current key").to_owned();
     let key = r::parse_vkey(&vkey);
-    let note = site
-        .get(format!("{base}/log/server/checkpoint"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let note = fetch_text(&format!("{base}/log/server/checkpoint")).await;
     let body = r::open_note(&note, &key).expect("the checkpoint verifies by hand");
     let leaves = leaves_of(&site, &format!("{base}/log/server/tile/"), body.size).await;
     assert_eq!(r::mth(&leaves), body.root);
@@ -494,12 +479,7 @@ async fn real_checkpoints_and_tiles_verify_with_an_independent_verifier(h: &Harn
             .await
             .unwrap();
         assert_eq!(response.headers()["cache-control"], "no-cache");
-        assert!(
-            response.headers()["content-type"]
-                .to_str()
-                .unwrap()
-                .starts_with("text/plain")
-        );
+        assert!(header(&response, "content-type").starts_with("text/plain"));
         let note = response.text().await.unwrap();
         let body = r::open_note(&note, &key).expect("the checkpoint verifies by hand");
         assert_eq!(body.origin, log["origin"].as_str().unwrap());
@@ -555,12 +535,7 @@ async fn tresor_audit_receipt_checks_a_real_record_offline(h: &Harness) {
         buy_and_play(&client, &base, 100).await;
     }
     let (vkey, _, body, leaves) = server_log(&base).await;
-    let note = reqwest::get(format!("{base}/log/server/checkpoint"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let note = fetch_text(&format!("{base}/log/server/checkpoint")).await;
     let db = h.connect().await;
     let (index, at_ms, actor, action, request, result, salt): (
         i64,
@@ -596,52 +571,27 @@ async fn tresor_audit_receipt_checks_a_real_record_offline(h: &Harness) {
         crate::common::tresor(&["audit", "receipt", file.to_str().unwrap(), "--key", key])
     };
     let output = check(&receipt, &vkey);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        crate::common::describe(&output)
-    );
+    assert_exit(&output, 0);
     assert!(String::from_utf8_lossy(&output.stdout).contains("the receipt checks"));
     // Within a whole answer too.
     let output = check(&serde_json::json!({"id": 1, "receipt": receipt}), &vkey);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        crate::common::describe(&output)
-    );
+    assert_exit(&output, 0);
 
     let mut altered = receipt.clone();
     let salt = altered["record"]["salt"].as_str().unwrap().to_owned();
     let flipped = if salt.starts_with('0') { "1" } else { "0" };
     altered["record"]["salt"] = Value::String(format!("{flipped}{}", &salt[1..]));
     let output = check(&altered, &vkey);
-    assert_eq!(
-        output.status.code(),
-        Some(1),
-        "{}",
-        crate::common::describe(&output)
-    );
+    assert_exit(&output, 1);
     assert!(
         String::from_utf8_lossy(&output.stderr).contains("does not lead to the checkpoint's root")
     );
 
     let (_, other) = r::sign_note(&body, &r::parse_vkey(&vkey).name, &[9; 32]);
     let output = check(&receipt, &other);
-    assert_eq!(
-        output.status.code(),
-        Some(1),
-        "{}",
-        crate::common::describe(&output)
-    );
+    assert_exit(&output, 1);
     assert!(String::from_utf8_lossy(&output.stderr).contains("not the pinned key"));
 
     let output = check(&receipt, "not a key");
-    assert_eq!(
-        output.status.code(),
-        Some(2),
-        "{}",
-        crate::common::describe(&output)
-    );
+    assert_exit(&output, 2);
 }

@@ -8,7 +8,10 @@
 //! squares in a row) stages no unit at all; it is put in the catalogue
 //! unchecked, as only a test can.
 
+mod browser;
+
 use crate::common::TestApp;
+use crate::common::expect;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::io::Write;
@@ -92,24 +95,23 @@ on_both!(
             .unwrap();
         app.player("ana", 1_000).await;
         let key = hex::encode(&tresor::service::os_random_32()[..12]);
-        let (status, bought) = app
-            .post_raw(
+        let bought = expect(
+            StatusCode::CREATED,
+            app.post_raw(
                 "/api/plays",
                 &json!({"stake_cents": 100, "game": "ligne"}).to_string(),
                 &[("x-requested-with", "tresor"), ("idempotency-key", &key)],
             )
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{bought}");
+            .await,
+        );
         let id = bought["id"].as_i64().unwrap();
         let outcome = bought["outcome"].clone();
         assert_shown_without_scene(&bought, id, &outcome);
 
-        let (status, play) = app.play(id).await;
-        assert_eq!(status, StatusCode::OK, "{play}");
+        let play = expect(StatusCode::OK, app.play(id).await);
         assert_shown_without_scene(&play, id, &outcome);
         assert_eq!(play["state"], "in_progress");
-        let (status, history) = app.history("").await;
-        assert_eq!(status, StatusCode::OK, "{history}");
+        let history = expect(StatusCode::OK, app.history("").await);
         assert_shown_without_scene(&history["plays"][0], id, &outcome);
 
         // The four throws finish it and credit its prize, as for any play.

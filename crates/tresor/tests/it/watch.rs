@@ -8,7 +8,10 @@
 
 use crate::common::mirror::{copy_dir, log_seed, mirrored, serve_folder};
 use crate::common::rfc9162 as r;
-use crate::common::{Harness, buy_and_play, cookie_client, describe, register_and_deposit};
+use crate::common::trail::fetch_text;
+use crate::common::{
+    Harness, assert_exit, buy_and_play, cookie_client, describe, register_and_deposit,
+};
 use std::path::Path;
 use std::process::Output;
 use std::sync::Arc;
@@ -43,12 +46,12 @@ async fn watch(url: &str, state: &Path, mirror: Option<&Path>, key: Option<&str>
 }
 
 fn passes(output: &Output) -> String {
-    assert_eq!(output.status.code(), Some(0), "{}", describe(output));
+    assert_exit(output, 0);
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 fn refused(output: &Output, words: &str) {
-    assert_eq!(output.status.code(), Some(1), "{}", describe(output));
+    assert_exit(output, 1);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         stderr.contains(words),
@@ -65,6 +68,11 @@ async fn players(base: &str, prefix: &str, n: usize) -> Vec<reqwest::Client> {
         clients.push(client);
     }
     clients
+}
+
+/// The latest checkpoint `base` serves of the writer `server`.
+async fn served_checkpoint(base: &str) -> String {
+    fetch_text(&format!("{base}/log/server/checkpoint")).await
 }
 
 async fn play_rounds(clients: &[reqwest::Client], base: &str, rounds: usize) {
@@ -99,7 +107,17 @@ async fn an_honest_log_under_load_passes_every_poll(h: &Harness) {
             assert!(out.contains("first checkpoint kept"), "{out}");
         }
         grew += usize::from(out.contains("consistent with the"));
-        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        // The log grows under the load before the next poll.
+        let polled = served_checkpoint(&base).await;
+        crate::common::wait::until_true(
+            "the log growing after a poll",
+            std::time::Duration::from_secs(30),
+            || {
+                let (base, polled) = (base.clone(), polled.clone());
+                async move { served_checkpoint(&base).await != polled }
+            },
+        )
+        .await;
     }
     stop.store(true, Ordering::Relaxed);
     let rounds = load.await.unwrap();
@@ -109,12 +127,7 @@ async fn an_honest_log_under_load_passes_every_poll(h: &Harness) {
 
     // The mirror holds the site's latest checkpoint and tiles enough to
     // check it without the site.
-    let served = reqwest::get(format!("{base}/log/server/checkpoint"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let served = served_checkpoint(&base).await;
     assert_eq!(
         std::fs::read_to_string(mirror.join("server/checkpoint")).unwrap(),
         served

@@ -12,7 +12,9 @@
 
 use crate::common::mirror::{copy_dir, log_seed, mirrored, serve_folder};
 use crate::common::rfc9162 as r;
-use crate::common::{Harness, buy_and_play, cookie_client, describe, register_and_deposit};
+use crate::common::{
+    Harness, Server, assert_exit, buy_and_play, cookie_client, describe, register_and_deposit,
+};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -40,8 +42,20 @@ fn strings(args: &[&str]) -> Vec<String> {
 }
 
 fn passes(output: &Output) -> String {
-    assert_eq!(output.status.code(), Some(0), "{}", describe(output));
+    assert_exit(output, 0);
     String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// `tresor serve`, unthrottled, that takes cosignatures from `vkey`'s
+/// witness, and a player `username` on it with money: the server and the
+/// player's client.
+async fn server_witnessed_by(h: &Harness, vkey: &str, username: &str) -> (Server, reqwest::Client) {
+    let mut flags = crate::common::unthrottled_flags();
+    flags.extend(["--witness".to_owned(), vkey.to_owned()]);
+    let server = h.server(&flags).await;
+    let client = cookie_client();
+    register_and_deposit(&client, &server.base, username, 100_000).await;
+    (server, client)
 }
 
 /// `tresor audit witness-keygen`: the key file and the printed vkey.
@@ -80,13 +94,8 @@ async fn a_witness_cosigns_what_it_checked_and_receipts_carry_it(h: &Harness) {
     let dir = tempfile::tempdir().unwrap();
     let (key_file, vkey) = keygen(dir.path(), "witness.test/one").await;
     let (_, other_vkey) = keygen(dir.path(), "witness.test/two").await;
-    let mut flags = crate::common::unthrottled_flags();
-    flags.extend(["--witness".to_owned(), vkey.clone()]);
-    let server = h.server(&flags).await;
+    let (server, client) = server_witnessed_by(h, &vkey, "witnessed").await;
     let base = server.base.clone();
-
-    let client = cookie_client();
-    register_and_deposit(&client, &base, "witnessed", 100_000).await;
     let first = buy_and_play(&client, &base, 100).await;
     let index: Value = reqwest::get(format!("{base}/log/"))
         .await
@@ -195,7 +204,7 @@ async fn a_witness_cosigns_what_it_checked_and_receipts_carry_it(h: &Harness) {
         "{out}"
     );
     let refused = check(&[&vkey, &other_vkey]).await;
-    assert_eq!(refused.status.code(), Some(1), "{}", describe(&refused));
+    assert_exit(&refused, 1);
     assert!(
         String::from_utf8_lossy(&refused.stderr)
             .contains(&format!("no cosignature of the witness {other_vkey}")),
@@ -228,12 +237,8 @@ async fn post_cosignature(base: &str, size: u64, line: &str) -> (u16, String) {
 
 async fn an_unknown_or_forged_cosignature_is_refused_and_nothing_stored(h: &Harness) {
     let known = Witness::new("witness.test/one", &[1; 32]).unwrap();
-    let mut flags = crate::common::unthrottled_flags();
-    flags.extend(["--witness".to_owned(), known.vkey().as_str().to_owned()]);
-    let server = h.server(&flags).await;
+    let (server, client) = server_witnessed_by(h, known.vkey().as_str(), "forger").await;
     let base = server.base.clone();
-    let client = cookie_client();
-    register_and_deposit(&client, &base, "forger", 100_000).await;
     buy_and_play(&client, &base, 100).await;
     let (_, note) = text(&format!("{base}/log/server/checkpoint")).await;
     let (body, _) = logcheck::split_note(&note).unwrap();
@@ -331,7 +336,15 @@ async fn a_cosignature_sent_again_writes_nothing_and_an_older_one_is_refused(h: 
     let kept = stored_cosignature(h, size).await;
     assert_eq!(kept.0, newer);
     for _ in 0..3 {
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        // The clock moved past the kept one's time: a cosignature written
+        // again would show a later `at_ms`.
+        let after = kept.1;
+        crate::common::wait::until_true(
+            "the clock past the kept cosignature's time",
+            std::time::Duration::from_secs(5),
+            || async move { crate::common::now_ms() > after },
+        )
+        .await;
         let (status, answer) = post_cosignature(&base, size, &newer).await;
         assert_eq!(status, 204, "{answer}");
         assert_eq!(stored_cosignature(h, size).await, kept, "not written again");
@@ -416,7 +429,7 @@ fn refused_unsent(output: &Output, words: &str, site: &crate::common::mirror::Si
         "a cosignature was sent: {}",
         describe(output)
     );
-    assert_eq!(output.status.code(), Some(1), "{}", describe(output));
+    assert_exit(output, 1);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains(words), "«{words}»: {}", describe(output));
 }
@@ -430,12 +443,8 @@ fn refused_unsent(output: &Output, words: &str, site: &crate::common::mirror::Si
 async fn a_witness_cosigns_no_forked_or_rewritten_log(h: &Harness) {
     let dir = tempfile::tempdir().unwrap();
     let (key_file, vkey) = keygen(dir.path(), "witness.test/one").await;
-    let mut flags = crate::common::unthrottled_flags();
-    flags.extend(["--witness".to_owned(), vkey.clone()]);
-    let server = h.server(&flags).await;
+    let (server, client) = server_witnessed_by(h, &vkey, "shown").await;
     let base = server.base.clone();
-    let client = cookie_client();
-    register_and_deposit(&client, &base, "shown", 100_000).await;
     buy_and_play(&client, &base, 100).await;
     buy_and_play(&client, &base, 100).await;
     // The witness's memory of the log, first as a plain monitor: the older

@@ -106,6 +106,8 @@ export const api = {
   setAnnouncement: (message) => request('PUT', `${base}/site/announcement`, { message }),
   importBanList: (csv) => request('POST', `${base}/banlist`, { csv }),
   trail: () => request('GET', `${base}/trail`),
+  /** The figures by Paris day or month (`tresor report --by`). */
+  reportPeriods: (ask) => request('GET', `${base}/report/periods${q(ask)}`),
   verifyTrail: () => request('POST', `${base}/trail/verify`, {}),
 
   /** The trail as JSON Lines: the raw text, for the page to save. */

@@ -88,25 +88,7 @@ export function lineChart({ points, title, describe, xLabel, format = String, un
     ? `${line} L${x(points.length - 1).toFixed(1)},${y(0)} L${x(0).toFixed(1)},${y(0)} Z`
     : '';
   const last = points.length ? points[points.length - 1] : null;
-  const svg = s(
-    'svg',
-    {
-      viewBox: `0 0 ${width} ${height}`,
-      class: 'chart-svg',
-      role: 'img',
-      'aria-labelledby': `${id}-t ${id}-d`,
-      preserveAspectRatio: 'xMidYMid meet',
-    },
-    s('title', { id: `${id}-t` }, title),
-    s('desc', { id: `${id}-d` }, describe),
-    s(
-      'g',
-      { class: 'axis y', 'aria-hidden': 'true' },
-      yTicks.map((v) => [
-        s('line', { x1: m.left, x2: width - m.right, y1: y(v), y2: y(v), class: v ? 'grid' : 'base' }),
-        s('text', { x: m.left - 6, y: y(v) + 4, 'text-anchor': 'end' }, format(v)),
-      ]),
-    ),
+  const svg = chartSvg({ id, width, height, title, describe }, yAxis(m, width, yTicks, y, format),
     s(
       'g',
       { class: 'axis x', 'aria-hidden': 'true' },
@@ -131,6 +113,35 @@ export function lineChart({ points, title, describe, xLabel, format = String, un
   );
 }
 
+/** A chart's accessible SVG: its title and description named, then `parts`. */
+function chartSvg({ id, width, height, title, describe }, ...parts) {
+  return s(
+    'svg',
+    {
+      viewBox: `0 0 ${width} ${height}`,
+      class: 'chart-svg',
+      role: 'img',
+      'aria-labelledby': `${id}-t ${id}-d`,
+      preserveAspectRatio: 'xMidYMid meet',
+    },
+    s('title', { id: `${id}-t` }, title),
+    s('desc', { id: `${id}-d` }, describe),
+    ...parts,
+  );
+}
+
+/** The y axis: a grid line and a label (`format`ted) at each tick. */
+function yAxis(m, width, yTicks, y, format) {
+  return s(
+    'g',
+    { class: 'axis y', 'aria-hidden': 'true' },
+    yTicks.map((v) => [
+      s('line', { x1: m.left, x2: width - m.right, y1: y(v), y2: y(v), class: v ? 'grid' : 'base' }),
+      s('text', { x: m.left - 6, y: y(v) + 4, 'text-anchor': 'end' }, format(v)),
+    ]),
+  );
+}
+
 /**
  * Grouped bars: `groups` are `{label, bars: [{name, value, kind}]}`, the
  * same series in each group, drawn with the legend `series`
@@ -147,25 +158,7 @@ export function barChart({ groups, series, title, describe, format = String, sho
   const y = (v) => m.top + innerH - (v / yMax) * innerH;
   const slot = innerW / Math.max(1, groups.length);
   const barW = Math.min(34, (slot * 0.78) / Math.max(1, series.length));
-  const svg = s(
-    'svg',
-    {
-      viewBox: `0 0 ${width} ${height}`,
-      class: 'chart-svg',
-      role: 'img',
-      'aria-labelledby': `${id}-t ${id}-d`,
-      preserveAspectRatio: 'xMidYMid meet',
-    },
-    s('title', { id: `${id}-t` }, title),
-    s('desc', { id: `${id}-d` }, describe),
-    s(
-      'g',
-      { class: 'axis y', 'aria-hidden': 'true' },
-      yTicks.map((v) => [
-        s('line', { x1: m.left, x2: width - m.right, y1: y(v), y2: y(v), class: v ? 'grid' : 'base' }),
-        s('text', { x: m.left - 6, y: y(v) + 4, 'text-anchor': 'end' }, shortFormat(v)),
-      ]),
-    ),
+  const svg = chartSvg({ id, width, height, title, describe }, yAxis(m, width, yTicks, y, shortFormat),
     groups.map((group, gi) => {
       const start = m.left + gi * slot + (slot - barW * series.length) / 2;
       return s(

@@ -10,6 +10,7 @@ import { lineChart, barChart } from './chart.js';
 import { $, h, euros, count, clock, dateTime, fill, table, showError, percent, millis } from './util.js';
 import { locale, setText } from './i18n.js';
 import { gameName, remember } from './games.js';
+import { gameSheet } from './sheet.js';
 
 const EVERY_MS = 2000;
 let timer = 0;
@@ -269,6 +270,7 @@ function renderPerGame(games) {
                 caption: `Sales and payout of ${name} per stake`,
               },
             ),
+            gameSheet(g.game?.id, chartWidth(perGame)),
           );
         })
       : h('p', { class: 'empty' }, 'No game sold yet.'),

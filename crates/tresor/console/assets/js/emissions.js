@@ -5,7 +5,7 @@
 //! block against its commitment (role `trail`).
 
 import { api } from './api.js';
-import { $, h, euros, count, fill, table, timeNode, shortHash, notice, showError, confirmAction, busy } from './util.js';
+import { $, h, euros, count, fill, table, timeNode, shortHash, notice, showError, confirmAction, busy, onActions } from './util.js';
 import { loadGames, gameName } from './games.js';
 import { currentLang } from './i18n.js';
 
@@ -178,15 +178,7 @@ async function act(button) {
 export const emissions = {
   setup(app) {
     appRef = app;
-    $('#screen-emissions').addEventListener('click', async (event) => {
-      const button = event.target.closest('button[data-action]');
-      if (!button) return;
-      try {
-        await act(button);
-      } catch (failure) {
-        showError(failure);
-      }
-    });
+    onActions($('#screen-emissions'), act);
     $('#emission-game').addEventListener('change', fillStakes);
     $('#emission-form').addEventListener('submit', async (event) => {
       event.preventDefault();

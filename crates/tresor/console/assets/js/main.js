@@ -12,6 +12,7 @@ import { players } from './players.js';
 import { queues } from './queues.js';
 import { trail } from './trail.js';
 import { site } from './site.js';
+import { reports } from './reports.js';
 
 /**
  * Whether this browser had a session when last seen. The cookie is
@@ -31,7 +32,7 @@ function hint(on) {
   return on;
 }
 
-const screens = { dashboard, emissions, players, queues, trail, site };
+const screens = { dashboard, emissions, players, queues, trail, site, reports };
 
 const app = {
   me: null,

@@ -9,7 +9,7 @@
 //! sees). Each asks first.
 
 import { api } from './api.js';
-import { $, h, euros, fill, groupIban, table, timeNode, notice, showError, confirmAction, raw } from './util.js';
+import { $, h, euros, fill, groupIban, table, timeNode, notice, showError, confirmAction, raw, onActions } from './util.js';
 
 let appRef = null;
 
@@ -280,15 +280,7 @@ async function act(button) {
 export const queues = {
   setup(app) {
     appRef = app;
-    $('#screen-queues').addEventListener('click', async (event) => {
-      const button = event.target.closest('button[data-action]');
-      if (!button) return;
-      try {
-        await act(button);
-      } catch (failure) {
-        showError(failure);
-      }
-    });
+    onActions($('#screen-queues'), act);
   },
   async show() {
     try {

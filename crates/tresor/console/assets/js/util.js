@@ -273,6 +273,22 @@ export async function copyText(text) {
 }
 
 /** Disables `button` while `work` runs. */
+/**
+ * Hands every click on a `button[data-action]` inside `root` to `act`
+ * (the button), a failure shown as an error.
+ */
+export function onActions(root, act) {
+  root.addEventListener('click', async (event) => {
+    const button = event.target.closest('button[data-action]');
+    if (!button) return;
+    try {
+      await act(button);
+    } catch (failure) {
+      showError(failure);
+    }
+  });
+}
+
 export async function busy(button, work) {
   button.disabled = true;
   button.setAttribute('aria-busy', 'true');

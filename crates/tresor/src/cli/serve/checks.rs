@@ -7,6 +7,7 @@
 //! checked against is read from the database without writing (`probe.rs`).
 
 use super::super::Usage;
+use super::super::backup::read_published;
 use super::super::db::DbArgs;
 use super::ServeArgs;
 use super::probe::{Found, probe};
@@ -57,12 +58,10 @@ pub(super) async fn check(args: &ServeArgs, demo_if_created: bool) -> anyhow::Re
     let settings = service_settings(args, games.clone())?;
     let backups = args.backups.check(&args.db)?;
     let replica = args.replicate.check(&args.db)?;
-    let published = args
-        .published_checkpoint
-        .as_deref()
-        .map(Published::read)
-        .transpose()
-        .map_err(|e| Usage(format!("--published-checkpoint: {e}")))?;
+    let published = read_published(
+        args.published_checkpoint.as_deref(),
+        "--published-checkpoint",
+    )?;
     check_folders(args)?;
     let found = probe(&args.db).await?;
     let demo = mode(args, &found, demo_if_created)?;

@@ -240,6 +240,10 @@ async fn start(
         args.replicate.spawn(database, dir);
     }
     keeper.spawn(service.clone());
+    if args.report_rollup_every_s > 0 {
+        let every = std::time::Duration::from_secs(args.report_rollup_every_s);
+        crate::report::period::keep_extended(service.db.pool.clone(), every);
+    }
     let (demo, listeners) = (checked.demo, checked.listeners);
     let (address, admin_address) = (listeners.address, listeners.admin_address);
     let writer = &checked.writer;

@@ -6,7 +6,7 @@ use super::*;
 on_both!(
     a_webhook_with_a_bad_signature_or_a_stale_timestamp_is_refused_and_changes_nothing,
     |app| {
-        open_ok(&app, "ana").await;
+        player("ana").real_money().on(&app).await;
         let id = ask_deposit(&app, 5000).await;
         let body = confirmation(id, "tx-1", 5000);
         let before = snapshot(&app).await;
@@ -46,8 +46,7 @@ on_both!(
         assert_refused(&answer, StatusCode::UNAUTHORIZED, "invalid_signature");
         assert_eq!(snapshot(&app).await, before, "refusals change nothing");
         // Within the window, signed right: credited.
-        let (status, answer) = webhook(&app, &body, -290, true).await;
-        assert_eq!(status, StatusCode::OK, "{answer}");
+        let answer = expect(StatusCode::OK, webhook(&app, &body, -290, true).await);
         assert_eq!(answer["outcome"], "credited");
         assert_eq!(app.balance().await, 5000);
         let (_, deposit) = app.get(&format!("/api/account/deposits/{id}")).await;
@@ -59,7 +58,7 @@ on_both!(
 on_both!(
     the_same_confirmation_ten_times_concurrently_credits_once,
     |app| {
-        open_ok(&app, "ana").await;
+        player("ana").real_money().on(&app).await;
         let id = ask_deposit(&app, 2500).await;
         let body = confirmation(id, "tx-same", 2500);
         let answers =
@@ -107,16 +106,20 @@ on_both!(
     a_confirmation_over_the_deposit_cap_is_recorded_to_refund_and_never_credited,
     |app| {
         let born = born_years_ago(&app, 40);
-        let mut body = opening("ana", "Martin", &born);
-        body["deposit_limit_cents"] = json!(3000);
-        let (status, answer) = app.post("/api/account/open", body).await;
-        assert_eq!(status, StatusCode::CREATED, "{answer}");
+        player("ana")
+            .birth_name("Martin")
+            .born(&born)
+            .limits(3000, 1_000_000)
+            .on(&app)
+            .await;
         // Asked within the cap (a deposit past what is left is refused when
         // asked), then past it by the time it is confirmed.
         let id = ask_deposit(&app, 2000).await;
         deposit(&app, 2000).await;
-        let (status, answer) = webhook(&app, &confirmation(id, "tx-over", 2000), 0, true).await;
-        assert_eq!(status, StatusCode::OK, "{answer}");
+        let answer = expect(
+            StatusCode::OK,
+            webhook(&app, &confirmation(id, "tx-over", 2000), 0, true).await,
+        );
         assert_eq!(answer["outcome"], "to_refund");
         assert_eq!(answer["reason"], "deposit_limit");
         assert_eq!(app.balance().await, 2000, "never credited");
@@ -131,12 +134,10 @@ on_both!(
         let (_, answer) = webhook(&app, &confirmation(id, "tx-wrong", 700), 0, true).await;
         assert_eq!(answer["reason"], "amount_mismatch");
         assert_eq!(app.balance().await, 2000);
-        let report = tresor::report::build(&app.service.db.pool, None)
-            .await
-            .unwrap();
-        assert_eq!(report.money.to_refund_cents, 2700);
-        assert_eq!(report.money.provider_deposits_cents, 2000);
-        assert_eq!(report.money.ledger_sum_cents, 0);
+        let money = money(&app).await;
+        assert_eq!(money.to_refund_cents, 2700);
+        assert_eq!(money.provider_deposits_cents, 2000);
+        assert_eq!(money.ledger_sum_cents, 0);
         app.assert_ledger_balances().await;
     }
 );

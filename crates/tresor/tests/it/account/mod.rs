@@ -4,76 +4,29 @@
 //! webhook, withdrawals and their races, the statement and its CSV, closing,
 //! and the operator's commands. Every refusal is checked to change nothing.
 
-use crate::common::{TestApp, TestDb};
+use crate::common::expect;
+use crate::common::opening::{
+    DAY_MS, IBAN, ask_deposit, assert_refused, born_years_ago, confirmation, deposit,
+    webhook_signed,
+};
+use crate::common::players::{player, session_cookie};
+use crate::common::{TestApp, TestDb, assert_exit, header};
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use tresor::service::{Settlement, sign_webhook};
+use tresor::report::MoneyFigures;
+use tresor::service::{Settlement, WithdrawalView, sign_webhook};
 
+pub(crate) mod browser;
 mod deposits;
 mod opening;
 mod sandbox;
 mod statement;
 mod withdrawals;
 
-const IBAN: &str = "FR76 3000 6000 0112 3456 7890 189";
-
-const DAY_MS: i64 = 24 * 3600 * 1000;
-
-/// A birth date `years` years before the app's clock (a day more, to be sure).
-fn born_years_ago(app: &TestApp, years: i32) -> String {
-    let now = time::OffsetDateTime::from_unix_timestamp(app.service.now_ms() / 1000).unwrap();
-    let date = now
-        .date()
-        .replace_year(now.year() - years)
-        .unwrap()
-        .previous_day()
-        .unwrap();
-    format!("{date}")
-}
-
-fn opening(username: &str, birth_name: &str, birth_date: &str) -> Value {
-    json!({
-        "username": username,
-        "password": "a long password",
-        "accept_rules": true,
-        "marketing_consent": false,
-        "iban": IBAN,
-        "deposit_limit_cents": 1_000_000,
-        "stake_limit_cents": 1_000_000,
-        "identity": {
-            "birth_name": birth_name,
-            "first_names": "Anne Marie",
-            "birth_date": birth_date,
-            "birth_place": "Nantes",
-            "address": "1 rue de la Paix, 75002 Paris",
-        },
-    })
-}
-
 /// Opens an account for real money as the app's client; returns the answer.
 async fn open(app: &TestApp, username: &str, birth_name: &str) -> (StatusCode, Value) {
-    let born = born_years_ago(app, 30);
-    app.post("/api/account/open", opening(username, birth_name, &born))
-        .await
-}
-
-async fn open_ok(app: &TestApp, username: &str) {
-    let (status, body) = open(app, username, &format!("Name of {username}")).await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-}
-
-/// An operator of the console (not the command line, which approves the
-/// withdrawals here: four eyes) verifies the account, identity and IBAN
-/// checked.
-async fn verify(app: &TestApp, username: &str) {
-    crate::common::opening::documents_verified(&app.service, username).await;
-    let player = app.service.player_by_username(username).await.unwrap();
-    let reviewed = tresor::account::Iban::parse(IBAN).unwrap();
-    app.service
-        .verify_account_as(tresor::trail::Actor::staff("vera"), &player, &reviewed)
-        .await
-        .unwrap();
+    player(username).birth_name(birth_name).register(app).await
 }
 
 /// Sends the provider's webhook with `body`, signed at the app's time
@@ -84,52 +37,12 @@ async fn webhook(
     shift_s: i64,
     good_secret: bool,
 ) -> (StatusCode, Value) {
-    let text = body.to_string();
-    let timestamp = app.service.now_ms() / 1000 + shift_s;
-    let secret: Vec<u8> = if good_secret {
-        app.service.webhook_secret().to_vec()
+    let secret: &[u8] = if good_secret {
+        app.service.webhook_secret()
     } else {
-        b"not the secret".to_vec()
+        b"not the secret"
     };
-    let signature = sign_webhook(&secret, timestamp, text.as_bytes());
-    let timestamp = timestamp.to_string();
-    app.post_raw(
-        "/api/payments/webhook",
-        &text,
-        &[
-            ("tresor-timestamp", timestamp.as_str()),
-            ("tresor-signature", signature.as_str()),
-        ],
-    )
-    .await
-}
-
-/// Asks a deposit of `cents`; returns its id.
-async fn ask_deposit(app: &TestApp, cents: i64) -> i64 {
-    let (status, body) = app
-        .post("/api/account/deposits", json!({"amount_cents": cents}))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    assert_eq!(body["state"], "pending");
-    assert!(
-        body["pay_url"]
-            .as_str()
-            .unwrap()
-            .contains(&body["id"].to_string())
-    );
-    body["id"].as_i64().unwrap()
-}
-
-fn confirmation(deposit_id: i64, transaction_id: &str, cents: i64) -> Value {
-    json!({"deposit_id": deposit_id, "transaction_id": transaction_id, "amount_cents": cents, "status": "succeeded"})
-}
-
-/// Deposits `cents` through the provider, confirmed by its webhook.
-async fn deposit(app: &TestApp, cents: i64) {
-    let id = ask_deposit(app, cents).await;
-    let (status, body) = webhook(app, &confirmation(id, &format!("tx-{id}"), cents), 0, true).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["outcome"], "credited", "{body}");
+    webhook_signed(app, body, shift_s, secret).await
 }
 
 /// What a refusal must leave as it was: the trail's length and every balance.
@@ -145,16 +58,6 @@ async fn snapshot(app: &TestApp) -> (i64, Vec<(i64, i64)>) {
             .await
             .unwrap();
     (trail, balances)
-}
-
-fn assert_refused(answer: &(StatusCode, Value), status: StatusCode, code: &str) {
-    assert_eq!(answer.0, status, "{}", answer.1);
-    assert_eq!(answer.1["error"]["code"], code, "{}", answer.1);
-    assert!(
-        answer.1["error"]["message"]
-            .as_str()
-            .is_some_and(|m| !m.is_empty())
-    );
 }
 
 async fn balance_of(app: &TestApp, account_id: i64) -> i64 {
@@ -178,18 +81,22 @@ fn audit_holds(app: &TestApp) {
     assert!(output.status.success());
 }
 
-/// The session cookie of the app's client, read back by logging in anew.
-async fn session_cookie(app: &TestApp) -> String {
-    let response = reqwest::Client::new()
-        .post(format!("{}/api/login", app.address))
-        .header("x-requested-with", "tresor")
-        .json(&json!({"username": "ana", "password": "a long password"}))
-        .send()
+/// The operator settles the withdrawal `asked` (as the API answered it).
+async fn settle(
+    app: &TestApp,
+    asked: &Value,
+    settlement: Settlement,
+    reason: Option<&str>,
+) -> WithdrawalView {
+    let id = asked["id"].as_i64().expect("a withdrawal's id");
+    app.service
+        .decide_withdrawal(id, settlement, reason.map(str::to_owned))
         .await
-        .unwrap();
-    let cookie = response.headers()["set-cookie"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    cookie.split(';').next().unwrap().to_owned()
+        .expect("the withdrawal settled")
+}
+
+/// The money figures of the whole report.
+async fn money(app: &TestApp) -> MoneyFigures {
+    let report = tresor::report::build(&app.service.db.pool, None).await;
+    report.expect("the report").money
 }

@@ -6,8 +6,7 @@ use super::*;
 on_both!(
     the_ban_list_refuses_an_opening_and_excludes_existing_accounts_at_import,
     |app| {
-        open_ok(&app, "ana").await;
-        deposit(&app, 1000).await;
+        player("ana").real_money().deposit(1000).on(&app).await;
         let born = born_years_ago(&app, 30);
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("ban.csv");
@@ -31,8 +30,7 @@ on_both!(
         let before = snapshot(&app).await;
         assert_refused(&app.buy(100).await, StatusCode::FORBIDDEN, "banned");
         assert_refused(
-            &app.post("/api/account/deposits", json!({"amount_cents": 1000}))
-                .await,
+            &app.ask_deposit(1000).await,
             StatusCode::FORBIDDEN,
             "banned",
         );
@@ -58,14 +56,12 @@ on_both!(
 on_both!(a_minor_is_refused_and_nothing_is_written, |app| {
     let before = snapshot(&app).await;
     let born = born_years_ago(&app, 17);
-    let answer = app
-        .post("/api/account/open", opening("kid", "Petit", &born))
-        .await;
+    let answer = player("kid").born(&born).register(&app).await;
     assert_refused(&answer, StatusCode::FORBIDDEN, "minor");
     assert_eq!(snapshot(&app).await, before);
     assert!(app.service.player_by_username("kid").await.is_err());
     // Bad identities are refused before anything runs.
-    let mut body = opening("kid", "Petit", "1990-02-30");
+    let mut body = player("kid").born("1990-02-30").body(&app);
     assert_refused(
         &app.post("/api/account/open", body.clone()).await,
         StatusCode::UNPROCESSABLE_ENTITY,
@@ -90,7 +86,7 @@ on_both!(a_minor_is_refused_and_nothing_is_written, |app| {
 on_both!(
     a_provisional_account_cannot_withdraw_and_cannot_stake_after_its_period,
     |app| {
-        open_ok(&app, "ana").await;
+        player("ana").real_money().on(&app).await;
         let (_, account) = app.get("/api/account").await;
         assert_eq!(account["status"], "provisional");
         assert_eq!(account["can_withdraw"], false);
@@ -98,8 +94,7 @@ on_both!(
         deposit(&app, 2000).await;
         let before = snapshot(&app).await;
         assert_refused(
-            &app.post("/api/account/withdrawals", json!({"amount_cents": 500}))
-                .await,
+            &app.ask_withdrawal(500).await,
             StatusCode::FORBIDDEN,
             "not_verified",
         );
@@ -127,9 +122,7 @@ on_both!(
             .tresor_ok(&["account", "list", "--status", "verified", "--json"]);
         assert!(String::from_utf8_lossy(&listed.stdout).contains("\"ana\""));
         assert_eq!(app.buy(100).await.0, StatusCode::CREATED);
-        let (status, withdrawal) = app
-            .post("/api/account/withdrawals", json!({"amount_cents": 500}))
-            .await;
+        let (status, withdrawal) = app.ask_withdrawal(500).await;
         assert_eq!(status, StatusCode::CREATED, "{withdrawal}");
         assert_eq!(withdrawal["iban"], "FR76 •••• 0189");
         let listed = app.db.tresor_ok(&["withdrawal", "list"]);
@@ -138,12 +131,7 @@ on_both!(
         // Four eyes: the command line (one operator) verified the account,
         // so it approves only where the installation says it has one operator.
         let refused = app.db.tresor(&["withdrawal", "approve", "--id", &id]);
-        assert_eq!(
-            refused.status.code(),
-            Some(1),
-            "{}",
-            crate::common::describe(&refused)
-        );
+        assert_exit(&refused, 1);
         assert!(
             String::from_utf8_lossy(&refused.stderr).contains("--single-operator"),
             "{}",
@@ -176,8 +164,10 @@ on_both!(
         assert_eq!(snapshot(&app).await.1, before.1);
         let answer = app.post("/api/account/rules", json!({"version": 1})).await;
         assert_refused(&answer, StatusCode::UNPROCESSABLE_ENTITY, "validation");
-        let (status, account) = app.post("/api/account/rules", json!({"version": 2})).await;
-        assert_eq!(status, StatusCode::OK, "{account}");
+        let account = expect(
+            StatusCode::OK,
+            app.post("/api/account/rules", json!({"version": 2})).await,
+        );
         assert_eq!(account["rules_version_accepted"], 2);
         assert_eq!(app.buy(100).await.0, StatusCode::CREATED);
         app.assert_ledger_balances().await;

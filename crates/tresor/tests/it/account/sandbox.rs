@@ -66,12 +66,12 @@ async fn deposit_state(app: &TestApp, id: i64) -> String {
 on_both!(
     the_sandbox_pays_and_declines_only_the_players_own_deposit_with_its_session_and_proof,
     |app| {
-        open_ok(&app, "ana").await;
-        let ana = session_cookie(&app).await;
+        player("ana").real_money().on(&app).await;
+        let ana = session_cookie(&app, "ana").await;
         let mine = ask_deposit(&app, 1500).await;
         let declined = ask_deposit(&app, 700).await;
         let bea = app.another_client();
-        open_ok(&bea, "bea").await;
+        player("bea").real_money().on(&bea).await;
         let hers = ask_deposit(&bea, 2500).await;
         let before = snapshot(&app).await;
         // No session: neither the page (nor its amount) nor the form.
@@ -110,26 +110,12 @@ on_both!(
         assert_eq!(deposit_state(&app, hers).await, "pending");
         // With all three: paid, and the other declined.
         assert!(own_page.contains("<form method=\"post\" action=\"/sandbox/pay\">"));
-        let answer = sandbox_post(
-            &app,
-            Some(&ana),
-            mine,
-            "succeeded",
-            &proof_of(&own_page),
-            &[],
-        )
-        .await;
+        let own = proof_of(&own_page);
+        let answer = sandbox_post(&app, Some(&ana), mine, "succeeded", &own, &[]).await;
         assert_eq!(answer.status(), StatusCode::SEE_OTHER);
         let (_, decline_page) = sandbox_page(&app, Some(&ana), declined).await;
-        let answer = sandbox_post(
-            &app,
-            Some(&ana),
-            declined,
-            "failed",
-            &proof_of(&decline_page),
-            &[],
-        )
-        .await;
+        let declines = proof_of(&decline_page);
+        let answer = sandbox_post(&app, Some(&ana), declined, "failed", &declines, &[]).await;
         assert_eq!(answer.status(), StatusCode::SEE_OTHER);
         assert_eq!(deposit_state(&app, mine).await, "credited");
         assert_eq!(deposit_state(&app, declined).await, "failed");
@@ -144,8 +130,8 @@ on_both!(
 on_both!(
     a_forged_host_header_sends_the_sandbox_confirmation_nowhere,
     |app| {
-        open_ok(&app, "ana").await;
-        let ana = session_cookie(&app).await;
+        player("ana").real_money().on(&app).await;
+        let ana = session_cookie(&app, "ana").await;
         let id = ask_deposit(&app, 1500).await;
         let (_, page) = sandbox_page(&app, Some(&ana), id).await;
         // A listener of the attacker's choosing, named by the Host header.
@@ -174,7 +160,7 @@ on_both!(
 on_both!(
     a_confirmation_for_a_deposit_of_another_provider_is_refused_and_credits_nothing,
     |app| {
-        open_ok(&app, "ana").await;
+        player("ana").real_money().on(&app).await;
         let id = ask_deposit(&app, 1500).await;
         // The deposit was asked through another provider (before a change).
         sqlx::query("UPDATE deposits SET provider = 'acme' WHERE id = $1")

@@ -5,10 +5,12 @@ use super::*;
 on_both!(
     every_movement_is_in_the_statement_and_the_trail_with_running_balances,
     |app| {
-        open_ok(&app, "ana").await;
-        verify(&app, "ana").await;
-        deposit(&app, 3000).await;
-        let player = app.service.player_by_username("ana").await.unwrap();
+        let player = player("ana")
+            .verified()
+            .deposit(3000)
+            .on(&app)
+            .await
+            .service_player;
         // Credited at the console, approved at the command line: four eyes.
         app.service
             .credit_as(tresor::trail::Actor::staff("cleo"), &player, 400)
@@ -16,7 +18,7 @@ on_both!(
             .unwrap();
         let (_, play) = app.buy(200).await;
         app.finish(play["id"].as_i64().unwrap()).await;
-        let ask = |cents: i64| app.post("/api/account/withdrawals", json!({"amount_cents": cents}));
+        let ask = |cents: i64| app.ask_withdrawal(cents);
         let (_, w1) = ask(300).await;
         app.post(
             &format!("/api/account/withdrawals/{}/cancel", w1["id"]),
@@ -24,19 +26,9 @@ on_both!(
         )
         .await;
         let (_, w2) = ask(400).await;
-        app.service
-            .decide_withdrawal(w2["id"].as_i64().unwrap(), Settlement::Paid, None)
-            .await
-            .unwrap();
+        settle(&app, &w2, Settlement::Paid, None).await;
         let (_, w3) = ask(500).await;
-        app.service
-            .decide_withdrawal(
-                w3["id"].as_i64().unwrap(),
-                Settlement::Rejected,
-                Some("no".to_owned()),
-            )
-            .await
-            .unwrap();
+        settle(&app, &w3, Settlement::Rejected, Some("no")).await;
         let (status, page) = app.get("/api/account/statement?limit=100").await;
         assert_eq!(status, StatusCode::OK, "{page}");
         let movements = page["movements"].as_array().unwrap();
@@ -82,23 +74,13 @@ on_both!(
         // The CSV: a header, then the same movements, oldest first.
         let response = reqwest::Client::new()
             .get(format!("{}/api/account/statement.csv", app.address))
-            .header("cookie", session_cookie(&app).await)
+            .header("cookie", session_cookie(&app, "ana").await)
             .send()
             .await
             .unwrap();
         assert_eq!(response.status(), StatusCode::OK);
-        assert!(
-            response.headers()["content-type"]
-                .to_str()
-                .unwrap()
-                .starts_with("text/csv")
-        );
-        assert!(
-            response.headers()["content-disposition"]
-                .to_str()
-                .unwrap()
-                .contains("attachment")
-        );
+        assert!(header(&response, "content-type").starts_with("text/csv"));
+        assert!(header(&response, "content-disposition").contains("attachment"));
         let csv = response.text().await.unwrap();
         let lines: Vec<&str> = csv.lines().collect();
         assert!(lines[0].starts_with("id,at,movement,amount_cents,delta_cents,balance_cents"));

@@ -6,13 +6,9 @@ use super::*;
 on_both!(
     a_withdrawal_never_exceeds_the_balance_even_with_concurrent_purchases,
     |app| {
-        open_ok(&app, "ana").await;
-        verify(&app, "ana").await;
-        deposit(&app, 1000).await;
+        player("ana").verified().deposit(1000).on(&app).await;
         let buys = futures_util::future::join_all((0..6).map(|_| app.buy(100)));
-        let withdrawals = futures_util::future::join_all(
-            (0..3).map(|_| app.post("/api/account/withdrawals", json!({"amount_cents": 600}))),
-        );
+        let withdrawals = futures_util::future::join_all((0..3).map(|_| app.ask_withdrawal(600)));
         let (buys, withdrawals) = tokio::join!(buys, withdrawals);
         let bought = buys
             .iter()
@@ -55,13 +51,9 @@ on_both!(
 );
 
 on_both!(a_cancel_racing_an_approval_settles_one_way, |app| {
-    open_ok(&app, "ana").await;
-    verify(&app, "ana").await;
-    deposit(&app, 3000).await;
+    player("ana").verified().deposit(3000).on(&app).await;
     for round in 0..3 {
-        let (status, withdrawal) = app
-            .post("/api/account/withdrawals", json!({"amount_cents": 500}))
-            .await;
+        let (status, withdrawal) = app.ask_withdrawal(500).await;
         assert_eq!(status, StatusCode::CREATED, "{withdrawal}");
         let id = withdrawal["id"].as_i64().unwrap();
         let path = format!("/api/account/withdrawals/{id}/cancel");
@@ -94,19 +86,9 @@ on_both!(a_cancel_racing_an_approval_settles_one_way, |app| {
         0
     );
     // A rejection gives the money back.
-    let (_, withdrawal) = app
-        .post("/api/account/withdrawals", json!({"amount_cents": 700}))
-        .await;
+    let (_, withdrawal) = app.ask_withdrawal(700).await;
     let before = app.balance().await;
-    let rejected = app
-        .service
-        .decide_withdrawal(
-            withdrawal["id"].as_i64().unwrap(),
-            Settlement::Rejected,
-            Some("wrong bank".to_owned()),
-        )
-        .await
-        .unwrap();
+    let rejected = settle(&app, &withdrawal, Settlement::Rejected, Some("wrong bank")).await;
     assert_eq!(rejected.state, "rejected");
     assert_eq!(app.balance().await, before + 700);
     app.assert_ledger_balances().await;
@@ -116,18 +98,17 @@ on_both!(a_cancel_racing_an_approval_settles_one_way, |app| {
 on_both!(
     closing_pays_a_verified_balance_out_and_keeps_an_unverified_one_in_reserve,
     |app| {
-        open_ok(&app, "ana").await;
-        verify(&app, "ana").await;
-        deposit(&app, 1200).await;
+        player("ana").verified().deposit(1200).on(&app).await;
         assert_refused(
             &app.post("/api/account/close", json!({})).await,
             StatusCode::UNPROCESSABLE_ENTITY,
             "validation",
         );
-        let (status, closed) = app
-            .post("/api/account/close", json!({"confirm": true}))
-            .await;
-        assert_eq!(status, StatusCode::OK, "{closed}");
+        let closed = expect(
+            StatusCode::OK,
+            app.post("/api/account/close", json!({"confirm": true}))
+                .await,
+        );
         assert_eq!(closed["balance_cents"], 1200);
         assert!(closed["withdrawal_id"].is_i64());
         assert_eq!(closed["reserved_cents"], 0);
@@ -139,8 +120,7 @@ on_both!(
         app.login("ana", "a long password").await;
         assert_refused(&app.buy(100).await, StatusCode::FORBIDDEN, "account_closed");
         assert_refused(
-            &app.post("/api/account/deposits", json!({"amount_cents": 1000}))
-                .await,
+            &app.ask_deposit(1000).await,
             StatusCode::FORBIDDEN,
             "account_closed",
         );
@@ -148,8 +128,7 @@ on_both!(
         assert_eq!(balance_of(&app, ana.account_id).await, 0);
 
         let bea = app.another_client();
-        open_ok(&bea, "bea").await;
-        deposit(&bea, 800).await;
+        player("bea").real_money().deposit(800).on(&bea).await;
         let (_, closed) = bea
             .post("/api/account/close", json!({"confirm": true}))
             .await;
@@ -159,12 +138,10 @@ on_both!(
         let reserves: Value = serde_json::from_slice(&reserves.stdout).unwrap();
         assert_eq!(reserves[0]["username"], "bea");
         assert_eq!(reserves[0]["amount_cents"], 800);
-        let report = tresor::report::build(&app.service.db.pool, None)
-            .await
-            .unwrap();
-        assert_eq!(report.money.reserves_cents, 800);
-        assert_eq!(report.money.withdrawals_pending_cents, 1200);
-        assert_eq!(report.money.ledger_sum_cents, 0);
+        let money = money(&app).await;
+        assert_eq!(money.reserves_cents, 800);
+        assert_eq!(money.withdrawals_pending_cents, 1200);
+        assert_eq!(money.ledger_sum_cents, 0);
         let table = app.db.tresor_ok(&["report"]);
         assert!(String::from_utf8_lossy(&table.stdout).contains("kept in reserve"));
         app.assert_ledger_balances().await;

@@ -1,8 +1,11 @@
 //! API tests: every endpoint, its success and its refusals, on SQLite and on
 //! PostgreSQL alike. A refused request must change nothing.
 
+pub(crate) mod browser;
 mod plays;
 
+use crate::common::expect;
+use crate::common::opening::assert_invalid;
 use crate::common::scalar;
 
 use reqwest::StatusCode;
@@ -11,8 +14,7 @@ use serde_json::{Value, json};
 on_both!(
     registering_logs_the_player_in_with_an_empty_balance,
     |app| {
-        let (status, me) = app.register("ana").await;
-        assert_eq!(status, StatusCode::CREATED, "{me}");
+        let me = expect(StatusCode::CREATED, app.register("ana").await);
         assert_eq!(me["username"], "ana");
         assert_eq!(me["balance_cents"], 0);
         assert_eq!(me["current_play_id"], serde_json::Value::Null);
@@ -47,16 +49,7 @@ on_both!(
                 "username",
             ),
         ] {
-            let (status, error) = app.post("/api/register", body).await;
-            assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{error}");
-            assert_eq!(error["error"]["code"], "validation");
-            assert!(
-                error["error"]["message"]
-                    .as_str()
-                    .unwrap()
-                    .starts_with(field),
-                "{error}"
-            );
+            assert_invalid(&app.post("/api/register", body).await, field);
         }
         let (status, _) = app.me().await;
         assert_eq!(status, StatusCode::UNAUTHORIZED, "no session was opened");
@@ -117,8 +110,7 @@ on_both!(
         let (status, error) = app.login("nobody", "a long password").await;
         assert_eq!(status, StatusCode::UNAUTHORIZED);
         assert_eq!(error["error"]["code"], "invalid_credentials");
-        let (status, me) = app.login("ANA", "a long password").await;
-        assert_eq!(status, StatusCode::OK, "{me}");
+        let me = expect(StatusCode::OK, app.login("ANA", "a long password").await);
         assert_eq!(me["username"], "ana");
         let (status, _) = app.me().await;
         assert_eq!(status, StatusCode::OK);
@@ -175,8 +167,7 @@ on_both!(
 
 on_both!(demo_deposits_credit_the_balance_within_their_limit, |app| {
     app.register("ana").await;
-    let (status, me) = app.deposit(2_000).await;
-    assert_eq!(status, StatusCode::OK, "{me}");
+    let me = expect(StatusCode::OK, app.deposit(2_000).await);
     assert_eq!(me["balance_cents"], 2_000);
     for amount in [0, -5, 100_001] {
         let (status, error) = app.deposit(amount).await;

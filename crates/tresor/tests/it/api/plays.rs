@@ -1,5 +1,8 @@
 //! Buying units, throwing, settling, the history, and plays under concurrency.
 
+mod browser;
+
+use crate::common::expect;
 use crate::common::{TestApp, assert_ledger_balances, scalar};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -32,8 +35,10 @@ on_both!(
     a_purchase_debits_the_stake_and_shows_the_outcome_at_once,
     |app| {
         app.player("ana", 1_000).await;
-        let (status, play) = app.buy_with_key(100, "first-key").await;
-        assert_eq!(status, StatusCode::CREATED, "{play}");
+        let play = expect(
+            StatusCode::CREATED,
+            app.buy_with_key(100, "first-key").await,
+        );
         assert_eq!(play["stake_cents"], 100);
         assert_eq!(play["state"], "in_progress");
         assert_eq!(play["throws_left"], 4);
@@ -67,8 +72,7 @@ on_both!(four_throws_finish_the_play_and_credit_its_win_once, |app| {
         let id = play["id"].as_i64().unwrap();
         let mut throws = 0;
         for left in (0..4).rev() {
-            let (status, play) = app.throw(id).await;
-            assert_eq!(status, StatusCode::OK, "{play}");
+            let play = expect(StatusCode::OK, app.throw(id).await);
             throws += 1;
             assert_eq!(play["throws_left"], left);
             assert_eq!(play["scenario"]["throws"].as_array().unwrap().len(), throws);
@@ -336,15 +340,13 @@ async fn concurrent_players_never_share_a_unit_and_the_ledger_balances(app: Test
             let mut ids = Vec::new();
             for n in 0..PLAYS {
                 let stake = [50, 100, 200][(p + n) % 3];
-                let (status, play) = client.buy(stake).await;
-                assert_eq!(status, StatusCode::CREATED, "{play}");
+                let play = expect(StatusCode::CREATED, client.buy(stake).await);
                 let id = play["id"].as_i64().unwrap();
                 ids.push(id);
                 // Leave every fifth game mid-way.
                 let throws = if (p + n) % 5 == 0 { (p + n) % 4 } else { 4 };
                 for _ in 0..throws {
-                    let (status, body) = client.throw(id).await;
-                    assert_eq!(status, StatusCode::OK, "{body}");
+                    expect(StatusCode::OK, client.throw(id).await);
                 }
             }
             let (_, history) = client.history("?limit=100").await;

@@ -17,9 +17,9 @@ async fn a_backup_taken_mid_load_restores_everything_acknowledged_before_it(db: 
     let outside = tempfile::tempdir().unwrap();
     let backups = outside.path().join("backups");
     let server = Server::start(db, &unthrottled_flags()).await;
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let tasks = sell(&server.base, 6, stop.clone()).await;
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let load = sell(&server.base, 6).await;
+    // More than the 20 the test asks for before the backup.
+    load.acknowledges(30).await;
 
     // The backup, mid-load, from another process, as an operator runs it.
     let backup_started = Instant::now();
@@ -37,12 +37,9 @@ async fn a_backup_taken_mid_load_restores_everything_acknowledged_before_it(db: 
     };
     let backup_ended = Instant::now();
     let said = ok(output);
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let mut purchases = Vec::new();
-    for task in tasks {
-        purchases.extend(task.await.unwrap());
-    }
+    // More than the 20 the test asks for after it.
+    load.acknowledges(30).await;
+    let purchases: Vec<Purchase> = load.stop().await.concat();
     drop(server);
 
     let acknowledged: Vec<&Purchase> = purchases.iter().filter(|p| p.status == 201).collect();
@@ -90,16 +87,7 @@ async fn a_backup_taken_mid_load_restores_everything_acknowledged_before_it(db: 
     std::fs::remove_dir_all(&data).unwrap();
     let restored = outside.path().join("restored");
     let started = Instant::now();
-    let said = ok(run(
-        db,
-        &[
-            "restore",
-            "--from",
-            &only_backup(&backups).display().to_string(),
-            "--data",
-            &restored.display().to_string(),
-        ],
-    ));
+    let said = db.restore(&only_backup(&backups), &restored, &[]);
     eprintln!("restore took {:?}: {said}", started.elapsed());
     assert!(said.contains("the trail verifies"), "{said}");
     assert!(said.contains("sales are closed"), "{said}");

@@ -8,6 +8,9 @@
 
 use crate::common::cluster::Cluster;
 
+use crate::common::process::{refused as refused_with, stdout_ok as ok};
+use crate::common::trail::{assert_trail_verifies, kept_file, until_kept};
+use crate::common::wait::until_true;
 use crate::common::{
     Harness, Server, TestDb, assert_ledger_balances, cookie_client, describe, free_port, get_json,
     post, register_and_deposit, tresor_command, unthrottled_flags,
@@ -15,9 +18,10 @@ use crate::common::{
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::Output;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use tresor::store::Db;
-use tresor::trail::{self, Verdict};
 
 mod continuous;
 mod mid_load;
@@ -34,25 +38,59 @@ struct Purchase {
     took: Duration,
 }
 
-/// `players` players buying 50-cent units on `base` until `stop` is set.
-async fn sell(
-    base: &str,
-    players: usize,
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-) -> Vec<tokio::task::JoinHandle<Vec<Purchase>>> {
+/// Players buying 50-cent units until stopped, and how many purchases
+/// were acknowledged so far.
+struct Load {
+    stop: Arc<AtomicBool>,
+    acknowledged: Arc<AtomicUsize>,
+    tasks: Vec<tokio::task::JoinHandle<Vec<Purchase>>>,
+}
+
+impl Load {
+    /// The purchases acknowledged (201) so far.
+    fn acknowledged(&self) -> usize {
+        self.acknowledged.load(Ordering::SeqCst)
+    }
+
+    /// Waits (60 s at most) until `more` purchases past those acknowledged
+    /// now are acknowledged.
+    async fn acknowledges(&self, more: usize) {
+        let goal = self.acknowledged() + more;
+        until_true(
+            format!("{goal} purchases acknowledged"),
+            Duration::from_secs(60),
+            || async move { self.acknowledged() >= goal },
+        )
+        .await;
+    }
+
+    /// Stops the players: what each of them bought.
+    async fn stop(self) -> Vec<Vec<Purchase>> {
+        self.stop.store(true, Ordering::Relaxed);
+        let mut bought = Vec::new();
+        for task in self.tasks {
+            bought.push(task.await.unwrap());
+        }
+        bought
+    }
+}
+
+/// `players` players buying 50-cent units on `base` until stopped.
+async fn sell(base: &str, players: usize) -> Load {
     // Each call's players are new ones: a name not taken by an earlier call.
-    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, Ordering::Relaxed);
+    let (stop, acknowledged) = (Arc::<AtomicBool>::default(), Arc::<AtomicUsize>::default());
     let mut tasks = Vec::new();
     for p in 0..players {
         let client = cookie_client();
         let name = format!("buyer{p}c{call}");
         register_and_deposit(&client, base, &name, 100_000).await;
-        let (base, stop) = (base.to_owned(), stop.clone());
+        let (base, stop, acknowledged) = (base.to_owned(), stop.clone(), acknowledged.clone());
         tasks.push(tokio::spawn(async move {
             let mut done = Vec::new();
             let mut n = 0;
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            while !stop.load(Ordering::Relaxed) {
                 let key = format!("{name}-{n}");
                 n += 1;
                 let sent = Instant::now();
@@ -72,38 +110,44 @@ async fn sell(
                     answered: Instant::now(),
                     took: sent.elapsed(),
                 });
-                if status != 201 {
+                if status == 201 {
+                    acknowledged.fetch_add(1, Ordering::SeqCst);
+                } else {
+                    // Paces a refused player (503 while the writer is
+                    // busy) before it tries again.
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
             }
             done
         }));
     }
-    tasks
+    Load {
+        stop,
+        acknowledged,
+        tasks,
+    }
 }
 
-/// Runs `tresor` with `args` and `db`'s secrets key.
+/// A 50-cent purchase under `key` on `base`: its status and JSON answer.
+async fn buy(client: &reqwest::Client, base: &str, key: &str) -> (u16, serde_json::Value) {
+    post(
+        client,
+        &format!("{base}/api/plays"),
+        &json!({"stake_cents": 50}),
+        Some(key),
+    )
+    .await
+    .expect("a JSON answer")
+}
+
+/// Runs `tresor` with `args` (which name the database) and `db`'s key.
 fn run(db: &TestDb, args: &[&str]) -> Output {
-    let mut command = tresor_command();
-    command.args(args);
-    db.env(&mut command);
-    command.output().expect("run tresor")
-}
-
-fn ok(output: Output) -> String {
-    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
-    String::from_utf8_lossy(&output.stdout).into_owned()
+    db.tresor_keyed(args)
 }
 
 /// A refusal: exit 2, with `words` in the message.
 fn refused(output: Output, words: &str) {
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
-    assert!(
-        stderr.contains(words),
-        "expected {words:?}: {}",
-        describe(&output)
-    );
+    refused_with(&output, words);
 }
 
 /// The single backup folder in `dir`.
@@ -125,20 +169,7 @@ fn names(dir: &Path) -> Vec<String> {
 }
 
 async fn open_sqlite(data: &Path, db: &TestDb) -> Db {
-    crate::common::db::signed(
-        Db::open_data_dir(data)
-            .await
-            .unwrap()
-            .with_secrets_key(db.secrets_key.clone()),
-    )
-    .await
-}
-
-async fn assert_trail_verifies(db: &Db) -> i64 {
-    match trail::verify(&db.pool, |_| {}).await.unwrap() {
-        Verdict::Intact { records, .. } => records,
-        Verdict::Broken { seq, reason } => panic!("the trail breaks at record {seq}: {reason}"),
-    }
+    db.open_data_dir(data).await
 }
 
 async fn play_ids(db: &Db) -> std::collections::HashSet<i64> {
@@ -157,14 +188,7 @@ async fn one_backup(db: &TestDb, backups: &Path) -> PathBuf {
     let client = cookie_client();
     register_and_deposit(&client, &server.base, "ana", 10_000).await;
     for n in 0..5 {
-        let (status, body) = post(
-            &client,
-            &format!("{}/api/plays", server.base),
-            &json!({"stake_cents": 50}),
-            Some(&format!("k{n}")),
-        )
-        .await
-        .unwrap();
+        let (status, body) = buy(&client, &server.base, &format!("k{n}")).await;
         assert_eq!(status, 201, "{body}");
     }
     drop(server);

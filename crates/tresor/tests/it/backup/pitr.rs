@@ -4,6 +4,16 @@ use super::*;
 
 on_postgres!(postgresql_recovered_to_a_chosen_time_has_everything_acknowledged_before_it);
 
+/// `tresor` with `args` on the PostgreSQL database at `url`, which must
+/// succeed: what it printed.
+fn on_url(url: &str, args: &[&str]) -> String {
+    ok(tresor_command()
+        .args(args)
+        .args(["--database-url", url])
+        .output()
+        .expect("run tresor"))
+}
+
 /// The recovered server of the PITR drill, stopped when dropped.
 struct Recovered<'a> {
     cluster: &'a Cluster,
@@ -30,107 +40,63 @@ async fn postgresql_recovered_to_a_chosen_time_has_everything_acknowledged_befor
     let server = Server::start_on_url(&url, &flags).await;
 
     // Sell; take the base backup mid-load; sell on.
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let tasks = sell(&server.base, 6, stop.clone()).await;
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let load = sell(&server.base, 6).await;
+    // More than the 20 the test asks for before the base backup.
+    load.acknowledges(30).await;
     let base = root.join("base");
     let took = Instant::now();
-    tokio::task::block_in_place(|| {
-        cluster.run(
-            "pg_basebackup",
-            &[
-                "-h",
-                "127.0.0.1",
-                "-p",
-                &cluster.primary.port.to_string(),
-                "-U",
-                "postgres",
-                "-D",
-                &base.display().to_string(),
-                "-X",
-                "stream",
-                "--checkpoint=fast",
-                "--no-sync",
-            ],
-        )
-    });
+    tokio::task::block_in_place(|| cluster.base_backup(&base, &[]));
     eprintln!("pg_basebackup mid-load took {:?}", took.elapsed());
-    tokio::time::sleep(Duration::from_millis(1000)).await;
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let mut before = Vec::new();
-    for task in tasks {
-        before.extend(task.await.unwrap());
-    }
+    // Purchases after the base backup: only the archive has them.
+    load.acknowledges(20).await;
+    let before: Vec<Purchase> = load.stop().await.concat();
     // The time to recover to, as the server's clock says, once every
     // purchase above was answered; then more purchases after it.
     let target = cluster.psql(false, "SELECT clock_timestamp()");
+    // The target time must lie in the past of every later commit, by a
+    // margin the recovery's timestamp comparison cannot blur: a fixed time
+    // is the point here, no event marks it.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let tasks = sell(&server.base, 3, stop.clone()).await;
-    tokio::time::sleep(Duration::from_millis(1000)).await;
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let mut after = Vec::new();
-    for task in tasks {
-        after.extend(task.await.unwrap());
-    }
+    let load = sell(&server.base, 3).await;
+    load.acknowledges(10).await;
+    let after: Vec<Purchase> = load.stop().await.concat();
     // What the server published, it keeps outside the database (its
     // --kept-checkpoints, the test binary's folder): within a moment, the
     // database's latest checkpoints.
-    let kept_by_server = {
-        let db = Db::connect(&url).await.unwrap();
-        let installation: String =
-            sqlx::query_scalar("SELECT value FROM settings WHERE key = 'installation_id'")
-                .fetch_one(&db.pool)
-                .await
-                .unwrap();
-        crate::common::kept_checkpoints_dir().join(format!("tresor-{installation}.checkpoints"))
-    };
-    let latest = root.join("latest.checkpoint");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let mut command = tresor_command();
-        command.args([
-            "audit",
-            "checkpoint",
-            "--out",
-            &latest.display().to_string(),
-        ]);
-        command.args(["--database-url", &url]);
-        ok(command.output().unwrap());
-        if std::fs::read_to_string(&kept_by_server).ok() == std::fs::read_to_string(&latest).ok() {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the server never kept its latest checkpoints in {kept_by_server:?}"
+    let kept_by_server = kept_file(&Db::connect(&url).await.unwrap()).await;
+    until_kept(&kept_by_server, |latest| {
+        on_url(
+            &url,
+            &[
+                "audit",
+                "checkpoint",
+                "--out",
+                &latest.display().to_string(),
+            ],
         );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    })
+    .await;
     drop(server);
     // The checkpoints a monitor kept, taken last.
     let kept = root.join("kept.checkpoint");
-    let mut command = tresor_command();
-    command.args([
-        "audit",
-        "checkpoint",
-        "--out",
-        &kept.display().to_string(),
-        "--database-url",
+    on_url(
         &url,
-    ]);
-    ok(command.output().unwrap());
+        &["audit", "checkpoint", "--out", &kept.display().to_string()],
+    );
 
     // The segment in progress is archived (archive_timeout does this in
     // production), then the machine is lost.
     let segment = cluster.psql(false, "SELECT pg_walfile_name(pg_switch_wal())");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while cluster.psql(false, "SELECT last_archived_wal FROM pg_stat_archiver") < segment {
-        assert!(
-            Instant::now() < deadline,
-            "the archiver never archived {segment}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    until_true(
+        format!("the archiver archiving {segment}"),
+        Duration::from_secs(30),
+        || {
+            let archived =
+                cluster.psql(false, "SELECT last_archived_wal FROM pg_stat_archiver") >= segment;
+            async move { archived }
+        },
+    )
+    .await;
     tokio::task::block_in_place(|| cluster.kill(false));
 
     // Recovery: the base backup, the archive, the target time.
@@ -172,14 +138,15 @@ async fn postgresql_recovered_to_a_chosen_time_has_everything_acknowledged_befor
             ],
         )
     });
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while cluster.psql_at(port, "SELECT pg_is_in_recovery()") != "f" {
-        assert!(
-            Instant::now() < deadline,
-            "the recovered server never left recovery"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    until_true(
+        "the recovered server leaving recovery",
+        Duration::from_secs(60),
+        || {
+            let promoted = cluster.psql_at(port, "SELECT pg_is_in_recovery()") == "f";
+            async move { promoted }
+        },
+    )
+    .await;
     let promoted = started.elapsed();
     let new_url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
     let db = Db::connect(&new_url).await.unwrap();
@@ -214,9 +181,7 @@ async fn postgresql_recovered_to_a_chosen_time_has_everything_acknowledged_befor
     assert_ledger_balances(&db).await;
     assert_trail_verifies(&db).await;
     drop(db);
-    let mut command = tresor_command();
-    command.args(["audit", "consistency", "--database-url", &new_url]);
-    ok(command.output().unwrap());
+    on_url(&new_url, &["audit", "consistency"]);
 
     // The auditor, given the kept checkpoints, sees the log shrank.
     let mut command = tresor_command();
@@ -241,33 +206,16 @@ async fn postgresql_recovered_to_a_chosen_time_has_everything_acknowledged_befor
     let serving = started.elapsed();
     let status = get_json(&cookie_client(), &format!("{}/api/status", server.base)).await;
     assert_eq!(status["closed_after_restore"], true, "{status}");
-    let mut command = tresor_command();
-    command.args(["sales", "status", "--database-url", &new_url]);
-    let said = ok(command.output().unwrap());
+    let said = on_url(&new_url, &["sales", "status"]);
     assert!(
         said.contains("checkpoints this server last published")
             && said.contains("restored behind what was published"),
         "{said}"
     );
-    let mut command = tresor_command();
-    command.args([
-        "sales",
-        "open",
-        "--after-restore",
-        "--database-url",
-        &new_url,
-    ]);
-    ok(command.output().unwrap());
+    on_url(&new_url, &["sales", "open", "--after-restore"]);
     let client = cookie_client();
     register_and_deposit(&client, &server.base, "dora", 10_000).await;
-    let (code, body) = post(
-        &client,
-        &format!("{}/api/plays", server.base),
-        &json!({"stake_cents": 50}),
-        Some("after-pitr"),
-    )
-    .await
-    .unwrap();
+    let (code, body) = buy(&client, &server.base, "after-pitr").await;
     assert_eq!(code, 201, "{body}");
     eprintln!(
         "PITR: {} purchases acknowledged before the target time (all recovered), {} after it (none recovered); \

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::common::mirror::copy_dir;
+use crate::common::process::{refused_at_start, serve_command};
 
 on_sqlite!(
     bad_backups_wrong_keys_other_installations_and_folders_in_use_are_refused_writing_nothing,
@@ -27,6 +28,10 @@ async fn bad_backups_wrong_keys_other_installations_and_folders_in_use_are_refus
         args.extend(extra.iter().map(|s| (*s).to_owned()));
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         run(db, &args)
+    };
+    let restore_into = |data: &Path| {
+        let (from, data) = (backup.display().to_string(), data.display().to_string());
+        run(db, &["restore", "--from", &from, "--data", &data])
     };
     let nothing_written = |what: &str| {
         assert!(!target.exists(), "{what}: the new folder was made");
@@ -103,24 +108,14 @@ async fn bad_backups_wrong_keys_other_installations_and_folders_in_use_are_refus
     // A folder in use by a server, and a folder with data in it.
     let server = Server::start(db, &[]).await;
     let in_use = db.data_dir().unwrap();
-    let mut command = tresor_command();
-    command
-        .args(["restore", "--from", &backup.display().to_string()])
-        .args(["--data", &in_use.display().to_string()]);
-    db.env(&mut command);
     let before = names(&in_use);
-    refused(command.output().unwrap(), "in use by a tresor server");
+    refused(restore_into(&in_use), "in use by a tresor server");
     assert_eq!(names(&in_use), before);
     drop(server);
     let full = outside.path().join("full");
     std::fs::create_dir(&full).unwrap();
     std::fs::write(full.join("notes.txt"), "mine").unwrap();
-    let mut command = tresor_command();
-    command
-        .args(["restore", "--from", &backup.display().to_string()])
-        .args(["--data", &full.display().to_string()]);
-    db.env(&mut command);
-    refused(command.output().unwrap(), "is not empty");
+    refused(restore_into(&full), "is not empty");
     assert_eq!(names(&full), ["notes.txt"]);
 
     // The good backup restores.
@@ -145,17 +140,10 @@ async fn a_backup_destination_inside_the_data_folder_is_refused(db: &TestDb) {
     );
     assert_eq!(names(&data), before, "nothing written");
     // Nor does a server start with a schedule there.
-    let mut command = tresor_command();
-    command
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--admin-listen",
-            "127.0.0.1:0",
-        ])
-        .args(["--backup-dir", &inside.display().to_string()])
-        .args(db.db_args());
-    db.env(&mut command);
-    refused(command.output().unwrap(), "inside the data folder");
+    let inside = inside.display().to_string();
+    let command = serve_command(db, &["--backup-dir", &inside]);
+    refused(
+        refused_at_start(command, "a schedule inside the data folder"),
+        "inside the data folder",
+    );
 }

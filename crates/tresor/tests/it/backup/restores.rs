@@ -17,19 +17,9 @@ async fn a_restore_behind_the_published_checkpoint_opens_with_sales_closed_until
     // The checkpoint as the backup has it: a restore holds it, sales open.
     let kept = outside.path().join("kept.checkpoint");
     db.tresor_ok(&["audit", "checkpoint", "--out", &kept.display().to_string()]);
-    let current = outside.path().join("current");
-    let said = ok(run(
-        db,
-        &[
-            "restore",
-            "--from",
-            &backup.display().to_string(),
-            "--data",
-            &current.display().to_string(),
-            "--published",
-            &kept.display().to_string(),
-        ],
-    ));
+    let kept_arg = kept.display().to_string();
+    let published_kept = ["--published", kept_arg.as_str()];
+    let said = db.restore(&backup, &outside.path().join("current"), &published_kept);
     assert!(said.contains("sales are open"), "{said}");
 
     // More is sold and the checkpoint published after the backup...
@@ -42,18 +32,7 @@ async fn a_restore_behind_the_published_checkpoint_opens_with_sales_closed_until
 
     // ...so a restore of the backup is behind it.
     let behind = outside.path().join("behind");
-    let said = ok(run(
-        db,
-        &[
-            "restore",
-            "--from",
-            &backup.display().to_string(),
-            "--data",
-            &behind.display().to_string(),
-            "--published",
-            &kept.display().to_string(),
-        ],
-    ));
+    let said = db.restore(&backup, &behind, &published_kept);
     assert!(
         said.contains("sales are closed: restored behind what was published"),
         "{said}"
@@ -70,14 +49,7 @@ async fn a_restore_behind_the_published_checkpoint_opens_with_sales_closed_until
     assert_eq!(status["closed_after_restore"], true, "{status}");
     let client = cookie_client();
     register_and_deposit(&client, &server.base, "carl", 10_000).await;
-    let (code, body) = post(
-        &client,
-        &format!("{}/api/plays", server.base),
-        &json!({"stake_cents": 50}),
-        Some("after-restore-1"),
-    )
-    .await
-    .unwrap();
+    let (code, body) = buy(&client, &server.base, "after-restore-1").await;
     assert_eq!(code, 403, "{body}");
     assert_eq!(
         body["error"]["code"], "sales_closed_after_restore",
@@ -110,14 +82,7 @@ async fn a_restore_behind_the_published_checkpoint_opens_with_sales_closed_until
     let said = ok(run(db, &args));
     assert!(said.contains("sales are open again"), "{said}");
     refused(run(db, &args), "not closed after a restore");
-    let (code, body) = post(
-        &client,
-        &format!("{}/api/plays", server.base),
-        &json!({"stake_cents": 50}),
-        Some("after-restore-2"),
-    )
-    .await
-    .unwrap();
+    let (code, body) = buy(&client, &server.base, "after-restore-2").await;
     assert_eq!(code, 201, "{body}");
     drop(server);
     let restored = open_sqlite(&behind, db).await;
@@ -163,39 +128,30 @@ async fn scheduled_backups_are_made_and_pruned_while_the_server_sells(db: &TestD
         .map(str::to_owned),
     );
     let server = Server::start(db, &flags).await;
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let tasks = sell(&server.base, 2, stop.clone()).await;
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let load = sell(&server.base, 2).await;
     let mut seen = std::collections::BTreeSet::new();
     // A new backup is complete before the oldest goes: three are there for
     // the moment between, never more; then two again.
     let mut kept_two = false;
-    while seen.len() < 4 || !kept_two {
-        assert!(Instant::now() < deadline, "backups seen: {seen:?}");
-        if backups.exists() {
-            let now = tresor::backup::list(&backups).unwrap();
-            assert!(now.len() <= 3, "{now:?}");
-            kept_two |= seen.len() >= 4 && now.len() == 2;
-            seen.extend(now);
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    for task in tasks {
-        let sold = task.await.unwrap();
+    until_true(
+        "four backups made, then two kept",
+        Duration::from_secs(60),
+        || {
+            if backups.exists() {
+                let now = tresor::backup::list(&backups).unwrap();
+                assert!(now.len() <= 3, "{now:?}");
+                kept_two |= seen.len() >= 4 && now.len() == 2;
+                seen.extend(now);
+            }
+            let done = seen.len() >= 4 && kept_two;
+            async move { done }
+        },
+    )
+    .await;
+    for sold in load.stop().await {
         assert!(sold.iter().any(|p| p.status == 201));
     }
     let newest = tresor::backup::list(&backups).unwrap().pop().unwrap();
-    let restored = outside.path().join("restored");
-    ok(run(
-        db,
-        &[
-            "restore",
-            "--from",
-            &newest.display().to_string(),
-            "--data",
-            &restored.display().to_string(),
-        ],
-    ));
+    db.restore(&newest, &outside.path().join("restored"), &[]);
     drop(server);
 }

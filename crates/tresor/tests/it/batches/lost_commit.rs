@@ -108,21 +108,7 @@ async fn batch_through_a_cut(
     h: &Harness,
     cut: Cut,
 ) -> (Service, Vec<Player>, Vec<Result<Bought, Error>>, Proxy) {
-    let (proxy, url) = h.proxy().await;
-    let database = crate::common::db::signed(
-        Db::connect(&url)
-            .await
-            .expect("connect through the proxy")
-            .with_secrets_key(h.secrets_key.clone()),
-    )
-    .await;
-    let clock = Arc::new(ManualClock::new(START_MS));
-    let service = Service::new(database, clock, Settings::default());
-    service.open_secrets().await.expect("open the secrets");
-    service
-        .create_emission("Cut", &Stake::ALL, 1)
-        .await
-        .expect("an emission");
+    let (service, proxy) = through_proxy(h, "Cut", "").await;
     let ana = players(&service, "ana", 1).await.remove(0);
     let others = players(&service, "other", 4).await;
 
@@ -141,32 +127,26 @@ async fn batch_through_a_cut(
     (service, buyers, bought, proxy)
 }
 
+/// A batch whose COMMIT is cut (`cut`) ends with its requests applied
+/// once: `resolved` COMMITs looked up and found, `retries` batches run
+/// again request by request.
+async fn applied_once_after_a_cut(h: &Harness, cut: Cut, resolved: u64, retries: u64) {
+    let (service, buyers, bought, _proxy) = batch_through_a_cut(h, cut).await;
+    assert_eq!(service.writer.stats.commits_resolved.get(), resolved);
+    assert_eq!(service.writer.stats.batch_retries.get(), retries);
+    assert_applied_once(&service, &buyers, &bought).await;
+}
+
+// The COMMIT is resolved as committed: nothing runs again.
 on_postgres!(
     a_commit_whose_answer_is_lost_is_resolved_and_applied_once,
-    |h: &Harness| {
-        let (service, buyers, bought, _proxy) = batch_through_a_cut(h, Cut::AfterCommit).await;
-        assert_eq!(service.writer.stats.commits_resolved.get(), 1);
-        assert_eq!(
-            service.writer.stats.batch_retries.get(),
-            0,
-            "nothing ran again"
-        );
-        assert_applied_once(&service, &buyers, &bought).await;
-    }
+    |h: &Harness| { applied_once_after_a_cut(h, Cut::AfterCommit, 1, 0).await }
 );
 
+// The COMMIT never came: the batch runs again, request by request, once.
 on_postgres!(
     a_commit_that_never_arrived_is_resolved_and_run_again_once,
-    |h: &Harness| {
-        let (service, buyers, bought, _proxy) = batch_through_a_cut(h, Cut::BeforeCommit).await;
-        assert_eq!(service.writer.stats.commits_resolved.get(), 0);
-        assert_eq!(
-            service.writer.stats.batch_retries.get(),
-            1,
-            "run again, request by request"
-        );
-        assert_applied_once(&service, &buyers, &bought).await;
-    }
+    |h: &Harness| { applied_once_after_a_cut(h, Cut::BeforeCommit, 0, 1).await }
 );
 
 // On SQLite the writer's connection is in the process: a COMMIT fails for

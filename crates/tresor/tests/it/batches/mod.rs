@@ -79,7 +79,30 @@ fn last_batch(service: &Service) -> BatchCost {
         .expect("a batch ran")
 }
 
-async fn setup(db: &TestDb) -> (Service, Arc<ManualClock>) {
+/// A service whose every connection to this test's PostgreSQL goes
+/// through a [`Proxy`], its URL ending with `params`, with an emission
+/// named `name` on sale.
+async fn through_proxy(h: &Harness, name: &str, params: &str) -> (Service, Proxy) {
+    let (proxy, url) = h.proxy().await;
+    let database = crate::common::db::signed(
+        Db::connect(&format!("{url}{params}"))
+            .await
+            .expect("connect through the proxy")
+            .with_secrets_key(h.secrets_key.clone()),
+    )
+    .await;
+    let clock = Arc::new(ManualClock::new(START_MS));
+    let service = Service::new(database, clock, Settings::default());
+    service.open_secrets().await.expect("open the secrets");
+    service
+        .create_emission(name, &Stake::ALL, 1)
+        .await
+        .expect("an emission");
+    (service, proxy)
+}
+
+/// A service on `db` with an emission on sale.
+pub(crate) async fn setup(db: &TestDb) -> (Service, Arc<ManualClock>) {
     let (service, clock) = db.service().await;
     service
         .create_emission("Batches", &Stake::ALL, 1)
@@ -111,31 +134,47 @@ pub(crate) async fn players(service: &Service, prefix: &str, count: usize) -> Ve
     registered
 }
 
-/// Queues one purchase per player with `key`, behind the held writer, and
-/// returns their results once the batch has run.
-async fn buy_in_one_batch(
+/// Runs `request` for each of `players` (with its position) in one batch:
+/// queued behind the held writer, which is then let go; returns their
+/// results in order.
+pub(crate) async fn in_one_batch<T, R>(
     service: &Service,
     players: &[Player],
-    key: &str,
-) -> Vec<Result<Bought, Error>> {
+    request: impl Fn(Service, Player, usize) -> R,
+) -> Vec<T>
+where
+    R: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
     let gate = hold_writer(service).await;
     let tasks: Vec<_> = players
         .iter()
-        .map(|player| {
-            let (service, player, key) = (service.clone(), player.clone(), key.to_owned());
-            tokio::spawn(async move { service.buy(&player, purchase(50, &key)).await })
-        })
+        .enumerate()
+        .map(|(n, player)| tokio::spawn(request(service.clone(), player.clone(), n)))
         .collect();
     queued(service, players.len()).await;
     gate.release().await;
     let mut results = Vec::with_capacity(tasks.len());
     for task in tasks {
-        results.push(task.await.expect("a purchase task"));
+        results.push(task.await.expect("a request's task"));
     }
     results
 }
 
-async fn assert_trail_verifies(db: &Db) {
+/// One purchase per player with `key`, in one batch ([`in_one_batch`]).
+pub(crate) async fn buy_in_one_batch(
+    service: &Service,
+    players: &[Player],
+    key: &str,
+) -> Vec<Result<Bought, Error>> {
+    in_one_batch(service, players, |service, player, _| {
+        let key = key.to_owned();
+        async move { service.buy(&player, purchase(50, &key)).await }
+    })
+    .await
+}
+
+pub(crate) async fn assert_trail_verifies(db: &Db) {
     let verdict = trail::verify(&db.pool, |_| {}).await.expect("verify");
     assert!(matches!(verdict, Verdict::Intact { .. }), "{verdict:?}");
 }

@@ -2,6 +2,8 @@
 //! the writes held back keep every value and fail as they did.
 
 use super::*;
+use crate::common::execute;
+use crate::common::wire::{self, Transaction};
 
 on_postgres!(
     a_batch_of_purchases_takes_a_few_round_trips_whatever_its_size,
@@ -10,35 +12,94 @@ on_postgres!(
 
 /// On PostgreSQL a batch's reads go in one round trip and its writes in
 /// one more, after the lock of its log: three between BEGIN and COMMIT,
-/// for one purchase as for a hundred (before: one per statement, 19).
-async fn a_batch_of_purchases_takes_a_few_round_trips_whatever_its_size(db: &TestDb) {
-    let (service, _clock) = setup(db).await;
+/// for one purchase as for a hundred (before: one per statement, 19;
+/// BENCHMARKS.md, "Round trips per PostgreSQL batch"). Counted on the wire,
+/// by a proxy every connection of the service goes through, not by the
+/// writer's own statistics.
+async fn a_batch_of_purchases_takes_a_few_round_trips_whatever_its_size(h: &Harness) {
+    let (service, proxy) = through_proxy(h, "Wire", "?sslmode=disable").await;
     let everyone = players(&service, "p", 111).await;
     let groups = [&everyone[0..1], &everyone[1..11], &everyone[11..111]];
+    let mut running = Vec::new();
     // The first round buys; the second also settles each player's first play.
     for round in ["first", "second"] {
-        let mut costs = Vec::new();
+        let mut batches = Vec::new();
         for group in groups {
+            let before = proxy.connections();
             for result in buy_in_one_batch(&service, group, round).await {
                 result.expect("bought");
             }
-            costs.push(last_batch(&service));
+            batches.push(last_batch_on_the_wire(&before, &proxy.connections()));
+            let counted = last_batch(&service);
+            assert_eq!(counted.requests, group.len());
+            eprintln!("{round} round, the writer's own count: {counted:?}");
         }
-        eprintln!("{round} round: {costs:?}");
-        let requests: Vec<usize> = costs.iter().map(|c| c.requests).collect();
-        assert_eq!(requests, [1, 10, 100], "{round} round: {costs:?}");
-        assert!(
-            costs.iter().all(|c| c.round_trips == costs[0].round_trips),
-            "{round} round: the round trips do not grow with the batch: {costs:?}"
-        );
-        assert!(
-            costs[0].round_trips <= 3,
-            "{round} round: the log's lock, the reads, the writes: {costs:?}"
-        );
+        eprintln!("{round} round, on the wire: {batches:#?}");
+        for (batch, group) in batches.iter().zip(groups) {
+            let size = group.len();
+            assert_eq!(batch.end, "COMMIT", "{size} purchases: {batch:?}");
+            // A group the writer sends whole can reach the proxy in pieces
+            // (its connection's task flushing the first statement before the
+            // others are queued), the first answered before the next
+            // arrives: the wire then counts a flight more than the writer
+            // waited for (seen as 4 and 5 of 100 purchases on a loaded
+            // machine, the writer's own count 3). A few such splits are
+            // allowed; a writer sending its statements one at a time shows
+            // 19, and three must be seen (below).
+            assert!(
+                (3..=6).contains(&batch.running),
+                "{round} round, {size} purchases: the log's lock, the reads, the writes: {batch:?}"
+            );
+            running.push(batch.running);
+            // The statements not kept prepared yet (the first batch, and
+            // every few seconds: store/pipe.rs) are prepared just before
+            // they run: a round trip of Parse messages at most before each
+            // of the three, whatever the batch's size.
+            assert!(
+                batch.round_trips <= 2 * batch.running,
+                "{round} round, {size} purchases: {batch:?}"
+            );
+            if batch.round_trips == batch.running {
+                assert_eq!(batch.syncs, batch.executes, "{batch:?}");
+            }
+            assert_eq!(
+                (batch.executes, batch.queries),
+                (batches[0].executes, batches[0].queries),
+                "{round} round, {size} purchases: the statements do not grow with the batch"
+            );
+        }
     }
+    assert!(
+        running.contains(&3),
+        "a batch not split on its way shows the three round trips on the wire: {running:?}"
+    );
     assert_eq!(service.writer.stats.batch_retries.get(), 0);
     assert_ledger_balances(&service.db).await;
     assert_trail_verifies(&service.db).await;
+}
+
+/// The purchases' batch among what was committed through the proxy between
+/// `before` and `after`: the holding job's batch, then the purchases', on
+/// the writer's connection, the only one that committed.
+fn last_batch_on_the_wire(before: &[wire::Conn], after: &[wire::Conn]) -> Transaction {
+    let mut committed = Vec::new();
+    for (at, conn) in after.iter().enumerate() {
+        assert!(!conn.opaque, "connection {at} is read in the clear");
+        let known = before.get(at).map_or(0, |conn| conn.transactions.len());
+        for transaction in &conn.transactions[known..] {
+            committed.push((at, transaction.clone()));
+        }
+    }
+    assert_eq!(
+        committed.len(),
+        2,
+        "the holding job's batch, the purchases': {committed:#?}"
+    );
+    assert_eq!(
+        committed[0].0, committed[1].0,
+        "one connection: {committed:#?}"
+    );
+    committed.pop().expect("the purchases' batch").1
 }
 
 /// A row of the odd values' table: (n, t, b).
@@ -211,26 +272,19 @@ async fn writer_batches_fail_as_they_did(db: &TestDb) {
             "{error:?}"
         );
     }
-    sqlx::query("DROP TRIGGER skip_block ON blocks")
-        .execute(pool)
-        .await
-        .expect("drop");
+    execute(pool, &["DROP TRIGGER skip_block ON blocks"]).await;
 
     // A transfer of 50 cents refused by a constraint.
-    sqlx::query(
-        "ALTER TABLE transfers ADD CONSTRAINT no_fifty CHECK (amount_cents <> 50) NOT VALID",
+    execute(
+        pool,
+        &["ALTER TABLE transfers ADD CONSTRAINT no_fifty CHECK (amount_cents <> 50) NOT VALID"],
     )
-    .execute(pool)
-    .await
-    .expect("a constraint");
+    .await;
     for result in buy_in_one_batch(&service, &buyers, "refused").await {
         let error = result.expect_err("a constraint refuses it");
         assert_eq!(database_code(&error), Some("23514".to_owned()), "{error:?}");
     }
-    sqlx::query("ALTER TABLE transfers DROP CONSTRAINT no_fifty")
-        .execute(pool)
-        .await
-        .expect("drop");
+    execute(pool, &["ALTER TABLE transfers DROP CONSTRAINT no_fifty"]).await;
 
     assert_eq!(
         scalar(pool, "SELECT COUNT(*) FROM plays").await,

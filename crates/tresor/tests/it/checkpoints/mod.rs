@@ -10,26 +10,30 @@
 //! the server.
 
 use crate::common::{
-    Server, TestDb, buy_and_play, cookie_client, describe, get_json, kept_checkpoints_dir,
-    register_and_deposit, tresor, tresor_command, unthrottled_flags,
+    Server, TestDb, buy_and_play, cookie_client, describe, get_json, register_and_deposit, tresor,
+    tresor_command, unthrottled_flags,
 };
 
+use crate::common::process::{refused_at_start, serve_command, stdout_ok as ok};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Output;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 mod monitor;
 mod restores;
 mod writers;
 
-fn code(output: &Output) -> Option<i32> {
-    output.status.code()
+/// `tresor audit verify --checkpoint state` on `db` says the trail is
+/// intact.
+fn assert_intact_against(db: &TestDb, state: &Path) {
+    let state = state.display().to_string();
+    let said = ok(db.tresor(&["audit", "verify", "--checkpoint", &state]));
+    assert!(said.contains("the trail is intact"), "{said}");
 }
 
-fn ok(output: Output) -> String {
-    assert_eq!(code(&output), Some(0), "{}", describe(&output));
-    String::from_utf8_lossy(&output.stdout).into_owned()
+fn code(output: &Output) -> Option<i32> {
+    output.status.code()
 }
 
 fn stderr(output: &Output) -> String {
@@ -58,18 +62,7 @@ async fn watch(base: &str, state: &Path) {
 
 /// The monitor's latest checkpoint of each log (`<writer>.checkpoint`).
 fn monitor_files(state: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(state)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .and_then(|n| n.strip_suffix(".checkpoint"))
-                .is_some_and(|w| !w.contains('.'))
-        })
-        .collect();
-    files.sort();
+    let files = tresor::backup::checkpoint::state_files(state, false).unwrap();
     assert!(!files.is_empty(), "the monitor kept nothing in {state:?}");
     files
 }
@@ -86,21 +79,10 @@ async fn status(base: &str) -> Value {
     get_json(&cookie_client(), &format!("{base}/api/status")).await
 }
 
-/// `tresor serve` with `args`: it must stop at once with exit 2.
+/// `tresor serve` with `args`: it must stop without serving (the caller
+/// asserts how).
 fn serve_refused(db: &TestDb, args: &[&str]) -> Output {
-    let mut command = tresor_command();
-    command
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--admin-listen",
-            "127.0.0.1:0",
-        ])
-        .args(db.db_args())
-        .args(args);
-    db.env(&mut command);
-    command.output().unwrap()
+    refused_at_start(serve_command(db, args), &format!("serve {args:?}"))
 }
 
 /// The log of `writer` in `db`: its origin and latest two stored
@@ -130,22 +112,13 @@ async fn write_latest(db: &TestDb, dir: &Path) -> PathBuf {
     file
 }
 
-/// Runs `tresor` with `args` and `db`'s secrets key.
+/// Runs `tresor` with `args` (which name the database) and `db`'s key.
 fn run(db: &TestDb, args: &[&str]) -> Output {
-    let mut command = tresor_command();
-    command.args(args);
-    db.env(&mut command);
-    command.output().expect("run tresor")
+    db.tresor_keyed(args)
 }
 
 /// The file where the test servers keep the checkpoints of `db`'s
 /// installation.
 pub(crate) async fn kept_file(db: &TestDb) -> PathBuf {
-    let conn = db.connect().await;
-    let installation: String =
-        sqlx::query_scalar("SELECT value FROM settings WHERE key = 'installation_id'")
-            .fetch_one(&conn.pool)
-            .await
-            .unwrap();
-    kept_checkpoints_dir().join(format!("tresor-{installation}.checkpoints"))
+    crate::common::trail::kept_file(&db.connect().await).await
 }

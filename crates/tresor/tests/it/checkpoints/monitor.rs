@@ -19,13 +19,7 @@ async fn the_checkpoints_a_monitor_keeps_are_the_one_file_every_command_takes(db
 
     // `audit verify` takes a monitor's file, and its whole state folder.
     for given in files.iter().chain([&state]) {
-        let said = ok(db.tresor(&[
-            "audit",
-            "verify",
-            "--checkpoint",
-            &given.display().to_string(),
-        ]));
-        assert!(said.contains("the trail is intact"), "{said}");
+        assert_intact_against(db, given);
     }
     // `audit checkpoint --out` writes the same signed notes, nothing else.
     let out = outside.path().join("out.checkpoint");
@@ -36,13 +30,7 @@ async fn the_checkpoints_a_monitor_keeps_are_the_one_file_every_command_takes(db
         let note = std::fs::read_to_string(file).unwrap();
         assert!(written.contains(&note), "{note} not in {written}");
     }
-    let said = ok(db.tresor(&[
-        "audit",
-        "verify",
-        "--checkpoint",
-        &out.display().to_string(),
-    ]));
-    assert!(said.contains("the trail is intact"), "{said}");
+    assert_intact_against(db, &out);
 
     // `serve --published-checkpoint` takes the monitor's folder: the
     // database holds it, sales are open.

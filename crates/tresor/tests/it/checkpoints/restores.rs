@@ -3,7 +3,11 @@
 
 use super::*;
 use crate::common::mirror::copy_dir;
-use crate::common::procs::{children, litestream};
+use crate::common::procs::{
+    KillOnDrop, litestream, litestream_flags, litestream_restore, running, signal,
+    started_children, until_restorable,
+};
+use crate::common::wait::until_true;
 
 on_sqlite!(
     a_backup_behind_the_monitors_checkpoints_restores_with_sales_held_and_says_why,
@@ -45,19 +49,12 @@ async fn a_backup_behind_the_monitors_checkpoints_restores_with_sales_held_and_s
     }
 
     // Restored against the checkpoints as they were: it holds them, open.
-    let current = outside.path().join("current");
-    let said = ok(run(
-        db,
-        &[
-            "restore",
-            "--from",
-            &backup.display().to_string(),
-            "--data",
-            &current.display().to_string(),
-            "--published",
-            &early.display().to_string(),
-        ],
-    ));
+    let early_arg = early.display().to_string();
+    let said = db.restore(
+        &backup,
+        &outside.path().join("current"),
+        &["--published", &early_arg],
+    );
     assert!(said.contains("sales are open"), "{said}");
 
     // More is sold and the monitor keeps the later checkpoints...
@@ -70,18 +67,8 @@ async fn a_backup_behind_the_monitors_checkpoints_restores_with_sales_held_and_s
         .unwrap();
     // ...so the backup, restored against the monitor's file, is behind it.
     let behind = outside.path().join("behind");
-    let said = ok(run(
-        db,
-        &[
-            "restore",
-            "--from",
-            &backup.display().to_string(),
-            "--data",
-            &behind.display().to_string(),
-            "--published",
-            &state.display().to_string(),
-        ],
-    ));
+    let state_arg = state.display().to_string();
+    let said = db.restore(&backup, &behind, &["--published", &state_arg]);
     assert!(
         said.contains("sales are closed: restored behind what was published"),
         "{said}"
@@ -91,18 +78,8 @@ async fn a_backup_behind_the_monitors_checkpoints_restores_with_sales_held_and_s
         "--published-checkpoint".to_owned(),
         kept.display().to_string(),
     ]);
-    let behind_args = ["--data".to_owned(), behind.display().to_string()];
-    let server = Server::start_with_args(&behind_args, db, &flags).await;
-    let held = status(&server.base).await;
-    assert_eq!(held["closed_after_restore"], true, "{held}");
-    drop(server);
     // `sales status` says why.
-    let said = ok(run(
-        db,
-        &["sales", "status", "--data", &behind.display().to_string()],
-    ));
-    let shown: Value = serde_json::from_str(&said).unwrap();
-    let why = shown["closed_because"].as_str().unwrap_or_default();
+    let (said, why) = held_after_restore(db, &behind, &flags).await;
     assert!(
         why.starts_with("held after a restore: restored behind what was published"),
         "{said}"
@@ -121,18 +98,13 @@ async fn a_backup_behind_the_monitors_checkpoints_restores_with_sales_held_and_s
             &behind.display().to_string(),
         ],
     ));
+    let behind_args = ["--data".to_owned(), behind.display().to_string()];
     let server = Server::start_with_args(&behind_args, db, &unthrottled_flags()).await;
     let reopened = status(&server.base).await;
     assert_eq!(reopened["sales_open"], true, "{reopened}");
     sell(&server.base, "dan", 5).await;
     drop(server);
-    let restored = crate::common::db::signed(
-        tresor::store::Db::open_data_dir(&behind)
-            .await
-            .unwrap()
-            .with_secrets_key(db.secrets_key.clone()),
-    )
-    .await;
+    let restored = db.open_data_dir(&behind).await;
     let published = tresor::backup::checkpoint::Published::read(&state).unwrap();
     let standing = tresor::backup::checkpoint::standing(&restored.pool, &published)
         .await
@@ -163,19 +135,31 @@ async fn a_backup_behind_the_monitors_checkpoints_restores_with_sales_held_and_s
     assert_eq!(code(&verify), Some(1), "{}", describe(&verify));
 }
 
-/// Whether `pid` still runs (a zombie waiting for its reaper does not).
-fn running(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_some_and(|state| state != "Z" && state != "X")
-    })
+/// `tresor sales status` of the data folder `data`: what it said, and
+/// why sales are closed (empty when they are not).
+/// A server started on `data` with `flags` holds its sales after the
+/// restore; stopped, `sales status` prints (`said`) why (`why`).
+async fn held_after_restore(db: &TestDb, data: &Path, flags: &[String]) -> (String, String) {
+    let data_args = ["--data".to_owned(), data.display().to_string()];
+    let server = Server::start_with_args(&data_args, db, flags).await;
+    let held = status(&server.base).await;
+    assert_eq!(held["closed_after_restore"], true, "{held}");
+    assert_eq!(held["sales_open"], false, "{held}");
+    drop(server);
+    closed_because(db, data)
 }
 
-fn signal(pid: u32, name: &str) {
-    let _ = std::process::Command::new("kill")
-        .args([&format!("-{name}"), &pid.to_string()])
-        .status();
+fn closed_because(db: &TestDb, data: &Path) -> (String, String) {
+    let said = ok(run(
+        db,
+        &["sales", "status", "--data", &data.display().to_string()],
+    ));
+    let shown: Value = serde_json::from_str(&said).unwrap();
+    let why = shown["closed_because"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    (said, why)
 }
 
 async fn a_litestream_restore_behind_the_published_checkpoints_starts_with_sales_held_and_litestream_dies_with_the_server(
@@ -187,96 +171,43 @@ async fn a_litestream_restore_behind_the_published_checkpoints_starts_with_sales
     let outside = tempfile::tempdir().unwrap();
     let replica = outside.path().join("replica");
     let mut flags = unthrottled_flags();
-    flags.extend([
-        "--replicate-to".to_owned(),
-        replica.display().to_string(),
-        "--litestream".to_owned(),
-        litestream.display().to_string(),
-    ]);
+    flags.extend(litestream_flags(&replica, &litestream));
     let server = Server::start(db, &flags).await;
     {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&replica).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o700, "the replica's folder is {mode:o}");
     }
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let copier = loop {
-        if let Some(&pid) = children(server.pid()).first() {
-            break pid;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "tresor serve never started litestream"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let copier = started_children(server.pid()).await[0];
+    // Killed at the end whatever happens (a SIGSTOPped litestream would
+    // outlive the test otherwise).
+    let _stopped = KillOnDrop(vec![copier]);
     sell(&server.base, "ana", 3).await;
-    // Litestream ships the WAL every second; then it stalls (stopped) while
-    // the server sells on and keeps what it publishes.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Litestream ships the WAL (every second) with these sales; then it
+    // stalls (stopped) while the server sells on and keeps what it publishes.
+    let sold = crate::common::buying::count_plays(&db.connect().await).await;
+    until_restorable(&litestream, &replica, sold).await;
     signal(copier, "STOP");
     sell(&server.base, "bea", 3).await;
     let kept = kept_file(db).await;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let latest = outside.path().join("latest.checkpoint");
-    loop {
-        // The database's own latest checkpoints, read with the server up.
-        let output = run(
-            db,
-            &[
-                "audit",
-                "checkpoint",
-                "--out",
-                &latest.display().to_string(),
-                "--data",
-                &db.data_dir().unwrap().display().to_string(),
-            ],
-        );
-        ok(output);
-        if std::fs::read_to_string(&kept).ok() == std::fs::read_to_string(&latest).ok() {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the server never kept its latest checkpoints in {kept:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    // The database's own latest checkpoints, read with the server up.
+    crate::kept::until_kept(db, &kept).await;
 
     // The server is SIGKILLed: its litestream goes with it.
     server.kill();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while running(copier) {
-        if Instant::now() > deadline {
-            signal(copier, "KILL");
-            panic!("litestream (pid {copier}) outlived the SIGKILLed server");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let what = format!("litestream (pid {copier}) ending with the SIGKILLed server");
+    until_true(
+        what,
+        Duration::from_secs(5),
+        || async move { !running(copier) },
+    )
+    .await;
 
     // Litestream's restore: behind what the server published. A server
     // started on it, with no flag, holds sales.
     let restored = outside.path().join("restored");
-    std::fs::create_dir(&restored).unwrap();
-    let output = std::process::Command::new(&litestream)
-        .args(["restore", "-o"])
-        .arg(restored.join("tresor.db"))
-        .arg(format!("file://{}", replica.display()))
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", describe(&output));
-    let restored_args = ["--data".to_owned(), restored.display().to_string()];
-    let server = Server::start_with_args(&restored_args, db, &unthrottled_flags()).await;
-    let status = status(&server.base).await;
-    assert_eq!(status["closed_after_restore"], true, "{status}");
-    assert_eq!(status["sales_open"], false, "{status}");
-    drop(server);
-    let said = ok(run(
-        db,
-        &["sales", "status", "--data", &restored.display().to_string()],
-    ));
-    let shown: Value = serde_json::from_str(&said).unwrap();
-    let why = shown["closed_because"].as_str().unwrap_or_default();
+    litestream_restore(&litestream, &replica, &restored);
+    let (said, why) = held_after_restore(db, &restored, &unthrottled_flags()).await;
     assert!(
         why.contains("checkpoints this server last published"),
         "{said}"

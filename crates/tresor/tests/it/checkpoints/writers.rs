@@ -14,15 +14,10 @@ on_sqlite!(
 /// `tresor serve` on `db` with no writer name (the harness's `Server` gives
 /// one): the printed lines say what it warned of before it served.
 async fn serve_unnamed(db: &TestDb, extra: &[&str]) -> Server {
-    let mut command = tresor_command();
-    command
-        .env_remove("TRESOR_WRITER")
-        .args(["serve", "--demo", "--listen", "127.0.0.1:0"])
-        .args(["--admin-listen", "127.0.0.1:0"])
-        .args(db.db_args())
-        .args(extra)
-        .args(unthrottled_flags());
-    db.env(&mut command);
+    let mut flags: Vec<String> = extra.iter().map(|s| (*s).to_owned()).collect();
+    flags.extend(unthrottled_flags());
+    let mut command = Server::demo_command(db, &flags);
+    command.env_remove("TRESOR_WRITER");
     Server::spawn(command).await
 }
 
@@ -82,13 +77,7 @@ async fn two_servers_with_no_writer_name_append_to_logs_of_their_own_and_a_share
 
     // The old log keeps working: the monitor's checkpoint of it holds, the
     // trail verifies, and the monitor follows the new logs.
-    let said = ok(db.tresor(&[
-        "audit",
-        "verify",
-        "--checkpoint",
-        &state.display().to_string(),
-    ]));
-    assert!(said.contains("the trail is intact"), "{said}");
+    assert_intact_against(db, &state);
     watch(&first.base, &state).await;
 
     // A third server given the first one's name is warned at start.

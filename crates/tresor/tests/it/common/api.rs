@@ -103,28 +103,10 @@ impl Api {
     /// Opens an account through the API, with an identity (outside demo
     /// mode `/api/register` is refused); returns the session cookie.
     pub async fn register(&self, username: &str) -> String {
-        let answer = self
-            .call(
-                "POST",
-                "/api/account/open",
-                Some(serde_json::json!({
-                    "username": username,
-                    "password": "correct horse battery",
-                    "accept_rules": true,
-                    "identity": {
-                        "birth_name": format!("Name of {username}"),
-                        "first_names": "Test",
-                        "birth_date": "1990-01-01",
-                        "birth_place": "Nantes",
-                        "address": "1 rue de la Paix, Paris",
-                    },
-                })),
-                None,
-                None,
-            )
-            .await;
-        assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.text);
-        answer.cookie.expect("a session cookie")
+        super::players::player(username)
+            .real_money()
+            .through(self)
+            .await
     }
 
     /// Buys a unit at `stake_cents` as the player of `cookie`.

@@ -11,7 +11,9 @@ use tresor::service::{ManualClock, Service, Settings};
 use tresor::store::Backend;
 use tresor_game::Stake;
 
-/// A running server on its own database.
+/// A running server on its own database. A clone is the same client (its
+/// cookie jar shared); [`TestApp::another_client`] is another one.
+#[derive(Clone)]
 pub struct TestApp {
     pub address: String,
     /// The operator's listener (`/metrics`).
@@ -82,27 +84,34 @@ impl TestApp {
             clock,
             db,
             outbox,
-            client: Self::new_client(),
+            client: Self::new_client(None),
         }
     }
 
-    fn new_client() -> reqwest::Client {
-        reqwest::Client::builder()
-            .cookie_store(true)
-            .build()
-            .unwrap()
+    fn new_client(user_agent: Option<&str>) -> reqwest::Client {
+        let builder = reqwest::Client::builder().cookie_store(true);
+        match user_agent {
+            Some(user_agent) => builder.user_agent(user_agent),
+            None => builder,
+        }
+        .build()
+        .unwrap()
     }
 
     /// The same server seen by another browser (its own cookie jar).
     pub fn another_client(&self) -> TestApp {
         TestApp {
-            address: self.address.clone(),
-            admin_address: self.admin_address.clone(),
-            service: self.service.clone(),
-            clock: self.clock.clone(),
-            db: self.db.clone(),
-            outbox: self.outbox.clone(),
-            client: Self::new_client(),
+            client: Self::new_client(None),
+            ..self.clone()
+        }
+    }
+
+    /// The same server seen by another browser that names itself
+    /// `user_agent` (its own cookie jar).
+    pub fn another_browser(&self, user_agent: &str) -> TestApp {
+        TestApp {
+            client: Self::new_client(Some(user_agent)),
+            ..self.clone()
         }
     }
 
@@ -164,6 +173,20 @@ impl TestApp {
             .await
     }
 
+    /// Sends `bytes` as this client's document of `kind` named `name`, as
+    /// the page does (the file is the body; the Content-Type says nothing
+    /// the server trusts).
+    pub async fn upload(&self, kind: &str, name: &str, bytes: &[u8]) -> (StatusCode, Value) {
+        let request = self
+            .client
+            .post(format!("{}/api/account/documents", self.address))
+            .query(&[("kind", kind), ("name", name)])
+            .header("x-requested-with", "tresor")
+            .header("content-type", "image/jpeg")
+            .body(bytes.to_vec());
+        answer(request.send().await.unwrap()).await
+    }
+
     /// PUTs `body` as JSON with the CSRF header.
     pub async fn put_json(&self, path: &str, body: Value) -> (StatusCode, Value) {
         let response = self
@@ -177,12 +200,10 @@ impl TestApp {
         answer(response).await
     }
 
+    /// Registers the demo player `username` (the default caps) as this
+    /// client: [`super::players::player`]'s answer, whatever it is.
     pub async fn register(&self, username: &str) -> (StatusCode, Value) {
-        self.post(
-            "/api/register",
-            json!({"username": username, "password": "a long password", "adult": true, "accept_rules": true}),
-        )
-        .await
+        super::players::player(username).register(self).await
     }
 
     pub async fn login(&self, username: &str, password: &str) -> (StatusCode, Value) {
@@ -191,6 +212,30 @@ impl TestApp {
             json!({"username": username, "password": password}),
         )
         .await
+    }
+
+    /// The player changes its password (`current`, then `new`).
+    pub async fn change_password(&self, current: &str, new: &str) -> (StatusCode, Value) {
+        let body = json!({"current_password": current, "new_password": new});
+        self.post("/api/account/password", body).await
+    }
+
+    /// The player changes its e-mail address, with its password.
+    pub async fn change_email(&self, email: &str, current: &str) -> (StatusCode, Value) {
+        let body = json!({"email": email, "current_password": current});
+        self.put_json("/api/account/email", body).await
+    }
+
+    /// Asks a password reset for the account of `email`.
+    pub async fn ask_reset(&self, email: &str) -> (StatusCode, Value) {
+        self.post("/api/password/reset", json!({"email": email}))
+            .await
+    }
+
+    /// Sets `new` as the password with the reset link's `token`.
+    pub async fn reset_password(&self, token: &str, new: &str) -> (StatusCode, Value) {
+        let body = json!({"token": token, "new_password": new});
+        self.post("/api/password/reset/confirm", body).await
     }
 
     pub async fn logout(&self) -> (StatusCode, Value) {
@@ -212,14 +257,26 @@ impl TestApp {
             .await
     }
 
-    /// Registers `username` and deposits `cents`.
-    pub async fn player(&self, username: &str, cents: i64) {
-        let (status, body) = self.register(username).await;
-        assert_eq!(status, StatusCode::CREATED, "{body}");
-        if cents > 0 {
-            let (status, body) = self.deposit(cents).await;
-            assert_eq!(status, StatusCode::OK, "{body}");
-        }
+    /// Asks a deposit of `cents` through the provider: the answer, whatever
+    /// it is.
+    pub async fn ask_deposit(&self, cents: i64) -> (StatusCode, Value) {
+        self.post("/api/account/deposits", json!({"amount_cents": cents}))
+            .await
+    }
+
+    /// Asks a withdrawal of `cents`: the answer, whatever it is.
+    pub async fn ask_withdrawal(&self, cents: i64) -> (StatusCode, Value) {
+        self.post("/api/account/withdrawals", json!({"amount_cents": cents}))
+            .await
+    }
+
+    /// Registers the demo player `username` as this client and deposits
+    /// `cents` (the short form of [`super::players::player`]).
+    pub async fn player(&self, username: &str, cents: i64) -> super::players::Player {
+        super::players::player(username)
+            .deposit(cents)
+            .on(self)
+            .await
     }
 
     pub async fn buy_with_key(&self, stake_cents: i64, key: &str) -> (StatusCode, Value) {
@@ -273,8 +330,16 @@ impl TestApp {
     }
 }
 
+/// The body of `answer`, whose status must be `status` (the body said if
+/// not): `let play = expect(StatusCode::CREATED, app.buy(100).await);`.
+#[track_caller]
+pub fn expect(status: StatusCode, answer: (StatusCode, Value)) -> Value {
+    assert_eq!(answer.0, status, "{}", answer.1);
+    answer.1
+}
+
 /// An answer's status and its body as JSON (or as a string when it is not).
-async fn answer(response: reqwest::Response) -> (StatusCode, Value) {
+pub async fn answer(response: reqwest::Response) -> (StatusCode, Value) {
     let status = response.status();
     let text = response.text().await.unwrap();
     (

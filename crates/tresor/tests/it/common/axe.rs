@@ -75,9 +75,8 @@ impl Browser {
             self.execute(&format!("{source}\n;return true;")).await;
         }
         let result = self
-            .execute_async(
-                "const done = arguments[arguments.length - 1];
-                 window.axe.run(document, {
+            .in_page(
+                "window.axe.run(document, {
                    runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']},
                    resultTypes: ['violations'],
                  }).then((r) => done(r.violations), (e) => done(String(e)));",
@@ -91,6 +90,14 @@ impl Browser {
             .filter(|v| matches!(v["impact"].as_str(), Some("serious" | "critical")))
             .map(describe)
             .collect()
+    }
+
+    /// [`Browser::assert_accessible`] with the axe-core that `.ci/run`
+    /// installs; said skipped without it (unless required, as in CI).
+    pub async fn assert_accessible_if_axe(&self, screen: &str) {
+        if let Some(source) = axe_source() {
+            self.assert_accessible(&source, screen).await;
+        }
     }
 
     /// Fails, naming `screen`, on any serious or critical finding.

@@ -4,6 +4,7 @@
 //! unless `TRESOR_REQUIRE_BROWSER=1` (as in CI), where it fails instead.
 //! Screenshots go to `target/screenshots/`.
 
+use super::wait::until;
 use serde_json::{Value, json};
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -16,6 +17,10 @@ use std::time::{Duration, Instant};
 /// server, chromedriver and a Chromium, and spends about half its time
 /// waiting on the page (animations, polls), so two share a two-core machine
 /// without starving each other. `TRESOR_BROWSER_TESTS_AT_ONCE` sets how many.
+/// A test waiting for its turn holds a test thread: the browser tests sit
+/// each beside its feature (an area's `browser` module, at most two in a
+/// row in the test order), so that the threads meanwhile run other tests
+/// rather than wait together (ARCHITECTURE.md, "Tests").
 static TURNS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(0);
 
 /// How many browser tests run at once unless `TRESOR_BROWSER_TESTS_AT_ONCE`
@@ -45,14 +50,29 @@ pub fn screenshots_dir() -> PathBuf {
     dir
 }
 
-/// Where Chromium and chromedriver are, or `None` when the tests must be skipped.
-pub fn browser_paths() -> Option<(PathBuf, PathBuf)> {
+/// A test skipped because what it needs is not installed (and not required):
+/// the payload of the unwind [`skip`] starts, which the test macros end
+/// quietly (`run_with`), so that a test needs no `let … else { return }` of
+/// its own for it.
+pub struct Skipped;
+
+/// Ends this test as skipped, saying why: an unwind that prints no panic
+/// message and that the test macros catch, any other panic going on as a
+/// failure.
+pub fn skip(why: &str) -> ! {
+    eprintln!("skipped: {why}");
+    std::panic::resume_unwind(Box::new(Skipped))
+}
+
+/// Where Chromium and chromedriver are; without them the test is skipped
+/// ([`skip`]), or fails when `TRESOR_REQUIRE_BROWSER=1` (as in CI).
+pub fn browser_paths() -> (PathBuf, PathBuf) {
     let chromium = std::env::var_os("CHROMIUM")
         .map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from);
     let driver = std::env::var_os("CHROMEDRIVER")
         .map_or_else(|| PathBuf::from("/usr/bin/chromedriver"), PathBuf::from);
     if chromium.exists() && driver.exists() {
-        return Some((chromium, driver));
+        return (chromium, driver);
     }
     assert!(
         std::env::var("TRESOR_REQUIRE_BROWSER").as_deref() != Ok("1"),
@@ -60,14 +80,51 @@ pub fn browser_paths() -> Option<(PathBuf, PathBuf)> {
         chromium.display(),
         driver.display()
     );
-    eprintln!("browser tests skipped: chromium or chromedriver is not installed");
-    None
+    skip("chromium or chromedriver is not installed")
 }
 
 /// Chromedriver, started in its own process group: on drop the whole group
 /// (chromedriver and every Chromium it started) is killed, so no browser
 /// process outlives the test.
 struct DriverProcess(Child);
+
+/// chromedriver on a port the kernel gives, which it says once it has bound
+/// it. It binds the kernel's IPv6 port, then the same number on IPv4, where
+/// another process of the machine may hold it already ("IPv4 port not
+/// available. Exiting..."): then it is started again, on another port.
+async fn driver_on_a_free_port(chromedriver: &Path) -> (DriverProcess, u16) {
+    for _ in 0..10 {
+        let mut child = Command::new(chromedriver)
+            .arg("--port=0")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("chromedriver starts");
+        let printed = super::process::Printed::follow(&mut child);
+        let process = DriverProcess(child);
+        let port = printed
+            .wait_for_or_end("chromedriver's port", |line| {
+                line.strip_prefix("ChromeDriver was started successfully on port ")?
+                    .trim_end_matches('.')
+                    .parse::<u16>()
+                    .ok()
+            })
+            .await;
+        match port {
+            Some(port) => return (process, port),
+            None if printed
+                .lines()
+                .iter()
+                .any(|l| l.contains("port not available")) =>
+            {
+                continue;
+            }
+            None => panic!("chromedriver ended: {:?}", printed.lines()),
+        }
+    }
+    panic!("chromedriver found no port free on both IPv4 and IPv6 in 10 tries");
+}
 
 impl Drop for DriverProcess {
     fn drop(&mut self) {
@@ -164,31 +221,10 @@ impl Browser {
     }
 
     pub async fn start(chromium: &Path, chromedriver: &Path, width: u32, height: u32) -> Browser {
-        // On a port the kernel gives, which it says once it has bound it.
-        let mut child = Command::new(chromedriver)
-            .arg("--port=0")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .expect("chromedriver starts");
-        let printed = super::process::Printed::follow(&mut child);
-        let process = DriverProcess(child);
-        let port = printed
-            .wait_for("chromedriver's port", |line| {
-                line.strip_prefix("ChromeDriver was started successfully on port ")?
-                    .trim_end_matches('.')
-                    .parse::<u16>()
-                    .ok()
-            })
-            .await;
+        let (process, port) = driver_on_a_free_port(chromedriver).await;
         let driver = format!("http://127.0.0.1:{port}");
         let http = reqwest::Client::new();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while http.get(format!("{driver}/status")).send().await.is_err() {
-            assert!(Instant::now() < deadline, "chromedriver never answered");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        super::wait::answers(&format!("{driver}/status"), Duration::from_secs(20)).await;
         let profile = tempfile::tempdir().unwrap();
         let args = vec![
             "--headless=new".to_owned(),
@@ -212,15 +248,7 @@ impl Browser {
             "goog:chromeOptions": {"binary": chromium, "args": args,
                 "perfLoggingPrefs": {"enableNetwork": true, "enablePage": false}},
         }}});
-        let response: Value = http
-            .post(format!("{driver}/session"))
-            .json(&capabilities)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let response = answer(http.post(format!("{driver}/session")).json(&capabilities)).await;
         let session = response["value"]["sessionId"]
             .as_str()
             .unwrap_or_else(|| panic!("no WebDriver session: {response}"))
@@ -240,8 +268,7 @@ impl Browser {
         if let Some(body) = body {
             request = request.json(&body);
         }
-        let response: Value = request.send().await.unwrap().json().await.unwrap();
-        let value = response["value"].clone();
+        let value = answer(request).await["value"].clone();
         if let Some(error) = value.get("error") {
             panic!("WebDriver {path}: {error}: {}", value["message"]);
         }
@@ -287,41 +314,36 @@ impl Browser {
     /// Clicks `css`, waiting (a bounded while) for it to become clickable:
     /// under load an element may still be fading in or under a closing dialog.
     pub async fn click(&self, css: &str) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let element = self.find(css).await;
-            let url = format!(
-                "{}/session/{}/element/{element}/click",
-                self.driver, self.session
-            );
-            let response: Value = self
-                .http
-                .post(url)
-                .json(&json!({}))
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
-            let Some(error) = response["value"].get("error") else {
-                return;
-            };
-            let retry = matches!(
-                error.as_str(),
-                Some(
-                    "element not interactable"
-                        | "element click intercepted"
-                        | "stale element reference"
-                )
-            );
-            assert!(
-                retry && Instant::now() < deadline,
-                "WebDriver click on {css}: {error}: {}",
-                response["value"]["message"]
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        until(
+            format!("{css} clickable"),
+            Duration::from_secs(10),
+            move || async move {
+                let element = self.find(css).await;
+                let url = format!(
+                    "{}/session/{}/element/{element}/click",
+                    self.driver, self.session
+                );
+                let response = answer(self.http.post(url).json(&json!({}))).await;
+                let Some(error) = response["value"].get("error") else {
+                    return Some(());
+                };
+                let retry = matches!(
+                    error.as_str(),
+                    Some(
+                        "element not interactable"
+                            | "element click intercepted"
+                            | "stale element reference"
+                    )
+                );
+                assert!(
+                    retry,
+                    "WebDriver click on {css}: {error}: {}",
+                    response["value"]["message"]
+                );
+                None
+            },
+        )
+        .await;
     }
 
     pub async fn type_into(&self, css: &str, text: &str) {
@@ -353,22 +375,60 @@ impl Browser {
 
     /// Waits until the JavaScript expression is truthy, and returns its value.
     pub async fn wait_for(&self, expression: &str) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let value = self.execute(&format!("return ({expression});")).await;
-            if !(value.is_null()
-                || value == json!(false)
-                || value == json!("")
-                || value == json!(0))
-            {
-                return value;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {expression}"
-            );
-            tokio::time::sleep(Duration::from_millis(40)).await;
-        }
+        let script = &format!("return ({expression});");
+        until(expression, Duration::from_secs(30), move || async move {
+            let value = self.execute(script).await;
+            let falsy =
+                value.is_null() || value == json!(false) || value == json!("") || value == json!(0);
+            (!falsy).then_some(value)
+        })
+        .await
+    }
+
+    /// Waits until the dialog (or `<details>`) `css` is open.
+    pub async fn wait_open(&self, css: &str) {
+        self.wait_for(&format!("document.querySelector('{css}').open"))
+            .await;
+    }
+
+    /// Waits until the dialog (or `<details>`) `css` is closed.
+    pub async fn wait_closed(&self, css: &str) {
+        self.wait_for(&format!("!document.querySelector('{css}').open"))
+            .await;
+    }
+
+    /// Waits until the page shows `screen` with its button `testid` enabled:
+    /// ready for the next game.
+    pub async fn wait_ready(&self, screen: &str, testid: &str) {
+        self.wait_for(&format!(
+            "document.body.dataset.screen === '{screen}' && \
+             !document.querySelector('[data-testid={testid}]').disabled"
+        ))
+        .await;
+    }
+
+    /// Waits until the page is still: no animation or transition running
+    /// but the endless ones (the waves, a spinner). Before colours are
+    /// read, a layout measured or a screenshot taken.
+    pub async fn settled(&self) {
+        self.wait_for(
+            "document.getAnimations().every((a) => a.playState !== 'running'
+               || a.effect?.getComputedTiming().iterations === Infinity)",
+        )
+        .await;
+    }
+
+    /// Presses `key` and waits until the page has seen it released: what
+    /// the key does is done (a refusal to act then shows at once).
+    pub async fn press_handled(&self, key: &str) {
+        self.execute(
+            "window.tresorKeyUp = false;
+             document.addEventListener('keyup', () => { window.tresorKeyUp = true; },
+               {capture: true, once: true});",
+        )
+        .await;
+        self.press(&[key]).await;
+        self.wait_for("window.tresorKeyUp === true").await;
     }
 
     pub async fn screenshot(&self, name: &str) {
@@ -444,6 +504,15 @@ impl Browser {
         assert!(errors.is_empty(), "console errors: {errors:?}");
         self.close().await;
     }
+}
+
+/// Chromedriver's JSON answer to `request`.
+async fn answer(request: reqwest::RequestBuilder) -> Value {
+    let response = request.send().await.expect("chromedriver answers");
+    response
+        .json()
+        .await
+        .expect("a JSON answer from chromedriver")
 }
 
 pub fn base64_decode(text: &str) -> Vec<u8> {

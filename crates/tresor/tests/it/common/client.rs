@@ -47,26 +47,50 @@ pub async fn get_json(client: &reqwest::Client, url: &str) -> Value {
 }
 
 /// Registers `username` on the server at `base` as `client`'s player, with
-/// high 7-day caps, and deposits `cents`.
+/// high 7-day caps, and deposits `cents` (the short form of
+/// [`super::players::player`]).
 pub async fn register_and_deposit(
     client: &reqwest::Client,
     base: &str,
     username: &str,
     cents: i64,
 ) {
-    let body = json!({
-        "username": username, "password": "a long password", "adult": true, "accept_rules": true,
-        "deposit_limit_cents": 1_000_000, "stake_limit_cents": 1_000_000,
-    });
-    let (status, body) = post(client, &format!("{base}/api/register"), &body, None)
-        .await
-        .expect("the server answers the registration");
-    assert_eq!(status, 201, "{body}");
-    let deposit = json!({ "amount_cents": cents });
-    let (status, body) = post(client, &format!("{base}/api/demo/deposit"), &deposit, None)
-        .await
-        .expect("the server answers the deposit");
-    assert_eq!(status, 200, "{body}");
+    super::players::player(username)
+        .high_limits()
+        .deposit(cents)
+        .at(client, base)
+        .await;
+}
+
+/// Buys a unit at `stake_cents` on the server at `base` as `client`'s
+/// player, with the idempotency `key`: as [`post`] answers.
+pub async fn buy_at(
+    client: &reqwest::Client,
+    base: &str,
+    stake_cents: i64,
+    key: &str,
+) -> Option<(u16, Value)> {
+    let body = json!({ "stake_cents": stake_cents });
+    post(client, &format!("{base}/api/plays"), &body, Some(key)).await
+}
+
+/// Throws once in play `id` on the server at `base` as `client`'s player:
+/// as [`post`] answers.
+pub async fn throw_at(client: &reqwest::Client, base: &str, id: i64) -> Option<(u16, Value)> {
+    let url = format!("{base}/api/plays/{id}/throws");
+    post(client, &url, &json!({}), None).await
+}
+
+/// `count` players (`player0`, `player1`…) registered on the server at
+/// `base` with high caps, each with `cents` deposited: their clients.
+pub async fn players_at(base: &str, count: usize, cents: i64) -> Vec<reqwest::Client> {
+    let mut clients = Vec::new();
+    for p in 0..count {
+        let client = cookie_client();
+        register_and_deposit(&client, base, &format!("player{p}"), cents).await;
+        clients.push(client);
+    }
+    clients
 }
 
 /// Buys a unit at `stake_cents` as `client`'s player and plays its four
@@ -74,26 +98,28 @@ pub async fn register_and_deposit(
 pub async fn buy_and_play(client: &reqwest::Client, base: &str, stake_cents: i64) -> Value {
     let mut key = [0u8; 16];
     getrandom::fill(&mut key).expect("random bytes");
-    let (status, play) = post(
-        client,
-        &format!("{base}/api/plays"),
-        &json!({ "stake_cents": stake_cents }),
-        Some(&hex::encode(key)),
-    )
-    .await
-    .expect("the server answers the purchase");
+    let (status, play) = buy_at(client, base, stake_cents, &hex::encode(key))
+        .await
+        .expect("the server answers the purchase");
     assert!(status < 300, "{status} {play}");
     let id = play["id"].as_i64().expect("a play id");
     for _ in 0..4 {
-        let (status, body) = post(
-            client,
-            &format!("{base}/api/plays/{id}/throws"),
-            &json!({}),
-            None,
-        )
-        .await
-        .expect("the server answers the throw");
+        let (status, body) = throw_at(client, base, id)
+            .await
+            .expect("the server answers the throw");
         assert!(status < 300, "{status} {body}");
     }
     play
+}
+
+/// The value of the header `name` of `response`, as text (there must be
+/// one).
+pub fn header<'r>(response: &'r reqwest::Response, name: &str) -> &'r str {
+    response.headers()[name].to_str().unwrap()
+}
+
+/// The value of the header `name` of `response`, as text, if there is one.
+pub fn maybe_header(response: &reqwest::Response, name: &str) -> Option<String> {
+    let value = response.headers().get(name)?;
+    Some(value.to_str().unwrap().to_owned())
 }

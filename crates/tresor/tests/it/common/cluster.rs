@@ -146,24 +146,7 @@ impl Cluster {
             // PostgreSQL takes no port 0 to report back: a free one is probed.
             port: super::free_port(),
         };
-        cluster.run_ok(
-            "pg_basebackup",
-            &[
-                "-h",
-                "127.0.0.1",
-                "-p",
-                &cluster.primary.port.to_string(),
-                "-U",
-                "postgres",
-                "-D",
-                &standby.data.display().to_string(),
-                "-R",
-                "-X",
-                "stream",
-                "--checkpoint=fast",
-                "--no-sync",
-            ],
-        );
+        cluster.base_backup(&standby.data, &["-R"]);
         append(
             &standby.data.join("postgresql.conf"),
             &format!("port = {}\n", standby.port),
@@ -248,6 +231,28 @@ impl Cluster {
                 .expect("chown");
             assert!(status.success(), "give {} to postgres", path.display());
         }
+    }
+
+    /// `pg_basebackup` of the primary into `into` (streaming its WAL, a
+    /// fast checkpoint), with `extra` flags (`-R`: a standby's settings).
+    pub fn base_backup(&self, into: &Path, extra: &[&str]) {
+        let (port, into) = (self.primary.port.to_string(), into.display().to_string());
+        let args = [
+            &[
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &port,
+                "-U",
+                "postgres",
+                "-D",
+                &into,
+            ][..],
+            &["-X", "stream", "--checkpoint=fast", "--no-sync"],
+            extra,
+        ]
+        .concat();
+        self.run_ok("pg_basebackup", &args);
     }
 
     /// `psql -At -c sql` on the server at `port` (one the test started).
@@ -364,17 +369,13 @@ impl Cluster {
                 .args(["-KILL", &pid.to_string()])
                 .status();
         }
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while pids
-            .iter()
-            .any(|pid| Path::new(&format!("/proc/{pid}")).exists())
-        {
-            assert!(
-                Instant::now() < deadline,
-                "the killed server's processes {pids:?} did not go within 10 s"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let what = format!("the killed server's processes {pids:?} going");
+        super::wait::until_blocking(what, Duration::from_secs(10), || {
+            (!pids
+                .iter()
+                .any(|pid| Path::new(&format!("/proc/{pid}")).exists()))
+            .then_some(())
+        });
     }
 
     /// Whether the primary (or the standby) accepts a TCP connection on its
@@ -442,37 +443,18 @@ impl Cluster {
 
     /// `psql -At -c sql` on the primary (or the standby).
     pub fn psql(&self, standby: bool, sql: &str) -> String {
-        let instance = self.instance(standby);
-        let output = self
-            .command("psql")
-            .args([
-                "-h",
-                "127.0.0.1",
-                "-p",
-                &instance.port.to_string(),
-                "-U",
-                "postgres",
-                "-At",
-                "-c",
-                sql,
-            ])
-            .output()
-            .expect("run psql");
-        String::from_utf8_lossy(&output.stdout).trim().to_owned()
+        self.psql_at(self.instance(standby).port, sql)
     }
 
     fn wait_streaming(&self) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if self.psql(false, "SELECT sync_state FROM pg_stat_replication") == "sync" {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the standby never streamed synchronously"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        super::wait::until_blocking(
+            "the standby streaming synchronously",
+            Duration::from_secs(30),
+            || {
+                (self.psql(false, "SELECT sync_state FROM pg_stat_replication") == "sync")
+                    .then_some(())
+            },
+        );
     }
 }
 

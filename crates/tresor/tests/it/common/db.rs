@@ -1,5 +1,6 @@
 //! A fresh database per test, on SQLite (a temporary folder) or PostgreSQL
-//! (a database of its own on the test server), dropped at the end.
+//! (a database of its own on the test server, given back blank at the end:
+//! `spare.rs`).
 
 use super::START_MS;
 use super::process::{describe, tresor_command};
@@ -39,7 +40,7 @@ pub async fn signed(db: Db) -> Db {
     db
 }
 
-/// A database of its own for one test, dropped at the end.
+/// A database of its own for one test, gone at the end.
 #[derive(Debug)]
 pub struct TestDb {
     pub url: String,
@@ -88,13 +89,8 @@ impl TestDb {
                 return None;
             }
         };
-        let mut random = [0u8; 8];
-        getrandom::fill(&mut random).expect("random bytes");
-        let name = format!("tresor_test_{}", hex::encode(random));
-        sqlx::query(&format!("CREATE DATABASE {name}"))
-            .execute(&mut conn)
-            .await
-            .expect("create the test database");
+        let name = super::spare::fresh_name("tresor_test_");
+        super::spare::take(&mut conn, &name).await;
         let _ = conn.close().await;
         let (server, _) = base.rsplit_once('/').expect("a URL with a database name");
         let server = server.to_owned();
@@ -134,6 +130,17 @@ impl TestDb {
     /// A service on this database whose clock starts at [`START_MS`].
     pub async fn service(&self) -> (Service, Arc<ManualClock>) {
         self.service_with(Settings::default()).await
+    }
+
+    /// A service like [`TestDb::service`] with an emission `name` on sale
+    /// (one block of every stake).
+    pub async fn service_selling(&self, name: &str) -> (Service, Arc<ManualClock>) {
+        let (service, clock) = self.service().await;
+        service
+            .create_emission(name, &tresor_game::Stake::ALL, 1)
+            .await
+            .expect("create an emission");
+        (service, clock)
     }
 
     /// The same, with `settings`.
@@ -187,13 +194,16 @@ impl TestDb {
             return copy;
         };
         use sqlx::Connection;
-        let mut copy = TestDb::postgres().await.expect("PostgreSQL answered");
-        let (_, copy_name) = copy.postgres.clone().unwrap();
+        let copy_name = super::spare::fresh_name("tresor_test_");
+        let (server, _) = base.rsplit_once('/').expect("a URL with a database name");
+        let mut copy = TestDb {
+            url: format!("{server}/{copy_name}"),
+            backend: Backend::Postgres,
+            secrets_key: SecretsKey::generate(),
+            data_dir: None,
+            postgres: Some((base.clone(), copy_name.clone())),
+        };
         let mut conn = sqlx::PgConnection::connect(base).await.unwrap();
-        sqlx::query(&format!("DROP DATABASE {copy_name}"))
-            .execute(&mut conn)
-            .await
-            .unwrap();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         let statement = format!("CREATE DATABASE {copy_name} TEMPLATE {name}");
         while let Err(error) = sqlx::query(&statement).execute(&mut conn).await {
@@ -217,6 +227,40 @@ impl TestDb {
         command.output().expect("run the tresor binary")
     }
 
+    /// Runs the real `tresor` binary with `args` (which name the database:
+    /// a restored folder, say) and this database's secrets key only.
+    pub fn tresor_keyed(&self, args: &[&str]) -> Output {
+        let mut command = tresor_command();
+        command.args(args);
+        self.env(&mut command);
+        command.output().expect("run the tresor binary")
+    }
+
+    /// `tresor restore --from backup --data data` (and `extra` flags) with
+    /// this database's key, which must succeed: what it said.
+    pub fn restore(
+        &self,
+        backup: &std::path::Path,
+        data: &std::path::Path,
+        extra: &[&str],
+    ) -> String {
+        let (backup, data) = (backup.display().to_string(), data.display().to_string());
+        let args = [&["restore", "--from", &backup, "--data", &data][..], extra].concat();
+        super::process::stdout_ok(self.tresor_keyed(&args))
+    }
+
+    /// Opens (and migrates) the SQLite data folder `data` (a restored copy,
+    /// say) with this database's secrets key and the test log key.
+    pub async fn open_data_dir(&self, data: &std::path::Path) -> Db {
+        signed(
+            Db::open_data_dir(data)
+                .await
+                .expect("open the data folder")
+                .with_secrets_key(self.secrets_key.clone()),
+        )
+        .await
+    }
+
     /// Runs the real `tresor` binary like [`TestDb::tresor`] and checks that
     /// it succeeded.
     pub fn tresor_ok(&self, args: &[&str]) -> Output {
@@ -238,15 +282,7 @@ impl Drop for TestDb {
                 else {
                     return;
                 };
-                runtime.block_on(async move {
-                    use sqlx::Connection;
-                    if let Ok(mut conn) = sqlx::PgConnection::connect(&base).await {
-                        let _ =
-                            sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                                .execute(&mut conn)
-                                .await;
-                    }
-                });
+                runtime.block_on(super::spare::give_back(&base, &name));
             })
             .join();
         }

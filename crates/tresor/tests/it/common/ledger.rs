@@ -8,10 +8,7 @@ use tresor::store::Db;
 /// Registers a player with a valid password and the highest 7-day caps (the
 /// operate and audit tests move large sums; tests/it/protect.rs tests the caps).
 pub async fn player(service: &Service, username: &str) -> Player {
-    let registration = Registration::parse(username, "correct horse battery", true, true)
-        .expect("a valid registration")
-        .with_limits(tresor::protect::Limits::highest());
-    service.register(registration).await.expect("register")
+    super::players::player(username).in_service(service).await
 }
 
 /// Checks the ledger: balances sum to zero, every balance equals its
@@ -118,6 +115,26 @@ pub async fn scalar(pool: &AnyPool, sql: &str) -> i64 {
         .fetch_one(pool)
         .await
         .unwrap_or_else(|error| panic!("{sql}: {error}"))
+}
+
+/// The one text column every row the database answers holds (`SELECT
+/// name FROM …`), in its order.
+pub async fn texts(pool: &AnyPool, sql: &str) -> Vec<String> {
+    sqlx::query_scalar(sql)
+        .fetch_all(pool)
+        .await
+        .unwrap_or_else(|error| panic!("{sql}: {error}"))
+}
+
+/// Runs each of `statements` on `pool` (a test's own edits, made as an
+/// intruder or an old version would), which must succeed.
+pub async fn execute(pool: &AnyPool, statements: &[&str]) {
+    for sql in statements {
+        sqlx::query(sql)
+            .execute(pool)
+            .await
+            .unwrap_or_else(|error| panic!("{sql}: {error}"));
+    }
 }
 
 /// Each block's id and secret, opened from its sealed secret with `db`'s

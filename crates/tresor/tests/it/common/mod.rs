@@ -38,23 +38,41 @@
 pub mod api;
 pub mod app;
 pub mod axe;
+pub mod before;
 pub mod browser;
+pub mod buying;
+pub mod cli;
 pub mod client;
 pub mod cluster;
+pub mod cookie;
 pub mod db;
 pub mod ledger;
+pub mod metrics;
 pub mod mirror;
 pub mod opening;
+pub mod page;
+pub mod players;
 pub mod process;
 pub mod procs;
 pub mod proxy;
 pub mod rfc9162;
+pub mod sellout;
+pub mod spare;
+pub mod staff;
+pub mod trail;
+pub mod wait;
+pub mod wire;
 
 pub use api::{Answer, Api};
-pub use app::TestApp;
-pub use client::{buy_and_play, cookie_client, get_json, post, register_and_deposit};
+pub use app::{TestApp, expect};
+pub use cli::assert_exit;
+pub use client::{
+    buy_and_play, buy_at, cookie_client, get_json, header, maybe_header, players_at, post,
+    register_and_deposit, throw_at,
+};
 pub use db::TestDb;
-pub use ledger::{assert_ledger_balances, block_secrets, player, purchase, scalar};
+pub use ledger::{assert_ledger_balances, block_secrets, execute, player, purchase, scalar, texts};
+pub use players::{NewPlayer, Player};
 pub use process::{
     Server, describe, free_port, kept_checkpoints_dir, tresor, tresor_command, unthrottled_flags,
 };
@@ -205,12 +223,19 @@ impl<'h> Fixture<'h> for TestApp {
     }
 }
 
-/// Runs `body` on the fixture it asks for (the macros' one call).
+/// Runs `body` on the fixture it asks for (the macros' one call). A test
+/// skipped on its way ([`browser::skip`]: a tool it needs is missing and not
+/// required) ends here as passed; any other panic goes on, a failure.
 pub async fn run_with<'h, F: Fixture<'h>, R: Future<Output = ()>>(
     harness: &'h Harness,
     body: impl FnOnce(F) -> R,
 ) {
-    body(F::make(harness).await).await;
+    let run = std::panic::AssertUnwindSafe(async { body(F::make(harness).await).await });
+    if let Err(payload) = futures_util::FutureExt::catch_unwind(run).await
+        && !payload.is::<browser::Skipped>()
+    {
+        std::panic::resume_unwind(payload);
+    }
 }
 
 /// Runs a test on SQLite and on PostgreSQL, as `name::on_sqlite` and

@@ -7,44 +7,16 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tresor::account::documents::DocumentKind;
 use tresor::service::{Review, Service, sign_webhook};
-use tresor::staff::{Role, StaffName, totp_code};
 
 pub const IBAN: &str = "FR76 3000 6000 0112 3456 7890 189";
+/// Another IBAN, to change to.
+pub const OTHER_IBAN: &str = "DE89 3704 0044 0532 0130 00";
 pub const PASSWORD: &str = "a long password";
 pub const DAY_MS: i64 = 24 * 3600 * 1000;
 
 /// A birth date `years` years before the app's clock (a day more, to be sure).
 pub fn born_years_ago(app: &TestApp, years: i32) -> String {
-    let now = time::OffsetDateTime::from_unix_timestamp(app.service.now_ms() / 1000).unwrap();
-    let date = now
-        .date()
-        .replace_year(now.year() - years)
-        .unwrap()
-        .previous_day()
-        .unwrap();
-    format!("{date}")
-}
-
-/// The body of an opening for `username`, a person of their own, with an
-/// e-mail address and a 7-day deposit cap of `deposit_limit_cents`.
-pub fn opening(app: &TestApp, username: &str, deposit_limit_cents: i64) -> Value {
-    json!({
-        "username": username,
-        "password": PASSWORD,
-        "accept_rules": true,
-        "marketing_consent": false,
-        "iban": IBAN,
-        "deposit_limit_cents": deposit_limit_cents,
-        "stake_limit_cents": 1_000_000,
-        "identity": {
-            "birth_name": format!("Name of {username}"),
-            "first_names": "Anne Marie",
-            "birth_date": born_years_ago(app, 30),
-            "birth_place": "Nantes",
-            "address": "1 rue de la Paix, 75002 Paris",
-            "email": format!("{username}@example.org"),
-        },
-    })
+    super::players::born_years_ago(app.service.now_ms(), years)
 }
 
 /// The smallest files of each type the documents take (by their first bytes).
@@ -53,6 +25,19 @@ pub const JPEG: &[u8] =
 pub const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01";
 pub const PDF: &[u8] =
     b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n";
+
+/// `player` sends a proof of its IBAN named `name`, straight through the
+/// service (what the page's upload does); the document.
+pub async fn send_iban_proof(
+    service: &Service,
+    player: &tresor::service::Player,
+    name: &str,
+) -> tresor::service::DocumentView {
+    service
+        .upload_document(player, DocumentKind::IbanProof, name, PDF.to_vec())
+        .await
+        .expect("a proof of the IBAN is taken")
+}
 
 /// `username` sends an identity document and a proof of IBAN, and a
 /// console account (`staff:docs`) verifies both, as the console does: what
@@ -78,19 +63,45 @@ pub async fn documents_verified(service: &Service, username: &str) {
     }
 }
 
-/// Opens an account for real money as the app's client (logged in after).
-pub async fn open_account(app: &TestApp, username: &str) {
-    let (status, body) = app
-        .post("/api/account/open", opening(app, username, 1_000_000))
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+/// Opens an account for real money as the app's client (logged in after):
+/// the short form of [`super::players::player`]`(username).real_money()`.
+pub async fn open_account(app: &TestApp, username: &str) -> super::players::Player {
+    super::players::player(username).real_money().on(app).await
+}
+
+/// The app's player sets its IBAN to `iban`, with its password, which
+/// must be taken: the account as it answers.
+pub async fn set_iban(app: &TestApp, iban: &str) -> Value {
+    let body = json!({"iban": iban, "current_password": PASSWORD});
+    let (status, account) = app.put_json("/api/account/iban", body).await;
+    assert_eq!(status, StatusCode::OK, "{account}");
+    account
+}
+
+/// Asks a withdrawal of `cents` as the app's player, which must be taken:
+/// its id.
+pub async fn withdraw(app: &TestApp, cents: i64) -> i64 {
+    let (status, asked) = app.ask_withdrawal(cents).await;
+    assert_eq!(status, StatusCode::CREATED, "{asked}");
+    asked["id"].as_i64().unwrap()
 }
 
 /// Sends the provider's webhook with `body`, signed now with the right secret.
 pub async fn webhook(app: &TestApp, body: &Value) -> (StatusCode, Value) {
+    webhook_signed(app, body, 0, app.service.webhook_secret()).await
+}
+
+/// Sends the provider's webhook with `body`, signed with `secret` at the
+/// app's time shifted by `shift_s`.
+pub async fn webhook_signed(
+    app: &TestApp,
+    body: &Value,
+    shift_s: i64,
+    secret: &[u8],
+) -> (StatusCode, Value) {
     let text = body.to_string();
-    let timestamp = app.service.now_ms() / 1000;
-    let signature = sign_webhook(app.service.webhook_secret(), timestamp, text.as_bytes());
+    let timestamp = app.service.now_ms() / 1000 + shift_s;
+    let signature = sign_webhook(secret, timestamp, text.as_bytes());
     let timestamp = timestamp.to_string();
     app.post_raw(
         "/api/payments/webhook",
@@ -103,16 +114,28 @@ pub async fn webhook(app: &TestApp, body: &Value) -> (StatusCode, Value) {
     .await
 }
 
-/// Deposits `cents` through the provider, confirmed by its webhook.
-pub async fn deposit(app: &TestApp, cents: i64) -> i64 {
-    let (status, body) = app
-        .post("/api/account/deposits", json!({"amount_cents": cents}))
-        .await;
+/// Asks a deposit of `cents` as the app's player: pending, with the
+/// provider's page to pay it on; its id.
+pub async fn ask_deposit(app: &TestApp, cents: i64) -> i64 {
+    let (status, body) = app.ask_deposit(cents).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["state"], "pending", "{body}");
     let id = body["id"].as_i64().unwrap();
-    let confirmation = json!({"deposit_id": id, "transaction_id": format!("tx-{id}"),
-                              "amount_cents": cents, "status": "succeeded"});
-    let (status, body) = webhook(app, &confirmation).await;
+    let pay_url = body["pay_url"].as_str().unwrap();
+    assert!(pay_url.contains(&id.to_string()), "{body}");
+    id
+}
+
+/// The provider's confirmation that deposit `deposit_id` of `cents` succeeded.
+pub fn confirmation(deposit_id: i64, transaction_id: &str, cents: i64) -> Value {
+    json!({"deposit_id": deposit_id, "transaction_id": transaction_id,
+           "amount_cents": cents, "status": "succeeded"})
+}
+
+/// Deposits `cents` through the provider, confirmed by its webhook; its id.
+pub async fn deposit(app: &TestApp, cents: i64) -> i64 {
+    let id = ask_deposit(app, cents).await;
+    let (status, body) = webhook(app, &confirmation(id, &format!("tx-{id}"), cents)).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(body["outcome"], "credited", "{body}");
     id
@@ -137,6 +160,26 @@ pub fn assert_refused(answer: &(StatusCode, Value), status: StatusCode, code: &s
         "{}",
         answer.1
     );
+}
+
+/// The answer is the refusal 422 `validation` naming `field` first.
+#[track_caller]
+pub fn assert_invalid(answer: &(StatusCode, Value), field: &str) {
+    assert_refused(answer, StatusCode::UNPROCESSABLE_ENTITY, "validation");
+    let message = answer.1["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(field),
+        "{message} does not begin with {field}"
+    );
+}
+
+/// The document of `kind` in a list of documents (`{"documents": […]}`).
+pub fn document_of(documents: &Value, kind: &str) -> Value {
+    super::items(&documents["documents"], "documents")
+        .iter()
+        .find(|d| d["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} in {documents}"))
+        .clone()
 }
 
 /// The messages in the app's outbox addressed to `to` (the whole `.eml`
@@ -170,6 +213,7 @@ pub async fn mails_to(app: &TestApp, to: &str, at_least: usize) -> Vec<String> {
             found.sort();
             return found.into_iter().map(|(_, text)| text).collect();
         }
+        // The poll's pace: the mail task tells no one when a file is written.
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }
@@ -223,136 +267,40 @@ pub fn link_in(message: &str, marker: &str) -> String {
     line.trim().to_owned()
 }
 
-/// The console accounts' password in these tests.
-pub const CONSOLE_PASSWORD: &str = "a console password";
-
-/// RFC 4648 base32 without padding, decoded.
-pub fn base32_decode(text: &str) -> Vec<u8> {
-    const ALPHABET: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
-    let (mut buffer, mut bits, mut out) = (0u32, 0u32, Vec::new());
-    for c in text.chars() {
-        buffer = (buffer << 5) | ALPHABET.find(c).expect("a base32 digit") as u32;
-        bits += 5;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((buffer >> bits) as u8);
-        }
-    }
-    out
+/// The token at the end of a link.
+pub fn token_of(link: &str) -> String {
+    link.rsplit('/').next().unwrap().to_owned()
 }
 
-/// A console operator named `name`, enrolled and logged in: a client with
-/// its cookie, on the operator listener.
-pub async fn console(app: &TestApp, name: &str) -> reqwest::Client {
-    console_enrolled(app, name).await.0
-}
-
-/// [`console`], and the account's TOTP secret (to log in again).
-pub async fn console_enrolled(app: &TestApp, name: &str) -> (reqwest::Client, Vec<u8>) {
-    console_as(app, name, Role::Operator).await
-}
-
-/// A console account named `name` with `role`, enrolled and logged in: a
-/// client with its cookie, and the account's TOTP secret.
-pub async fn console_as(app: &TestApp, name: &str, role: Role) -> (reqwest::Client, Vec<u8>) {
-    app.service
-        .add_staff(&StaffName::parse(name).unwrap(), role, CONSOLE_PASSWORD)
-        .await
-        .unwrap();
-    let client = reqwest::Client::builder()
-        .cookie_store(true)
-        .build()
-        .unwrap();
-    let (status, body) = console_post(
-        &client,
-        app,
-        "/console/api/login",
-        json!({"username": name, "password": CONSOLE_PASSWORD}),
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let secret = base32_decode(body["secret"].as_str().unwrap());
-    let code = totp_code(&secret, app.service.now_ms() / 1000);
-    let (status, body) = console_post(
-        &client,
-        app,
-        "/console/api/login/code",
-        json!({"code": code}),
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    (client, secret)
-}
-
-/// An enrolled console account logs in (password, then code) on a client
-/// of its own; the answer of the step that failed, or the client.
-pub async fn console_login(
+/// The token of the latest link with `marker` (`/#/reset/`) in the mail
+/// `to` received (`at_least` messages awaited), if any.
+pub async fn latest_token(
     app: &TestApp,
-    name: &str,
-    password: &str,
-    secret: &[u8],
-) -> Result<reqwest::Client, (StatusCode, Value)> {
-    let client = reqwest::Client::builder()
-        .cookie_store(true)
-        .build()
-        .unwrap();
-    let answer = console_post(
-        &client,
-        app,
-        "/console/api/login",
-        json!({"username": name, "password": password}),
-    )
-    .await;
-    if answer.0 != StatusCode::OK {
-        return Err(answer);
-    }
-    let code = totp_code(secret, app.service.now_ms() / 1000);
-    let answer = console_post(
-        &client,
-        app,
-        "/console/api/login/code",
-        json!({"code": code}),
-    )
-    .await;
-    if answer.0 != StatusCode::OK {
-        return Err(answer);
-    }
-    Ok(client)
+    to: &str,
+    at_least: usize,
+    marker: &str,
+) -> Option<String> {
+    mails_to(app, to, at_least)
+        .await
+        .iter()
+        .rev()
+        .find(|m| m.contains(marker))
+        .map(|m| token_of(&link_in(m, marker)))
 }
 
-/// GETs `path` on the operator listener; the status.
-pub async fn console_status(client: &reqwest::Client, app: &TestApp, path: &str) -> StatusCode {
-    client
-        .get(format!("{}{path}", app.admin_address))
-        .send()
-        .await
-        .unwrap()
-        .status()
+/// The token of the first confirmation link mailed to `email`.
+pub async fn confirmation_token(app: &TestApp, email: &str) -> String {
+    let mails = mails_to(app, email, 1).await;
+    token_of(&link_in(&mails[0], "/#/confirm-email/"))
 }
 
-pub async fn console_post(
-    client: &reqwest::Client,
-    app: &TestApp,
-    path: &str,
-    body: Value,
-) -> (StatusCode, Value) {
-    let response = client
-        .post(format!("{}{path}", app.admin_address))
-        .header("x-requested-with", "tresor-console")
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status();
-    (status, response.json().await.unwrap())
-}
-
-pub async fn console_get(client: &reqwest::Client, app: &TestApp, path: &str) -> Value {
-    let response = client
-        .get(format!("{}{path}", app.admin_address))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), StatusCode::OK);
-    response.json().await.unwrap()
+/// Confirms `email` by the first link mailed to it (the honest owner's
+/// first step: a reset goes only to a confirmed address); the token.
+pub async fn confirm_address(app: &TestApp, email: &str) -> String {
+    let token = confirmation_token(app, email).await;
+    let (status, body) = app
+        .post("/api/email/confirm", json!({"token": token}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    token
 }

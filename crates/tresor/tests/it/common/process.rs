@@ -91,6 +91,7 @@ pub fn unthrottled_flags() -> Vec<String> {
         "--logins-per-minute-per-address",
         "--actions-per-minute-per-player",
         "--actions-per-minute-per-address",
+        "--free-tries-per-minute-per-address",
         "--failed-logins-free-per-name-and-address",
         "--failed-logins-free-per-address",
         "--max-connections-per-address",
@@ -99,6 +100,18 @@ pub fn unthrottled_flags() -> Vec<String> {
     .into_iter()
     .flat_map(|flag| [flag.to_owned(), "100000000".to_owned()])
     .collect()
+}
+
+/// The flags of a server among several on one database: unthrottled,
+/// selling first from its `block_offset`-th block, and, with `writer`,
+/// appending to a log of that name.
+pub fn own_blocks_flags(block_offset: u32, writer: Option<&str>) -> Vec<String> {
+    let mut flags = vec!["--block-offset".to_owned(), block_offset.to_string()];
+    if let Some(writer) = writer {
+        flags.extend(["--writer".to_owned(), writer.to_owned()]);
+    }
+    flags.extend(unthrottled_flags());
+    flags
 }
 
 /// A real `tresor serve --demo` process, killed when dropped (pass or fail).
@@ -155,6 +168,16 @@ impl Server {
         port: u16,
         extra: &[String],
     ) -> Server {
+        Server::spawn(Server::command(db_args, db, port, extra)).await
+    }
+
+    /// The command [`Server::start`] runs (`tresor serve --demo` on `db`
+    /// with `extra`), for a caller that wraps it ([`under_ulimit`]).
+    pub fn demo_command(db: &TestDb, extra: &[String]) -> Command {
+        Server::command(&db.db_args(), Some(db), 0, extra)
+    }
+
+    fn command(db_args: &[String], db: Option<&TestDb>, port: u16, extra: &[String]) -> Command {
         let mut command = tresor_command();
         command
             // The writer name of the tests' servers, unless one is given
@@ -167,7 +190,7 @@ impl Server {
         if let Some(db) = db {
             db.env(&mut command);
         }
-        Server::spawn(command).await
+        command
     }
 
     /// Starts a `tresor` serving command built by the caller (listening on
@@ -268,19 +291,31 @@ impl Printed {
     /// what it took; panics with all that was printed if the process ended
     /// or the time passed first.
     pub async fn wait_for<T>(&self, what: &str, pick: impl Fn(&str) -> Option<T>) -> T {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Some(found) = self.lines.lock().unwrap().iter().find_map(|l| pick(l)) {
-                return found;
-            }
-            let ended = self.ended.load(std::sync::atomic::Ordering::SeqCst);
-            assert!(
-                !ended && Instant::now() < deadline,
-                "never printed {what}; printed: {:?}",
-                self.lines()
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        let found = self.wait_for_or_end(what, pick).await;
+        found
+            .unwrap_or_else(|| panic!("ended without printing {what}; printed: {:?}", self.lines()))
+    }
+
+    /// As [`Printed::wait_for`], but `None` if the process ended first.
+    pub async fn wait_for_or_end<T>(
+        &self,
+        what: &str,
+        pick: impl Fn(&str) -> Option<T>,
+    ) -> Option<T> {
+        let printed =
+            super::wait::until(format!("{what} printed"), Duration::from_secs(60), || {
+                // Read `ended` first: a line printed just before the end
+                // is then still found.
+                let ended = self.ended.load(std::sync::atomic::Ordering::SeqCst);
+                let found = self.lines.lock().unwrap().iter().find_map(|l| pick(l));
+                let done = match found {
+                    Some(found) => Some(Some(found)),
+                    None if ended => Some(None),
+                    None => None,
+                };
+                async move { done }
+            });
+        printed.await
     }
 
     /// The players' and the operator's addresses a `tresor serve` printed
@@ -315,18 +350,86 @@ pub fn port_of(base: &str) -> u16 {
 
 /// Waits (60 s at most) until `base` answers `/healthz`.
 pub async fn wait_healthy(base: &str) {
+    super::wait::answers(&format!("{base}/healthz"), Duration::from_secs(60)).await;
+}
+
+/// `tresor serve` (not the demo) on `db` with `args`, on ports the kernel
+/// gives (`127.0.0.1:0`), with `db`'s key: for [`Server::spawn`] or
+/// [`refused_at_start`].
+pub fn serve_command(db: &TestDb, args: &[&str]) -> Command {
+    let mut command = tresor_command();
+    command
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(["--admin-listen", "127.0.0.1:0"])
+        .args(args)
+        .args(db.db_args());
+    db.env(&mut command);
+    command
+}
+
+/// Runs a serving `command` to its end: it must stop without serving
+/// (killed, and the test failed naming `why`, if it serves or still runs
+/// after 60 s). Gives how it ended; the caller asserts the exit code and
+/// the words of the refusal.
+pub fn refused_at_start(mut command: Command, why: &str) -> Output {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start tresor serve");
     let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if reqwest::get(format!("{base}/healthz"))
-            .await
-            .is_ok_and(|r| r.status().is_success())
-        {
-            return;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "{why}: tresor serve still runs after 60 s: {}",
+                describe(&out)
+            );
         }
-        assert!(
-            Instant::now() < deadline,
-            "the server at {base} never answered /healthz"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        std::thread::sleep(super::wait::STEP);
     }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("is open at"),
+        "{why}: tresor serve started: {}",
+        describe(&out)
+    );
+    out
+}
+
+/// `command` run by `sh` under `ulimit {limit}` (`-S -n 1024`: the soft
+/// limit of open files), with the same environment; `sh` execs it, so the
+/// process is the command's.
+pub fn under_ulimit(command: &Command, limit: &str) -> Command {
+    let mut wrapped = Command::new("sh");
+    wrapped
+        .args(["-c", &format!("ulimit {limit} && exec \"$@\""), "sh"])
+        .arg(command.get_program())
+        .args(command.get_args());
+    for (name, value) in command.get_envs() {
+        match value {
+            Some(value) => wrapped.env(name, value),
+            None => wrapped.env_remove(name),
+        };
+    }
+    wrapped
+}
+
+/// A command that succeeded: what it printed.
+pub fn stdout_ok(output: Output) -> String {
+    assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// A refusal of bad input: exit 2, with `words` in what it wrote on its
+/// standard error.
+pub fn refused(output: &Output, words: &str) {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{}", describe(output));
+    assert!(
+        stderr.contains(words),
+        "expected {words:?}: {}",
+        describe(output)
+    );
 }

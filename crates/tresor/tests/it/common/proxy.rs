@@ -4,7 +4,11 @@
 //! It is how the tests make a COMMIT's outcome unknown for real. [`Plug`]
 //! cuts every connection at once and refuses new ones until plugged back:
 //! a database out of reach.
+//!
+//! The proxy also reads what passes ([`super::wire`]): each connection's
+//! messages and round trips, counted on the wire ([`Proxy::connections`]).
 
+use super::wire::Conn;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
@@ -29,6 +33,8 @@ pub struct Proxy {
     /// COMMITs to let through, once armed, before the one cut.
     skip: Arc<AtomicUsize>,
     cuts: Arc<AtomicUsize>,
+    /// Every connection made through it, as read on the wire.
+    conns: Arc<Mutex<Vec<Arc<Mutex<Conn>>>>>,
     accept: tokio::task::JoinHandle<()>,
 }
 
@@ -48,15 +54,19 @@ impl Proxy {
         let armed = Arc::new(AtomicU8::new(0));
         let skip = Arc::new(AtomicUsize::new(0));
         let cuts = Arc::new(AtomicUsize::new(0));
+        let conns = Arc::new(Mutex::new(Vec::new()));
         let (armed_in, skip_in, cuts_in) = (armed.clone(), skip.clone(), cuts.clone());
+        let conns_in = conns.clone();
         let accept = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 let Ok(server) = TcpStream::connect(&upstream).await else {
                     continue;
                 };
+                let conn = Arc::new(Mutex::new(Conn::default()));
+                conns_in.lock().unwrap().push(conn.clone());
                 tokio::spawn(pump(
-                    client,
-                    server,
+                    (client, server),
+                    conn,
                     armed_in.clone(),
                     skip_in.clone(),
                     cuts_in.clone(),
@@ -68,6 +78,7 @@ impl Proxy {
             armed,
             skip,
             cuts,
+            conns,
             accept,
         }
     }
@@ -88,11 +99,21 @@ impl Proxy {
     pub fn cuts(&self) -> usize {
         self.cuts.load(Ordering::SeqCst)
     }
+
+    /// Every connection made through the proxy so far, in the order they
+    /// were made, as read on the wire until now.
+    pub fn connections(&self) -> Vec<Conn> {
+        let conns = self.conns.lock().unwrap();
+        conns
+            .iter()
+            .map(|conn| conn.lock().unwrap().clone())
+            .collect()
+    }
 }
 
 async fn pump(
-    client: TcpStream,
-    server: TcpStream,
+    (client, server): (TcpStream, TcpStream),
+    conn: Arc<Mutex<Conn>>,
     armed: Arc<AtomicU8>,
     skip: Arc<AtomicUsize>,
     cuts: Arc<AtomicUsize>,
@@ -106,6 +127,7 @@ async fn pump(
     let swallow = Arc::new(tokio::sync::Notify::new());
     let swallowing = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let (swallow_in, swallowing_in) = (swallow.clone(), swallowing.clone());
+    let conn_in = conn.clone();
     let answers = tokio::spawn(async move {
         let mut buffer = vec![0u8; 64 * 1024];
         loop {
@@ -121,6 +143,7 @@ async fn pump(
                 }
                 continue;
             }
+            conn_in.lock().unwrap().read_server(chunk);
             if client_write.write_all(chunk).await.is_err() {
                 break;
             }
@@ -158,6 +181,7 @@ async fn pump(
             let _ = server_write.shutdown().await;
             return;
         }
+        conn.lock().unwrap().read_client(chunk);
         if server_write.write_all(chunk).await.is_err() {
             break;
         }

@@ -1,6 +1,17 @@
 //! The dashboard's counts and the ban list imported from the console.
 
 use super::*;
+use crate::common::items;
+
+/// The winning units the dashboard says are left to sell at 1 € (its
+/// liability, level by level).
+fn winning_units_left_at_100(board: &Value) -> i64 {
+    items(&board["liability"], "liability")
+        .iter()
+        .filter(|l| l["stake_cents"] == 100)
+        .map(|l| l["left"].as_i64().unwrap())
+        .sum()
+}
 
 on_both!(
     a_ban_list_of_megabytes_is_imported_from_the_console_and_bans_at_once,
@@ -24,10 +35,7 @@ on_both!(
         }
         csv.push_str(&format!("NAME OF ZOE,anne-marie,{born}\n"));
         assert!(csv.len() > 1 << 20);
-        let (status, body) = alice
-            .post("/console/api/banlist", json!({"csv": csv}))
-            .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
+        let body = alice.ok("/console/api/banlist", json!({"csv": csv})).await;
         assert_eq!(body["entries"], 60_001);
         assert_eq!(body["banned"], json!(["zoe"]));
         let view = app.service.account(&account).await.unwrap();
@@ -48,7 +56,7 @@ on_both!(
                 json!({"csv": "birth_name,first_names,birth_date\nX,Y,1970-13-45\n"}),
             )
             .await;
-        assert_error(&answer, StatusCode::UNPROCESSABLE_ENTITY, "validation");
+        assert_refused(&answer, StatusCode::UNPROCESSABLE_ENTITY, "validation");
         assert_eq!(state_of(&app).await, before);
         assert!(app.service.account(&account).await.unwrap().banned);
         let _ = player;
@@ -62,36 +70,26 @@ on_both!(the_dashboard_counts_purchases_and_sales, |app| {
         app.clock.advance_ms(60_000 - into_minute + 1_000);
     }
     let (viewer, _) = logged_in(&app, "vera", Role::Viewer).await;
-    let (status, board) = viewer.get("/console/api/dashboard").await;
-    assert_eq!(status, StatusCode::OK, "{board}");
+    let board = viewer.read("/console/api/dashboard").await;
     let minutes = board["purchases_per_minute"].as_array().unwrap();
     assert_eq!(minutes.len(), 60);
     assert!(minutes.iter().all(|m| m["count"] == 0));
     assert_eq!(board["totals"]["stakes_cents"], 0);
-    let left_before: i64 = board["liability"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|l| l["stake_cents"] == 100)
-        .map(|l| l["left"].as_i64().unwrap())
-        .sum();
+    let left_before = winning_units_left_at_100(&board);
     assert_eq!(board["liability"].as_array().unwrap().len(), 3 * 9);
     assert!(board["writer"]["queue"].is_number());
 
     app.player("bob", 1_000).await;
     for _ in 0..3 {
-        let (status, play) = app.buy(100).await;
-        assert_eq!(status, StatusCode::CREATED, "{play}");
+        let play = expect(StatusCode::CREATED, app.buy(100).await);
         app.finish(play["id"].as_i64().unwrap()).await;
     }
-    let (status, play) = app.buy(50).await;
-    assert_eq!(status, StatusCode::CREATED, "{play}");
+    expect(StatusCode::CREATED, app.buy(50).await);
     // A dashboard younger than a second is answered again as it was.
     let (_, cached) = viewer.get("/console/api/dashboard").await;
     assert_eq!(cached["at"], board["at"]);
     app.clock.advance_ms(1_500);
-    let (status, board) = viewer.get("/console/api/dashboard").await;
-    assert_eq!(status, StatusCode::OK, "{board}");
+    let board = viewer.read("/console/api/dashboard").await;
     let minutes = board["purchases_per_minute"].as_array().unwrap();
     assert_eq!(minutes.len(), 60);
     assert_eq!(
@@ -127,13 +125,7 @@ on_both!(the_dashboard_counts_purchases_and_sales, |app| {
         .map(|b| b["sold"].as_i64().unwrap())
         .sum();
     assert_eq!(sold_blocks, 4);
-    let left_after: i64 = board["liability"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|l| l["stake_cents"] == 100)
-        .map(|l| l["left"].as_i64().unwrap())
-        .sum();
+    let left_after = winning_units_left_at_100(&board);
     let winning_units: i64 =
         sqlx::query_scalar("SELECT COUNT(*) FROM plays WHERE stake_cents = 100 AND level > 0")
             .fetch_one(&app.service.db.pool)
@@ -154,7 +146,6 @@ on_both!(the_dashboard_counts_purchases_and_sales, |app| {
     );
     assert_eq!(minutes.last().unwrap()["count"], 0);
     // The report is the operator's, as `tresor report --format json`.
-    let (status, report) = viewer.get("/console/api/report").await;
-    assert_eq!(status, StatusCode::OK, "{report}");
+    let report = viewer.read("/console/api/report").await;
     assert_eq!(report["money"]["ledger_sum_cents"], 0);
 });

@@ -2,28 +2,28 @@
 //! session or CSRF header, waits after failed logins, secrets re-sealed, codes counted apart.
 
 use super::*;
+use crate::common::metrics;
 
 on_both!(enrolment_takes_a_password_a_secret_and_a_code, |app| {
     add_staff(&app, "alice", Role::Operator).await;
-    let console = Console::new(&app);
-    assert_error(
+    let console = Console::on(&app);
+    assert_refused(
         &console.login("alice", "not the password").await,
         StatusCode::UNAUTHORIZED,
         "invalid_credentials",
     );
-    assert_error(
+    assert_refused(
         &console.login("nobody", PASSWORD).await,
         StatusCode::UNAUTHORIZED,
         "invalid_credentials",
     );
     // The code step needs the password step first.
-    assert_error(
+    assert_refused(
         &console.code("123456").await,
         StatusCode::UNAUTHORIZED,
         "unauthorized",
     );
-    let (status, enrol) = console.login("ALICE", PASSWORD).await;
-    assert_eq!(status, StatusCode::OK, "{enrol}");
+    let enrol = expect(StatusCode::OK, console.login("ALICE", PASSWORD).await);
     assert_eq!(enrol["step"], "enrol");
     let secret_text = enrol["secret"].as_str().unwrap();
     let secret = base32_decode(secret_text);
@@ -38,23 +38,21 @@ on_both!(enrolment_takes_a_password_a_secret_and_a_code, |app| {
     // A wrong code is refused and enrols nothing.
     let right = totp_code(&secret, now_s(&app));
     let wrong = format!("{:06}", (right.parse::<u32>().unwrap() + 1) % 1_000_000);
-    assert_error(
+    assert_refused(
         &console.code(&wrong).await,
         StatusCode::UNAUTHORIZED,
         "invalid_code",
     );
-    assert_error(
+    assert_refused(
         &console.get("/console/api/me").await,
         StatusCode::UNAUTHORIZED,
         "unauthorized",
     );
-    let (status, done) = console.code(&right).await;
-    assert_eq!(status, StatusCode::OK, "{done}");
+    let done = expect(StatusCode::OK, console.code(&right).await);
     assert_eq!(done["step"], "done");
     assert_eq!(done["operator"]["username"], "alice");
     assert_eq!(done["operator"]["role"], "operator");
-    let (status, me) = console.get("/console/api/me").await;
-    assert_eq!(status, StatusCode::OK, "{me}");
+    let me = console.read("/console/api/me").await;
     assert_eq!(
         me["permissions"],
         json!(["dashboard", "emissions", "players", "withdrawals", "site"])
@@ -69,23 +67,24 @@ on_both!(enrolment_takes_a_password_a_secret_and_a_code, |app| {
 
     let (status, _) = console.post("/console/api/logout", json!({})).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
-    assert_error(
+    assert_refused(
         &console.get("/console/api/me").await,
         StatusCode::UNAUTHORIZED,
         "unauthorized",
     );
     // Enrolled now: the secret is never shown again, and a code is used once.
-    let (status, step) = console.login("alice", PASSWORD).await;
-    assert_eq!(status, StatusCode::OK, "{step}");
+    let step = expect(StatusCode::OK, console.login("alice", PASSWORD).await);
     assert_eq!(step, json!({"step": "code"}));
-    assert_error(
+    assert_refused(
         &console.code(&right).await,
         StatusCode::UNAUTHORIZED,
         "invalid_code",
     );
     app.clock.advance_ms(30_000);
-    let (status, done) = console.code(&totp_code(&secret, now_s(&app))).await;
-    assert_eq!(status, StatusCode::OK, "{done}");
+    expect(
+        StatusCode::OK,
+        console.code(&totp_code(&secret, now_s(&app))).await,
+    );
     let actions: Vec<(String, String)> = trail(&app)
         .await
         .into_iter()
@@ -110,12 +109,12 @@ on_both!(enrolment_takes_a_password_a_secret_and_a_code, |app| {
         .disable_staff(&StaffName::parse("alice").unwrap())
         .await
         .unwrap();
-    assert_error(
+    assert_refused(
         &console.get("/console/api/me").await,
         StatusCode::UNAUTHORIZED,
         "unauthorized",
     );
-    assert_error(
+    assert_refused(
         &console.login("alice", PASSWORD).await,
         StatusCode::UNAUTHORIZED,
         "invalid_credentials",
@@ -123,13 +122,13 @@ on_both!(enrolment_takes_a_password_a_secret_and_a_code, |app| {
 });
 
 on_both!(no_session_is_401_and_a_missing_csrf_header_is_403, |app| {
-    let anonymous = Console::new(&app);
+    let anonymous = Console::on(&app);
     for path in [
         "/console/api/me",
         "/console/api/dashboard",
         "/console/api/trail",
     ] {
-        assert_error(
+        assert_refused(
             &anonymous.get(path).await,
             StatusCode::UNAUTHORIZED,
             "unauthorized",
@@ -156,7 +155,7 @@ on_both!(no_session_is_401_and_a_missing_csrf_header_is_403, |app| {
             json!({"username": "alice", "password": PASSWORD}),
         ),
     ] {
-        assert_error(
+        assert_refused(
             &console.send(method, path, Some(body), false).await,
             StatusCode::FORBIDDEN,
             "csrf",
@@ -166,26 +165,21 @@ on_both!(no_session_is_401_and_a_missing_csrf_header_is_403, |app| {
     assert_eq!(trail(&app).await.len(), trail_before);
     // Still logged in: the refused logout did nothing.
     assert_eq!(console.get("/console/api/me").await.0, StatusCode::OK);
-    assert_error(
+    assert_refused(
         &console.get("/console/api/nothing/here").await,
         StatusCode::NOT_FOUND,
         "not_found",
     );
-    let answer = console
-        .client
-        .get(format!("{}/console/api/me", console.base))
-        .send()
-        .await
-        .unwrap();
+    let answer = console.response("/console/api/me").await;
     assert_eq!(answer.headers()["cache-control"], "no-store");
     // axum's own refusals are JSON errors too.
-    assert_error(
+    assert_refused(
         &console.get("/console/api/login").await,
         StatusCode::METHOD_NOT_ALLOWED,
         "method_not_allowed",
     );
     let huge = json!({"message": "x".repeat(70_000)});
-    assert_error(
+    assert_refused(
         &console.put("/console/api/site/announcement", huge).await,
         StatusCode::PAYLOAD_TOO_LARGE,
         "payload_too_large",
@@ -207,36 +201,39 @@ on_both!(
     failed_logins_free(2),
     |app| {
         add_staff(&app, "alice", Role::Viewer).await;
-        let console = Console::new(&app);
+        let console = Console::on(&app);
         for _ in 0..2 {
-            assert_error(
+            assert_refused(
                 &console.login("alice", "not the password").await,
                 StatusCode::UNAUTHORIZED,
                 "invalid_credentials",
             );
         }
         // Past the free failures the next attempt waits, right password or not.
-        let (status, body) = console.login("alice", PASSWORD).await;
-        assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{body}");
+        let body = expect(
+            StatusCode::TOO_MANY_REQUESTS,
+            console.login("alice", PASSWORD).await,
+        );
         assert_eq!(body["error"]["code"], "rate_limited");
         app.clock.advance_ms(1_000);
-        let (status, body) = console.login("alice", PASSWORD).await;
-        assert_eq!(status, StatusCode::OK, "{body}");
+        let body = expect(StatusCode::OK, console.login("alice", PASSWORD).await);
         let secret = base32_decode(body["secret"].as_str().unwrap());
         // Wrong codes are counted apart from passwords, per console account
         // (`codes_are_counted_per_account_apart_from_passwords`): two are free.
-        assert_error(
+        assert_refused(
             &console.code("000000").await,
             StatusCode::UNAUTHORIZED,
             "invalid_code",
         );
-        assert_error(
+        assert_refused(
             &console.code("000001").await,
             StatusCode::UNAUTHORIZED,
             "invalid_code",
         );
-        let (status, body) = console.code(&totp_code(&secret, now_s(&app))).await;
-        assert_eq!(status, StatusCode::OK, "{body}");
+        expect(
+            StatusCode::OK,
+            console.code(&totp_code(&secret, now_s(&app))).await,
+        );
         assert_eq!(
             console.get("/console/api/dashboard").await.0,
             StatusCode::OK
@@ -244,8 +241,10 @@ on_both!(
         // Unused past the idle limit, the session ends.
         app.clock
             .advance_ms(app.service.settings.session_idle_s * 1000 + 1_000);
-        let (status, body) = console.get("/console/api/dashboard").await;
-        assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+        let body = expect(
+            StatusCode::UNAUTHORIZED,
+            console.get("/console/api/dashboard").await,
+        );
         assert_eq!(body["error"]["reason"], "session_idle");
     }
 );
@@ -305,9 +304,8 @@ on_both!(codes_are_counted_per_account_apart_from_passwords, |app| {
     let (enrolled, secret) = logged_in(&app, "alice", Role::Viewer).await;
     enrolled.post("/console/api/logout", json!({})).await;
     app.clock.advance_ms(30_000);
-    let console = Console::new(&app);
-    let (status, body) = console.login("alice", PASSWORD).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    let console = Console::on(&app);
+    let body = expect(StatusCode::OK, console.login("alice", PASSWORD).await);
     assert_eq!(body["step"], "code");
     let right = || totp_code(&secret, now_s(&app));
     let wrong = |n: u32| {
@@ -317,7 +315,7 @@ on_both!(codes_are_counted_per_account_apart_from_passwords, |app| {
     // Five wrong codes end the pending login.
     for n in 0..5 {
         let answer = console.code(&wrong(n)).await;
-        assert_error(&answer, StatusCode::UNAUTHORIZED, "invalid_code");
+        assert_refused(&answer, StatusCode::UNAUTHORIZED, "invalid_code");
         if n == 4 {
             assert!(
                 answer.1["error"]["message"]
@@ -327,39 +325,25 @@ on_both!(codes_are_counted_per_account_apart_from_passwords, |app| {
             );
         }
     }
-    assert_error(
+    assert_refused(
         &console.code(&right()).await,
         StatusCode::UNAUTHORIZED,
         "unauthorized",
     );
     // The password again does not clear the code failures: the next code
     // of this account waits, right or not, whatever the address.
-    let (status, body) = console.login("alice", PASSWORD).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let (status, body) = console.code(&right()).await;
-    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{body}");
+    expect(StatusCode::OK, console.login("alice", PASSWORD).await);
+    let body = expect(StatusCode::TOO_MANY_REQUESTS, console.code(&right()).await);
     assert_eq!(body["error"]["code"], "rate_limited");
-    let elsewhere = Console::new(&app);
-    let (status, _) = elsewhere.login("alice", PASSWORD).await;
-    assert_eq!(status, StatusCode::OK);
+    let elsewhere = Console::on(&app);
+    expect(StatusCode::OK, elsewhere.login("alice", PASSWORD).await);
     assert_eq!(
         elsewhere.code(&right()).await.0,
         StatusCode::TOO_MANY_REQUESTS
     );
     app.clock.advance_ms(1_000);
-    let (status, body) = console.code(&right()).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    expect(StatusCode::OK, console.code(&right()).await);
     // Every wrong code is counted for the alert.
-    let metrics = reqwest::get(format!("{}/metrics", app.admin_address))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    assert!(
-        metrics
-            .lines()
-            .any(|l| l == "tresor_console_code_failures_total 5"),
-        "{metrics}"
-    );
+    let failures = "tresor_console_code_failures_total";
+    assert_eq!(metrics::read(&app.admin_address, failures).await, 5.0);
 });

@@ -4,40 +4,33 @@ use super::*;
 
 // ---- Findings of issue 19: the IBAN reviewed, four eyes, TOTP, the queue ----
 
-const OTHER_IBAN: &str = "DE89 3704 0044 0532 0130 00";
+use crate::common::items;
+use crate::common::opening::{OTHER_IBAN, document_of, set_iban};
+
+/// The player's row in the console's queue of provisional accounts.
+async fn provisional_row(console: &Console, player: i64) -> Value {
+    let (_, queue) = console
+        .get("/console/api/accounts?status=provisional")
+        .await;
+    items(&queue["accounts"], "provisional accounts")
+        .iter()
+        .find(|a| a["player_id"] == player)
+        .unwrap_or_else(|| panic!("player {player} in {queue}"))
+        .clone()
+}
 
 on_both!(the_iban_verified_is_the_iban_reviewed, |app| {
     let (alice, _) = logged_in(&app, "alice", Role::Operator).await;
     let dora = real_money_player(&app, &alice, "dora", 1_000).await;
     // The operator reads the queue: Dora's IBAN, given at opening.
-    let (_, queue) = alice.get("/console/api/accounts?status=provisional").await;
-    let row = queue["accounts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["player_id"] == dora)
-        .unwrap()
-        .clone();
+    let row = provisional_row(&alice, dora).await;
     assert_eq!(row["iban"], IBAN.replace(' ', ""));
     assert_eq!(row["iban_changes"], 0);
     // Then the player changes it.
     app.clock.advance_ms(60_000);
-    let (status, body) = app
-        .put_json(
-            "/api/account/iban",
-            json!({"iban": OTHER_IBAN, "current_password": "a long password"}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    set_iban(&app, OTHER_IBAN).await;
     // The change shows in the queue and on the player's page.
-    let (_, queue) = alice.get("/console/api/accounts?status=provisional").await;
-    let row = queue["accounts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["player_id"] == dora)
-        .unwrap()
-        .clone();
+    let row = provisional_row(&alice, dora).await;
     assert_eq!(row["iban"], OTHER_IBAN.replace(' ', ""));
     assert_eq!(row["iban_changes"], 1);
     assert!(row["iban_set_at"].is_string());
@@ -47,58 +40,29 @@ on_both!(the_iban_verified_is_the_iban_reviewed, |app| {
     // Verifying what was reviewed before the change is refused, and changes nothing.
     let before = state_of(&app).await;
     let trail_before = trail(&app).await.len();
-    let answer = alice
-        .post(
-            &format!("/console/api/players/{dora}/verify"),
-            json!({"iban": IBAN}),
-        )
-        .await;
-    assert_error(&answer, StatusCode::CONFLICT, "iban_changed");
+    let answer = alice.verify_account(dora, IBAN).await;
+    assert_refused(&answer, StatusCode::CONFLICT, "iban_changed");
     assert_eq!(answer.1["error"]["iban"], "DE89 •••• 3000");
     assert_eq!(state_of(&app).await, before);
     assert_eq!(trail(&app).await.len(), trail_before);
     // No IBAN named: refused too.
-    assert_error(
-        &alice
-            .post(&format!("/console/api/players/{dora}/verify"), json!({}))
-            .await,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "validation",
-    );
+    let answer = alice.act("players", dora, "verify", json!({})).await;
+    assert_refused(&answer, StatusCode::UNPROCESSABLE_ENTITY, "validation");
     // The command line names it as well.
     let output = app
         .db
         .tresor(&["account", "verify", "--username", "dora", "--iban", IBAN]);
-    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    assert_exit(&output, 2);
     assert!(String::from_utf8_lossy(&output.stderr).contains("IBAN changed"));
     assert_eq!(state_of(&app).await, before);
     // The IBAN now on file, reviewed, is verified once its proof, back to
     // review since the change, is checked again.
-    let (_, documents) = alice
-        .get(&format!("/console/api/players/{dora}/documents"))
-        .await;
-    let proof = documents["documents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|d| d["kind"] == "iban_proof")
-        .unwrap()
-        .clone();
+    let documents = format!("/console/api/players/{dora}/documents");
+    let (_, documents) = alice.get(&documents).await;
+    let proof = document_of(&documents, "iban_proof");
     assert_eq!(proof["status"], "pending", "{documents}");
-    let (status, body) = alice
-        .post(
-            &format!("/console/api/documents/{}/verify", proof["id"]),
-            json!({}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    let (status, account) = alice
-        .post(
-            &format!("/console/api/players/{dora}/verify"),
-            json!({"iban": OTHER_IBAN}),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{account}");
+    expect(StatusCode::OK, alice.verify_document(&proof["id"]).await);
+    let account = expect(StatusCode::OK, alice.verify_account(dora, OTHER_IBAN).await);
     assert_eq!(account["status"], "verified");
     assert_eq!(account["iban"], "DE89 •••• 3000");
 });
@@ -111,19 +75,13 @@ on_both!(
         let (bob, _) = logged_in(&app, "bob", Role::Operator).await;
         let (carol, _) = logged_in(&app, "carol", Role::Operator).await;
         let dora = real_money_player(&app, &alice, "dora", 5_000).await;
-        let (status, _) = bob
-            .post(
-                &format!("/console/api/players/{dora}/verify"),
-                json!({"iban": IBAN}),
-            )
-            .await;
-        assert_eq!(status, StatusCode::OK);
+        expect(StatusCode::OK, bob.verify_account(dora, IBAN).await);
         let id = withdraw(&app, 4_000).await;
         let approve = format!("/console/api/withdrawals/{id}/approve");
         let before = state_of(&app).await;
         for (who, what) in [(&alice, "credited"), (&bob, "verified")] {
             let answer = who.post(&approve, json!({})).await;
-            assert_error(&answer, StatusCode::FORBIDDEN, "four_eyes");
+            assert_refused(&answer, StatusCode::FORBIDDEN, "four_eyes");
             let message = answer.1["error"]["message"].as_str().unwrap();
             assert!(
                 message.contains(what) && message.contains("--single-operator"),
@@ -132,43 +90,28 @@ on_both!(
         }
         assert_eq!(state_of(&app).await, before, "a refusal changes nothing");
         // The command line is one more operator, who had no hand in it.
-        let (status, paid) = carol.post(&approve, json!({})).await;
-        assert_eq!(status, StatusCode::OK, "{paid}");
+        let paid = carol.ok(&approve, json!({})).await;
         assert_eq!(paid["state"], "paid");
         // The approval's record names all of them.
-        let (request, result): (String, String) =
-            sqlx::query_as("SELECT request, result FROM trail WHERE action = 'withdrawal_paid'")
-                .fetch_one(&app.service.db.pool)
-                .await
-                .unwrap();
-        let (request, result): (Value, Value) = (
-            serde_json::from_str(&request).unwrap(),
-            serde_json::from_str(&result).unwrap(),
-        );
+        let request = record(&app, "request", "withdrawal_paid").await;
+        let result = record(&app, "result", "withdrawal_paid").await;
         assert_eq!(request["username"], "dora");
         assert_eq!(result["approved_by"], "staff:carol");
         assert_eq!(result["verified_by"], "staff:bob");
         assert_eq!(result["credited_by"], json!(["staff:alice"]));
-        let credit: String =
-            sqlx::query_scalar("SELECT request FROM trail WHERE action = 'credit'")
-                .fetch_one(&app.service.db.pool)
-                .await
-                .unwrap();
-        let credit: Value = serde_json::from_str(&credit).unwrap();
+        let credit = record(&app, "request", "credit").await;
         assert_eq!(credit["by"], "staff:alice");
         assert_eq!(credit["username"], "dora");
         // The command line credits, then cannot approve what it credited.
         app.db
             .tresor_ok(&["player", "credit", "--username", "dora", "--cents", "500"]);
         let id = withdraw(&app, 500).await;
-        let id = id.to_string();
-        let refused = app.db.tresor(&["withdrawal", "approve", "--id", &id]);
-        assert_eq!(refused.status.code(), Some(1), "{}", describe(&refused));
+        let refused = app
+            .db
+            .tresor(&["withdrawal", "approve", "--id", &id.to_string()]);
+        assert_exit(&refused, 1);
         assert!(String::from_utf8_lossy(&refused.stderr).contains("operator credited"));
-        let (status, _) = carol
-            .post(&format!("/console/api/withdrawals/{id}/approve"), json!({}))
-            .await;
-        assert_eq!(status, StatusCode::OK);
+        expect(StatusCode::OK, carol.approve(id).await);
         app.assert_ledger_balances().await;
     }
 );
@@ -183,7 +126,7 @@ on_both!(
         let credit = format!("/console/api/players/{dora}/credit");
         let before = state_of(&app).await;
         let answer = alice.post(&credit, json!({"amount_cents": 1_001})).await;
-        assert_error(&answer, StatusCode::FORBIDDEN, "credit_limit_reached");
+        assert_refused(&answer, StatusCode::FORBIDDEN, "credit_limit_reached");
         assert_eq!(answer.1["error"]["setting"], "credit_max_cents");
         assert!(
             answer.1["error"]["message"]
@@ -193,14 +136,12 @@ on_both!(
         );
         // 1,000 credited already today: 600 more would pass 1,500.
         let answer = alice.post(&credit, json!({"amount_cents": 600})).await;
-        assert_error(&answer, StatusCode::FORBIDDEN, "credit_limit_reached");
+        assert_refused(&answer, StatusCode::FORBIDDEN, "credit_limit_reached");
         assert_eq!(answer.1["error"]["setting"], "credit_max_per_day_cents");
         assert_eq!(state_of(&app).await, before, "refusals change nothing");
         // Another operator has limits of their own; a day later, so has Alice.
-        let (status, _) = bob.post(&credit, json!({"amount_cents": 600})).await;
-        assert_eq!(status, StatusCode::OK);
-        let (status, _) = alice.post(&credit, json!({"amount_cents": 500})).await;
-        assert_eq!(status, StatusCode::OK);
+        bob.ok(&credit, json!({"amount_cents": 600})).await;
+        alice.ok(&credit, json!({"amount_cents": 500})).await;
         app.clock.advance_ms(24 * 3600 * 1000);
         let player = app.service.player_by_id(dora).await.unwrap();
         app.service
@@ -218,7 +159,7 @@ on_both!(
             "--credit-max-cents",
             "500",
         ]);
-        assert_eq!(output.status.code(), Some(1), "{}", describe(&output));
+        assert_exit(&output, 1);
         assert!(String::from_utf8_lossy(&output.stderr).contains("--credit-max-cents"));
     }
 );
@@ -240,8 +181,7 @@ on_both!(
             .fetch_all(&app.service.db.pool)
             .await
             .unwrap();
-        let (status, first) = alice.get("/console/api/withdrawals?state=pending").await;
-        assert_eq!(status, StatusCode::OK, "{first}");
+        let first = alice.read("/console/api/withdrawals?state=pending").await;
         assert_eq!(first["withdrawals"].as_array().unwrap().len(), 100);
         assert_eq!(
             first["withdrawals"][0]["id"], all[0],
@@ -254,8 +194,7 @@ on_both!(
                 None => "/console/api/withdrawals?state=pending&limit=500".to_owned(),
                 Some(c) => format!("/console/api/withdrawals?state=pending&limit=500&cursor={c}"),
             };
-            let (status, page) = alice.get(&path).await;
-            assert_eq!(status, StatusCode::OK, "{page}");
+            let page = alice.read(&path).await;
             seen.extend(
                 page["withdrawals"]
                     .as_array()
@@ -269,10 +208,9 @@ on_both!(
             }
         }
         assert_eq!(seen, all, "every pending withdrawal, once, oldest first");
-        assert_error(
-            &alice
-                .get("/console/api/withdrawals?state=pending&limit=501")
-                .await,
+        let answer = alice.get("/console/api/withdrawals?state=pending&limit=501");
+        assert_refused(
+            &answer.await,
             StatusCode::UNPROCESSABLE_ENTITY,
             "validation",
         );

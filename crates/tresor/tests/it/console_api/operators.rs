@@ -1,30 +1,13 @@
 //! The operator command line (add, list, change, disable) and the single-operator installation.
 
 use super::*;
-
-/// `tresor operator add` with the password on stdin.
-fn add_with_stdin(db: &TestDb, args: &[&str], password: &str) -> std::process::Output {
-    let mut command = tresor_command();
-    command
-        .args(["operator", "add"])
-        .args(args)
-        .arg("--password-stdin")
-        .args(db.db_args())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    db.env(&mut command);
-    let mut child = command.spawn().unwrap();
-    // A command refused by its flags exits before reading: no matter.
-    let _ = writeln!(child.stdin.take().unwrap(), "{password}");
-    child.wait_with_output().unwrap()
-}
+use crate::common::staff::operator_add;
 
 on_both!(
     the_operator_commands_add_list_change_and_disable_accounts,
     |db: &TestDb| {
-        let output = add_with_stdin(db, &["--username", "Alice", "--role", "viewer"], PASSWORD);
-        assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
+        let output = operator_add(db, &["--username", "Alice", "--role", "viewer"], PASSWORD);
+        assert_exit(&output, 0);
         let accounts = list(db);
         assert_eq!(accounts.len(), 1);
         assert_eq!(accounts[0]["username"], "alice");
@@ -38,7 +21,7 @@ on_both!(
             (vec!["--username", "b o b", "--role", "viewer"], PASSWORD),
             (vec!["--username", "bob", "--role", "admin"], PASSWORD),
         ] {
-            let output = add_with_stdin(db, &args, password);
+            let output = operator_add(db, &args, password);
             assert_eq!(
                 output.status.code(),
                 Some(2),
@@ -64,7 +47,7 @@ on_both!(
             "--role",
             "auditor",
         ]);
-        assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+        assert_exit(&output, 2);
         let table = db.tresor_ok(&["operator", "list"]);
         assert!(String::from_utf8_lossy(&table.stdout).contains("alice"));
         // Enrolled first, so that the reset has a secret to take away.
@@ -127,24 +110,10 @@ on_both!(
     |app| {
         let (alice, _) = logged_in(&app, "alice", Role::Operator).await;
         let dora = real_money_player(&app, &alice, "dora", 5_000).await;
-        let (status, _) = alice
-            .post(
-                &format!("/console/api/players/{dora}/verify"),
-                json!({"iban": IBAN}),
-            )
-            .await;
-        assert_eq!(status, StatusCode::OK);
+        expect(StatusCode::OK, alice.verify_account(dora, IBAN).await);
         let id = withdraw(&app, 1_000).await;
-        let (status, paid) = alice
-            .post(&format!("/console/api/withdrawals/{id}/approve"), json!({}))
-            .await;
-        assert_eq!(status, StatusCode::OK, "{paid}");
-        let result: String =
-            sqlx::query_scalar("SELECT result FROM trail WHERE action = 'withdrawal_paid'")
-                .fetch_one(&app.service.db.pool)
-                .await
-                .unwrap();
-        let result: Value = serde_json::from_str(&result).unwrap();
+        expect(StatusCode::OK, alice.approve(id).await);
+        let result = record(&app, "result", "withdrawal_paid").await;
         assert_eq!(result["single_operator"], true);
         assert_eq!(result["credited_by"], json!(["staff:alice"]));
     }

@@ -1,159 +1,68 @@
 //! Each role is refused each permission it lacks, the players' port knows no console,
 //! and every console answer carries the security headers.
 
+mod browser;
+
 use super::*;
 
-/// Every endpoint of `docs/CONSOLE.md` but login, logout and `me`: method,
+/// Every endpoint of `docs/CONSOLE.md` but login, logout and `me`: its
+/// method, its path under `/console/api/`, the permission it needs and the
+/// JSON body it is sent, if any.
+const ENDPOINTS: &[&str] = &[
+    "GET dashboard dashboard",
+    "GET report dashboard",
+    "GET emissions dashboard",
+    "GET blocks dashboard",
+    "GET site dashboard",
+    r#"POST emissions emissions {"stake_cents": 100, "blocks": 1}"#,
+    "POST emissions/{emission}/close emissions {}",
+    "POST blocks/{block}/suspend emissions {}",
+    "POST blocks/{block}/resume emissions {}",
+    "POST blocks/{block}/recheck trail {}",
+    "GET players?q=bob players",
+    "GET players/{player} players",
+    "GET players/{player}/statement players",
+    r#"POST players/{player}/credit players {"amount_cents": 500}"#,
+    r#"POST players/{player}/exclude players {"period": "7d"}"#,
+    r#"POST players/{player}/verify players {"iban": "FR76 3000 6000 0112 3456 7890 189"}"#,
+    "GET accounts?status=provisional players",
+    "GET withdrawals?state=pending withdrawals",
+    "POST withdrawals/1/approve withdrawals {}",
+    r#"POST withdrawals/1/reject withdrawals {"reason": "no"}"#,
+    r#"PUT site/sales site {"opens_at": null}"#,
+    r#"PUT site/announcement site {"message": "hello"}"#,
+    r#"POST banlist site {"csv": "birth_name,first_names,birth_date\n"}"#,
+    "GET trail trail",
+    "POST trail/verify trail {}",
+    "GET trail/export trail",
+    "GET trail/records?action=credit trail",
+    "GET players/{player}/documents players",
+    "GET documents/1 players",
+    "POST documents/1/verify players {}",
+    r#"POST documents/1/refuse players {"reason": "blurred"}"#,
+];
+
+/// [`ENDPOINTS`] with the ids of `player`, `block` and `emission`: method,
 /// path, body, and the permission it needs.
 fn endpoints(
     player: i64,
     block: i64,
     emission: i64,
 ) -> Vec<(&'static str, String, Option<Value>, &'static str)> {
-    let p = |s: &str| s.to_owned();
-    vec![
-        ("GET", p("/console/api/dashboard"), None, "dashboard"),
-        ("GET", p("/console/api/report"), None, "dashboard"),
-        ("GET", p("/console/api/emissions"), None, "dashboard"),
-        ("GET", p("/console/api/blocks"), None, "dashboard"),
-        ("GET", p("/console/api/site"), None, "dashboard"),
-        (
-            "POST",
-            p("/console/api/emissions"),
-            Some(json!({"stake_cents": 100, "blocks": 1})),
-            "emissions",
-        ),
-        (
-            "POST",
-            format!("/console/api/emissions/{emission}/close"),
-            Some(json!({})),
-            "emissions",
-        ),
-        (
-            "POST",
-            format!("/console/api/blocks/{block}/suspend"),
-            Some(json!({})),
-            "emissions",
-        ),
-        (
-            "POST",
-            format!("/console/api/blocks/{block}/resume"),
-            Some(json!({})),
-            "emissions",
-        ),
-        (
-            "POST",
-            format!("/console/api/blocks/{block}/recheck"),
-            Some(json!({})),
-            "trail",
-        ),
-        ("GET", p("/console/api/players?q=bob"), None, "players"),
-        (
-            "GET",
-            format!("/console/api/players/{player}"),
-            None,
-            "players",
-        ),
-        (
-            "GET",
-            format!("/console/api/players/{player}/statement"),
-            None,
-            "players",
-        ),
-        (
-            "POST",
-            format!("/console/api/players/{player}/credit"),
-            Some(json!({"amount_cents": 500})),
-            "players",
-        ),
-        (
-            "POST",
-            format!("/console/api/players/{player}/exclude"),
-            Some(json!({"period": "7d"})),
-            "players",
-        ),
-        (
-            "POST",
-            format!("/console/api/players/{player}/verify"),
-            Some(json!({"iban": IBAN})),
-            "players",
-        ),
-        (
-            "GET",
-            p("/console/api/accounts?status=provisional"),
-            None,
-            "players",
-        ),
-        (
-            "GET",
-            p("/console/api/withdrawals?state=pending"),
-            None,
-            "withdrawals",
-        ),
-        (
-            "POST",
-            p("/console/api/withdrawals/1/approve"),
-            Some(json!({})),
-            "withdrawals",
-        ),
-        (
-            "POST",
-            p("/console/api/withdrawals/1/reject"),
-            Some(json!({"reason": "no"})),
-            "withdrawals",
-        ),
-        (
-            "PUT",
-            p("/console/api/site/sales"),
-            Some(json!({"opens_at": null})),
-            "site",
-        ),
-        (
-            "PUT",
-            p("/console/api/site/announcement"),
-            Some(json!({"message": "hello"})),
-            "site",
-        ),
-        (
-            "POST",
-            p("/console/api/banlist"),
-            Some(json!({"csv": "birth_name,first_names,birth_date\n"})),
-            "site",
-        ),
-        ("GET", p("/console/api/trail"), None, "trail"),
-        (
-            "POST",
-            p("/console/api/trail/verify"),
-            Some(json!({})),
-            "trail",
-        ),
-        ("GET", p("/console/api/trail/export"), None, "trail"),
-        (
-            "GET",
-            p("/console/api/trail/records?action=credit"),
-            None,
-            "trail",
-        ),
-        (
-            "GET",
-            format!("/console/api/players/{player}/documents"),
-            None,
-            "players",
-        ),
-        ("GET", p("/console/api/documents/1"), None, "players"),
-        (
-            "POST",
-            p("/console/api/documents/1/verify"),
-            Some(json!({})),
-            "players",
-        ),
-        (
-            "POST",
-            p("/console/api/documents/1/refuse"),
-            Some(json!({"reason": "blurred"})),
-            "players",
-        ),
-    ]
+    let ids = |path: &str| {
+        path.replace("{player}", &player.to_string())
+            .replace("{block}", &block.to_string())
+            .replace("{emission}", &emission.to_string())
+    };
+    let table = ENDPOINTS.iter().map(|row| {
+        let mut words = row.splitn(4, ' ');
+        let (method, path) = (words.next().unwrap(), words.next().unwrap());
+        let permission = words.next().unwrap();
+        let body = words.next().map(|body| serde_json::from_str(body).unwrap());
+        let path = ids(&format!("/console/api/{path}"));
+        (method, path, body, permission)
+    });
+    table.collect()
 }
 
 on_both!(
@@ -181,7 +90,7 @@ on_both!(
                 let before = state_of(&app).await;
                 let trail_before = trail(&app).await;
                 let answer = console.send(method, path, body.clone(), true).await;
-                assert_error(&answer, StatusCode::FORBIDDEN, "forbidden");
+                assert_refused(&answer, StatusCode::FORBIDDEN, "forbidden");
                 assert_eq!(
                     answer.1["error"]["permission"], *permission,
                     "{method} {path}"

@@ -10,34 +10,34 @@ on_both!(
         let (carol, _) = logged_in(&app, "carol", Role::Auditor).await;
 
         // Emissions and blocks.
-        let (status, emission) = alice
-            .post(
-                "/console/api/emissions",
-                json!({"stake_cents": 200, "blocks": 2, "name": "Spring"}),
-            )
-            .await;
-        assert_eq!(status, StatusCode::CREATED, "{emission}");
+        let emission = expect(
+            StatusCode::CREATED,
+            alice
+                .post(
+                    "/console/api/emissions",
+                    json!({"stake_cents": 200, "blocks": 2, "name": "Spring"}),
+                )
+                .await,
+        );
         assert_eq!(emission["name"], "Spring");
         let blocks = emission["blocks"].as_array().unwrap();
         assert_eq!(blocks.len(), 2);
         let block = blocks[0]["id"].as_i64().unwrap();
         assert_eq!(blocks[0]["secret"], Value::Null);
-        let (status, suspended) = alice
-            .post(&format!("/console/api/blocks/{block}/suspend"), json!({}))
-            .await;
-        assert_eq!(status, StatusCode::OK, "{suspended}");
+        let suspended = expect(
+            StatusCode::OK,
+            alice.act("blocks", block, "suspend", json!({})).await,
+        );
         assert_eq!(suspended["state"], "suspended");
-        let (status, resumed) = alice
-            .post(&format!("/console/api/blocks/{block}/resume"), json!({}))
-            .await;
-        assert_eq!(status, StatusCode::OK, "{resumed}");
+        let resumed = expect(
+            StatusCode::OK,
+            alice.act("blocks", block, "resume", json!({})).await,
+        );
         assert_eq!(resumed["state"], "open");
         // A refusal of the service is a JSON error that changes nothing.
         let before = state_of(&app).await;
-        assert_error(
-            &alice
-                .post(&format!("/console/api/blocks/{block}/resume"), json!({}))
-                .await,
+        assert_refused(
+            &alice.act("blocks", block, "resume", json!({})).await,
             StatusCode::UNPROCESSABLE_ENTITY,
             "validation",
         );
@@ -45,12 +45,10 @@ on_both!(
 
         // Players: credit, verify, exclude; withdrawals approved and rejected.
         let dora = real_money_player(&app, &alice, "dora", 5_000).await;
-        let (status, found) = alice.get("/console/api/players?q=DOR").await;
-        assert_eq!(status, StatusCode::OK, "{found}");
+        let found = alice.read("/console/api/players?q=DOR").await;
         assert_eq!(found["players"][0]["username"], "dora");
         assert_eq!(found["players"][0]["balance_cents"], 5_000);
-        let (status, queue) = alice.get("/console/api/accounts?status=provisional").await;
-        assert_eq!(status, StatusCode::OK, "{queue}");
+        let queue = alice.read("/console/api/accounts?status=provisional").await;
         assert!(
             queue["accounts"]
                 .as_array()
@@ -58,109 +56,79 @@ on_both!(
                 .iter()
                 .any(|a| a["username"] == "dora")
         );
-        let (status, account) = alice
-            .post(
-                &format!("/console/api/players/{dora}/verify"),
-                json!({"iban": IBAN}),
-            )
-            .await;
-        assert_eq!(status, StatusCode::OK, "{account}");
+        let account = expect(StatusCode::OK, alice.verify_account(dora, IBAN).await);
         assert_eq!(account["status"], "verified");
         let mut ids = Vec::new();
         for cents in [1_000, 700] {
-            let (status, w) = app
-                .post("/api/account/withdrawals", json!({"amount_cents": cents}))
-                .await;
-            assert_eq!(status, StatusCode::CREATED, "{w}");
+            let w = expect(StatusCode::CREATED, app.ask_withdrawal(cents).await);
             ids.push(w["id"].as_i64().unwrap());
         }
-        let (status, pending) = alice.get("/console/api/withdrawals?state=pending").await;
-        assert_eq!(status, StatusCode::OK, "{pending}");
+        let pending = alice.read("/console/api/withdrawals?state=pending").await;
         assert_eq!(pending["withdrawals"].as_array().unwrap().len(), 2);
         // Alice credited and verified Dora: another operator approves.
-        assert_error(
-            &alice
-                .post(
-                    &format!("/console/api/withdrawals/{}/approve", ids[0]),
-                    json!({}),
-                )
-                .await,
+        assert_refused(
+            &alice.approve(ids[0]).await,
             StatusCode::FORBIDDEN,
             "four_eyes",
         );
-        let (status, paid) = bob
-            .post(
-                &format!("/console/api/withdrawals/{}/approve", ids[0]),
-                json!({}),
-            )
-            .await;
-        assert_eq!(status, StatusCode::OK, "{paid}");
+        let paid = expect(StatusCode::OK, bob.approve(ids[0]).await);
         assert_eq!(paid["state"], "paid");
-        let (status, rejected) = alice
-            .post(
-                &format!("/console/api/withdrawals/{}/reject", ids[1]),
-                json!({"reason": "the IBAN is not in the player's name"}),
-            )
-            .await;
-        assert_eq!(status, StatusCode::OK, "{rejected}");
+        let rejected = expect(
+            StatusCode::OK,
+            alice
+                .reject(ids[1], "the IBAN is not in the player's name")
+                .await,
+        );
         assert_eq!(rejected["state"], "rejected");
-        let (status, detail) = alice.get(&format!("/console/api/players/{dora}")).await;
-        assert_eq!(status, StatusCode::OK, "{detail}");
+        let detail = alice.read(&format!("/console/api/players/{dora}")).await;
         assert_eq!(detail["account"]["balance_cents"], 5_000 - 1_000);
-        let (status, statement) = alice
-            .get(&format!("/console/api/players/{dora}/statement?limit=2"))
+        let statement = alice
+            .read(&format!("/console/api/players/{dora}/statement?limit=2"))
             .await;
-        assert_eq!(status, StatusCode::OK, "{statement}");
         assert_eq!(statement["movements"].as_array().unwrap().len(), 2);
-        let (status, excluded) = alice
-            .post(
-                &format!("/console/api/players/{dora}/exclude"),
-                json!({"period": "7d"}),
-            )
-            .await;
-        assert_eq!(status, StatusCode::OK, "{excluded}");
+        let excluded = expect(
+            StatusCode::OK,
+            alice
+                .act("players", dora, "exclude", json!({"period": "7d"}))
+                .await,
+        );
         assert!(excluded["excluded_until"].is_string());
 
         // The site.
-        let (status, site) = alice
-            .put(
-                "/console/api/site/sales",
-                json!({"opens_at": "2030-03-01T09:00:00+01:00"}),
-            )
-            .await;
-        assert_eq!(status, StatusCode::OK, "{site}");
+        let opens = json!({"opens_at": "2030-03-01T09:00:00+01:00"});
+        let site = expect(
+            StatusCode::OK,
+            alice.put("/console/api/site/sales", opens).await,
+        );
         assert_eq!(site["sales_open_at"], "2030-03-01T08:00:00.000Z");
-        let (status, site) = alice
-            .put(
-                "/console/api/site/announcement",
-                json!({"message": "Maintenance at noon"}),
-            )
-            .await;
-        assert_eq!(status, StatusCode::OK, "{site}");
+        let message = json!({"message": "Maintenance at noon"});
+        let answer = alice.put("/console/api/site/announcement", message).await;
+        let site = expect(StatusCode::OK, answer);
         assert_eq!(site["announcement"], "Maintenance at noon");
         let (_, status_page) = app.get("/api/status").await;
         assert_eq!(status_page["message"], "Maintenance at noon");
-        let (status, site) = alice
-            .put("/console/api/site/sales", json!({"opens_at": null}))
-            .await;
-        assert_eq!(status, StatusCode::OK, "{site}");
+        let site = expect(
+            StatusCode::OK,
+            alice
+                .put("/console/api/site/sales", json!({"opens_at": null}))
+                .await,
+        );
         assert_eq!(site["sales_open_at"], Value::Null);
 
         // Closing publishes the secrets; the auditor re-checks a block.
         let emission_id = emission["id"].as_i64().unwrap();
-        let (status, closed) = alice
-            .post(
-                &format!("/console/api/emissions/{emission_id}/close"),
-                json!({}),
-            )
-            .await;
-        assert_eq!(status, StatusCode::OK, "{closed}");
+        let closed = expect(
+            StatusCode::OK,
+            alice
+                .act("emissions", emission_id, "close", json!({}))
+                .await,
+        );
         assert_eq!(closed["state"], "closed");
         assert!(closed["blocks"][0]["secret"].is_string());
-        let (status, recheck) = carol
-            .post(&format!("/console/api/blocks/{block}/recheck"), json!({}))
-            .await;
-        assert_eq!(status, StatusCode::OK, "{recheck}");
+        let recheck = expect(
+            StatusCode::OK,
+            carol.act("blocks", block, "recheck", json!({})).await,
+        );
         assert_eq!(recheck["ok"], true, "{recheck}");
         assert_eq!(recheck["commitment_ok"], true);
         assert_eq!(recheck["table_ok"], true);
@@ -175,26 +143,18 @@ on_both!(
             .find(|b| b.state == "open")
             .unwrap()
             .id;
-        assert_error(
-            &carol
-                .post(
-                    &format!("/console/api/blocks/{open_block}/recheck"),
-                    json!({}),
-                )
-                .await,
+        assert_refused(
+            &carol.act("blocks", open_block, "recheck", json!({})).await,
             StatusCode::UNPROCESSABLE_ENTITY,
             "validation",
         );
 
         // The auditor verifies the trail: itself a record, read back.
-        let (status, trail_before) = carol.get("/console/api/trail").await;
-        assert_eq!(status, StatusCode::OK, "{trail_before}");
+        let trail_before = carol.read("/console/api/trail").await;
         assert_eq!(trail_before["last_verification"], Value::Null);
-        let (status, verified) = carol.post("/console/api/trail/verify", json!({})).await;
-        assert_eq!(status, StatusCode::OK, "{verified}");
+        let verified = carol.ok("/console/api/trail/verify", json!({})).await;
         assert_eq!(verified["ok"], true, "{verified}");
-        let (status, trail_now) = carol.get("/console/api/trail").await;
-        assert_eq!(status, StatusCode::OK, "{trail_now}");
+        let trail_now = expect(StatusCode::OK, carol.get("/console/api/trail").await);
         assert_eq!(trail_now["last_verification"]["by"], "carol");
         assert_eq!(trail_now["last_verification"]["ok"], true);
         assert_eq!(
@@ -237,19 +197,9 @@ on_both!(
         );
 
         // The export is the whole trail, one JSON line per record.
-        let response = carol
-            .client
-            .get(format!("{}/console/api/trail/export", carol.base))
-            .send()
-            .await
-            .unwrap();
+        let response = carol.response("/console/api/trail/export").await;
         assert_eq!(response.status(), StatusCode::OK);
-        assert!(
-            response.headers()["content-disposition"]
-                .to_str()
-                .unwrap()
-                .starts_with("attachment")
-        );
+        assert!(header(&response, "content-disposition").starts_with("attachment"));
         let text = response.text().await.unwrap();
         let lines: Vec<Value> = text
             .lines()
@@ -281,6 +231,7 @@ async fn trail_rows_read_settled(pool: &sqlx::AnyPool) -> i64 {
     let mut last = read().await;
     let mut still_since = std::time::Instant::now();
     loop {
+        // The poll's pace: PostgreSQL's statistics tell no one when they flush.
         tokio::time::sleep(std::time::Duration::from_millis(250)).await;
         let now = read().await;
         if now != last {
@@ -316,19 +267,15 @@ on_postgres!(
         .await
         .unwrap();
         // Appends after them (the console's own records) follow on.
-        sqlx::query("UPDATE trail_head SET seq = (SELECT MAX(seq) FROM trail)")
-            .execute(pool)
-            .await
-            .unwrap();
+        execute(
+            pool,
+            &["UPDATE trail_head SET seq = (SELECT MAX(seq) FROM trail)"],
+        )
+        .await;
         let before = trail_rows_read_settled(pool).await;
 
         // The client takes the first bytes, then reads no more.
-        let mut response = aude
-            .client
-            .get(format!("{}/console/api/trail/export", aude.base))
-            .send()
-            .await
-            .unwrap();
+        let mut response = aude.response("/console/api/trail/export").await;
         assert_eq!(response.status(), StatusCode::OK);
         let first = response.chunk().await.unwrap().expect("a first chunk");
         assert!(first.starts_with(b"{"), "a JSON line first");
@@ -375,13 +322,7 @@ on_both!(the_trail_is_browsed_by_actor_action_and_time, |app| {
     for name in ["pia", "pol", "pam"] {
         app.player(name, 0).await;
         let id = app.service.player_by_username(name).await.unwrap().id;
-        let (status, body) = alice
-            .post(
-                &format!("/console/api/players/{id}/credit"),
-                json!({"amount_cents": 100}),
-            )
-            .await;
-        assert_eq!(status, StatusCode::OK, "{body}");
+        expect(StatusCode::OK, alice.credit(id, 100).await);
         credited_at.push(app.service.now_ms());
         app.clock.advance_ms(5 * 60 * 1000);
     }
@@ -389,8 +330,7 @@ on_both!(the_trail_is_browsed_by_actor_action_and_time, |app| {
     let before = state_of(&app).await;
 
     // Newest first, every record when nothing is asked.
-    let (status, all) = aude.get("/console/api/trail/records?limit=200").await;
-    assert_eq!(status, StatusCode::OK, "{all}");
+    let all = aude.read("/console/api/trail/records?limit=200").await;
     let all = page_of(&all);
     assert_eq!(all.len(), everything.len());
     assert!(all.windows(2).all(|w| w[0].0 > w[1].0), "newest first");
@@ -445,14 +385,13 @@ on_both!(the_trail_is_browsed_by_actor_action_and_time, |app| {
     // By time: RFC 3339 bounds around the second credit only (from
     // included, to excluded).
     let at = |ms: i64| tresor::service::rfc3339(ms);
-    let (status, window) = aude
-        .get(&format!(
+    let window = aude
+        .read(&format!(
             "/console/api/trail/records?action=credit&from={}&to={}",
             at(credited_at[1]),
             at(credited_at[1] + 1)
         ))
         .await;
-    assert_eq!(status, StatusCode::OK, "{window}");
     assert_eq!(page_of(&window), credits[1..2].to_vec());
     // Days (UTC, both included): the days of the credits hold all three;
     // the day after, none.
@@ -489,14 +428,14 @@ on_both!(the_trail_is_browsed_by_actor_action_and_time, |app| {
         let answer = aude
             .get(&format!("/console/api/trail/records?{query}"))
             .await;
-        assert_error(&answer, StatusCode::UNPROCESSABLE_ENTITY, "validation");
+        assert_refused(&answer, StatusCode::UNPROCESSABLE_ENTITY, "validation");
     }
     let answer = aude
         .get(&format!(
             "/console/api/trail/records?from={second_day}&to=2020-01-01"
         ))
         .await;
-    assert_error(&answer, StatusCode::UNPROCESSABLE_ENTITY, "validation");
+    assert_refused(&answer, StatusCode::UNPROCESSABLE_ENTITY, "validation");
     // Read-only: nothing changed, no record added by reading.
     assert_eq!(state_of(&app).await, before);
     assert_eq!(trail(&app).await, everything);

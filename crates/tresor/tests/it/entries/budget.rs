@@ -13,52 +13,32 @@ async fn buy_round(
     key: &str,
 ) -> Vec<i64> {
     let before = counter.snapshot(service).await;
-    let gate = hold_writer(service).await;
-    let tasks: Vec<_> = everyone
-        .iter()
-        .map(|player| {
-            let (service, player, key) = (service.clone(), player.clone(), key.to_owned());
-            tokio::spawn(async move { service.buy(&player, purchase(50, &key)).await })
-        })
-        .collect();
-    queued(service, everyone.len()).await;
-    gate.release().await;
-    let mut plays = Vec::new();
-    for task in tasks {
-        plays.push(task.await.expect("a purchase").expect("bought").play_id);
-    }
+    let bought = buy_in_one_batch(service, everyone, key).await;
     let after = counter.snapshot(service).await;
     counter.count(&before, &after);
-    plays
+    bought
+        .into_iter()
+        .map(|result| result.expect("bought").play_id)
+        .collect()
 }
 
 /// One batch of one throw per player, counted.
 async fn throw_round(service: &Service, counter: &mut Counter, everyone: &[Player], plays: &[i64]) {
     let before = counter.snapshot(service).await;
-    let gate = hold_writer(service).await;
-    let tasks: Vec<_> = everyone
-        .iter()
-        .zip(plays)
-        .map(|(player, play)| {
-            let (service, player, play) = (service.clone(), player.clone(), *play);
-            tokio::spawn(async move { service.throw(&player, play).await })
-        })
-        .collect();
-    queued(service, everyone.len()).await;
-    gate.release().await;
-    for task in tasks {
-        task.await.expect("a throw").expect("thrown");
+    let thrown = in_one_batch(service, everyone, |service, player, n| {
+        let play = plays[n];
+        async move { service.throw(&player, play).await }
+    })
+    .await;
+    for result in thrown {
+        result.expect("thrown");
     }
     let after = counter.snapshot(service).await;
     counter.count(&before, &after);
 }
 
 async fn a_purchase_writes_at_most_the_budget_of_btree_entries(db: &TestDb) {
-    let (service, _clock) = db.service().await;
-    service
-        .create_emission("Entries", &Stake::ALL, 1)
-        .await
-        .expect("an emission");
+    let (service, _clock) = setup(db).await;
     let everyone = players(&service, "e", PLAYERS).await;
     let postgres = db.backend == Backend::Postgres;
 
@@ -122,10 +102,7 @@ async fn a_purchase_writes_at_most_the_budget_of_btree_entries(db: &TestDb) {
 
     // Whatever the schema, the trail and the ledger hold.
     assert_ledger_balances(&service.db).await;
-    let verdict = trail::verify(&service.db.pool, |_| {})
-        .await
-        .expect("verify");
-    assert!(matches!(verdict, Verdict::Intact { .. }), "{verdict:?}");
+    assert_trail_verifies(&service.db).await;
     let budget = if postgres {
         BUDGET_POSTGRES
     } else {

@@ -1,26 +1,28 @@
-//! Databases from before 0021 and 0022 migrate and still verify.
+//! Databases from before 0021 and 0022 migrate and still verify. Each is
+//! made of the schema of the migrations before it only and of rows written
+//! into it with plain SQL as the code of before wrote them
+//! ([`crate::common::before`]); today's migrations then run on it.
 
 use super::*;
+use crate::common::before::Today;
 
 on_both!(
     a_database_from_before_0021_migrates_and_still_verifies,
     a_database_from_before_0022_migrates_and_still_verifies,
 );
 
-/// Puts a database back in the shape the code before migration 0021 left
-/// it: every stored hash a row of `log_hashes` (as that code wrote them),
-/// no tiles, the trail's indexes by time and action, the transfers' indexes
-/// over every account, plays without their record's leaf, and 0021 not
-/// applied.
-async fn back_to_before_0021(pool: &sqlx::AnyPool, backend: Backend) {
+/// Writes into `old` (the schema before 0021, today's rows copied) what
+/// the code before 0021 wrote where today's writes otherwise: every stored
+/// hash of the log a row of `log_hashes`, from today's tiles.
+async fn written_before_0021(old: &sqlx::AnyPool, backend: Backend) {
     let hex = match backend {
         Backend::Sqlite => "hex(hashes)",
         Backend::Postgres => "encode(hashes, 'hex')",
     };
     let tiles: Vec<(i64, i64, i64, i64, String)> = sqlx::query_as(&format!(
-        "SELECT log_id, level, chunk, first_pos, {hex} FROM log_tiles"
+        "SELECT log_id, level, chunk, first_pos, {hex} FROM today.log_tiles"
     ))
-    .fetch_all(pool)
+    .fetch_all(old)
     .await
     .expect("the tiles");
     assert!(!tiles.is_empty(), "the log's hashes are kept by tile");
@@ -32,29 +34,73 @@ async fn back_to_before_0021(pool: &sqlx::AnyPool, backend: Backend) {
                 .bind(log_id)
                 .bind(tlog_tiles::stored_hash_index(level as u8, n) as i64)
                 .bind(hash.to_vec())
-                .execute(pool)
+                .execute(old)
                 .await
                 .expect("a stored hash as the code before wrote it");
         }
     }
-    for statement in [
-        "DROP TABLE log_tiles",
-        "DROP INDEX trail_v1_seals",
-        "CREATE INDEX trail_by_action ON trail (action, seq)",
-        "CREATE INDEX trail_by_time ON trail (at_ms)",
-        "DROP INDEX transfers_by_debit",
-        "DROP INDEX transfers_by_credit",
-        "CREATE INDEX transfers_by_debit ON transfers (debit_account_id)",
-        "CREATE INDEX transfers_by_credit ON transfers (credit_account_id)",
-        "ALTER TABLE plays DROP COLUMN buy_log_id",
-        "ALTER TABLE plays DROP COLUMN buy_idx",
-        "DELETE FROM _sqlx_migrations WHERE version = 21",
-    ] {
-        sqlx::query(statement)
-            .execute(pool)
-            .await
-            .unwrap_or_else(|error| panic!("{statement}: {error}"));
+}
+
+/// A database as the code before migration `version` (21 or 22) left it,
+/// in `db`: the schema of the migrations before it, the rows `today` wrote
+/// copied in, and what that code wrote differently. Checks that every play
+/// was copied.
+async fn made_before(db: &TestDb, today: &Today, version: i64, plays: usize) {
+    let old = db.migrated_before(version).await;
+    today.open_on(&old).await;
+    let copied = today.copy_into(&old).await;
+    eprintln!("copied before {version:04}: {copied:?}");
+    let plays_copied = copied.iter().find(|(table, _)| table == "plays");
+    assert_eq!(plays_copied.map(|(_, rows)| *rows), Some(plays as i64));
+    written_before_0022(&old).await;
+    if version == 21 {
+        written_before_0021(&old, db.backend).await;
     }
+    today.close_on(&old).await;
+    old.close().await;
+}
+
+/// A service of today writing beside `db` ([`Today`]), with an emission
+/// on sale and `count` players named `prefix-N`.
+async fn written_today(db: &TestDb, prefix: &str, count: usize) -> (Today, Service, Vec<Player>) {
+    let today = Today::beside(db).await;
+    let (service, _clock) = today.service().await;
+    service
+        .create_emission("Before", &Stake::ALL, 1)
+        .await
+        .expect("an emission");
+    let everyone = players(&service, prefix, count).await;
+    (today, service, everyone)
+}
+
+/// `rounds` purchases by each of `everyone`, keyed `label-ROUND`, added to
+/// `plays`.
+async fn buy_rounds(
+    service: &Service,
+    everyone: &[Player],
+    label: &str,
+    rounds: usize,
+    plays: &mut Vec<(Player, i64)>,
+) {
+    for round in 0..rounds {
+        for player in everyone {
+            let bought = service
+                .buy(player, purchase(50, &format!("{label}-{round}")))
+                .await
+                .expect("bought");
+            plays.push((player.clone(), bought.play_id));
+        }
+    }
+}
+
+/// Every receipt of `plays` checks, the ledger balances, the trail
+/// verifies, and so does `tresor audit verify`.
+async fn assert_still_verifies(db: &TestDb, service: &Service, plays: &[(Player, i64)]) {
+    assert_receipts_check(service, plays).await;
+    assert_ledger_balances(&service.db).await;
+    assert_trail_verifies(&service.db).await;
+    let output = db.tresor(&["audit", "verify"]);
+    assert_exit(&output, 0);
 }
 
 /// Every receipt of `plays` checks against the installation's key.
@@ -80,32 +126,12 @@ async fn assert_receipts_check(service: &Service, plays: &[(Player, i64)]) {
 /// the hashes stored before (a chunk begun in `log_hashes` goes on in a
 /// tile), and `tresor audit verify` and every receipt still check.
 async fn a_database_from_before_0021_migrates_and_still_verifies(db: &TestDb) {
-    let (service, _clock) = db.service().await;
-    service
-        .create_emission("Before", &Stake::ALL, 1)
-        .await
-        .expect("an emission");
-    let everyone = players(&service, "b", 7).await;
+    let (today, service, everyone) = written_today(db, "b", 7).await;
     let mut plays = Vec::new();
-    for round in 0..3 {
-        for player in &everyone {
-            let bought = service
-                .buy(player, purchase(50, &format!("before-{round}")))
-                .await
-                .expect("bought");
-            plays.push((player.clone(), bought.play_id));
-        }
-    }
+    buy_rounds(&service, &everyone, "before", 3, &mut plays).await;
     service.db.pool.close().await;
     drop(service);
-    let pool = sqlx::any::AnyPoolOptions::new()
-        .max_connections(1)
-        .connect(&db.url)
-        .await
-        .expect("connect");
-    back_to_before_0022(&pool, db.backend).await;
-    back_to_before_0021(&pool, db.backend).await;
-    pool.close().await;
+    made_before(db, &today, 21, plays.len()).await;
 
     let (service, _clock) = db.service().await;
     let leaves: i64 = crate::common::scalar(
@@ -119,15 +145,7 @@ async fn a_database_from_before_0021_migrates_and_still_verifies(db: &TestDb) {
         "0021 gave every play its record"
     );
     assert_receipts_check(&service, &plays).await;
-    for round in 0..3 {
-        for player in &everyone {
-            let bought = service
-                .buy(player, purchase(50, &format!("after-{round}")))
-                .await
-                .expect("bought");
-            plays.push((player.clone(), bought.play_id));
-        }
-    }
+    buy_rounds(&service, &everyone, "after", 3, &mut plays).await;
     let continued: i64 = crate::common::scalar(
         &service.db.pool,
         "SELECT COUNT(*) FROM log_tiles WHERE first_pos > 0",
@@ -137,63 +155,26 @@ async fn a_database_from_before_0021_migrates_and_still_verifies(db: &TestDb) {
         continued > 0,
         "a chunk begun in log_hashes goes on in a tile"
     );
-    assert_receipts_check(&service, &plays).await;
-    assert_ledger_balances(&service.db).await;
-    let verdict = trail::verify(&service.db.pool, |_| {})
-        .await
-        .expect("verify");
-    assert!(matches!(verdict, Verdict::Intact { .. }), "{verdict:?}");
-    let output = db.tresor(&["audit", "verify"]);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        crate::common::describe(&output)
-    );
+    assert_still_verifies(db, &service, &plays).await;
 }
 
-/// Puts a database back in the shape the code before migration 0022 left
-/// it: each player's hour of stakes a row of `movement_hours` (as that code
-/// wrote them), the index of plays in progress, stakes in the index of
-/// transfers by debited account, the purchase keys in one table with its
-/// index by time, and 0022 not applied.
-async fn back_to_before_0022(pool: &sqlx::AnyPool, backend: Backend) {
-    let keys = match backend {
-        Backend::Sqlite => {
-            "CREATE TABLE purchase_keys (player_id INTEGER NOT NULL, key TEXT NOT NULL, \
-             play_id INTEGER NOT NULL, at_ms INTEGER NOT NULL, PRIMARY KEY (player_id, key)) \
-             WITHOUT ROWID"
-        }
-        Backend::Postgres => {
-            "CREATE TABLE purchase_keys (player_id BIGINT NOT NULL, key TEXT NOT NULL, \
-             play_id BIGINT NOT NULL, at_ms BIGINT NOT NULL, PRIMARY KEY (player_id, key))"
-        }
-    };
+/// Writes into `old` (a schema before 0022, today's rows copied) what the
+/// code before 0022 wrote where today's writes otherwise: the purchase keys
+/// in one table, each player's hour of stakes a row of `movement_hours`.
+async fn written_before_0022(old: &sqlx::AnyPool) {
     for statement in [
-        keys,
         "INSERT INTO purchase_keys (player_id, key, play_id, at_ms) \
-         SELECT player_id, key, play_id, at_ms FROM purchase_keys_0 UNION ALL \
-         SELECT player_id, key, play_id, at_ms FROM purchase_keys_1 UNION ALL \
-         SELECT player_id, key, play_id, at_ms FROM purchase_keys_2",
-        "CREATE INDEX purchase_keys_by_time ON purchase_keys (at_ms)",
-        "DROP TABLE purchase_keys_0",
-        "DROP TABLE purchase_keys_1",
-        "DROP TABLE purchase_keys_2",
+         SELECT player_id, key, play_id, at_ms FROM today.purchase_keys_0 UNION ALL \
+         SELECT player_id, key, play_id, at_ms FROM today.purchase_keys_1 UNION ALL \
+         SELECT player_id, key, play_id, at_ms FROM today.purchase_keys_2",
         "INSERT INTO movement_hours (player_id, kind, hour_ms, amount_cents) \
          SELECT pl.id, 'stake', a.stake_hour_ms, a.stake_hour_cents \
-         FROM players pl JOIN accounts a ON a.id = pl.account_id \
+         FROM today.players pl JOIN today.accounts a ON a.id = pl.account_id \
          WHERE a.stake_hour_ms IS NOT NULL ON CONFLICT (player_id, kind, hour_ms) \
          DO UPDATE SET amount_cents = movement_hours.amount_cents + excluded.amount_cents",
-        "ALTER TABLE accounts DROP COLUMN stake_hour_ms",
-        "ALTER TABLE accounts DROP COLUMN stake_hour_cents",
-        "CREATE INDEX plays_in_progress ON plays (created_at_ms) WHERE state = 'in_progress'",
-        "DROP INDEX transfers_by_debit",
-        "CREATE INDEX transfers_by_debit ON transfers (debit_account_id) \
-         WHERE debit_account_id > -1000",
-        "DELETE FROM _sqlx_migrations WHERE version = 22",
     ] {
         sqlx::query(statement)
-            .execute(pool)
+            .execute(old)
             .await
             .unwrap_or_else(|error| panic!("{statement}: {error}"));
     }
@@ -216,22 +197,9 @@ async fn stakes_used(service: &Service, everyone: &[Player]) -> Vec<i64> {
 /// alone, by the settler; its purchase keys still replay; `tresor audit
 /// verify`, every receipt and the ledger still check.
 async fn a_database_from_before_0022_migrates_and_still_verifies(db: &TestDb) {
-    let (service, _clock) = db.service().await;
-    service
-        .create_emission("Before", &Stake::ALL, 1)
-        .await
-        .expect("an emission");
-    let everyone = players(&service, "m", 6).await;
+    let (today, service, everyone) = written_today(db, "m", 6).await;
     let mut plays = Vec::new();
-    for round in 0..2 {
-        for player in &everyone {
-            let bought = service
-                .buy(player, purchase(50, &format!("before-{round}")))
-                .await
-                .expect("bought");
-            plays.push((player.clone(), bought.play_id));
-        }
-    }
+    buy_rounds(&service, &everyone, "before", 2, &mut plays).await;
     let used_before = stakes_used(&service, &everyone).await;
     assert!(
         used_before.iter().all(|&cents| cents == 100),
@@ -239,13 +207,7 @@ async fn a_database_from_before_0022_migrates_and_still_verifies(db: &TestDb) {
     );
     service.db.pool.close().await;
     drop(service);
-    let pool = sqlx::any::AnyPoolOptions::new()
-        .max_connections(1)
-        .connect(&db.url)
-        .await
-        .expect("connect");
-    back_to_before_0022(&pool, db.backend).await;
-    pool.close().await;
+    made_before(db, &today, 22, plays.len()).await;
 
     let (service, clock) = db.service().await;
     assert_eq!(stakes_used(&service, &everyone).await, used_before);
@@ -293,17 +255,5 @@ async fn a_database_from_before_0022_migrates_and_still_verifies(db: &TestDb) {
     );
     assert_eq!(service.settle_abandoned().await.expect("settle"), 0);
 
-    assert_receipts_check(&service, &plays).await;
-    assert_ledger_balances(&service.db).await;
-    let verdict = trail::verify(&service.db.pool, |_| {})
-        .await
-        .expect("verify");
-    assert!(matches!(verdict, Verdict::Intact { .. }), "{verdict:?}");
-    let output = db.tresor(&["audit", "verify"]);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        crate::common::describe(&output)
-    );
+    assert_still_verifies(db, &service, &plays).await;
 }

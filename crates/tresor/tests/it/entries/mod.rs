@@ -26,14 +26,13 @@
 //! `batches.rs`), so each round of 40 purchases is one batch, as under the
 //! bench's load.
 
-use crate::batches::{hold_writer, players, queued};
+use crate::batches::{assert_trail_verifies, buy_in_one_batch, in_one_batch, players, setup};
 
-use crate::common::{TestDb, assert_ledger_balances, purchase};
+use crate::common::{TestDb, assert_exit, assert_ledger_balances, purchase};
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 use tresor::service::{Player, Service};
 use tresor::store::Backend;
-use tresor::trail::{self, Verdict};
 use tresor_game::Stake;
 
 mod budget;
@@ -63,6 +62,28 @@ struct Tree {
     table: String,
     index: bool,
     sql: String,
+}
+
+impl Tree {
+    /// A table's rows, listed by `sql`.
+    fn table(table: &str, sql: String) -> Tree {
+        Tree {
+            name: table.to_owned(),
+            table: table.to_owned(),
+            index: false,
+            sql,
+        }
+    }
+
+    /// The entries of `table`'s index `name`, listed by `sql`.
+    fn index(name: &str, table: &str, sql: String) -> Tree {
+        Tree {
+            name: name.to_owned(),
+            table: table.to_owned(),
+            index: true,
+            sql,
+        }
+    }
 }
 
 /// PostgreSQL's counts per table: (inserted + deleted, updated, HOT updated).
@@ -129,12 +150,10 @@ impl Counter {
                         .collect::<Vec<_>>()
                         .join("||','||");
                     let key = row_key_sqlite(&columns, without_rowid);
-                    trees.push(Tree {
-                        name: table.clone(),
-                        table: table.clone(),
-                        index: false,
-                        sql: format!("SELECT {key}, {content} FROM \"{table}\""),
-                    });
+                    trees.push(Tree::table(
+                        &table,
+                        format!("SELECT {key}, {content} FROM \"{table}\""),
+                    ));
                     let indexes = rows(
                         pool,
                         &format!(
@@ -176,14 +195,11 @@ impl Counter {
                             .collect::<Vec<_>>()
                             .join("||','||");
                         let predicate = partial_predicate(&create);
-                        trees.push(Tree {
-                            name: index.clone(),
-                            table: table.clone(),
-                            index: true,
-                            sql: format!(
-                                "SELECT {key}, {entry} FROM \"{table}\" WHERE {predicate}"
-                            ),
-                        });
+                        trees.push(Tree::index(
+                            &index,
+                            &table,
+                            format!("SELECT {key}, {entry} FROM \"{table}\" WHERE {predicate}"),
+                        ));
                     }
                 }
             }
@@ -217,12 +233,10 @@ impl Counter {
                             .collect::<Vec<_>>()
                             .join("||','||")
                     };
-                    trees.push(Tree {
-                        name: table.clone(),
-                        table: table.clone(),
-                        index: false,
-                        sql: format!("SELECT {key}, t::text FROM \"{table}\" t"),
-                    });
+                    trees.push(Tree::table(
+                        &table,
+                        format!("SELECT {key}, t::text FROM \"{table}\" t"),
+                    ));
                     let indexes = rows(
                         pool,
                         &format!(
@@ -248,15 +262,14 @@ impl Counter {
                             .remove(0);
                             entry.push(format!("COALESCE(({expr})::text, 'NULL')"));
                         }
-                        trees.push(Tree {
-                            name: index.clone(),
-                            table: table.clone(),
-                            index: true,
-                            sql: format!(
+                        trees.push(Tree::index(
+                            &index,
+                            &table,
+                            format!(
                                 "SELECT {key}, {} FROM \"{table}\" t WHERE {predicate}",
                                 entry.join("||','||")
                             ),
-                        });
+                        ));
                     }
                 }
             }

@@ -107,13 +107,7 @@ impl Target {
         };
         let (status, headers, _) = self.send(post("/api/register", body, None)).await;
         assert_eq!(status, StatusCode::CREATED);
-        let cookie = headers[header::SET_COOKIE]
-            .to_str()
-            .unwrap()
-            .split(';')
-            .next()
-            .unwrap()
-            .to_owned();
+        let cookie = crate::common::cookie::set_cookie(&headers);
         let (status, _, _) = self
             .send(post(
                 "/api/demo/deposit",

@@ -6,6 +6,7 @@
 //! end the ledger still balances and the trail still verifies.
 
 use crate::common::TestDb;
+use crate::common::expect;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};

@@ -2,14 +2,14 @@
 //! are filled at start; an unknown field is refused with its name.
 
 use super::*;
+use crate::common::execute;
 
 // -- Usernames --------------------------------------------------------------
 
 on_both!(
     names_that_look_alike_cannot_coexist_and_log_in_as_one,
     |app| {
-        let (status, me) = app.register("ana").await;
-        assert_eq!(status, StatusCode::CREATED, "{me}");
+        expect(StatusCode::CREATED, app.register("ana").await);
         // Cyrillic а (U+0430), full-width ａｎａ, capitals, and a ligature-free
         // mix: each one looks like "ana".
         for name in ["\u{430}na", "ａｎａ", "ANA", "Ana", "\u{430}\u{43d}a"] {
@@ -28,18 +28,21 @@ on_both!(
             .unwrap();
         assert_eq!(players, 2);
         let other = app.another_client();
-        let (status, me) = other.login("ＡＮＡ", "a long password").await;
-        assert_eq!(status, StatusCode::OK, "{me}");
+        let me = expect(
+            StatusCode::OK,
+            other.login("ＡＮＡ", "a long password").await,
+        );
         assert_eq!(me["username"], "ana", "the name as registered");
     }
 );
 
 on_both!(a_username_is_stored_in_its_normal_form, |app| {
-    let (status, me) = app.register("ｂｏｂ_ＢＯＢ").await;
-    assert_eq!(status, StatusCode::CREATED, "{me}");
+    let me = expect(StatusCode::CREATED, app.register("ｂｏｂ_ＢＯＢ").await);
     assert_eq!(me["username"], "bob_BOB");
-    let (status, error) = app.another_client().register("a\u{200b}na").await;
-    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{error}");
+    let error = expect(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        app.another_client().register("a\u{200b}na").await,
+    );
     assert_eq!(error["error"]["code"], "validation");
 });
 
@@ -51,10 +54,11 @@ on_both!(
         crate::common::player(&service, "bob").await;
         // As before the skeleton column: none, and a name that an older
         // server let in beside "ana".
-        sqlx::query("UPDATE players SET username_skeleton = NULL")
-            .execute(&service.db.pool)
-            .await
-            .unwrap();
+        execute(
+            &service.db.pool,
+            &["UPDATE players SET username_skeleton = NULL"],
+        )
+        .await;
         let account: i64 = sqlx::query_scalar(
             "INSERT INTO accounts (kind, balance_cents) VALUES ('player', 0) RETURNING id",
         )
@@ -92,14 +96,15 @@ on_both!(
 on_both!(
     an_unknown_field_is_refused_with_its_name_and_creates_nothing,
     |app| {
-        let (status, error) = app
-            .post(
+        let error = expect(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            app.post(
                 "/api/register",
                 json!({"username": "ana", "password": "a long password", "adult": true,
                        "accept_rules": true, "deposit_limit": 1000}),
             )
-            .await;
-        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{error}");
+            .await,
+        );
         assert_eq!(error["error"]["code"], "validation");
         let message = error["error"]["message"].as_str().unwrap();
         assert!(
@@ -135,8 +140,10 @@ on_both!(
             let message = error["error"]["message"].as_str().unwrap();
             assert!(message.contains(&format!("`{field}`")), "{path}: {message}");
         }
-        let (status, error) = app.history("?limit=5&offset=10").await;
-        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{error}");
+        let error = expect(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            app.history("?limit=5&offset=10").await,
+        );
         assert!(
             error["error"]["message"]
                 .as_str()

@@ -3,7 +3,7 @@
 //! block list that never shows a secret too early. Each test runs on SQLite
 //! and on PostgreSQL, through the real `tresor` binary and the HTTP router.
 
-use crate::common::{Api, TestDb, describe, player, purchase, scalar};
+use crate::common::{Api, TestDb, assert_exit, describe, player, purchase, scalar};
 
 use axum::http::StatusCode;
 use serde_json::{Value, json};
@@ -14,6 +14,7 @@ use tresor::trail;
 use tresor_game::{LEVELS, Level, Stake, UNITS_PER_BLOCK, block_outcomes};
 
 mod blocks;
+mod browser;
 mod report;
 mod sales;
 mod writers;

@@ -1,5 +1,7 @@
 //! Sales closed before the opening, announcements, the public block list and the audit export.
 
+mod browser;
+
 use super::*;
 
 on_both!(
@@ -10,11 +12,7 @@ on_both!(
 );
 
 async fn purchases_before_the_sales_opening_are_refused_with_sales_closed(db: &TestDb) {
-    let (service, clock) = db.service().await;
-    service
-        .create_emission("Test", &Stake::ALL, 1)
-        .await
-        .expect("create an emission");
+    let (service, clock) = db.service_selling("Test").await;
     let api = Api::new(&service);
     let cookie = api.register("alice").await;
     let alice = service.player_by_username("alice").await.expect("alice");

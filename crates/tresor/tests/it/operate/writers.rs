@@ -13,11 +13,7 @@ on_both!(
 /// migration are left as they were; the report's money figures sum every
 /// stakes and prizes account, and equal the emission's (issue 20).
 async fn each_writer_stakes_into_its_own_accounts_and_the_report_sums_them(db: &TestDb) {
-    let (first, clock) = db.service().await;
-    first
-        .create_emission("Test", &Stake::ALL, 1)
-        .await
-        .expect("create an emission");
+    let (first, clock) = db.service_selling("Test").await;
     let second = Service::new(
         db.connect().await.with_writer("second"),
         clock.clone(),

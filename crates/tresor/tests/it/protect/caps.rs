@@ -1,32 +1,15 @@
 //! Stake and deposit caps: refused when passed, out of range at registration, raised after 48 hours.
 
-use super::*;
+mod browser;
 
-async fn register_with_limits(
-    app: &TestApp,
-    username: &str,
-    deposit_cents: i64,
-    stake_cents: i64,
-) -> Value {
-    let (status, me) = app
-        .post(
-            "/api/register",
-            json!({
-                "username": username, "password": "a long password", "adult": true, "accept_rules": true,
-                "deposit_limit_cents": deposit_cents, "stake_limit_cents": stake_cents,
-            }),
-        )
-        .await;
-    assert_eq!(status, StatusCode::CREATED, "{me}");
-    me
-}
+use super::*;
 
 // -- Caps -------------------------------------------------------------------
 
 on_both!(
     a_stake_cap_refuses_the_purchase_that_would_pass_it_and_accepts_the_one_that_fits,
     |app| {
-        let me = register_with_limits(&app, "ana", 50_000, 250).await;
+        let me = player("ana").limits(50_000, 250).on(&app).await.me;
         assert_eq!(me["limits"]["stake"]["limit_cents"], 250);
         assert_eq!(me["limits"]["deposit"]["limit_cents"], 50_000);
         assert_eq!(me["excluded_until"], Value::Null);
@@ -35,8 +18,7 @@ on_both!(
             assert_eq!(app.buy(100).await.0, StatusCode::CREATED);
         }
         let balance = app.balance().await;
-        let (status, error) = app.buy(100).await;
-        assert_eq!(status, StatusCode::FORBIDDEN, "{error}");
+        let error = expect(StatusCode::FORBIDDEN, app.buy(100).await);
         let error = &error["error"];
         assert_eq!(error["code"], "stake_limit_reached");
         assert_eq!(error["limit_cents"], 250);
@@ -54,8 +36,7 @@ on_both!(
             balance,
             "the refused purchase debited nothing"
         );
-        let (status, play) = app.buy(50).await;
-        assert_eq!(status, StatusCode::CREATED, "{play}");
+        expect(StatusCode::CREATED, app.buy(50).await);
         let (_, me) = app.me().await;
         assert_eq!(me["limits"]["stake"]["used_cents"], 250);
         assert_eq!(me["limits"]["stake"]["left_cents"], 0);
@@ -71,10 +52,9 @@ on_both!(
 on_both!(
     a_deposit_cap_refuses_the_deposit_that_would_pass_it_and_counts_the_operators_credits,
     |app| {
-        register_with_limits(&app, "ana", 1_000, 50_000).await;
+        player("ana").limits(1_000, 50_000).on(&app).await;
         assert_eq!(app.deposit(600).await.0, StatusCode::OK);
-        let (status, error) = app.deposit(500).await;
-        assert_eq!(status, StatusCode::FORBIDDEN, "{error}");
+        let error = expect(StatusCode::FORBIDDEN, app.deposit(500).await);
         assert_eq!(error["error"]["code"], "deposit_limit_reached");
         assert_eq!(error["error"]["left_cents"], 400);
         let message = error["error"]["message"].as_str().unwrap();
@@ -117,40 +97,30 @@ on_both!(
             (100, -5, "stake_limit_cents"),
             (10_000_001, 100, "deposit_limit_cents"),
         ] {
-            let (status, error) = app
-            .post(
-                "/api/register",
-                json!({"username": "bob", "password": "a long password", "adult": true, "accept_rules": true,
-                       "deposit_limit_cents": deposit, "stake_limit_cents": stake}),
-            )
-            .await;
-            assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{error}");
-            assert!(
-                error["error"]["message"]
-                    .as_str()
-                    .unwrap()
-                    .starts_with(field),
-                "{error}"
-            );
+            let refused = player("bob").limits(deposit, stake).register(&app).await;
+            assert_invalid(&refused, field);
         }
         let (_, me) = app.register("ana").await;
         assert_eq!(me["limits"]["deposit"]["limit_cents"], 50_000);
         assert_eq!(me["limits"]["stake"]["limit_cents"], 50_000);
         assert_eq!(me["limits"]["window_days"], 7);
-        let (status, error) = app.post("/api/limits", json!({})).await;
-        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{error}");
+        expect(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            app.post("/api/limits", json!({})).await,
+        );
     }
 );
 
 on_both!(
     a_raised_cap_applies_only_after_48_hours_and_a_lowered_one_at_once,
     |app| {
-        register_with_limits(&app, "ana", 50_000, 500).await;
+        player("ana").limits(50_000, 500).on(&app).await;
         app.deposit(5_000).await;
-        let (status, limits) = app
-            .post("/api/limits", json!({"stake_limit_cents": 200}))
-            .await;
-        assert_eq!(status, StatusCode::OK, "{limits}");
+        let limits = expect(
+            StatusCode::OK,
+            app.post("/api/limits", json!({"stake_limit_cents": 200}))
+                .await,
+        );
         assert_eq!(
             limits["stake"]["limit_cents"], 200,
             "a lowered cap applies at once"
@@ -160,10 +130,11 @@ on_both!(
         assert_eq!(app.buy(50).await.0, StatusCode::FORBIDDEN);
 
         let raised_at = app.clock.now_ms();
-        let (status, limits) = app
-            .post("/api/limits", json!({"stake_limit_cents": 1_000}))
-            .await;
-        assert_eq!(status, StatusCode::OK, "{limits}");
+        let limits = expect(
+            StatusCode::OK,
+            app.post("/api/limits", json!({"stake_limit_cents": 1_000}))
+                .await,
+        );
         assert_eq!(limits["stake"]["limit_cents"], 200, "a raised cap waits");
         assert_eq!(limits["stake"]["pending"]["limit_cents"], 1_000);
         assert_eq!(

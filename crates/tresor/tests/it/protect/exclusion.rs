@@ -14,11 +14,15 @@ on_both!(
             other_browser.login("ana", "a long password").await.0,
             StatusCode::OK
         );
-        let (status, error) = app.post("/api/exclusion", json!({"period": "2w"})).await;
-        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{error}");
+        expect(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            app.post("/api/exclusion", json!({"period": "2w"})).await,
+        );
 
-        let (status, excluded) = app.post("/api/exclusion", json!({"period": "7d"})).await;
-        assert_eq!(status, StatusCode::OK, "{excluded}");
+        let excluded = expect(
+            StatusCode::OK,
+            app.post("/api/exclusion", json!({"period": "7d"})).await,
+        );
         let until = rfc3339(app.clock.now_ms() + 7 * DAY_MS);
         assert_eq!(excluded["excluded_until"], until);
         // This browser's cookie was cleared; the other one's session ended.
@@ -34,8 +38,10 @@ on_both!(
             other_browser.me().await.1["error"]["reason"],
             "session_ended"
         );
-        let (status, error) = app.login("ana", "a long password").await;
-        assert_eq!(status, StatusCode::FORBIDDEN, "{error}");
+        let error = expect(
+            StatusCode::FORBIDDEN,
+            app.login("ana", "a long password").await,
+        );
         assert_eq!(error["error"]["code"], "excluded");
         assert_eq!(error["error"]["excluded_until"], until);
         assert!(
@@ -133,11 +139,11 @@ on_both!(
             2,
             "each exclusion is in the trail: {records:?}"
         );
-        let actors: Vec<String> =
-            sqlx::query_scalar("SELECT actor FROM trail WHERE action = 'exclude'")
-                .fetch_all(&app.service.db.pool)
-                .await
-                .unwrap();
+        let actors = texts(
+            &app.service.db.pool,
+            "SELECT actor FROM trail WHERE action = 'exclude'",
+        )
+        .await;
         assert_eq!(actors, ["operator", "operator"]);
         app.clock.advance_ms(40 * DAY_MS);
         assert_eq!(

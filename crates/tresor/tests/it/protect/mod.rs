@@ -2,7 +2,11 @@
 //! 7-day caps on deposits and stakes, self-exclusion, session expiry,
 //! throttles, cross-site refusals and the security headers.
 
-use crate::common::{TestApp, scalar};
+use crate::common::cookie::set_cookie as session_cookie;
+use crate::common::expect;
+use crate::common::opening::assert_invalid;
+use crate::common::players::{player, session_cookie as login_cookie};
+use crate::common::{TestApp, scalar, texts};
 
 use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
@@ -12,6 +16,7 @@ use tresor::protect::{ExclusionLength, RateLimits};
 use tresor::service::{Clock, IdempotencyKey, Purchase, Settings, rfc3339};
 use tresor::trail::Actor;
 
+mod browser;
 mod caps;
 mod exclusion;
 mod logins;
@@ -33,14 +38,16 @@ fn throttled(rate_limits: RateLimits) -> Settings {
     }
 }
 
-/// A request outside the cookie jar, with its answer's headers.
+/// A request (`"POST /api/login"`) outside the cookie jar, with its
+/// answer's headers.
 async fn raw(
     app: &TestApp,
-    method: reqwest::Method,
-    path: &str,
+    call: &str,
     body: Option<Value>,
     headers: &[(&str, &str)],
 ) -> (StatusCode, HeaderMap, Value) {
+    let (method, path) = call.split_once(' ').expect("a method and a path");
+    let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
     let client = reqwest::Client::new();
     let mut request = client.request(method, format!("{}{path}", app.address));
     if let Some(body) = body {
@@ -59,15 +66,6 @@ async fn raw(
         headers,
         serde_json::from_str(&text).unwrap_or(Value::String(text)),
     )
-}
-
-fn session_cookie(headers: &HeaderMap) -> String {
-    let cookie = headers
-        .get("set-cookie")
-        .expect("a session cookie")
-        .to_str()
-        .unwrap();
-    cookie.split(';').next().unwrap().to_owned()
 }
 
 async fn trail_actions(app: &TestApp, action: &str) -> Vec<(String, String)> {

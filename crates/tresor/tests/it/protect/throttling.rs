@@ -12,30 +12,16 @@ on_both!(
     }),
     |app| {
         app.player("ana", 1_000).await;
-        let (status, play) = app.buy(100).await;
-        assert_eq!(status, StatusCode::CREATED, "{play}");
+        let play = expect(StatusCode::CREATED, app.buy(100).await);
         let id = play["id"].as_i64().unwrap();
         // A second session of ana's, for requests with their headers.
-        let (_, headers, _) = raw(
-            &app,
-            reqwest::Method::POST,
-            "/api/login",
-            Some(json!({"username": "ana", "password": "a long password"})),
-            &[("x-requested-with", "tresor")],
-        )
-        .await;
-        let cookie = session_cookie(&headers);
+        let cookie = login_cookie(&app, "ana").await;
         let mut statuses = Vec::new();
         for _ in 0..12 {
             let before = queued(&app);
-            let (status, headers, body) = raw(
-                &app,
-                reqwest::Method::POST,
-                &format!("/api/plays/{id}/throws"),
-                None,
-                &[("x-requested-with", "tresor"), ("cookie", &cookie)],
-            )
-            .await;
+            let throw = format!("POST /api/plays/{id}/throws");
+            let headers = [("x-requested-with", "tresor"), ("cookie", &cookie)];
+            let (status, headers, body) = raw(&app, &throw, None, &headers).await;
             if status == StatusCode::TOO_MANY_REQUESTS {
                 assert_eq!(body["error"]["code"], "rate_limited");
                 assert!(retry_after(&headers).is_some_and(|s| s >= 1));
@@ -54,8 +40,7 @@ on_both!(
         for _ in 0..40 {
             let (status, _, body) = raw(
                 &app,
-                reqwest::Method::POST,
-                "/api/plays/1/throws",
+                "POST /api/plays/1/throws",
                 None,
                 &[
                     ("x-requested-with", "tresor"),
@@ -93,8 +78,7 @@ on_both!(
             assert_eq!(app.buy(50).await.0, StatusCode::CREATED);
         }
         let balance = app.balance().await;
-        let (status, error) = app.buy(50).await;
-        assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{error}");
+        let error = expect(StatusCode::TOO_MANY_REQUESTS, app.buy(50).await);
         assert_eq!(error["error"]["code"], "rate_limited");
         assert_eq!(
             app.balance().await,

@@ -12,8 +12,8 @@ on_both!(
                 json!({"username": "ana", "password": "a long password", "adult": true, "accept_rules": true}),
             )
         };
-        let post = reqwest::Method::POST;
-        let (status, _, error) = raw(&app, post.clone(), "/api/register", body(), &[]).await;
+        let post = "POST /api/register";
+        let (status, _, error) = raw(&app, post, body(), &[]).await;
         assert_eq!(
             (status, &error["error"]["code"]),
             (StatusCode::FORBIDDEN, &json!("csrf"))
@@ -25,14 +25,8 @@ on_both!(
             ("origin", "https://evil.example"),
             ("origin", "null"),
         ] {
-            let (status, _, error) = raw(
-                &app,
-                post.clone(),
-                "/api/register",
-                body(),
-                &[("x-requested-with", "tresor"), header],
-            )
-            .await;
+            let proven = [("x-requested-with", "tresor"), header];
+            let (status, _, error) = raw(&app, post, body(), &proven).await;
             assert_eq!(status, StatusCode::FORBIDDEN, "{header:?}: {error}");
             assert_eq!(error["error"]["code"], "csrf");
         }
@@ -47,7 +41,7 @@ on_both!(
             ("sec-fetch-site", "same-origin"),
             ("origin", origin.as_str()),
         ];
-        let (status, _, me) = raw(&app, post, "/api/register", body(), &same_origin).await;
+        let (status, _, me) = raw(&app, post, body(), &same_origin).await;
         assert_eq!(status, StatusCode::CREATED, "{me}");
     }
 );
@@ -56,7 +50,7 @@ on_both!(
     the_security_headers_are_on_the_page_and_on_api_responses,
     |app| {
         for path in ["/", "/api/status", "/api/me"] {
-            let (_, headers, _) = raw(&app, reqwest::Method::GET, path, None, &[]).await;
+            let (_, headers, _) = raw(&app, &format!("GET {path}"), None, &[]).await;
             let csp = headers["content-security-policy"].to_str().unwrap();
             assert!(
                 csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"),
@@ -94,8 +88,7 @@ on_both!(
         let big = "x".repeat(70 * 1024);
         let (status, _, error) = raw(
             &app,
-            reqwest::Method::POST,
-            "/api/login",
+            "POST /api/login",
             Some(json!({"username": big, "password": "p"})),
             &[("x-requested-with", "tresor")],
         )

@@ -6,7 +6,7 @@
 
 import { api } from './api.js';
 import { t, money, dateTime, currentLang, setText } from './i18n.js';
-import { loadRules } from './screens.js';
+import { loadRules, toLoginWith } from './screens.js';
 import { wrongPassword } from './security.js';
 import { gameName } from './lobby.js';
 import { $, h, parseEuros, showDialog, sleep } from './util.js';
@@ -513,16 +513,10 @@ export function setupMoney(app) {
     try {
       const closed = await api.closeAccount();
       closeDialog.close();
-      app.loggedOut();
-      location.hash = '#/login';
       let text = t('close.done');
       if (closed.withdrawal_id) text += ` ${t('close.done.paid', { amount: money(closed.balance_cents) })}`;
       else if (closed.reserved_cents > 0) text += ` ${t('close.done.reserve', { amount: money(closed.reserved_cents) })}`;
-      const node = $('#login-error');
-      node.textContent = text;
-      node.dataset.kind = 'notice';
-      node.dataset.code = 'account_closed';
-      app.say(text);
+      toLoginWith(app, text, 'account_closed');
     } catch (e) {
       closeDialog.close();
       app.showError(e, $('#close-error'));

@@ -19,6 +19,28 @@ async function request(method, path, body, headers = {}) {
     init.headers['Content-Type'] = 'application/json';
     init.body = JSON.stringify(body ?? {});
   }
+  return send(path, init);
+}
+
+/**
+ * Sends an identity document: the file itself is the body (its type is read
+ * from its bytes on the server), its kind and name in the query.
+ */
+async function upload(kind, file) {
+  const path = `/api/account/documents?kind=${encodeURIComponent(kind)}&name=${encodeURIComponent(file.name)}`;
+  return send(path, {
+    method: 'POST',
+    credentials: 'same-origin',
+    headers: { Accept: 'application/json', 'X-Requested-With': 'tresor', 'Content-Type': 'application/octet-stream' },
+    body: file,
+  });
+}
+
+/**
+ * Sends one request and reads its answer: the JSON body (null when there is
+ * none), or an `ApiError` (`network` when the server could not be reached).
+ */
+async function send(path, init) {
   let response;
   try {
     response = await fetch(path, init);
@@ -28,36 +50,6 @@ async function request(method, path, body, headers = {}) {
     throw new ApiError(0, 'network', String(cause));
   }
   if (response.status === 204) return null;
-  let data = null;
-  try {
-    data = await response.json();
-  } catch {
-    data = null;
-  }
-  if (!response.ok) {
-    const error = data && data.error ? data.error : {};
-    throw new ApiError(response.status, error.code || `http_${response.status}`, error.message || response.statusText, error);
-  }
-  return data;
-}
-
-/**
- * Sends an identity document: the file itself is the body (its type is read
- * from its bytes on the server), its kind and name in the query.
- */
-async function upload(kind, file) {
-  const path = `/api/account/documents?kind=${encodeURIComponent(kind)}&name=${encodeURIComponent(file.name)}`;
-  let response;
-  try {
-    response = await fetch(path, {
-      method: 'POST',
-      credentials: 'same-origin',
-      headers: { Accept: 'application/json', 'X-Requested-With': 'tresor', 'Content-Type': 'application/octet-stream' },
-      body: file,
-    });
-  } catch (cause) {
-    throw new ApiError(0, 'network', String(cause));
-  }
   let data = null;
   try {
     data = await response.json();
@@ -95,6 +87,9 @@ export const api = {
   /** Buys a unit of `game` (an id; the island without one). */
   buy: (stakeCents, key, game) =>
     request('POST', '/api/plays', game ? { stake_cents: stakeCents, game } : { stake_cents: stakeCents }, { 'Idempotency-Key': key }),
+  /** A free try of `game` (an id; the island without one): nothing bought (docs/GAMES.md, "Free tries"). */
+  freePlay: (stakeCents, game) =>
+    request('POST', '/api/free/plays', game ? { stake_cents: stakeCents, game } : { stake_cents: stakeCents }),
   throwOnce: (playId) => request('POST', `/api/plays/${encodeURIComponent(playId)}/throws`, {}),
   play: (playId) => request('GET', `/api/plays/${encodeURIComponent(playId)}`),
   /** The play's receipt in the signed log (docs/AUDIT.md, "Receipts"). */

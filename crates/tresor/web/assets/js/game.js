@@ -9,6 +9,7 @@ import { Scene } from './scene.js';
 import { symbolSvg } from './art.js';
 import { $, h, sleep, duration } from './util.js';
 import { PlayScreen } from './play-screen.js';
+import { islandAfter } from './free.js';
 
 const SYMBOLS = ['candlestick', 'monkey', 'sapphire', 'skull'];
 
@@ -48,13 +49,7 @@ export class Game extends PlayScreen {
    *   `say(text)`, `showError(error, node)`, `loggedOut()`.
    */
   constructor(app) {
-    super();
-    this.app = app;
-    this.mode = 'idle';
-    this.play = null;
-    this.busy = false;
-    this.pending = null;
-    this.runId = 0;
+    super(app);
     this.scene = new Scene(
       {
         map: $('#map'),
@@ -80,6 +75,8 @@ export class Game extends PlayScreen {
       banner: $('#replay-banner'),
       bannerText: $('#replay-text'),
       screen: $('#screen-game'),
+      freeBar: $('#free-bar-game'),
+      freeEntry: $('#free-entry-game'),
     };
     this.els.play.addEventListener('click', () => this.buy());
     this.els.throw.addEventListener('click', () => this.throwOnce());
@@ -96,15 +93,20 @@ export class Game extends PlayScreen {
     return checked ? Number(checked.value) : 100;
   }
 
-  /** Called by the router whenever the game screen is shown. */
-  async enter() {
-    if (this.mode === 'replay') {
+  /**
+   * Called by the router whenever the game screen is shown: `free` for a
+   * free game (`#/free`), which never resumes the player's real play.
+   */
+  async enter(free = false) {
+    const switched = this.setFree(free);
+    if (this.mode === 'replay' || switched) {
       this.runId++;
       this.play = null;
+      this.busy = false;
       this.mode = 'idle';
       this.els.banner.hidden = true;
     }
-    const current = this.app.state.me?.current_play_id ?? null;
+    const current = this.free ? null : this.app.state.me?.current_play_id ?? null;
     if (current !== null && current !== undefined && (!this.play || this.play.id !== current)) {
       await this.resume(current);
     } else if (!this.play) {
@@ -120,7 +122,7 @@ export class Game extends PlayScreen {
     this.showProof(null);
     this.showIsland();
     this.scene.resetInstruments();
-    this.setStatus(() => t('status.idle'));
+    this.setStatus(() => t(this.free ? 'free.idle' : 'status.idle'));
     this.update();
   }
 
@@ -159,7 +161,7 @@ export class Game extends PlayScreen {
   /** Draws a play's map, start square and chests, with no throw made yet. */
   setupPlay(play, animateChests) {
     this.play = play;
-    this.els.screen.dataset.playId = String(play.id);
+    this.els.screen.dataset.playId = String(play.id ?? 'free');
     if (unstaged(play)) {
       this.scene.resetInstruments();
       this.showUnstaged(play);
@@ -203,6 +205,7 @@ export class Game extends PlayScreen {
   /** Replays a finished game from the history, throw by throw. */
   async replay(playId) {
     const run = ++this.runId;
+    this.setFree(false);
     this.mode = 'replay';
     this.update();
     try {
@@ -228,7 +231,10 @@ export class Game extends PlayScreen {
     }
   }
 
-  /** "Jouer": buys a unit at the chosen stake, showing "how to play" at once. */
+  /**
+   * "Jouer": buys a unit at the chosen stake, showing "how to play" at once;
+   * in the free mode, draws a free try (free.js) and stages it the same way.
+   */
   async buy() {
     if (this.busy || this.reason()) return;
     const stake = this.stake();
@@ -247,13 +253,17 @@ export class Game extends PlayScreen {
     this.fillHowto(stake);
     const closed = openDialog(this.els.howto);
     try {
-      const play = await api.buy(stake, key);
+      const free = this.free;
+      if (free) this.freeAnswer = await free.draw(undefined, stake);
+      const play = free ? islandAfter(this.freeAnswer, 0) : await api.buy(stake, key);
       this.pending = null;
-      this.app.adjustBalance(-stake);
-      this.app.state.me.current_play_id = play.id;
-      this.app.refreshMe();
+      if (!free) {
+        this.app.adjustBalance(-stake);
+        this.app.state.me.current_play_id = play.id;
+        this.app.refreshMe();
+      }
       this.play = play;
-      this.els.screen.dataset.playId = String(play.id);
+      this.els.screen.dataset.playId = String(play.id ?? 'free');
       this.showProof(play.receipt);
       if (unstaged(play)) {
         this.showUnstaged(play);
@@ -290,13 +300,19 @@ export class Game extends PlayScreen {
     this.setStatus(() => t('status.throwing'));
     try {
       let next;
-      try {
-        next = await api.throwOnce(this.play.id);
-      } catch (error) {
-        // The throw may have been made even though its answer was lost, or
-        // all four may already be done: the play itself says where it stands.
-        if (error.code !== 'network' && error.code !== 'play_finished') throw error;
-        next = await api.play(this.play.id);
+      if (this.free) {
+        // A free try's throws are all in its answer: shown one at a time.
+        await sleep(duration(400));
+        next = islandAfter(this.freeAnswer, before + 1);
+      } else {
+        try {
+          next = await api.throwOnce(this.play.id);
+        } catch (error) {
+          // The throw may have been made even though its answer was lost, or
+          // all four may already be done: the play itself says where it stands.
+          if (error.code !== 'network' && error.code !== 'play_finished') throw error;
+          next = await api.play(this.play.id);
+        }
       }
       this.play = next;
       this.setStatus('');
@@ -330,18 +346,12 @@ export class Game extends PlayScreen {
   async finish(instant) {
     const play = this.play;
     this.mode = 'finished';
-    if (this.app.state.me) this.app.state.me.current_play_id = null;
+    if (this.app.state.me && !this.free) this.app.state.me.current_play_id = null;
     const prize = play.outcome?.prize_cents ?? play.scenario.outcome.prize_cents;
     this.els.screen.dataset.outcome = prize > 0 ? 'won' : 'lost';
-    if (prize > 0) {
-      if (!instant) this.app.adjustBalance(prize);
-      this.setStatus(this.noted(() => t('status.won', { amount: money(prize) })), 'won');
-      this.app.say(t('say.win', { amount: money(prize) }));
-    } else {
-      this.setStatus(this.noted(() => t('status.lost')), 'lost');
-      this.app.say(t('say.lose'));
-    }
-    this.app.refreshMe();
+    this.tellResult(prize, instant, this.noted.bind(this));
+    // A visitor's free game asks nothing of the account.
+    if (!this.free) this.app.refreshMe();
     this.update();
     if (prize > 0 && !instant) {
       await sleep(duration(500));
@@ -369,7 +379,7 @@ export class Game extends PlayScreen {
   }
 
   fillWin(play, prize) {
-    $('#win-amount').textContent = money(prize);
+    $('#win-amount').textContent = this.winAmount(prize);
     const combination = combinationOf(play.outcome?.level ?? play.scenario?.outcome?.level);
     const art = $('#win-art');
     art.replaceChildren(...(combination ? Array.from({ length: combination[0] }, () => symbolSvg(combination[1], 'sym sym-lg')) : []));
@@ -377,12 +387,10 @@ export class Game extends PlayScreen {
 
   /** Why "Jouer" cannot be pressed now, or null when it can. */
   reason() {
-    const { me, status } = this.app.state;
-    if (!me) return { text: t('reason.login'), link: ['#/login', t('nav.login')] };
-    if (this.app.playtime?.blocking()) return { text: t('reason.reminder') };
-    if (status && !status.sales_open) {
-      return { text: status.opens_at ? t('reason.closed.at', { date: this.app.dateTime(status.opens_at) }) : t('reason.closed') };
-    }
+    if (this.free) return this.free.reason(this.stake());
+    const closed = this.closedReason();
+    if (closed) return closed;
+    const { me } = this.app.state;
     if (me.balance_cents < this.stake()) {
       return { text: t('reason.funds', { stake: money(this.stake()) }), link: ['#/account', t('reason.deposit')] };
     }
@@ -401,7 +409,8 @@ export class Game extends PlayScreen {
     throwBox.hidden = !playing;
     this.els.screen.dataset.mode = this.mode;
     // Article 4.1 names the button « Jouer », before a game as after one.
-    play.textContent = t('play');
+    play.textContent = t(this.free ? 'free.play' : 'play');
+    this.renderFree('#/', '#/free');
     const reason = this.mode === 'idle' || this.mode === 'finished' ? this.reason() : null;
     play.disabled = Boolean(reason) || this.busy;
     stakes.disabled = this.busy;

@@ -2,12 +2,15 @@
 //! (`#/games`): each game a card with its name in the page's language, its
 //! kind, its stakes and each stake's payout rate. A card is picked with the
 //! pointer (the whole card is the link) or the keyboard (Tab to its name,
-//! Enter); `#/play/ID` then opens the game, the island as `#/` does.
+//! Enter); `#/play/ID` then opens the game, the island as `#/` does. Each
+//! card also offers « Essayer gratuitement » (`#/free/ID`, free.js).
 
 import { api } from './api.js';
 import { t, money, currentLang } from './i18n.js';
 import { EMBLEM } from './art.js';
 import { $, h } from './util.js';
+import { cardOdds } from './odds.js';
+import { freeLink } from './free.js';
 
 let catalogue = null;
 
@@ -104,6 +107,7 @@ function card(game) {
     art(game),
     h('h2', { class: 'game-name' }, h('a', { class: 'game-link', href: gameRoute(game), 'data-testid': `game-link-${game.id}` }, name)),
     h('p', { class: 'game-kind' }, kindText(game)),
+    cardOdds(game),
     h(
       'table',
       { class: 'game-stakes' },
@@ -122,6 +126,9 @@ function card(game) {
         ),
       ),
     ),
+    // Last, below the stakes: a click anywhere else on the card picks the
+    // game itself (the card's own link covers it).
+    h('p', { class: 'game-free' }, freeLink(game, name)),
   );
 }
 

@@ -1,6 +1,7 @@
 //! The page's entry point: loads the sale status, the island and the player,
 //! routes between screens with the URL hash (#/ the island, #/games the
-//! lobby, #/play/ID a game of the catalogue, #/history, #/account,
+//! lobby, #/play/ID a game of the catalogue, #/free/ID (#/free the island)
+//! the same game tried for free with play money (free.js), #/history, #/account,
 //! #/account/deposit/ID (back from the payment provider), #/statement,
 //! #/rules, #/fairness, #/login, #/register, #/replay/ID), keeps the balance,
 //! the account, the time played, the site message and the language in step,
@@ -12,7 +13,9 @@ import { installDefs } from './scene.js';
 import { EMBLEM } from './art.js';
 import { Game } from './game.js';
 import { ScratchGame } from './scratch.js';
-import { setupLobby, findGame } from './lobby.js';
+import { setupLobby, findGame, loadGames } from './lobby.js';
+import { FreeMode } from './free.js';
+import { setupOdds } from './odds.js';
 import { setupAuth, setupAccount, setupHistory, loadRules } from './screens.js';
 import { setupFairness } from './fairness.js';
 import { setupMoney, setupOpening } from './account.js';
@@ -52,6 +55,8 @@ const app = {
   game: null,
   scratch: null,
   playtime: null,
+  /** The free mode's play money and marks (free.js), shared by both game screens. */
+  free: null,
 
   /** Keeps the account read from `/api/account` (or an answer with its body). */
   setAccount(account, options) {
@@ -139,7 +144,7 @@ const app = {
   loggedIn(me) {
     app.setMe(me);
     wallet.refresh();
-    if (['game', 'play', 'games'].includes(currentRoute().name)) route();
+    if (['game', 'play', 'games', 'free'].includes(currentRoute().name)) route();
     else location.hash = '#/';
   },
 
@@ -236,7 +241,8 @@ async function route() {
   // A game of the catalogue, or a play shown again, is on its kind's screen.
   let picked = null;
   let replayed = null;
-  if (name === 'play' && arg) picked = await findGame(decodeURIComponent(arg));
+  const free = name === 'free';
+  if ((name === 'play' || free) && arg) picked = await findGame(decodeURIComponent(arg));
   if (name === 'replay' && arg && state.me) {
     try {
       replayed = await api.play(Number(arg));
@@ -246,7 +252,7 @@ async function route() {
     }
   }
   const scratchKind = picked?.kind === 'scratch';
-  const screen = scratchKind ? 'scratch' : name === 'replay' || name === 'play' ? 'game' : SCREENS.includes(name) && name !== 'scratch' ? name : 'game';
+  const screen = scratchKind ? 'scratch' : ['replay', 'play', 'free'].includes(name) ? 'game' : SCREENS.includes(name) && name !== 'scratch' ? name : 'game';
   for (const id of SCREENS) $(`#screen-${id}`).hidden = id !== screen;
   for (const link of document.querySelectorAll('.nav a')) {
     // The games' link stands for the lobby and every game's screen.
@@ -262,9 +268,9 @@ async function route() {
     window.scrollTo(0, 0);
   }
   if (screen === 'scratch' && replayed) await scratch.replay(replayed, picked);
-  else if (screen === 'scratch') await scratch.enter(picked);
+  else if (screen === 'scratch') await scratch.enter(picked, free);
   else if (screen === 'game' && name === 'replay' && arg) await game.replay(Number(arg));
-  else if (screen === 'game') await game.enter();
+  else if (screen === 'game') await game.enter(free);
   else if (screen === 'games') await lobby.show();
   else if (screen === 'history') await history.show();
   else if (screen === 'account') {
@@ -280,9 +286,11 @@ async function boot() {
   installDefs();
   $('#emblem').innerHTML = EMBLEM;
   applyStatic(document);
+  app.free = new FreeMode(app);
   game = new Game(app);
   scratch = new ScratchGame(app);
   lobby = setupLobby(app);
+  setupOdds(loadGames);
   account = setupAccount(app);
   history = setupHistory(app);
   fairness = setupFairness(app);

@@ -13,20 +13,15 @@ import { ScratchScene } from './scratch-scene.js';
 import { openDialog } from './game.js';
 import { findGame, gameName } from './lobby.js';
 import { PlayScreen } from './play-screen.js';
+import { cardCovered } from './free.js';
 import { $, h, sleep, duration } from './util.js';
 
 export class ScratchGame extends PlayScreen {
   /** @param {object} app shared state and services from main.js (as `Game` takes). */
   constructor(app) {
-    super();
-    this.app = app;
+    super(app);
     this.game = null;
-    this.play = null;
-    this.mode = 'idle';
-    this.busy = false;
-    this.pending = null;
     this.revealing = null;
-    this.runId = 0;
     this.els = {
       screen: $('#screen-scratch'),
       title: $('#scratch-title'),
@@ -42,6 +37,8 @@ export class ScratchGame extends PlayScreen {
       proof: $('#scratch-proof'),
       banner: $('#scratch-banner'),
       bannerText: $('#scratch-banner-text'),
+      freeBar: $('#free-bar-scratch'),
+      freeEntry: $('#free-entry-scratch'),
     };
     this.scene = new ScratchScene(this.els.grid, {
       onScratch: () => this.reveal(),
@@ -63,11 +60,16 @@ export class ScratchGame extends PlayScreen {
     return { rows: scene.rows ?? 3, columns: scene.columns ?? 3, identical: scene.identical ?? 3 };
   }
 
-  /** Called by the router with the game picked; resumes its card left unscratched. */
-  async enter(game) {
+  /**
+   * Called by the router with the game picked; resumes its card left
+   * unscratched, except in the free mode (`free`, `#/free/ID`).
+   */
+  async enter(game, free = false) {
     const run = ++this.runId;
     this.els.banner.hidden = true;
-    if (this.game?.id !== game.id || this.mode === 'replay') {
+    const switched = this.setFree(free);
+    if (this.game?.id !== game.id || this.mode === 'replay' || switched) {
+      this.busy = false;
       this.game = game;
       this.play = null;
       this.mode = 'idle';
@@ -75,7 +77,7 @@ export class ScratchGame extends PlayScreen {
     }
     this.els.screen.dataset.game = game.id;
     this.relabelGame();
-    const current = this.app.state.me?.current_play_id ?? null;
+    const current = this.free ? null : this.app.state.me?.current_play_id ?? null;
     if (current !== null && (!this.play || this.play.id !== current)) {
       try {
         const play = await api.play(current);
@@ -105,7 +107,7 @@ export class ScratchGame extends PlayScreen {
     delete this.els.screen.dataset.outcome;
     this.scene.draw(rows, columns);
     this.showProof(null);
-    this.setStatus(() => t('scratch.idle'));
+    this.setStatus(() => t(this.free ? 'free.idle' : 'scratch.idle'));
     this.update();
   }
 
@@ -114,7 +116,7 @@ export class ScratchGame extends PlayScreen {
     const { rows, columns } = play.scenario;
     this.play = play;
     this.revealing = null;
-    this.els.screen.dataset.playId = String(play.id);
+    this.els.screen.dataset.playId = String(play.id ?? 'free');
     delete this.els.screen.dataset.outcome;
     this.scene.draw(rows ?? this.shape().rows, columns ?? this.shape().columns);
     this.showProof(play.receipt ?? null);
@@ -130,6 +132,7 @@ export class ScratchGame extends PlayScreen {
   /** Shows a finished card from the history, every cell uncovered. */
   async replay(play, game) {
     ++this.runId;
+    this.setFree(false);
     this.game = game ?? this.game;
     this.relabelGame();
     this.mode = 'replay';
@@ -173,7 +176,10 @@ export class ScratchGame extends PlayScreen {
     if (keep) keep.checked = true;
   }
 
-  /** « Jouer »: buys a card of this game at the chosen stake. */
+  /**
+   * « Jouer »: buys a card of this game at the chosen stake; in the free
+   * mode, draws a free try (free.js), shown under its foil the same way.
+   */
   async buy() {
     if (this.busy || this.reason()) return;
     const stake = this.stake();
@@ -189,11 +195,15 @@ export class ScratchGame extends PlayScreen {
     this.showProof(null);
     this.update();
     try {
-      const play = await api.buy(stake, key, gameId);
+      const free = this.free;
+      if (free) this.freeAnswer = await free.draw(gameId, stake);
+      const play = free ? cardCovered(this.freeAnswer) : await api.buy(stake, key, gameId);
       this.pending = null;
-      this.app.adjustBalance(-stake);
-      this.app.state.me.current_play_id = play.id;
-      this.app.refreshMe();
+      if (!free) {
+        this.app.adjustBalance(-stake);
+        this.app.state.me.current_play_id = play.id;
+        this.app.refreshMe();
+      }
       this.busy = false;
       this.show(play);
       this.setStatus(() => t('scratch.ready'));
@@ -217,12 +227,17 @@ export class ScratchGame extends PlayScreen {
     this.setStatus(() => t('scratch.revealing'));
     this.revealing = (async () => {
       let next;
-      try {
-        next = await api.throwOnce(play.id);
-      } catch (error) {
-        // The reveal may have been made though its answer was lost: the play says.
-        if (error.code !== 'network' && error.code !== 'play_finished') throw error;
-        next = await api.play(play.id);
+      if (this.free) {
+        // A free card's amounts came with it.
+        next = this.freeAnswer;
+      } else {
+        try {
+          next = await api.throwOnce(play.id);
+        } catch (error) {
+          // The reveal may have been made though its answer was lost: the play says.
+          if (error.code !== 'network' && error.code !== 'play_finished') throw error;
+          next = await api.play(play.id);
+        }
       }
       if (this.play !== play) return;
       this.play = next;
@@ -240,19 +255,13 @@ export class ScratchGame extends PlayScreen {
     const play = this.play;
     if (!play || this.mode !== 'scratching') return;
     this.mode = 'finished';
-    if (this.app.state.me) this.app.state.me.current_play_id = null;
+    if (this.app.state.me && !this.free) this.app.state.me.current_play_id = null;
     const prize = play.outcome?.prize_cents ?? 0;
     this.els.screen.dataset.outcome = prize > 0 ? 'won' : 'lost';
     this.scene.markWinners(prize);
-    if (prize > 0) {
-      if (!instant) this.app.adjustBalance(prize);
-      this.setStatus(() => t('status.won', { amount: money(prize) }), 'won');
-      this.app.say(t('say.win', { amount: money(prize) }));
-    } else {
-      this.setStatus(() => t('status.lost'), 'lost');
-      this.app.say(t('say.lose'));
-    }
-    this.app.refreshMe();
+    this.tellResult(prize, instant);
+    // A visitor's free game asks nothing of the account.
+    if (!this.free) this.app.refreshMe();
     this.update();
     if (prize > 0 && !instant) {
       await sleep(duration(400));
@@ -264,19 +273,17 @@ export class ScratchGame extends PlayScreen {
   }
 
   fillWin(prize) {
-    $('#win-amount').textContent = money(prize);
+    $('#win-amount').textContent = this.winAmount(prize);
     const { identical } = this.shape();
     $('#win-art').replaceChildren(...Array.from({ length: identical }, () => h('span', { class: 'mini-cell' }, money(prize))));
   }
 
   /** Why « Jouer » cannot be pressed now, or null when it can. */
   reason() {
-    const { me, status } = this.app.state;
-    if (!me) return { text: t('reason.login'), link: ['#/login', t('nav.login')] };
-    if (this.app.playtime?.blocking()) return { text: t('reason.reminder') };
-    if (status && !status.sales_open) {
-      return { text: status.opens_at ? t('reason.closed.at', { date: this.app.dateTime(status.opens_at) }) : t('reason.closed') };
-    }
+    if (this.free) return this.free.reason(this.stake());
+    const closed = this.closedReason();
+    if (closed) return closed;
+    const { me } = this.app.state;
     const stake = this.stake();
     if (stake === null) return { text: t('scratch.none_on_sale') };
     if (me.balance_cents < stake) {
@@ -305,6 +312,9 @@ export class ScratchGame extends PlayScreen {
       if (reason.link) reasonNode.append(' ', h('a', { href: reason.link[0] }, reason.link[1]));
     }
     if (!replaying) this.els.banner.hidden = true;
+    play.textContent = t(this.free ? 'free.play' : 'play');
+    const id = encodeURIComponent(this.game?.id ?? '');
+    this.renderFree(`#/play/${id}`, `#/free/${id}`);
   }
 
   /** The game's name and rule in the page's language. */

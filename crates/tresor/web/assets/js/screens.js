@@ -5,8 +5,23 @@ import { api } from './api.js';
 import { t, money, dateTime, currentLang, setText } from './i18n.js';
 import { $, h } from './util.js';
 import { gameName, gameRoute } from './lobby.js';
+import { rememberExclusion } from './free.js';
 
 const DEMO_DEPOSIT_CENTS = 2000;
+
+/**
+ * The session is over (the account closed, the player excluded): to the
+ * login screen, which shows `text` as a notice (`code`), said aloud too.
+ */
+export function toLoginWith(app, text, code) {
+  app.loggedOut();
+  location.hash = '#/login';
+  const node = $('#login-error');
+  node.textContent = text;
+  node.dataset.kind = 'notice';
+  node.dataset.code = code;
+  app.say(text);
+}
 
 /** The log-in and registration forms. */
 export function setupAuth(app) {
@@ -165,15 +180,9 @@ export function setupAccount(app) {
     ok.disabled = true;
     try {
       const answer = await api.exclude(dialog.dataset.period);
+      rememberExclusion(answer.excluded_until);
       dialog.close();
-      app.loggedOut();
-      location.hash = '#/login';
-      const text = t('exclude.done', { date: dateTime(answer.excluded_until) });
-      const node = $('#login-error');
-      node.textContent = text;
-      node.dataset.kind = 'notice';
-      node.dataset.code = 'excluded';
-      app.say(text);
+      toLoginWith(app, t('exclude.done', { date: dateTime(answer.excluded_until) }), 'excluded');
     } catch (e) {
       dialog.close();
       app.showError(e, $('#exclude-error'));

@@ -1,0 +1,40 @@
+-- The period report's rollup (PostgreSQL; the twin is
+-- ../sqlite/0026_report_rollup.sql; issue 45, docs/CONSOLE.md, "Rapports").
+-- `tresor report --by` and the console's « Rapports » sum the plays and the
+-- ledger's transfers by UTC hour; here they keep those sums for the rows
+-- they have already read, so that the next report reads only the rows
+-- added since (by primary key) instead of the whole tables. Written by the
+-- report alone, never by a purchase: no trigger, no index on `plays` or
+-- `transfers`.
+--
+-- `report_rollup` says which rows the sums hold: the plays with
+-- id <= plays_through and the transfers with id <= transfers_through.
+-- A report extends them to the rows written more than an hour ago
+-- (src/report/period/rollup.rs); rows after the marks are read live.
+CREATE TABLE report_rollup (
+    id BIGINT PRIMARY KEY CHECK (id = 1),
+    plays_through BIGINT NOT NULL,
+    transfers_through BIGINT NOT NULL
+);
+INSERT INTO report_rollup (id, plays_through, transfers_through) VALUES (1, 0, 0);
+
+-- The plays' sums by UTC hour (created_at_ms / 3600000) and block; one row
+-- per extension, hour and block (the reader sums them).
+CREATE TABLE report_play_hours (
+    hour BIGINT NOT NULL,
+    block_id BIGINT NOT NULL,
+    units BIGINT NOT NULL,
+    stakes_cents BIGINT NOT NULL,
+    prizes_cents BIGINT NOT NULL
+);
+
+-- The transfers' sums by UTC hour, kind and sides (0 for every player's
+-- account, -1000 for every writer's stakes and prizes accounts, otherwise
+-- the system account's id).
+CREATE TABLE report_transfer_hours (
+    hour BIGINT NOT NULL,
+    kind TEXT NOT NULL,
+    debit BIGINT NOT NULL,
+    credit BIGINT NOT NULL,
+    amount_cents BIGINT NOT NULL
+);
