@@ -13,7 +13,8 @@
 use crate::common::mirror::{copy_dir, log_seed, mirrored, serve_folder};
 use crate::common::rfc9162 as r;
 use crate::common::{
-    Harness, Server, assert_exit, buy_and_play, cookie_client, describe, register_and_deposit,
+    Harness, Server, assert_exit, buy_and_play, cookie_client, describe, fetch_json,
+    register_and_deposit,
 };
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -97,12 +98,7 @@ async fn a_witness_cosigns_what_it_checked_and_receipts_carry_it(h: &Harness) {
     let (server, client) = server_witnessed_by(h, &vkey, "witnessed").await;
     let base = server.base.clone();
     let first = buy_and_play(&client, &base, 100).await;
-    let index: Value = reqwest::get(format!("{base}/log/"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let index = fetch_json(&format!("{base}/log/")).await;
     assert_eq!(index["witnesses"], json!([vkey]), "{index}");
     assert_eq!(
         index["logs"][0]["cosigned"], "/log/server/cosigned",

@@ -213,6 +213,35 @@ impl Browser {
         .await;
     }
 
+    /// The text of the element `css` now (empty when it has none).
+    pub async fn text(&self, css: &str) -> String {
+        let value = self
+            .execute(&format!(
+                "return document.querySelector('{css}')?.textContent ?? null"
+            ))
+            .await;
+        value.as_str().unwrap_or_default().to_owned()
+    }
+
+    /// Waits until the element `css` shows a text, and returns it.
+    pub async fn wait_text(&self, css: &str) -> String {
+        let value = self
+            .wait_for(&format!("document.querySelector('{css}')?.textContent"))
+            .await;
+        value.as_str().unwrap().to_owned()
+    }
+
+    /// Waits until the JavaScript `condition` holds and the element `css`
+    /// shows a text, and returns that text.
+    pub async fn wait_text_when(&self, condition: &str, css: &str) -> String {
+        let value = self
+            .wait_for(&format!(
+                "({condition}) && document.querySelector('{css}')?.textContent"
+            ))
+            .await;
+        value.as_str().unwrap().to_owned()
+    }
+
     pub async fn balance_cents(&self) -> i64 {
         let value = self
             .wait_for("document.querySelector('[data-testid=balance]').dataset.cents")

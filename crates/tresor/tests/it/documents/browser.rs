@@ -150,10 +150,7 @@ async fn a_long_document_name_and_the_sessions_read_well_and_a_session_ended_els
         let noticed = ended.elapsed();
         assert!(noticed < Duration::from_secs(60), "{noticed:?}");
         eprintln!("{lang}: a session ended elsewhere noticed after {noticed:?}");
-        let said = browser
-            .execute("return document.querySelector('#login-error').textContent")
-            .await;
-        let said = said.as_str().unwrap();
+        let said = browser.text("#login-error").await;
         assert!(
             said.contains(if fr { "fermée" } else { "closed" }),
             "{said}"

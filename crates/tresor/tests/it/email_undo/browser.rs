@@ -128,13 +128,8 @@ async fn an_honest_player_changes_iban_and_address_with_the_password_and_the_old
         .fill("[data-testid=iban-password]", "not my password")
         .await;
     browser.click("[data-testid=iban-save]").await;
-    let told = browser
-        .wait_for("document.querySelector('[data-testid=iban-error]').textContent")
-        .await;
-    assert!(
-        told.as_str().unwrap().contains("not your current password"),
-        "{told}"
-    );
+    let told = browser.wait_text("[data-testid=iban-error]").await;
+    assert!(told.contains("not your current password"), "{told}");
     assert!(
         browser
             .text("[data-testid=iban-current]")
@@ -167,14 +162,12 @@ async fn an_honest_player_changes_iban_and_address_with_the_password_and_the_old
     assert!(link.starts_with(&base), "{link}");
     browser.goto(&link).await;
     let done = browser
-        .wait_for("document.querySelector('[data-testid=confirm-text]').dataset.kind === 'notice' && document.querySelector('[data-testid=confirm-text]').textContent")
+        .wait_text_when(
+            "document.querySelector('[data-testid=confirm-text]').dataset.kind === 'notice'",
+            "[data-testid=confirm-text]",
+        )
         .await;
-    assert!(
-        done.as_str()
-            .unwrap()
-            .contains("former e-mail address is back"),
-        "{done}"
-    );
+    assert!(done.contains("former e-mail address is back"), "{done}");
     browser.screenshot("account-address-change-undone").await;
     let me = browser
         .in_page("get('/api/account').then((r) => done(r.status));")

@@ -56,15 +56,13 @@ async fn a_player_sends_documents_and_an_operator_reviews_them_in_both_languages
             .wait_for("document.querySelector('[data-testid=docs-error]').dataset.code")
             .await;
         assert_eq!(code, json!("document_type"));
-        let said = browser
-            .execute("return document.querySelector('[data-testid=docs-error]').textContent")
-            .await;
+        let said = browser.text("[data-testid=docs-error]").await;
         let words = if lang == "fr" {
             "ni une photo"
         } else {
             "neither"
         };
-        assert!(said.as_str().unwrap().contains(words), "{said}");
+        assert!(said.contains(words), "{said}");
         assert_eq!(
             document_status(&browser, "identity").await,
             json!("missing")

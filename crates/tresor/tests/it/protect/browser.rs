@@ -157,12 +157,9 @@ async fn a_payment_declined_or_over_the_cap_shows_failed_or_is_refused_and_credi
         .await;
     browser.fill("[data-testid=pay-amount]", "25").await;
     browser.click("[data-testid=pay-submit]").await;
-    let text = browser
-        .wait_for("document.querySelector('[data-testid=pay-error]').textContent")
-        .await;
+    let text = browser.wait_text("[data-testid=pay-error]").await;
     assert!(
-        !text.as_str().unwrap().is_empty()
-            && browser.execute("return location.pathname").await == json!("/"),
+        !text.is_empty() && browser.execute("return location.pathname").await == json!("/"),
         "{text}"
     );
     browser.screenshot("account-deposit-over-the-cap").await;

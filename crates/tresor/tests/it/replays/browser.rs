@@ -2,6 +2,7 @@
 
 use crate::api::browser::*;
 use crate::common::Harness;
+use crate::common::fetch_json;
 use serde_json::{Value, json};
 
 // The page is the same on either database (its PostgreSQL smoke test is
@@ -142,14 +143,15 @@ async fn the_rules_are_one_click_away_in_french_and_in_english(h: &Harness) {
     browser.goto(&format!("{base}/")).await;
     browser.click("[data-testid=nav-rules]").await;
     let text = browser
-        .wait_for("document.querySelector('[data-testid=rules-text] table') && document.querySelector('[data-testid=rules-text]').textContent")
+        .wait_text_when(
+            "document.querySelector('[data-testid=rules-text] table')",
+            "[data-testid=rules-text]",
+        )
         .await;
-    assert!(text.as_str().unwrap().contains("Description du jeu"));
+    assert!(text.contains("Description du jeu"));
     browser.click("[data-testid=lang]").await;
-    let text = browser
-        .wait_for("document.querySelector('[data-testid=rules-text]').dataset.lang === 'en' && document.querySelector('[data-testid=rules-text] table') && document.querySelector('[data-testid=rules-text]').textContent")
-        .await;
-    assert!(text.as_str().unwrap().contains("Description of the game"));
+    let text = browser.wait_text_when("document.querySelector('[data-testid=rules-text]').dataset.lang === 'en' && document.querySelector('[data-testid=rules-text] table')", "[data-testid=rules-text]").await;
+    assert!(text.contains("Description of the game"));
     // The choice of language is remembered.
     browser.goto(&format!("{base}/")).await;
     assert_eq!(
@@ -158,16 +160,9 @@ async fn the_rules_are_one_click_away_in_french_and_in_english(h: &Harness) {
             .await,
         json!("en")
     );
-    assert_eq!(
-        browser
-            .execute("return document.querySelector('[data-testid=play]').textContent")
-            .await,
-        json!("Play")
-    );
-    let footer = browser
-        .execute("return document.querySelector('footer').textContent")
-        .await;
-    assert!(footer.as_str().unwrap().contains("09-74-75-13-13"));
+    assert_eq!(browser.text("[data-testid=play]").await, "Play");
+    let footer = browser.text("footer").await;
+    assert!(footer.contains("09-74-75-13-13"));
 
     // The fairness page lists every block with its commitment.
     browser.click("[data-testid=nav-fairness]").await;
@@ -180,12 +175,7 @@ async fn the_rules_are_one_click_away_in_french_and_in_english(h: &Harness) {
                [Number(row.dataset.blockId), row.querySelector('[data-testid=block-commitment]').textContent])",
         )
         .await;
-    let blocks: Value = reqwest::get(format!("{base}/api/blocks"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let blocks = fetch_json(&format!("{base}/api/blocks")).await;
     let expected: Vec<Value> = blocks["blocks"]
         .as_array()
         .unwrap()
@@ -194,10 +184,8 @@ async fn the_rules_are_one_click_away_in_french_and_in_english(h: &Harness) {
         .collect();
     assert!(!expected.is_empty());
     assert_eq!(shown, json!(expected));
-    let text = browser
-        .execute("return document.querySelector('#screen-fairness').textContent")
-        .await;
-    assert!(text.as_str().unwrap().contains("tresor block verify"));
+    let text = browser.text("#screen-fairness").await;
+    assert!(text.contains("tresor block verify"));
     browser.screenshot("fairness").await;
 
     browser.close_without_console_errors().await;

@@ -349,10 +349,8 @@ async fn on_the_fairness_page_not_cosigned(browser: &Browser, receipt: &Value) {
         "{said}"
     );
     browser.switch_language("fr").await;
-    let text = browser
-        .wait_for("document.querySelector('[data-testid=receipt-result]').textContent.startsWith('Non cosigné') && document.querySelector('[data-testid=receipt-result]').textContent")
-        .await;
-    assert!(text.as_str().unwrap().contains("témoin"), "{text}");
+    let text = browser.wait_text_when("document.querySelector('[data-testid=receipt-result]').textContent.startsWith('Non cosigné')", "[data-testid=receipt-result]").await;
+    assert!(text.contains("témoin"), "{text}");
     browser
         .assert_accessible_if_axe("the fairness page, a receipt not cosigned")
         .await;

@@ -49,15 +49,6 @@ pub(crate) async fn setup_with_outbox(h: &Harness) -> (Site, Browser, tempfile::
 
 /// The account page's own vocabulary over the shared WebDriver client.
 impl Browser {
-    pub(crate) async fn text(&self, css: &str) -> String {
-        let value = self
-            .execute(&format!(
-                "return document.querySelector('{css}').textContent"
-            ))
-            .await;
-        value.as_str().unwrap_or_default().to_owned()
-    }
-
     /// Types `text` with the keyboard into whatever has the focus.
     pub(crate) async fn type_keys(&self, text: &str) {
         let keys: Vec<String> = text.chars().map(String::from).collect();

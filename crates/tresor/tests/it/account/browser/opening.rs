@@ -56,10 +56,13 @@ async fn an_account_opened_with_the_form_deposits_plays_withdraws_reads_its_stat
         .wait_for("document.querySelector('[data-testid=account-status]').dataset.status === 'provisional'")
         .await;
     let withdraw = browser
-        .wait_for("document.querySelector('[data-testid=can-withdraw]')?.dataset.ok === 'false' && document.querySelector('[data-testid=can-withdraw]').textContent")
+        .wait_text_when(
+            "document.querySelector('[data-testid=can-withdraw]')?.dataset.ok === 'false'",
+            "[data-testid=can-withdraw]",
+        )
         .await;
     assert!(
-        withdraw.as_str().unwrap().contains("identité vérifiée"),
+        withdraw.contains("identité vérifiée"),
         "the account says why it may not withdraw yet: {withdraw}"
     );
     let account = browser.get_json("/api/account").await;
@@ -122,14 +125,9 @@ async fn an_account_opened_with_the_form_deposits_plays_withdraws_reads_its_stat
     // More than the balance: refused in the page's language, nothing moves.
     browser.fill("[data-testid=withdraw-amount]", "1000").await;
     browser.click("[data-testid=withdraw-submit]").await;
-    let refusal = browser
-        .wait_for("document.querySelector('#withdraw-error').textContent")
-        .await;
+    let refusal = browser.wait_text("#withdraw-error").await;
     assert!(
-        refusal
-            .as_str()
-            .unwrap()
-            .contains("plus que vos disponibilités"),
+        refusal.contains("plus que vos disponibilités"),
         "the refusal is in French: {refusal}"
     );
     assert_eq!(browser.balance_cents().await, after_game);

@@ -264,11 +264,9 @@ async fn a_whole_game_can_be_played_with_the_keyboard_alone_at_normal_speed(h: &
     assert_eq!(browser.found_symbols().await, revealed(&play));
     let expected = before - 50 + prize;
     browser.wait_balance(expected).await;
-    let live = browser
-        .execute("return document.querySelector('#live').textContent")
-        .await;
+    let live = browser.text("#live").await;
     assert!(
-        live.as_str().unwrap().contains("Lancer 4"),
+        live.contains("Lancer 4"),
         "each throw is announced to screen readers: {live}"
     );
     browser.close().await;

@@ -135,11 +135,9 @@ async fn each_role_sees_only_what_it_may_do_and_is_refused_the_rest(h: &Harness)
         )
         .await;
     assert_eq!(copied, json!(true));
-    let notice = browser
-        .execute("return document.querySelector('[data-testid=notice]').textContent")
-        .await;
+    let notice = browser.text("[data-testid=notice]").await;
     assert!(
-        notice.as_str().unwrap().contains("head hash is copied"),
+        notice.contains("head hash is copied"),
         "the hash was copied: {notice}"
     );
     let clipboard = browser
@@ -160,9 +158,7 @@ async fn each_role_sees_only_what_it_may_do_and_is_refused_the_rest(h: &Harness)
         trail["head"]["seq"],
         "records exported, and the head: {trail}"
     );
-    let shown_hash = browser
-        .execute("return document.querySelector('[data-testid=trail-hash]').textContent")
-        .await;
+    let shown_hash = browser.text("[data-testid=trail-hash]").await;
     assert_eq!(shown_hash, trail["head"]["hash"]);
     if !clipboard
         .as_str()

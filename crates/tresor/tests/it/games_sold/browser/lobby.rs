@@ -61,10 +61,8 @@ async fn a_player_picks_the_scratch_card_in_the_lobby_wins_loses_then_plays_the_
         "the game chosen is in the address"
     );
     assert_eq!(
-        browser
-            .execute("return document.querySelector('[data-testid=scratch-title]').textContent")
-            .await,
-        json!("Trésor Express")
+        browser.text("[data-testid=scratch-title]").await,
+        "Trésor Express"
     );
     if let Some(source) = &axe {
         browser
@@ -79,12 +77,9 @@ async fn a_player_picks_the_scratch_card_in_the_lobby_wins_loses_then_plays_the_
         "games-scratch-fr",
     )
     .await;
-    let live = browser
-        .execute("return document.querySelector('#live').textContent")
-        .await;
+    let live = browser.text("#live").await;
     assert!(
-        live.as_str().unwrap().contains("Partie gagnée")
-            && live.as_str().unwrap().contains("Partie perdue"),
+        live.contains("Partie gagnée") && live.contains("Partie perdue"),
         "results are spoken: {live}"
     );
     if let Some(source) = &axe {

@@ -46,10 +46,7 @@ async fn a_stake_cap_chosen_at_registration_refuses_the_purchase_that_would_pass
     browser
         .wait_for("document.querySelector('[data-testid=game-status]').dataset.code === 'stake_limit_reached'")
         .await;
-    let message = browser
-        .execute("return document.querySelector('[data-testid=game-status]').textContent")
-        .await;
-    let message = message.as_str().unwrap();
+    let message = browser.text("[data-testid=game-status]").await;
     assert!(
         message.contains("1.00 €"),
         "the message names the cap: {message}"
