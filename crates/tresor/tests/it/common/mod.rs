@@ -64,7 +64,7 @@ pub mod wait;
 pub mod wire;
 
 pub use api::{Answer, Api};
-pub use app::{TestApp, expect};
+pub use app::{TestApp, demo_on_sale, expect};
 pub use cli::assert_exit;
 pub use client::{
     buy_and_play, buy_at, cookie_client, fetch_json, get_json, header, maybe_header, players_at,

@@ -140,10 +140,7 @@ async fn the_page_and_the_console_show_each_game_s_exact_odds(h: &Harness) {
     browser.screenshot("odds-island-fr").await;
 
     // In English, the same figures.
-    browser.click("[data-testid=lang]").await;
-    browser
-        .wait_for("document.documentElement.lang === 'en'")
-        .await;
+    browser.switch_language("en").await;
     let line = browser.wait_text_when("document.querySelector('[data-testid=screen-odds]').textContent.startsWith('1 chance in')", "[data-testid=screen-odds]").await;
     assert_eq!(plain_text(&line), "1 chance in 3.76 · 70% paid back");
     let summary = browser.text("[data-testid=odds-summary]").await;
@@ -308,10 +305,7 @@ async fn on_a_phone(site: &Site, browser: &Browser, axe: Option<&str>) {
     browser
         .execute("if (!document.querySelector('[data-testid=lang]').offsetParent) document.querySelector('[data-testid=menu]').click()")
         .await;
-    browser.click("[data-testid=lang]").await;
-    browser
-        .wait_for("document.documentElement.lang === 'fr'")
-        .await;
+    browser.switch_language("fr").await;
     let cards = card_odds(browser).await;
     assert!(cards.to_string().contains("redistribués"), "{cards}");
     fits_360(browser, "none", "the lobby's cards (fr)").await;
