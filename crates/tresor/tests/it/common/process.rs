@@ -84,22 +84,10 @@ pub fn free_port() -> u16 {
 /// Flags that lift the per-player and per-address throttles: every
 /// simulated player comes from 127.0.0.1 (as `tresor-bench` lifts them).
 pub fn unthrottled_flags() -> Vec<String> {
-    [
-        "--purchases-per-minute-per-player",
-        "--purchases-per-minute-per-address",
-        "--registrations-per-hour-per-address",
-        "--logins-per-minute-per-address",
-        "--actions-per-minute-per-player",
-        "--actions-per-minute-per-address",
-        "--free-tries-per-minute-per-address",
-        "--failed-logins-free-per-name-and-address",
-        "--failed-logins-free-per-address",
-        "--max-connections-per-address",
-        "--max-connections",
-    ]
-    .into_iter()
-    .flat_map(|flag| [flag.to_owned(), "100000000".to_owned()])
-    .collect()
+    tresor::cli::serve::LOAD_TEST_LIFTS
+        .into_iter()
+        .flat_map(|flag| [flag.to_owned(), "100000000".to_owned()])
+        .collect()
 }
 
 /// The flags of a server among several on one database: unthrottled,
