@@ -97,7 +97,7 @@ async fn play_rounds(clients: &[reqwest::Client], base: &str, rounds: usize) {
 }
 
 async fn an_honest_log_under_load_passes_every_poll(h: &Harness) {
-    let (server, base, clients) = played(h, "load", 4, 2).await;
+    let (_server, base, clients) = played(h, "load", 4, 2).await;
     let dir = tempfile::tempdir().unwrap();
     let (state, mirror) = (dir.path().join("state"), dir.path().join("mirror"));
     let stop = Arc::new(AtomicBool::new(false));
@@ -161,7 +161,7 @@ async fn an_honest_log_under_load_passes_every_poll(h: &Harness) {
 
 async fn a_fork_a_rewrite_a_shrink_and_another_key_are_each_refused(h: &Harness) {
     let seed = log_seed();
-    let (server, base, clients) = played(h, "fork", 3, 3).await;
+    let (_server, base, clients) = played(h, "fork", 3, 3).await;
     let dir = tempfile::tempdir().unwrap();
     let (state, mirror) = (dir.path().join("state"), dir.path().join("mirror"));
     passes(&watch(&base, &state, Some(&mirror), None).await);

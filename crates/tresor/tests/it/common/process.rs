@@ -45,6 +45,22 @@ pub fn tresor(args: &[&str]) -> Output {
         .expect("run the tresor binary")
 }
 
+/// [`tresor`] from a test's async code: on a blocking thread, so that the
+/// servers the test runs in-process keep answering meanwhile.
+pub async fn tresor_async(args: Vec<String>) -> Output {
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        tresor(&args)
+    })
+    .await
+    .unwrap()
+}
+
+/// `args` as owned strings (for [`tresor_async`]).
+pub fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|s| s.to_string()).collect()
+}
+
 /// What a command printed and how it ended.
 pub fn describe(output: &Output) -> String {
     format!(
