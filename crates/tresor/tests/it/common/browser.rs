@@ -314,6 +314,13 @@ impl Browser {
             .await;
     }
 
+    /// Opens `url`, and waits until the JavaScript `condition` holds too:
+    /// the screen it asked for is shown.
+    pub async fn goto_until(&self, url: &str, condition: &str) {
+        self.goto(url).await;
+        self.wait_for(condition).await;
+    }
+
     pub async fn execute(&self, script: &str) -> Value {
         self.post("/execute/sync", json!({ "script": script, "args": [] }))
             .await

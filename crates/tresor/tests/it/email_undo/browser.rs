@@ -109,9 +109,11 @@ async fn an_honest_player_changes_iban_and_address_with_the_password_and_the_old
     browser.open_account_in_page(&body, Some("en")).await;
     // The address confirmed: only a confirmed one gets the undo link.
     let confirm = outbox_link(outbox.path(), "iris@example.org", "/#/confirm-email/").await;
-    browser.goto(&confirm).await;
     browser
-        .wait_for("document.querySelector('[data-testid=confirm-text]').dataset.kind === 'notice'")
+        .goto_until(
+            &confirm,
+            "document.querySelector('[data-testid=confirm-text]').dataset.kind === 'notice'",
+        )
         .await;
     browser.goto(&format!("{base}/?fast=1#/account")).await;
     browser.reload_after("").await;

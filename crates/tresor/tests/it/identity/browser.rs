@@ -59,6 +59,25 @@ async fn send(client: &reqwest::Client, base: &str, kind: &str, name: &str, byte
         .unwrap_or_else(|| panic!("a document id in {answer}"))
 }
 
+/// Finds the player `name` in the console, opens their page, and waits
+/// until it shows `testid`.
+async fn open_player(browser: &Browser, admin: &str, name: &str, testid: &str) {
+    let id = browser
+        .call("GET", &format!("/console/api/players?q={name}"))
+        .await
+        .1["players"][0]["id"]
+        .as_i64()
+        .unwrap();
+    browser
+        .goto_until(
+            &format!("{admin}/console#/players/{id}"),
+            &format!(
+                "document.querySelector('#player-detail')?.dataset.playerId === '{id}' && document.querySelector('[data-testid={testid}]')"
+            ),
+        )
+        .await;
+}
+
 async fn the_french_console_shows_data_as_recorded_and_numbers_errors_and_queues_as_an_operator_reads_them(
     h: &Harness,
 ) {
@@ -237,12 +256,12 @@ async fn the_french_console_shows_data_as_recorded_and_numbers_errors_and_queues
                 .await,
         );
         browser
-            .goto(&format!("{}/console#/players/{nora_id}", site.admin))
-            .await;
-        browser
-            .wait_for(&format!(
-                "document.querySelector('#player-detail')?.dataset.playerId === '{nora_id}'"
-            ))
+            .goto_until(
+                &format!("{}/console#/players/{nora_id}", site.admin),
+                &format!(
+                    "document.querySelector('#player-detail')?.dataset.playerId === '{nora_id}'"
+                ),
+            )
             .await;
         let status = browser.text("[data-testid=player-status]").await;
         assert!(
@@ -280,20 +299,7 @@ async fn the_french_console_shows_data_as_recorded_and_numbers_errors_and_queues
 
         // zoe's documents are verified: « Marquer comme vérifié… » is
         // offered, and its dialog groups the IBAN by four.
-        let zoe_id = browser
-            .call("GET", &format!("/console/api/players?q={ready}"))
-            .await
-            .1["players"][0]["id"]
-            .as_i64()
-            .unwrap();
-        browser
-            .goto(&format!("{}/console#/players/{zoe_id}", site.admin))
-            .await;
-        browser
-            .wait_for(&format!(
-                "document.querySelector('#player-detail')?.dataset.playerId === '{zoe_id}' && document.querySelector('[data-testid=verify-player]')"
-            ))
-            .await;
+        open_player(&browser, &site.admin, &ready, "verify-player").await;
         browser.ask("[data-testid=verify-player]").await;
         let dialog = browser.text("#confirm-text").await;
         assert!(
@@ -302,20 +308,7 @@ async fn the_french_console_shows_data_as_recorded_and_numbers_errors_and_queues
         );
         browser.cancel().await;
         // paul's documents wait: no verification offered yet.
-        let paul_id = browser
-            .call("GET", &format!("/console/api/players?q={waiting}"))
-            .await
-            .1["players"][0]["id"]
-            .as_i64()
-            .unwrap();
-        browser
-            .goto(&format!("{}/console#/players/{paul_id}", site.admin))
-            .await;
-        browser
-            .wait_for(&format!(
-                "document.querySelector('#player-detail')?.dataset.playerId === '{paul_id}' && document.querySelector('[data-testid=verify-player-waits]')"
-            ))
-            .await;
+        open_player(&browser, &site.admin, &waiting, "verify-player-waits").await;
         browser.log_out_of_the_console().await;
 
         // The auditor reads the trail: the command line's actor as

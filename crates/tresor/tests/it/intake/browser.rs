@@ -163,12 +163,7 @@ async fn a_player_sends_documents_and_an_operator_reviews_them_in_both_languages
             .await;
 
         // The player reads the reason and sends another photo.
-        browser
-            .goto(&format!("{}/?fast=1#/account", site.base))
-            .await;
-        browser
-            .wait_for("document.body.dataset.screen === 'account' && document.querySelector('[data-testid=doc-identity]').dataset.status === 'refused'")
-            .await;
+        browser.goto_until(&format!("{}/?fast=1#/account", site.base), "document.body.dataset.screen === 'account' && document.querySelector('[data-testid=doc-identity]').dataset.status === 'refused'").await;
         let reason = browser
             .execute(
                 "return document.querySelector('[data-testid=doc-reason-identity]').textContent",
@@ -186,9 +181,11 @@ async fn a_player_sends_documents_and_an_operator_reviews_them_in_both_languages
             .await;
 
         // The operator verifies it; the account can then be verified.
-        browser.goto(&format!("{}/console", site.admin)).await;
         browser
-            .wait_for("document.body.dataset.role && document.body.dataset.screen !== 'login'")
+            .goto_until(
+                &format!("{}/console", site.admin),
+                "document.body.dataset.role && document.body.dataset.screen !== 'login'",
+            )
             .await;
         browser.open("queues").await;
         let again = data_i64(&browser.wait_for(&pending("identity")).await);
@@ -206,12 +203,12 @@ async fn a_player_sends_documents_and_an_operator_reviews_them_in_both_languages
 
         // The player sees both verified, in their language.
         browser
-            .goto(&format!("{}/?fast=1#/account", site.base))
-            .await;
-        browser
-            .wait_for("document.body.dataset.screen === 'account'
-                       && document.querySelector('[data-testid=doc-identity]').dataset.status === 'verified'
-                       && document.querySelector('[data-testid=doc-iban_proof]').dataset.status === 'verified'")
+            .goto_until(
+                &format!("{}/?fast=1#/account", site.base),
+                "document.body.dataset.screen === 'account'
+                 && document.querySelector('[data-testid=doc-identity]').dataset.status === 'verified'
+                 && document.querySelector('[data-testid=doc-iban_proof]').dataset.status === 'verified'",
+            )
             .await;
         let shown = browser
             .execute(

@@ -130,20 +130,18 @@ on_sqlite!(
 
         // The history lists it, and shows it again the same way.
         browser
-            .goto(&format!("{}/?fast=1#/history", app.address))
+            .goto_until(
+                &format!("{}/?fast=1#/history", app.address),
+                &format!("document.querySelector('#screen-history').textContent.includes('{id}')"),
+            )
             .await;
         browser
-            .wait_for(&format!(
-                "document.querySelector('#screen-history').textContent.includes('{id}')"
-            ))
-            .await;
-        browser
-            .goto(&format!("{}/?fast=1#/replay/{id}", app.address))
-            .await;
-        browser
-            .wait_for(&format!(
-                "document.querySelector('#game-status').textContent.includes('{UNSHOWN}')"
-            ))
+            .goto_until(
+                &format!("{}/?fast=1#/replay/{id}", app.address),
+                &format!(
+                    "document.querySelector('#game-status').textContent.includes('{UNSHOWN}')"
+                ),
+            )
             .await;
         assert_eq!(screen(&browser).await["scene"], "unavailable");
         // In English too.

@@ -175,10 +175,7 @@ async fn every_screen_of_the_game_passes_axe_core_in_french_and_in_english(h: &H
             browser.settled().await;
             check(screen).await;
         }
-        browser.goto(&format!("{base}/?fast=1#/statement")).await;
-        browser
-            .wait_for("document.body.dataset.screen === 'statement' && document.querySelector('#screen-statement').dataset.loaded !== undefined")
-            .await;
+        browser.goto_until(&format!("{base}/?fast=1#/statement"), "document.body.dataset.screen === 'statement' && document.querySelector('#screen-statement').dataset.loaded !== undefined").await;
         browser.settled().await;
         check("statement").await;
         browser.click("[data-testid=logout]").await;

@@ -183,18 +183,12 @@ async fn every_console_screen_passes_axe_core(h: &Harness) {
         browser.log_out_of_the_console().await;
     }
     // The switch in the bar changes the language, and it is remembered.
-    browser.goto(&format!("{}/console", site.admin)).await;
-    browser
-        .wait_for("document.documentElement.lang === 'en' && document.querySelector('#login-title').textContent === 'Operator\\'s console'")
-        .await;
+    browser.goto_until(&format!("{}/console", site.admin), "document.documentElement.lang === 'en' && document.querySelector('#login-title').textContent === 'Operator\\'s console'").await;
     browser.click("[data-testid=console-lang]").await;
     browser
         .wait_for("document.documentElement.lang === 'fr' && document.querySelector('#login-title').textContent === 'Console de l\\'opérateur'")
         .await;
-    browser.goto(&format!("{}/console", site.admin)).await;
-    browser
-        .wait_for("document.documentElement.lang === 'fr' && document.querySelector('[data-testid=login-submit]').textContent === 'Continuer'")
-        .await;
+    browser.goto_until(&format!("{}/console", site.admin), "document.documentElement.lang === 'fr' && document.querySelector('[data-testid=login-submit]').textContent === 'Continuer'").await;
     assert!(
         findings.is_empty(),
         "{} serious or critical accessibility findings:\n  {}",

@@ -276,12 +276,7 @@ async fn fits_360(browser: &Browser, panel: &str, what: &str) {
 /// 360-px-wide phone, in English and in French, axe-core clean.
 async fn on_a_phone(site: &Site, browser: &Browser, axe: Option<&str>) {
     browser.phone(360, 740).await;
-    browser
-        .goto(&format!("{}/?fast=1#/play/{SCRATCH}", site.base))
-        .await;
-    browser
-        .wait_for("document.documentElement.lang === 'en' && !document.querySelector('[data-testid=scratch-screen-odds]').hidden")
-        .await;
+    browser.goto_until(&format!("{}/?fast=1#/play/{SCRATCH}", site.base), "document.documentElement.lang === 'en' && !document.querySelector('[data-testid=scratch-screen-odds]').hidden").await;
     browser
         .click("[data-testid=scratch-odds-panel] summary")
         .await;
@@ -314,9 +309,11 @@ async fn on_a_phone(site: &Site, browser: &Browser, axe: Option<&str>) {
             .assert_accessible(source, "the lobby's odds at 360 px (fr)")
             .await;
     }
-    browser.goto(&format!("{}/?fast=1#/", site.base)).await;
     browser
-        .wait_for("!document.querySelector('[data-testid=screen-odds]').hidden")
+        .goto_until(
+            &format!("{}/?fast=1#/", site.base),
+            "!document.querySelector('[data-testid=screen-odds]').hidden",
+        )
         .await;
     browser.click("[data-testid=odds-summary]").await;
     browser.wait_open("[data-testid=odds-panel]").await;
