@@ -382,6 +382,13 @@ impl Browser {
         .await;
     }
 
+    /// Clicks `css`, and waits until the JavaScript `condition` holds: what
+    /// the click does is done.
+    pub async fn click_until(&self, css: &str, condition: &str) {
+        self.click(css).await;
+        self.wait_for(condition).await;
+    }
+
     pub async fn type_into(&self, css: &str, text: &str) {
         let element = self.find(css).await;
         self.post(

@@ -79,9 +79,11 @@ async fn a_suspended_player_is_told_neutrally_in_both_languages(h: &Harness) {
             .screenshot(&shot_name("account-suspended-login", lang))
             .await;
         // Its session is a real one: logging out ends it.
-        browser.click("[data-testid=logout]").await;
         browser
-            .wait_for("document.body.dataset.user === 'out'")
+            .click_until(
+                "[data-testid=logout]",
+                "document.body.dataset.user === 'out'",
+            )
             .await;
     }
     // The browser logged the refusals this test asked for: the stake with
@@ -140,9 +142,9 @@ async fn an_honest_player_changes_iban_and_address_with_the_password_and_the_old
     );
     // The right one: saved.
     browser.fill("[data-testid=iban-password]", PASSWORD).await;
-    browser.click("[data-testid=iban-save]").await;
     browser
-        .wait_for(
+        .click_until(
+            "[data-testid=iban-save]",
             "document.querySelector('[data-testid=iban-current]').textContent.includes('DE89')",
         )
         .await;
@@ -152,9 +154,11 @@ async fn an_honest_player_changes_iban_and_address_with_the_password_and_the_old
         .fill("[data-testid=email-input]", "iris@example.net")
         .await;
     browser.fill("[data-testid=email-password]", PASSWORD).await;
-    browser.click("[data-testid=email-submit]").await;
     browser
-        .wait_for("document.querySelector('[data-testid=email-current]').textContent.includes('iris@example.net')")
+        .click_until(
+            "[data-testid=email-submit]",
+            "document.querySelector('[data-testid=email-current]').textContent.includes('iris@example.net')",
+        )
         .await;
     browser.screenshot("account-address-changed").await;
 

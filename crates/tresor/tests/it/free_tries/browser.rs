@@ -230,7 +230,12 @@ async fn a_visitor_tries_the_scratch_card_and_the_island_for_free_in_french(h: &
     let (site, browser) = setup(h, 1280, 900).await;
     browser.phone(360, 740).await;
     let axe = axe_source();
-    browser.goto_until(&format!("{}/?fast=1#/games", site.base), "document.body.dataset.ready === 'true' && document.querySelectorAll('[data-testid^=free-link-]').length === 2").await;
+    browser
+        .goto_until(
+            &format!("{}/?fast=1#/games", site.base),
+            "document.body.dataset.ready === 'true' && document.querySelectorAll('[data-testid^=free-link-]').length === 2",
+        )
+        .await;
     let before = real_rows(h).await;
     let links = browser
         .execute("return [...document.querySelectorAll('[data-testid^=free-link-]')].map((a) => [a.textContent, a.getAttribute('href')])")

@@ -145,13 +145,10 @@ async fn a_player_sends_documents_and_an_operator_reviews_them_in_both_languages
         browser
             .type_into("#confirm-reason", "The photo is blurred")
             .await;
-        browser.click("[data-testid=confirm-ok]").await;
-        browser
-            .wait_for(&format!(
+        browser.click_until("[data-testid=confirm-ok]", &format!(
                 "!document.querySelector('#confirm').open
                  && document.querySelector('[data-testid=doc-{player}-identity]').dataset.status === 'refused'"
-            ))
-            .await;
+            )).await;
         browser
             .click(&format!("[data-testid=doc-verify-{proof_doc}]"))
             .await;
@@ -163,7 +160,12 @@ async fn a_player_sends_documents_and_an_operator_reviews_them_in_both_languages
             .await;
 
         // The player reads the reason and sends another photo.
-        browser.goto_until(&format!("{}/?fast=1#/account", site.base), "document.body.dataset.screen === 'account' && document.querySelector('[data-testid=doc-identity]').dataset.status === 'refused'").await;
+        browser
+            .goto_until(
+                &format!("{}/?fast=1#/account", site.base),
+                "document.body.dataset.screen === 'account' && document.querySelector('[data-testid=doc-identity]').dataset.status === 'refused'",
+            )
+            .await;
         let reason = browser
             .execute(
                 "return document.querySelector('[data-testid=doc-reason-identity]').textContent",

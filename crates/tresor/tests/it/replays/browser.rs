@@ -62,12 +62,14 @@ async fn the_history_shows_the_last_play_at_once_and_replays_a_finished_one(h: &
     assert_eq!(rows, json!(1), "the header holds on one line at 1280 px");
 
     // The finished game replays on the map, with the same symbols.
-    browser.click("[data-testid=history-replay]").await;
     browser
-        .wait_for(&format!(
-            "document.querySelector('#screen-game').dataset.playId === '{}'",
-            finished["id"]
-        ))
+        .click_until(
+            "[data-testid=history-replay]",
+            &format!(
+                "document.querySelector('#screen-game').dataset.playId === '{}'",
+                finished["id"]
+            ),
+        )
         .await;
     browser
         .wait_for("document.querySelector('#pips').dataset.used === '4' && document.querySelector('#game-status').dataset.kind")
@@ -76,9 +78,11 @@ async fn the_history_shows_the_last_play_at_once_and_replays_a_finished_one(h: &
 
     // Back to the game: the unfinished one is resumed, on a phone-sized screen.
     browser.phone(360, 780).await;
-    browser.click("#replay-back").await;
     browser
-        .wait_for(&format!("document.querySelector('#screen-game').dataset.playId === '{id}' && document.querySelector('#screen-game').dataset.mode === 'playing'"))
+        .click_until(
+            "#replay-back",
+            &format!("document.querySelector('#screen-game').dataset.playId === '{id}' && document.querySelector('#screen-game').dataset.mode === 'playing'"),
+        )
         .await;
     browser.throw_and_wait(1).await;
     // The layout viewport follows the emulated phone at its next layout,
@@ -126,9 +130,11 @@ async fn the_history_shows_the_last_play_at_once_and_replays_a_finished_one(h: &
         )
         .await;
     assert_eq!(titles, json!([]), "the panels' titles fit");
-    browser.click("[data-testid=menu]").await;
     browser
-        .wait_for("getComputedStyle(document.querySelector('#nav')).display !== 'none' && document.querySelector('[data-testid=menu]').getAttribute('aria-expanded') === 'true'")
+        .click_until(
+            "[data-testid=menu]",
+            "getComputedStyle(document.querySelector('#nav')).display !== 'none' && document.querySelector('[data-testid=menu]').getAttribute('aria-expanded') === 'true'",
+        )
         .await;
     browser.press(&["\u{E00C}"]).await;
     browser
@@ -165,9 +171,11 @@ async fn the_rules_are_one_click_away_in_french_and_in_english(h: &Harness) {
     assert!(footer.contains("09-74-75-13-13"));
 
     // The fairness page lists every block with its commitment.
-    browser.click("[data-testid=nav-fairness]").await;
     browser
-        .wait_for("document.querySelectorAll('[data-testid=block-row]').length > 0")
+        .click_until(
+            "[data-testid=nav-fairness]",
+            "document.querySelectorAll('[data-testid=block-row]').length > 0",
+        )
         .await;
     let shown = browser
         .execute(

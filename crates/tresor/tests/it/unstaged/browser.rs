@@ -67,11 +67,11 @@ async fn buy_a_ligne(browser: &Browser) -> (i64, i64) {
 /// the word that the scene cannot be shown.
 async fn throw_to_the_end(browser: &Browser, prize: i64) {
     for thrown in 1..=4 {
-        browser.click("#throw").await;
         browser
-            .wait_for(&format!(
-                "document.querySelector('#pips').dataset.used === '{thrown}'"
-            ))
+            .click_until(
+                "#throw",
+                &format!("document.querySelector('#pips').dataset.used === '{thrown}'"),
+            )
             .await;
     }
     browser
@@ -145,9 +145,9 @@ on_sqlite!(
             .await;
         assert_eq!(screen(&browser).await["scene"], "unavailable");
         // In English too.
-        browser.click("#lang").await;
         browser
-            .wait_for(
+            .click_until(
+                "#lang",
                 "document.querySelector('#game-status').textContent.includes('cannot be shown')",
             )
             .await;

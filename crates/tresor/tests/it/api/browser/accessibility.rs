@@ -61,9 +61,11 @@ async fn every_screen_of_the_game_passes_axe_core_in_french_and_in_english(h: &H
             "the focus ring on the header: {ring}:1"
         );
         for screen in ["login", "register", "rules", "fairness"] {
-            browser.click(&format!("[data-testid=nav-{screen}]")).await;
             browser
-                .wait_for(&format!("document.body.dataset.screen === '{screen}'"))
+                .click_until(
+                    &format!("[data-testid=nav-{screen}]"),
+                    &format!("document.body.dataset.screen === '{screen}'"),
+                )
                 .await;
             if screen == "rules" {
                 browser
@@ -166,21 +168,30 @@ async fn every_screen_of_the_game_passes_axe_core_in_french_and_in_english(h: &H
                  && document.querySelector('[data-testid=cap-deposit]')?.dataset.limitCents",
             ),
         ] {
-            browser.click(&format!("[data-testid=nav-{screen}]")).await;
             browser
-                .wait_for(&format!(
-                    "document.body.dataset.screen === '{screen}' && document.body.dataset.ready === 'true' && {loaded}"
-                ))
+                .click_until(
+                    &format!("[data-testid=nav-{screen}]"),
+                    &format!(
+                        "document.body.dataset.screen === '{screen}' && document.body.dataset.ready === 'true' && {loaded}"
+                    ),
+                )
                 .await;
             browser.settled().await;
             check(screen).await;
         }
-        browser.goto_until(&format!("{base}/?fast=1#/statement"), "document.body.dataset.screen === 'statement' && document.querySelector('#screen-statement').dataset.loaded !== undefined").await;
+        browser
+            .goto_until(
+                &format!("{base}/?fast=1#/statement"),
+                "document.body.dataset.screen === 'statement' && document.querySelector('#screen-statement').dataset.loaded !== undefined",
+            )
+            .await;
         browser.settled().await;
         check("statement").await;
-        browser.click("[data-testid=logout]").await;
         browser
-            .wait_for("document.body.dataset.user === 'out'")
+            .click_until(
+                "[data-testid=logout]",
+                "document.body.dataset.user === 'out'",
+            )
             .await;
     }
     assert!(

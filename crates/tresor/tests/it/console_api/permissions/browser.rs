@@ -121,9 +121,11 @@ async fn each_role_sees_only_what_it_may_do_and_is_refused_the_rest(h: &Harness)
         .only_expected_errors(&["/console/api/blocks/1/suspend"])
         .await;
     browser.open("trail").await;
-    browser.click("[data-testid=trail-verify]").await;
     browser
-        .wait_for("document.querySelector('[data-testid=notice]').dataset.code === 'trail_ok' && document.querySelector('[data-testid=trail-last]').dataset.ok === 'true'")
+        .click_until(
+            "[data-testid=trail-verify]",
+            "document.querySelector('[data-testid=notice]').dataset.code === 'trail_ok' && document.querySelector('[data-testid=trail-last]').dataset.ok === 'true'",
+        )
         .await;
     // The copy button puts the head's hash on the clipboard (or says it
     // could not).
@@ -175,10 +177,10 @@ async fn each_role_sees_only_what_it_may_do_and_is_refused_the_rest(h: &Harness)
         .await;
     let published = data_i64(&published);
     browser
-        .click(&format!("[data-testid=recheck-{published}]"))
-        .await;
-    browser
-        .wait_for("document.querySelector('[data-testid=notice]').dataset.code === 'recheck_ok'")
+        .click_until(
+            &format!("[data-testid=recheck-{published}]"),
+            "document.querySelector('[data-testid=notice]').dataset.code === 'recheck_ok'",
+        )
         .await;
     browser.close_without_console_errors().await;
 }

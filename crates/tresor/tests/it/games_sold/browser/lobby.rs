@@ -210,15 +210,10 @@ async fn a_player_picks_the_scratch_card_in_the_lobby_wins_loses_then_plays_the_
     }
     // The last card, replayed from its row: every cell uncovered at once.
     let last = &plays[plays.len() - 1];
-    browser
-        .click(&format!(
+    browser.click_until(&format!(
             "[data-testid=history-row][data-play-id='{}'] [data-testid=history-replay]",
             last["id"]
-        ))
-        .await;
-    browser
-        .wait_for("document.body.dataset.screen === 'scratch' && document.querySelector('#screen-scratch').dataset.mode === 'replay'")
-        .await;
+        ), "document.body.dataset.screen === 'scratch' && document.querySelector('#screen-scratch').dataset.mode === 'replay'").await;
     let shown = browser
         .execute(
             "return [...document.querySelectorAll('[data-testid=scratch-cell]')].map((c) => [c.dataset.state, Number(c.dataset.cents)])",

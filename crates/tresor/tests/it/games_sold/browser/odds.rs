@@ -126,9 +126,9 @@ async fn the_page_and_the_console_show_each_game_s_exact_odds(h: &Harness) {
         .execute("return [...document.querySelectorAll('[data-testid=odds-panel] [data-testid=odds-stake]')].map((s) => Number(s.dataset.stakeCents))")
         .await;
     assert_eq!(stakes, json!([50, 100, 200]));
-    browser.click("label:has(> [data-testid=stake-200])").await;
     browser
-        .wait_for(
+        .click_until(
+            "label:has(> [data-testid=stake-200])",
             "document.querySelector('[data-testid=screen-odds]').dataset.stakeCents === '200'",
         )
         .await;
@@ -276,7 +276,12 @@ async fn fits_360(browser: &Browser, panel: &str, what: &str) {
 /// 360-px-wide phone, in English and in French, axe-core clean.
 async fn on_a_phone(site: &Site, browser: &Browser, axe: Option<&str>) {
     browser.phone(360, 740).await;
-    browser.goto_until(&format!("{}/?fast=1#/play/{SCRATCH}", site.base), "document.documentElement.lang === 'en' && !document.querySelector('[data-testid=scratch-screen-odds]').hidden").await;
+    browser
+        .goto_until(
+            &format!("{}/?fast=1#/play/{SCRATCH}", site.base),
+            "document.documentElement.lang === 'en' && !document.querySelector('[data-testid=scratch-screen-odds]').hidden",
+        )
+        .await;
     browser
         .click("[data-testid=scratch-odds-panel] summary")
         .await;
