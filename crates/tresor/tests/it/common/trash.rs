@@ -1,30 +1,36 @@
-//! PostgreSQL test databases given back blank rather than dropped.
+//! PostgreSQL test databases at the end of their test: fenced off at once,
+//! dropped later, many together.
 //!
 //! `DROP DATABASE` makes PostgreSQL (15) run an immediate checkpoint, which
-//! writes every dirty page of every database on the server: with a test
-//! database dropped at the end of each of some 250 PostgreSQL tests, four at
-//! a time, the suite spent most of a PostgreSQL test's fixed cost there, and
-//! stalled every other test's writes meanwhile. A test's database is instead
-//! renamed out of reach, emptied (every schema of its own dropped, `public`
-//! made again as `CREATE DATABASE` makes it) and kept as a *spare*; the next
-//! test renames a spare to its own fresh name.
+//! writes every dirty page of every database on the server: one per test, as
+//! some 250 PostgreSQL tests ended four at a time, took most of a test's
+//! fixed cost and stalled every other test's writes meanwhile. Until issue 44
+//! a test's database was instead emptied and kept as a blank *spare* for the
+//! next test; now that a test's database starts migrated (a copy of a
+//! template, `template.rs`), a blank spare would need the migrations again,
+//! the very cost the template saves, so a database is *trash* at the end of
+//! its test, and trash is dropped in batches: the drops of a batch run at
+//! once, and their checkpoints are one or two.
 //!
-//! - **Nothing crosses from one test to the next.** The renaming is the
-//!   fence: a connection of the old test (a server being killed, a writer
-//!   thread starting again) names a database that no longer exists. Every
-//!   session on it is ended first, and a rename refused because one came
-//!   back is tried again; after a few refusals the database is dropped.
-//! - **A spare is blank**: only a database whose emptying finished is named
-//!   `tresor_spare_…` (it is `tresor_emptying_…` until then), so another test
-//!   process, which may adopt spares left by an earlier run, never takes a
-//!   half-emptied one. Taking a spare is one atomic rename: two processes
-//!   cannot both take it.
+//! - **Nothing crosses from one test to the next.** A test's database is
+//!   never given to another test. Renaming it is the fence: a connection of
+//!   the old test (a server being killed, a writer thread starting again)
+//!   names a database that no longer exists. Every session on it is ended
+//!   first, and a rename refused because one came back is tried again; after
+//!   a few refusals the database is dropped at once.
+//! - **Trash is only ever dropped.** What a process leaves (its last batch,
+//!   when it exits first) is dropped by the next test process on the server,
+//!   with the blank spares of the scheme before, which nothing takes now.
 
 use sqlx::{Connection, PgConnection};
 use std::sync::Mutex;
 
-/// The spares this process emptied, by name, on the default server.
-static SPARES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+/// How many databases are dropped together.
+const BATCH: usize = 16;
+
+/// The trash of this process (and what it adopted), by name, on the
+/// default server.
+static TRASH: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 /// A fresh random name with `prefix`.
 pub fn fresh_name(prefix: &str) -> String {
@@ -33,73 +39,72 @@ pub fn fresh_name(prefix: &str) -> String {
     format!("{prefix}{}", hex::encode(random))
 }
 
-/// A blank database of the server `conn` is connected to, named `name`: a
-/// spare renamed, or one created.
-pub async fn take(conn: &mut PgConnection, name: &str) {
-    while let Some(spare) = next_spare(conn).await {
-        let rename = format!("ALTER DATABASE {spare} RENAME TO {name}");
-        if sqlx::query(&rename).execute(&mut *conn).await.is_ok() {
-            return;
-        }
-    }
-    sqlx::query(&format!("CREATE DATABASE {name}"))
-        .execute(&mut *conn)
-        .await
-        .expect("create the test database");
-}
-
-/// The next spare to try: this process's own, else one left on the server
-/// by an earlier run (listed once).
-async fn next_spare(conn: &mut PgConnection) -> Option<String> {
+/// Adopts, once per process, the trash and spares left on the server.
+pub async fn adopt(conn: &mut PgConnection) {
     static ADOPTED: std::sync::Once = std::sync::Once::new();
-    if !ADOPTED.is_completed() {
-        let left: Vec<String> = sqlx::query_scalar(
-            "SELECT datname::text FROM pg_database WHERE datname LIKE 'tresor\\_spare\\_%'",
-        )
-        .fetch_all(&mut *conn)
-        .await
-        .unwrap_or_default();
-        ADOPTED.call_once(|| SPARES.lock().unwrap().extend(left));
+    if ADOPTED.is_completed() {
+        return;
     }
-    SPARES.lock().unwrap().pop()
+    let left: Vec<String> = sqlx::query_scalar(
+        "SELECT datname::text FROM pg_database \
+         WHERE datname LIKE 'tresor\\_trash\\_%' OR datname LIKE 'tresor\\_spare\\_%'",
+    )
+    .fetch_all(&mut *conn)
+    .await
+    .unwrap_or_default();
+    ADOPTED.call_once(|| TRASH.lock().unwrap().extend(left));
 }
 
-/// Gives the test database `name` of the server at `base` back as a spare
-/// (or drops it, when it cannot be fenced off).
+/// Fences the test database `name` of the server at `base` off as trash
+/// (or drops it, when it cannot be fenced off); drops a batch when one is
+/// full, on a thread of its own.
 pub async fn give_back(base: &str, name: &str) {
     let Ok(mut conn) = PgConnection::connect(base).await else {
         return;
     };
-    let emptying = fresh_name("tresor_emptying_");
-    if !fence(&mut conn, name, &emptying).await {
-        let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-            .execute(&mut conn)
-            .await;
-        return;
-    }
-    let (server, _) = base.rsplit_once('/').expect("a URL with a database name");
-    let emptied = match PgConnection::connect(&format!("{server}/{emptying}")).await {
-        Ok(mut on_it) => {
-            let emptied = empty(&mut on_it).await;
-            let _ = on_it.close().await;
-            emptied
+    let trash = fresh_name("tresor_trash_");
+    if fence(&mut conn, name, &trash).await {
+        let mut all = TRASH.lock().unwrap();
+        all.push(trash);
+        if all.len() >= BATCH {
+            let batch = std::mem::take(&mut *all);
+            let base = base.to_owned();
+            // Not waited for: a batch the process exits before is dropped
+            // by the next one.
+            std::thread::spawn(move || drop_all(&base, batch));
         }
-        Err(_) => false,
-    };
-    let spare = fresh_name("tresor_spare_");
-    let named = emptied
-        && sqlx::query(&format!("ALTER DATABASE {emptying} RENAME TO {spare}"))
-            .execute(&mut conn)
-            .await
-            .is_ok();
-    if named {
-        SPARES.lock().unwrap().push(spare);
     } else {
-        let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {emptying} WITH (FORCE)"))
+        let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
             .execute(&mut conn)
             .await;
     }
     let _ = conn.close().await;
+}
+
+/// Drops the databases `names` of the server at `base`, each on a
+/// connection of its own and all at once, so that their checkpoints are
+/// shared.
+fn drop_all(base: &str, names: Vec<String>) {
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return;
+    };
+    runtime.block_on(async {
+        let mut drops = tokio::task::JoinSet::new();
+        for name in names {
+            let base = base.to_owned();
+            drops.spawn(async move {
+                if let Ok(mut conn) = PgConnection::connect(&base).await {
+                    let drop = format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)");
+                    let _ = sqlx::query(&drop).execute(&mut conn).await;
+                    let _ = conn.close().await;
+                }
+            });
+        }
+        while drops.join_next().await.is_some() {}
+    });
 }
 
 /// Ends every session on `name` and renames it `to`, out of reach of
@@ -115,37 +120,9 @@ async fn fence(conn: &mut PgConnection, name: &str, to: &str) -> bool {
         .await;
         let rename = format!("ALTER DATABASE {name} RENAME TO {to}");
         if sqlx::query(&rename).execute(&mut *conn).await.is_ok() {
-            let _ = sqlx::query(&format!("ALTER DATABASE {to} RESET ALL"))
-                .execute(&mut *conn)
-                .await;
             return true;
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     false
-}
-
-/// Drops every schema of the database `on_it` is connected to and makes
-/// `public` again as `CREATE DATABASE` makes it.
-async fn empty(on_it: &mut PgConnection) -> bool {
-    let schemas: Vec<String> = match sqlx::query_scalar(
-        "SELECT nspname::text FROM pg_namespace \
-         WHERE nspname NOT LIKE 'pg\\_%' AND nspname <> 'information_schema'",
-    )
-    .fetch_all(&mut *on_it)
-    .await
-    {
-        Ok(schemas) => schemas,
-        Err(_) => return false,
-    };
-    let mut script: String = schemas
-        .iter()
-        .map(|schema| format!("DROP SCHEMA \"{schema}\" CASCADE; "))
-        .collect();
-    script.push_str(
-        "CREATE SCHEMA public AUTHORIZATION pg_database_owner; \
-         COMMENT ON SCHEMA public IS 'standard public schema'; \
-         GRANT USAGE ON SCHEMA public TO PUBLIC;",
-    );
-    sqlx::raw_sql(&script).execute(&mut *on_it).await.is_ok()
 }
