@@ -1,7 +1,7 @@
 //! A fresh database per test, on SQLite (a temporary folder, blank: the
 //! first connection migrates it) or PostgreSQL (a database of its own on the
 //! test server, made migrated, a copy of a template: `template.rs`; fenced
-//! off at the end and dropped later with others: `trash.rs`). Either is a
+//! off at the end and dropped later, many at once: `trash.rs`). Either is a
 //! new installation that nothing was written into (`Db::fresh`): a server
 //! started on it in demo mode makes the demo's emissions. A test that needs
 //! a database without a schema asks for one ([`TestDb::blank`],
@@ -94,7 +94,7 @@ impl TestDb {
                 return None;
             }
         };
-        super::trash::adopt(&mut conn).await;
+        super::trash::adopt(&mut conn, &base).await;
         let name = super::trash::fresh_name("tresor_test_");
         super::template::copy(&mut conn, &base, &name).await;
         let _ = conn.close().await;

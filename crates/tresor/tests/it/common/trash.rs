@@ -10,7 +10,8 @@
 //! template, `template.rs`), a blank spare would need the migrations again,
 //! the very cost the template saves, so a database is *trash* at the end of
 //! its test, and trash is dropped in batches: the drops of a batch run at
-//! once, and their checkpoints are one or two.
+//! once, and their checkpoints are one or two (64 a batch: about four batches a
+//! run of the suite).
 //!
 //! - **Nothing crosses from one test to the next.** A test's database is
 //!   never given to another test. Renaming it is the fence: a connection of
@@ -19,17 +20,20 @@
 //!   first, and a rename refused because one came back is tried again; after
 //!   a few refusals the database is dropped at once.
 //! - **Trash is only ever dropped.** What a process leaves (its last batch,
-//!   when it exits first) is dropped by the next test process on the server,
-//!   with the blank spares of the scheme before, which nothing takes now.
+//!   when it exits first) is dropped by the next test process on the server
+//!   as it starts, with the blank spares of the scheme before, which nothing
+//!   takes now.
 
 use sqlx::{Connection, PgConnection};
 use std::sync::Mutex;
 
-/// How many databases are dropped together.
-const BATCH: usize = 16;
+/// How many databases are dropped together: a run of the suite (some 250
+/// PostgreSQL tests) drops about four batches, each with one or two
+/// checkpoints.
+const BATCH: usize = 64;
 
-/// The trash of this process (and what it adopted), by name, on the
-/// default server.
+/// The trash of this process not yet dropped, by name, on the default
+/// server.
 static TRASH: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 /// A fresh random name with `prefix`.
@@ -39,8 +43,9 @@ pub fn fresh_name(prefix: &str) -> String {
     format!("{prefix}{}", hex::encode(random))
 }
 
-/// Adopts, once per process, the trash and spares left on the server.
-pub async fn adopt(conn: &mut PgConnection) {
+/// Drops, once per process and on a thread of its own, the trash and
+/// spares left on the server (at `base`) by earlier processes.
+pub async fn adopt(conn: &mut PgConnection, base: &str) {
     static ADOPTED: std::sync::Once = std::sync::Once::new();
     if ADOPTED.is_completed() {
         return;
@@ -52,7 +57,12 @@ pub async fn adopt(conn: &mut PgConnection) {
     .fetch_all(&mut *conn)
     .await
     .unwrap_or_default();
-    ADOPTED.call_once(|| TRASH.lock().unwrap().extend(left));
+    ADOPTED.call_once(|| {
+        if !left.is_empty() {
+            let base = base.to_owned();
+            std::thread::spawn(move || drop_all(&base, left));
+        }
+    });
 }
 
 /// Fences the test database `name` of the server at `base` off as trash
