@@ -239,24 +239,11 @@ pub(crate) fn unthrottled(exe: &Path) -> Vec<String> {
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
         .unwrap_or_default();
-    [
-        "--purchases-per-minute-per-player",
-        "--purchases-per-minute-per-address",
-        "--registrations-per-hour-per-address",
-        "--logins-per-minute-per-address",
-        "--actions-per-minute-per-player",
-        "--actions-per-minute-per-address",
-        "--free-tries-per-minute-per-address",
-        "--failed-logins-free-per-name-and-address",
-        "--failed-logins-free-per-address",
-        // Every simulated player's connection comes from 127.0.0.1 too.
-        "--max-connections-per-address",
-        "--max-connections",
-    ]
-    .into_iter()
-    .filter(|flag| help.contains(flag))
-    .flat_map(|flag| [flag.to_owned(), "100000000".to_owned()])
-    .collect()
+    tresor::cli::serve::LOAD_TEST_LIFTS
+        .into_iter()
+        .filter(|flag| help.contains(flag))
+        .flat_map(|flag| [flag.to_owned(), "100000000".to_owned()])
+        .collect()
 }
 
 /// The key of the block secrets of the bench's own databases: one per run,

@@ -441,12 +441,7 @@ fn every_island_the_check_accepts_stages_every_unit_of_a_whole_block() {
         }
         Ok(())
     });
-    eprintln!(
-        "{} islands accepted, {} refused",
-        accepted.get(),
-        refused.get()
-    );
-    assert!(accepted.get() >= 10 && refused.get() >= 3);
+    tried_both_ways("islands", &accepted, &refused);
 }
 
 /// A generated scratch card definition, before it is written out.
@@ -537,10 +532,13 @@ fn every_scratch_card_the_check_accepts_stages_every_unit_of_a_whole_block() {
         }
         Ok(())
     });
-    eprintln!(
-        "{} cards accepted, {} refused",
-        accepted.get(),
-        refused.get()
-    );
-    assert!(accepted.get() >= 10 && refused.get() >= 3);
+    tried_both_ways("cards", &accepted, &refused);
+}
+
+/// Says how many `what` the random cases had accepted and refused, and
+/// asserts they tried both ways: at least 10 accepted and 3 refused.
+fn tried_both_ways(what: &str, accepted: &Cell<u32>, refused: &Cell<u32>) {
+    let (accepted, refused) = (accepted.get(), refused.get());
+    eprintln!("{accepted} {what} accepted, {refused} refused");
+    assert!(accepted >= 10 && refused >= 3);
 }

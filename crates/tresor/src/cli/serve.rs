@@ -203,6 +203,23 @@ impl EdgeArgs {
     }
 }
 
+/// The flags of every throttle one address meets, per player, per address
+/// and on its connections: what a load test from 127.0.0.1 (`tresor-bench`,
+/// the integration tests) raises out of its way.
+pub const LOAD_TEST_LIFTS: [&str; 11] = [
+    "--purchases-per-minute-per-player",
+    "--purchases-per-minute-per-address",
+    "--registrations-per-hour-per-address",
+    "--logins-per-minute-per-address",
+    "--actions-per-minute-per-player",
+    "--actions-per-minute-per-address",
+    "--free-tries-per-minute-per-address",
+    "--failed-logins-free-per-name-and-address",
+    "--failed-logins-free-per-address",
+    "--max-connections-per-address",
+    "--max-connections",
+];
+
 /// `tresor serve`'s throttles (see [`RateLimits`] for what each counts).
 #[derive(Debug, Clone, Args)]
 pub struct RateLimitArgs {

@@ -14,6 +14,17 @@ pub const MAX_DEPOSIT_CENTS: i64 = 100_000_000;
 /// The largest single demo deposit.
 pub const MAX_DEMO_DEPOSIT_CENTS: i64 = 100_000;
 
+/// Refuses (`validation`) an amount of money moved below `least_cents` or
+/// above [`MAX_DEPOSIT_CENTS`].
+pub(super) fn check_amount(amount_cents: i64, least_cents: i64) -> Result<(), Error> {
+    if (least_cents..=MAX_DEPOSIT_CENTS).contains(&amount_cents) {
+        return Ok(());
+    }
+    Err(Error::Validation(format!(
+        "amount_cents: between {least_cents} and {MAX_DEPOSIT_CENTS}"
+    )))
+}
+
 /// A player's view of themselves.
 #[derive(Debug, Clone, Serialize)]
 pub struct Me {
@@ -204,11 +215,7 @@ impl Service {
         player: &Player,
         amount_cents: i64,
     ) -> Result<i64, Error> {
-        if !(1..=MAX_DEPOSIT_CENTS).contains(&amount_cents) {
-            return Err(Error::Validation(format!(
-                "amount_cents: between 1 and {MAX_DEPOSIT_CENTS}"
-            )));
-        }
+        check_amount(amount_cents, 1)?;
         let account_id = player.account_id;
         let player_id = player.id;
         let now_ms = self.now_ms();

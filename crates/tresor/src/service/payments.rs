@@ -146,12 +146,7 @@ impl Service {
         player: &Player,
         amount_cents: i64,
     ) -> Result<DepositView, Error> {
-        if !(100..=super::MAX_DEPOSIT_CENTS).contains(&amount_cents) {
-            return Err(Error::Validation(format!(
-                "amount_cents: between 100 and {}",
-                super::MAX_DEPOSIT_CENTS
-            )));
-        }
+        super::money::check_amount(amount_cents, 100)?;
         let now_ms = self.now_ms();
         let provider = self.settings.payments.provider.clone();
         let player_id = player.id;

@@ -10,7 +10,7 @@ use crate::error::Error;
 use crate::model::Player;
 use crate::store::accounts as store;
 use crate::store::suspension::{self, Suspension};
-use crate::trail::{self, Actor};
+use crate::trail::Actor;
 use serde::Serialize;
 use serde_json::json;
 
@@ -61,10 +61,11 @@ impl Service {
         reason_text: &str,
     ) -> Result<SuspensionView, Error> {
         let reason = reason(reason_text)?;
-        let now_ms = self.now_ms();
-        let player = player.clone();
-        self.write(move |conn| {
-            let (player, by, reason) = (player.clone(), by.clone(), reason.clone());
+        let request = json!({"player_id": player.id, "username": player.username,
+                             "reason": reason});
+        let (player, by_label) = (player.clone(), by.label());
+        self.write_recorded(by, "account_suspended", request, move |conn, now_ms| {
+            let (player, by, reason) = (player.clone(), by_label.clone(), reason.clone());
             Box::pin(async move {
                 if let Some(current) = suspension::suspension(conn, player.id).await? {
                     return Err(Error::Validation(format!(
@@ -76,22 +77,15 @@ impl Service {
                 }
                 let suspension = Suspension {
                     at_ms: now_ms,
-                    by: by.label(),
+                    by,
                     reason,
                 };
                 suspension::set_suspension(conn, player.id, Some(&suspension)).await?;
                 let ended = store::end_sessions(conn, player.id, now_ms).await?;
-                trail::append(
-                    conn,
-                    now_ms,
-                    &by,
-                    "account_suspended",
-                    json!({"player_id": player.id, "username": player.username,
-                           "reason": suspension.reason}),
+                Ok((
+                    SuspensionView::from(suspension),
                     json!({"sessions_ended": ended}),
-                )
-                .await?;
-                Ok(SuspensionView::from(suspension))
+                ))
             })
         })
         .await
@@ -106,10 +100,11 @@ impl Service {
         reason_text: &str,
     ) -> Result<(), Error> {
         let reason = reason(reason_text)?;
-        let now_ms = self.now_ms();
+        let request = json!({"player_id": player.id, "username": player.username,
+                             "reason": reason});
         let player = player.clone();
-        self.write(move |conn| {
-            let (player, by, reason) = (player.clone(), by.clone(), reason.clone());
+        self.write_recorded(by, "account_unsuspended", request, move |conn, _| {
+            let player = player.clone();
             Box::pin(async move {
                 let Some(current) = suspension::suspension(conn, player.id).await? else {
                     return Err(Error::Validation(format!(
@@ -118,17 +113,7 @@ impl Service {
                     )));
                 };
                 suspension::set_suspension(conn, player.id, None).await?;
-                trail::append(
-                    conn,
-                    now_ms,
-                    &by,
-                    "account_unsuspended",
-                    json!({"player_id": player.id, "username": player.username,
-                           "reason": reason}),
-                    json!({"suspended_at": rfc3339(current.at_ms)}),
-                )
-                .await?;
-                Ok(())
+                Ok(((), json!({"suspended_at": rfc3339(current.at_ms)})))
             })
         })
         .await

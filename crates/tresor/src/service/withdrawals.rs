@@ -79,12 +79,7 @@ impl Service {
         player: &Player,
         amount_cents: i64,
     ) -> Result<WithdrawalView, Error> {
-        if !(1..=super::MAX_DEPOSIT_CENTS).contains(&amount_cents) {
-            return Err(Error::Validation(format!(
-                "amount_cents: between 1 and {}",
-                super::MAX_DEPOSIT_CENTS
-            )));
-        }
+        super::money::check_amount(amount_cents, 1)?;
         let now_ms = self.now_ms();
         let player = player.clone();
         let row = self

@@ -12,8 +12,8 @@ use crate::common::proxy::Plug;
 use crate::common::trail::assert_trail_verifies;
 use crate::common::wait::{until, until_true};
 use crate::common::{
-    Harness, Server, TestApp, TestDb, assert_ledger_balances, buy_at, cookie_client, get_json,
-    players_at, post, register_and_deposit, unthrottled_flags,
+    Harness, Server, TestApp, TestDb, assert_ledger_balances, buy_at, cookie_client, demo_on_sale,
+    get_json, players_at, post, register_and_deposit, unthrottled_flags,
 };
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -24,7 +24,6 @@ use tokio::net::TcpListener;
 use tresor::metrics::Metrics;
 use tresor::service::{ManualClock, Service, Settings};
 use tresor::store::Db;
-use tresor_game::Stake;
 
 on_both!(
     a_writer_that_panics_mid_load_fails_its_callers_fast_and_restarts,
@@ -362,11 +361,7 @@ async fn a_writer_that_cannot_open_its_sqlite_file_is_not_ready_and_recovers_by_
     std::fs::rename(&aside, &file).unwrap();
     let back = Instant::now();
     let recovered_in = readyz_becomes(&base, 200, Duration::from_secs(30)).await;
-    service.set_demo().await.unwrap();
-    service
-        .create_emission("Back", &Stake::ALL, 1)
-        .await
-        .unwrap();
+    demo_on_sale(&service, "Back").await;
     register_and_deposit(&client, &base, "late", 1_000).await;
     let after = timed_purchase(&client, &base, "after").await;
     assert_eq!(after.status, 201, "{}", after.body);
@@ -406,11 +401,7 @@ async fn a_postgresql_cut_off_makes_readyz_fail_within_a_second_and_it_recovers_
     let clock = Arc::new(ManualClock::new(crate::common::now_ms()));
     let service = Service::new(store, clock, settings());
     service.open_secrets().await.unwrap();
-    service.set_demo().await.unwrap();
-    service
-        .create_emission("Plug", &Stake::ALL, 1)
-        .await
-        .unwrap();
+    demo_on_sale(&service, "Plug").await;
     let base = serve(&service).await;
     let client = cookie_client();
     register_and_deposit(&client, &base, "player", 10_000).await;

@@ -14,7 +14,9 @@ pub(crate) mod browser;
 
 use crate::common::expect;
 use crate::common::sellout::{buy_until_sold_out, sold};
-use crate::common::{TestApp, TestDb, assert_exit, describe, execute, player, scalar, tresor};
+use crate::common::{
+    TestApp, TestDb, assert_exit, describe, execute, fetch_json, player, scalar, tresor,
+};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -714,12 +716,7 @@ async fn the_demo_sells_every_game_of_its_catalogue() {
     let games = shipped("tresor-express.toml");
     let folder = games.parent().unwrap().to_str().unwrap().to_owned();
     let server = crate::common::Server::start(&db, &["--games".to_owned(), folder]).await;
-    let games: Value = reqwest::get(format!("{}/api/games", server.base))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let games = fetch_json(&format!("{}/api/games", server.base)).await;
     // Each game's stakes on sale, by name: a game offered with no stake
     // at all is not on sale.
     let on_sale: Vec<(&str, Vec<i64>)> = crate::common::items(&games, "games")

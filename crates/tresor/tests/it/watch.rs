@@ -10,7 +10,7 @@ use crate::common::mirror::{copy_dir, log_seed, mirrored, serve_folder};
 use crate::common::rfc9162 as r;
 use crate::common::trail::fetch_text;
 use crate::common::{
-    Harness, assert_exit, buy_and_play, cookie_client, describe, register_and_deposit,
+    Harness, Server, assert_exit, buy_and_play, cookie_client, describe, register_and_deposit,
 };
 use std::path::Path;
 use std::process::Output;
@@ -75,6 +75,21 @@ async fn served_checkpoint(base: &str) -> String {
     fetch_text(&format!("{base}/log/server/checkpoint")).await
 }
 
+/// An unthrottled server, its address, and `n` players (`prefix`…) who
+/// have played `rounds` rounds on it.
+async fn played(
+    h: &Harness,
+    prefix: &str,
+    n: usize,
+    rounds: usize,
+) -> (Server, String, Vec<reqwest::Client>) {
+    let server = h.server(&crate::common::unthrottled_flags()).await;
+    let base = server.base.clone();
+    let clients = players(&base, prefix, n).await;
+    play_rounds(&clients, &base, rounds).await;
+    (server, base, clients)
+}
+
 async fn play_rounds(clients: &[reqwest::Client], base: &str, rounds: usize) {
     for _ in 0..rounds {
         futures_util::future::join_all(clients.iter().map(|c| buy_and_play(c, base, 100))).await;
@@ -82,10 +97,7 @@ async fn play_rounds(clients: &[reqwest::Client], base: &str, rounds: usize) {
 }
 
 async fn an_honest_log_under_load_passes_every_poll(h: &Harness) {
-    let server = h.server(&crate::common::unthrottled_flags()).await;
-    let base = server.base.clone();
-    let clients = players(&base, "load", 4).await;
-    play_rounds(&clients, &base, 2).await;
+    let (_server, base, clients) = played(h, "load", 4, 2).await;
     let dir = tempfile::tempdir().unwrap();
     let (state, mirror) = (dir.path().join("state"), dir.path().join("mirror"));
     let stop = Arc::new(AtomicBool::new(false));
@@ -149,10 +161,7 @@ async fn an_honest_log_under_load_passes_every_poll(h: &Harness) {
 
 async fn a_fork_a_rewrite_a_shrink_and_another_key_are_each_refused(h: &Harness) {
     let seed = log_seed();
-    let server = h.server(&crate::common::unthrottled_flags()).await;
-    let base = server.base.clone();
-    let clients = players(&base, "fork", 3).await;
-    play_rounds(&clients, &base, 3).await;
+    let (_server, base, clients) = played(h, "fork", 3, 3).await;
     let dir = tempfile::tempdir().unwrap();
     let (state, mirror) = (dir.path().join("state"), dir.path().join("mirror"));
     passes(&watch(&base, &state, Some(&mirror), None).await);

@@ -11,9 +11,11 @@
 //! refuses it and sends no cosignature.
 
 use crate::common::mirror::{copy_dir, log_seed, mirrored, serve_folder};
+use crate::common::process::{strings, tresor_async};
 use crate::common::rfc9162 as r;
 use crate::common::{
-    Harness, Server, assert_exit, buy_and_play, cookie_client, describe, register_and_deposit,
+    Harness, Server, assert_exit, buy_and_play, cookie_client, describe, fetch_json,
+    register_and_deposit,
 };
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -27,19 +29,6 @@ on_both!(
     cosignatures_are_throttled_per_address,
     a_witness_cosigns_no_forked_or_rewritten_log,
 );
-
-async fn run(args: Vec<String>) -> Output {
-    tokio::task::spawn_blocking(move || {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        crate::common::tresor(&args)
-    })
-    .await
-    .unwrap()
-}
-
-fn strings(args: &[&str]) -> Vec<String> {
-    args.iter().map(|s| s.to_string()).collect()
-}
 
 fn passes(output: &Output) -> String {
     assert_exit(output, 0);
@@ -62,7 +51,7 @@ async fn server_witnessed_by(h: &Harness, vkey: &str, username: &str) -> (Server
 async fn keygen(dir: &Path, name: &str) -> (PathBuf, String) {
     let file = dir.join(format!("{}.key", name.replace('/', "_")));
     let out = passes(
-        &run(strings(&[
+        &tresor_async(strings(&[
             "audit",
             "witness-keygen",
             "--to",
@@ -97,12 +86,7 @@ async fn a_witness_cosigns_what_it_checked_and_receipts_carry_it(h: &Harness) {
     let (server, client) = server_witnessed_by(h, &vkey, "witnessed").await;
     let base = server.base.clone();
     let first = buy_and_play(&client, &base, 100).await;
-    let index: Value = reqwest::get(format!("{base}/log/"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let index = fetch_json(&format!("{base}/log/")).await;
     assert_eq!(index["witnesses"], json!([vkey]), "{index}");
     assert_eq!(
         index["logs"][0]["cosigned"], "/log/server/cosigned",
@@ -114,7 +98,7 @@ async fn a_witness_cosigns_what_it_checked_and_receipts_carry_it(h: &Harness) {
     // The witness checks the log and cosigns the checkpoint it checked.
     let state = dir.path().join("state");
     let out = passes(
-        &run(strings(&[
+        &tresor_async(strings(&[
             "audit",
             "watch",
             "--once",
@@ -196,7 +180,7 @@ async fn a_witness_cosigns_what_it_checked_and_receipts_carry_it(h: &Harness) {
         for w in witnesses {
             args.extend(["--witness".to_owned(), w.to_string()]);
         }
-        run(args)
+        tresor_async(args)
     };
     let out = passes(&check(&[&vkey]).await);
     assert!(
@@ -418,7 +402,7 @@ async fn watch(url: &str, state: &Path, mirror: Option<&Path>, witness: Option<&
         args.extend(["--witness-key".to_owned(), key.display().to_string()]);
         args.extend(["--witness-name".to_owned(), "witness.test/one".to_owned()]);
     }
-    run(args).await
+    tresor_async(args).await
 }
 
 /// Refused: exit 1, `words` said, and no cosignature sent to the site.

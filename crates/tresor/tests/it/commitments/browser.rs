@@ -8,6 +8,7 @@
 
 use crate::common::Harness;
 use crate::common::browser::Browser;
+use crate::common::fetch_json;
 use crate::common::page::Site;
 use crate::tlog::browser::open_fairness;
 use serde_json::{Value, json};
@@ -137,12 +138,7 @@ async fn the_fairness_page_gives_each_block_its_units_definition_and_commitment_
             .to_owned();
         h.tresor_ok(&["emission", "close", &id]);
     }
-    let api: Value = reqwest::get(format!("{}/api/blocks", server.base))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let api = fetch_json(&format!("{}/api/blocks", server.base)).await;
     let blocks = crate::common::items(&api["blocks"], "blocks");
     for game in ["ile-au-tresor", "tresor-express"] {
         assert!(

@@ -64,11 +64,7 @@ impl TestApp {
         }
         let service = Service::new(db.connect().await, clock.clone(), settings);
         service.open_secrets().await.unwrap();
-        service.set_demo().await.unwrap();
-        service
-            .create_emission("Test", &Stake::ALL, 1)
-            .await
-            .unwrap();
+        demo_on_sale(&service, "Test").await;
         let state = super::api::state(&service);
         let app = tresor::http::app(state.clone())
             .into_make_service_with_connect_info::<std::net::SocketAddr>();
@@ -346,4 +342,11 @@ pub async fn answer(response: reqwest::Response) -> (StatusCode, Value) {
         status,
         serde_json::from_str(&text).unwrap_or(Value::String(text)),
     )
+}
+
+/// Puts `service` in demo mode with one block of every stake on sale, of
+/// the emission `name`.
+pub async fn demo_on_sale(service: &Service, name: &str) {
+    service.set_demo().await.unwrap();
+    service.create_emission(name, &Stake::ALL, 1).await.unwrap();
 }

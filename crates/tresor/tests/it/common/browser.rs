@@ -213,6 +213,35 @@ impl Browser {
         .await;
     }
 
+    /// The text of the element `css` now (empty when it has none).
+    pub async fn text(&self, css: &str) -> String {
+        let value = self
+            .execute(&format!(
+                "return document.querySelector('{css}')?.textContent ?? null"
+            ))
+            .await;
+        value.as_str().unwrap_or_default().to_owned()
+    }
+
+    /// Waits until the element `css` shows a text, and returns it.
+    pub async fn wait_text(&self, css: &str) -> String {
+        let value = self
+            .wait_for(&format!("document.querySelector('{css}')?.textContent"))
+            .await;
+        value.as_str().unwrap().to_owned()
+    }
+
+    /// Waits until the JavaScript `condition` holds and the element `css`
+    /// shows a text, and returns that text.
+    pub async fn wait_text_when(&self, condition: &str, css: &str) -> String {
+        let value = self
+            .wait_for(&format!(
+                "({condition}) && document.querySelector('{css}')?.textContent"
+            ))
+            .await;
+        value.as_str().unwrap().to_owned()
+    }
+
     pub async fn balance_cents(&self) -> i64 {
         let value = self
             .wait_for("document.querySelector('[data-testid=balance]').dataset.cents")
@@ -285,6 +314,13 @@ impl Browser {
             .await;
     }
 
+    /// Opens `url`, and waits until the JavaScript `condition` holds too:
+    /// the screen it asked for is shown.
+    pub async fn goto_until(&self, url: &str, condition: &str) {
+        self.goto(url).await;
+        self.wait_for(condition).await;
+    }
+
     pub async fn execute(&self, script: &str) -> Value {
         self.post("/execute/sync", json!({ "script": script, "args": [] }))
             .await
@@ -344,6 +380,13 @@ impl Browser {
             },
         )
         .await;
+    }
+
+    /// Clicks `css`, and waits until the JavaScript `condition` holds: what
+    /// the click does is done.
+    pub async fn click_until(&self, css: &str, condition: &str) {
+        self.click(css).await;
+        self.wait_for(condition).await;
     }
 
     pub async fn type_into(&self, css: &str, text: &str) {

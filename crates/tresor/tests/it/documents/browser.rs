@@ -150,10 +150,7 @@ async fn a_long_document_name_and_the_sessions_read_well_and_a_session_ended_els
         let noticed = ended.elapsed();
         assert!(noticed < Duration::from_secs(60), "{noticed:?}");
         eprintln!("{lang}: a session ended elsewhere noticed after {noticed:?}");
-        let said = browser
-            .execute("return document.querySelector('#login-error').textContent")
-            .await;
-        let said = said.as_str().unwrap();
+        let said = browser.text("#login-error").await;
         assert!(
             said.contains(if fr { "fermée" } else { "closed" }),
             "{said}"
@@ -245,9 +242,11 @@ async fn the_symbols_panel_shows_every_name_whole_at_1280_px(h: &Harness) {
 /// Buys a unit with the mouse and plays its four throws out (the
 /// how-to-play window, when it comes, closed first).
 async fn play_one(browser: &Browser) {
-    browser.click("[data-testid=play]").await;
     browser
-        .wait_for("document.querySelector('#dlg-howto').open || document.querySelector('#screen-game').dataset.mode === 'playing'")
+        .click_until(
+            "[data-testid=play]",
+            "document.querySelector('#dlg-howto').open || document.querySelector('#screen-game').dataset.mode === 'playing'",
+        )
         .await;
     if browser
         .execute("return document.querySelector('#dlg-howto').open")

@@ -79,9 +79,11 @@ async fn a_suspended_player_is_told_neutrally_in_both_languages(h: &Harness) {
             .screenshot(&shot_name("account-suspended-login", lang))
             .await;
         // Its session is a real one: logging out ends it.
-        browser.click("[data-testid=logout]").await;
         browser
-            .wait_for("document.body.dataset.user === 'out'")
+            .click_until(
+                "[data-testid=logout]",
+                "document.body.dataset.user === 'out'",
+            )
             .await;
     }
     // The browser logged the refusals this test asked for: the stake with
@@ -109,9 +111,11 @@ async fn an_honest_player_changes_iban_and_address_with_the_password_and_the_old
     browser.open_account_in_page(&body, Some("en")).await;
     // The address confirmed: only a confirmed one gets the undo link.
     let confirm = outbox_link(outbox.path(), "iris@example.org", "/#/confirm-email/").await;
-    browser.goto(&confirm).await;
     browser
-        .wait_for("document.querySelector('[data-testid=confirm-text]').dataset.kind === 'notice'")
+        .goto_until(
+            &confirm,
+            "document.querySelector('[data-testid=confirm-text]').dataset.kind === 'notice'",
+        )
         .await;
     browser.goto(&format!("{base}/?fast=1#/account")).await;
     browser.reload_after("").await;
@@ -128,13 +132,8 @@ async fn an_honest_player_changes_iban_and_address_with_the_password_and_the_old
         .fill("[data-testid=iban-password]", "not my password")
         .await;
     browser.click("[data-testid=iban-save]").await;
-    let told = browser
-        .wait_for("document.querySelector('[data-testid=iban-error]').textContent")
-        .await;
-    assert!(
-        told.as_str().unwrap().contains("not your current password"),
-        "{told}"
-    );
+    let told = browser.wait_text("[data-testid=iban-error]").await;
+    assert!(told.contains("not your current password"), "{told}");
     assert!(
         browser
             .text("[data-testid=iban-current]")
@@ -143,9 +142,9 @@ async fn an_honest_player_changes_iban_and_address_with_the_password_and_the_old
     );
     // The right one: saved.
     browser.fill("[data-testid=iban-password]", PASSWORD).await;
-    browser.click("[data-testid=iban-save]").await;
     browser
-        .wait_for(
+        .click_until(
+            "[data-testid=iban-save]",
             "document.querySelector('[data-testid=iban-current]').textContent.includes('DE89')",
         )
         .await;
@@ -155,9 +154,11 @@ async fn an_honest_player_changes_iban_and_address_with_the_password_and_the_old
         .fill("[data-testid=email-input]", "iris@example.net")
         .await;
     browser.fill("[data-testid=email-password]", PASSWORD).await;
-    browser.click("[data-testid=email-submit]").await;
     browser
-        .wait_for("document.querySelector('[data-testid=email-current]').textContent.includes('iris@example.net')")
+        .click_until(
+            "[data-testid=email-submit]",
+            "document.querySelector('[data-testid=email-current]').textContent.includes('iris@example.net')",
+        )
         .await;
     browser.screenshot("account-address-changed").await;
 
@@ -167,14 +168,12 @@ async fn an_honest_player_changes_iban_and_address_with_the_password_and_the_old
     assert!(link.starts_with(&base), "{link}");
     browser.goto(&link).await;
     let done = browser
-        .wait_for("document.querySelector('[data-testid=confirm-text]').dataset.kind === 'notice' && document.querySelector('[data-testid=confirm-text]').textContent")
+        .wait_text_when(
+            "document.querySelector('[data-testid=confirm-text]').dataset.kind === 'notice'",
+            "[data-testid=confirm-text]",
+        )
         .await;
-    assert!(
-        done.as_str()
-            .unwrap()
-            .contains("former e-mail address is back"),
-        "{done}"
-    );
+    assert!(done.contains("former e-mail address is back"), "{done}");
     browser.screenshot("account-address-change-undone").await;
     let me = browser
         .in_page("get('/api/account').then((r) => done(r.status));")

@@ -230,9 +230,11 @@ async fn a_visitor_tries_the_scratch_card_and_the_island_for_free_in_french(h: &
     let (site, browser) = setup(h, 1280, 900).await;
     browser.phone(360, 740).await;
     let axe = axe_source();
-    browser.goto(&format!("{}/?fast=1#/games", site.base)).await;
     browser
-        .wait_for("document.body.dataset.ready === 'true' && document.querySelectorAll('[data-testid^=free-link-]').length === 2")
+        .goto_until(
+            &format!("{}/?fast=1#/games", site.base),
+            "document.body.dataset.ready === 'true' && document.querySelectorAll('[data-testid^=free-link-]').length === 2",
+        )
         .await;
     let before = real_rows(h).await;
     let links = browser

@@ -60,11 +60,7 @@ impl Target {
             ..Settings::default()
         };
         let service = Service::new(db.connect().await, clock, settings);
-        service.set_demo().await.unwrap();
-        service
-            .create_emission("Hostile", &Stake::ALL, 1)
-            .await
-            .unwrap();
+        demo_on_sale(&service, "Hostile").await;
         let metrics = Arc::new(tresor::metrics::Metrics::new(&service.writer.stats));
         let router = tresor::http::app(tresor::http::AppState {
             service: service.clone(),

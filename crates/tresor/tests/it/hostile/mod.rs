@@ -6,6 +6,7 @@
 //! end the ledger still balances and the trail still verifies.
 
 use crate::common::TestDb;
+use crate::common::demo_on_sale;
 use crate::common::expect;
 
 use axum::body::Body;
@@ -19,7 +20,6 @@ use std::sync::{Arc, Mutex};
 use tower::ServiceExt;
 use tresor::service::{ManualClock, Service, Settings};
 use tresor::trail::Verdict;
-use tresor_game::Stake;
 
 mod attack;
 mod coverage;

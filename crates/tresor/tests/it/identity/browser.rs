@@ -59,15 +59,23 @@ async fn send(client: &reqwest::Client, base: &str, kind: &str, name: &str, byte
         .unwrap_or_else(|| panic!("a document id in {answer}"))
 }
 
-async fn text(browser: &Browser, css: &str) -> String {
-    browser
-        .execute(&format!(
-            "return document.querySelector('{css}')?.textContent ?? null"
-        ))
+/// Finds the player `name` in the console, opens their page, and waits
+/// until it shows `testid`.
+async fn open_player(browser: &Browser, admin: &str, name: &str, testid: &str) {
+    let id = browser
+        .call("GET", &format!("/console/api/players?q={name}"))
         .await
-        .as_str()
-        .unwrap_or_else(|| panic!("{css} is shown"))
-        .to_owned()
+        .1["players"][0]["id"]
+        .as_i64()
+        .unwrap();
+    browser
+        .goto_until(
+            &format!("{admin}/console#/players/{id}"),
+            &format!(
+                "document.querySelector('#player-detail')?.dataset.playerId === '{id}' && document.querySelector('[data-testid={testid}]')"
+            ),
+        )
+        .await;
 }
 
 async fn the_french_console_shows_data_as_recorded_and_numbers_errors_and_queues_as_an_operator_reads_them(
@@ -128,7 +136,7 @@ async fn the_french_console_shows_data_as_recorded_and_numbers_errors_and_queues
         browser
             .wait_for("document.querySelector('[data-testid=writer-p50]') && document.querySelector('[data-testid=payout]')")
             .await;
-        let writes = text(&browser, "#writer-title").await;
+        let writes = browser.text("#writer-title").await;
         assert_eq!(
             writes,
             if fr {
@@ -137,8 +145,8 @@ async fn the_french_console_shows_data_as_recorded_and_numbers_errors_and_queues
                 "Database writes"
             }
         );
-        let p50 = text(&browser, "[data-testid=writer-p50]").await;
-        let payout = text(&browser, "[data-testid=payout] .tile-value").await;
+        let p50 = browser.text("[data-testid=writer-p50]").await;
+        let payout = browser.text("[data-testid=payout] .tile-value").await;
         let progress = browser
             .execute("return [...document.querySelectorAll('#sales td.num span.num, #sales .num')].map((n) => n.textContent).filter((t) => t.includes('%'))")
             .await;
@@ -188,9 +196,7 @@ async fn the_french_console_shows_data_as_recorded_and_numbers_errors_and_queues
             at(&ready) < at(&waiting) && at(&waiting) < at(&nothing),
             "{order:?}"
         );
-        let first_column = browser
-            .execute("return document.querySelector('#verify-queue thead th').textContent")
-            .await;
+        let first_column = browser.text("#verify-queue thead th").await;
         assert_eq!(first_column, json!(if fr { "État" } else { "State" }));
         let said = |name: &str| order.iter().find(|r| r.0 == name).unwrap().2.clone();
         if fr {
@@ -202,7 +208,9 @@ async fn the_french_console_shows_data_as_recorded_and_numbers_errors_and_queues
             assert_eq!(said(&nothing), "nothing sent");
         }
         // The PDF named photo.png opens as what its bytes are.
-        let link = text(&browser, &format!("[data-testid=doc-open-{pdf_named_png}]")).await;
+        let link = browser
+            .text(&format!("[data-testid=doc-open-{pdf_named_png}]"))
+            .await;
         assert_eq!(link, if fr { "Ouvrir le PDF" } else { "Open the PDF" });
         assert!(!link.contains("png"), "{link}");
         // The long name is cut with an ellipsis, whole in its title, and
@@ -248,14 +256,14 @@ async fn the_french_console_shows_data_as_recorded_and_numbers_errors_and_queues
                 .await,
         );
         browser
-            .goto(&format!("{}/console#/players/{nora_id}", site.admin))
+            .goto_until(
+                &format!("{}/console#/players/{nora_id}", site.admin),
+                &format!(
+                    "document.querySelector('#player-detail')?.dataset.playerId === '{nora_id}'"
+                ),
+            )
             .await;
-        browser
-            .wait_for(&format!(
-                "document.querySelector('#player-detail')?.dataset.playerId === '{nora_id}'"
-            ))
-            .await;
-        let status = text(&browser, "[data-testid=player-status]").await;
+        let status = browser.text("[data-testid=player-status]").await;
         assert!(
             status.contains(if fr { "suspendu" } else { "suspended" }),
             "{status}"
@@ -291,42 +299,16 @@ async fn the_french_console_shows_data_as_recorded_and_numbers_errors_and_queues
 
         // zoe's documents are verified: « Marquer comme vérifié… » is
         // offered, and its dialog groups the IBAN by four.
-        let zoe_id = browser
-            .call("GET", &format!("/console/api/players?q={ready}"))
-            .await
-            .1["players"][0]["id"]
-            .as_i64()
-            .unwrap();
-        browser
-            .goto(&format!("{}/console#/players/{zoe_id}", site.admin))
-            .await;
-        browser
-            .wait_for(&format!(
-                "document.querySelector('#player-detail')?.dataset.playerId === '{zoe_id}' && document.querySelector('[data-testid=verify-player]')"
-            ))
-            .await;
+        open_player(&browser, &site.admin, &ready, "verify-player").await;
         browser.ask("[data-testid=verify-player]").await;
-        let dialog = text(&browser, "#confirm-text").await;
+        let dialog = browser.text("#confirm-text").await;
         assert!(
             dialog.contains("FR76 3000 6000 0112 3456 7890 189"),
             "{dialog}"
         );
         browser.cancel().await;
         // paul's documents wait: no verification offered yet.
-        let paul_id = browser
-            .call("GET", &format!("/console/api/players?q={waiting}"))
-            .await
-            .1["players"][0]["id"]
-            .as_i64()
-            .unwrap();
-        browser
-            .goto(&format!("{}/console#/players/{paul_id}", site.admin))
-            .await;
-        browser
-            .wait_for(&format!(
-                "document.querySelector('#player-detail')?.dataset.playerId === '{paul_id}' && document.querySelector('[data-testid=verify-player-waits]')"
-            ))
-            .await;
+        open_player(&browser, &site.admin, &waiting, "verify-player-waits").await;
         browser.log_out_of_the_console().await;
 
         // The auditor reads the trail: the command line's actor as

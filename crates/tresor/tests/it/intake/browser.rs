@@ -56,15 +56,13 @@ async fn a_player_sends_documents_and_an_operator_reviews_them_in_both_languages
             .wait_for("document.querySelector('[data-testid=docs-error]').dataset.code")
             .await;
         assert_eq!(code, json!("document_type"));
-        let said = browser
-            .execute("return document.querySelector('[data-testid=docs-error]').textContent")
-            .await;
+        let said = browser.text("[data-testid=docs-error]").await;
         let words = if lang == "fr" {
             "ni une photo"
         } else {
             "neither"
         };
-        assert!(said.as_str().unwrap().contains(words), "{said}");
+        assert!(said.contains(words), "{said}");
         assert_eq!(
             document_status(&browser, "identity").await,
             json!("missing")
@@ -147,13 +145,10 @@ async fn a_player_sends_documents_and_an_operator_reviews_them_in_both_languages
         browser
             .type_into("#confirm-reason", "The photo is blurred")
             .await;
-        browser.click("[data-testid=confirm-ok]").await;
-        browser
-            .wait_for(&format!(
+        browser.click_until("[data-testid=confirm-ok]", &format!(
                 "!document.querySelector('#confirm').open
                  && document.querySelector('[data-testid=doc-{player}-identity]').dataset.status === 'refused'"
-            ))
-            .await;
+            )).await;
         browser
             .click(&format!("[data-testid=doc-verify-{proof_doc}]"))
             .await;
@@ -166,10 +161,10 @@ async fn a_player_sends_documents_and_an_operator_reviews_them_in_both_languages
 
         // The player reads the reason and sends another photo.
         browser
-            .goto(&format!("{}/?fast=1#/account", site.base))
-            .await;
-        browser
-            .wait_for("document.body.dataset.screen === 'account' && document.querySelector('[data-testid=doc-identity]').dataset.status === 'refused'")
+            .goto_until(
+                &format!("{}/?fast=1#/account", site.base),
+                "document.body.dataset.screen === 'account' && document.querySelector('[data-testid=doc-identity]').dataset.status === 'refused'",
+            )
             .await;
         let reason = browser
             .execute(
@@ -188,9 +183,11 @@ async fn a_player_sends_documents_and_an_operator_reviews_them_in_both_languages
             .await;
 
         // The operator verifies it; the account can then be verified.
-        browser.goto(&format!("{}/console", site.admin)).await;
         browser
-            .wait_for("document.body.dataset.role && document.body.dataset.screen !== 'login'")
+            .goto_until(
+                &format!("{}/console", site.admin),
+                "document.body.dataset.role && document.body.dataset.screen !== 'login'",
+            )
             .await;
         browser.open("queues").await;
         let again = data_i64(&browser.wait_for(&pending("identity")).await);
@@ -208,12 +205,12 @@ async fn a_player_sends_documents_and_an_operator_reviews_them_in_both_languages
 
         // The player sees both verified, in their language.
         browser
-            .goto(&format!("{}/?fast=1#/account", site.base))
-            .await;
-        browser
-            .wait_for("document.body.dataset.screen === 'account'
-                       && document.querySelector('[data-testid=doc-identity]').dataset.status === 'verified'
-                       && document.querySelector('[data-testid=doc-iban_proof]').dataset.status === 'verified'")
+            .goto_until(
+                &format!("{}/?fast=1#/account", site.base),
+                "document.body.dataset.screen === 'account'
+                 && document.querySelector('[data-testid=doc-identity]').dataset.status === 'verified'
+                 && document.querySelector('[data-testid=doc-iban_proof]').dataset.status === 'verified'",
+            )
             .await;
         let shown = browser
             .execute(

@@ -167,12 +167,12 @@ async fn an_operator_suspends_a_block_verifies_an_account_and_settles_withdrawal
     browser.type_into("[data-testid=player-q]", "ana").await;
     browser.click("[data-testid=player-search-submit]").await;
     browser
-        .click(&format!("[data-testid=player-link-{ana_id}]"))
-        .await;
-    browser
-        .wait_for(&format!(
-            "document.querySelector('[data-testid=player-detail]').dataset.playerId === '{ana_id}'"
-        ))
+        .click_until(
+            &format!("[data-testid=player-link-{ana_id}]"),
+            &format!(
+                "document.querySelector('[data-testid=player-detail]').dataset.playerId === '{ana_id}'"
+            ),
+        )
         .await;
     browser.type_into("[data-testid=credit-amount]", "30").await;
     browser.click("[data-testid=credit-submit]").await;
@@ -210,9 +210,11 @@ async fn an_operator_suspends_a_block_verifies_an_account_and_settles_withdrawal
     browser
         .ask(&format!("[data-testid=approve-{}]", asked[0]))
         .await;
-    browser.click("[data-testid=confirm-ok]").await;
     browser
-        .wait_for("!document.querySelector('#confirm-error').hidden && document.querySelector('#confirm-error').dataset.code === 'four_eyes'")
+        .click_until(
+            "[data-testid=confirm-ok]",
+            "!document.querySelector('#confirm-error').hidden && document.querySelector('#confirm-error').dataset.code === 'four_eyes'",
+        )
         .await;
     browser.press(&["\u{E00C}"]).await;
     browser.wait_closed("#confirm").await;
@@ -278,9 +280,11 @@ async fn an_operator_suspends_a_block_verifies_an_account_and_settles_withdrawal
         .ask(&format!("[data-testid=reject-{}]", asked[1]))
         .await;
     // No reason, no rejection: the dialog says so and stays open.
-    browser.click("[data-testid=confirm-ok]").await;
     browser
-        .wait_for("!document.querySelector('#confirm-error').hidden && document.querySelector('#confirm').open")
+        .click_until(
+            "[data-testid=confirm-ok]",
+            "!document.querySelector('#confirm-error').hidden && document.querySelector('#confirm').open",
+        )
         .await;
     browser
         .type_into("[data-testid=confirm-reason]", "The IBAN is closed")

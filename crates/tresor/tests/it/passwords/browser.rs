@@ -102,10 +102,8 @@ async fn reset_in(
         .type_into("[data-testid=forgot-email]", &email)
         .await;
     browser.click("[data-testid=forgot-submit]").await;
-    let told = browser
-        .wait_for("document.querySelector('[data-testid=forgot-notice]').textContent")
-        .await;
-    assert!(told.as_str().unwrap().contains(words.sent), "{told}");
+    let told = browser.wait_text("[data-testid=forgot-notice]").await;
+    assert!(told.contains(words.sent), "{told}");
     browser
         .screenshot(&shot_name("account-password-forgotten", lang))
         .await;
@@ -119,10 +117,8 @@ async fn reset_in(
         .type_into("[data-testid=reset-password]", "my brand new password")
         .await;
     browser.click("[data-testid=reset-submit]").await;
-    let done = browser
-        .wait_for("document.querySelector('[data-testid=reset-notice]').textContent")
-        .await;
-    assert!(done.as_str().unwrap().contains(words.saved), "{done}");
+    let done = browser.wait_text("[data-testid=reset-notice]").await;
+    assert!(done.contains(words.saved), "{done}");
     browser
         .screenshot(&shot_name("account-password-reset", lang))
         .await;

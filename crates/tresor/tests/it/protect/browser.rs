@@ -26,9 +26,11 @@ async fn the_reminder_window_comes_when_due_blocks_play_until_acknowledged_and_s
     browser
         .execute("document.querySelector('[data-testid=reminder-every]').value = '5'")
         .await;
-    browser.click("[data-testid=reminder-save]").await;
     browser
-        .wait_for("document.querySelector('[data-testid=reminder-notice]').textContent !== ''")
+        .click_until(
+            "[data-testid=reminder-save]",
+            "document.querySelector('[data-testid=reminder-notice]').textContent !== ''",
+        )
         .await;
     assert_eq!(
         browser.get_json("/api/account").await["reminder_every_minutes"],
@@ -94,9 +96,11 @@ async fn the_reminder_window_comes_when_due_blocks_play_until_acknowledged_and_s
     );
 
     // Acknowledged: play goes on, and the window does not come back before the next 5 minutes.
-    browser.click("[data-testid=reminder-ok]").await;
     browser
-        .wait_for("!document.querySelector('#dlg-reminder').open && !document.querySelector('[data-testid=play]').disabled")
+        .click_until(
+            "[data-testid=reminder-ok]",
+            "!document.querySelector('#dlg-reminder').open && !document.querySelector('[data-testid=play]').disabled",
+        )
         .await;
     // The page's reminder check runs now (it runs each second and on its
     // clock's moves): no window before the next 5 minutes.
@@ -151,18 +155,17 @@ async fn a_payment_declined_or_over_the_cap_shows_failed_or_is_refused_and_credi
     // paid, then only refunded), the reason under the amount, the player still
     // on the account screen, nothing paid or credited. (A payment confirmed
     // past the cap is still recorded to refund: tests/it/account.rs.)
-    browser.click("[data-testid=nav-account]").await;
     browser
-        .wait_for("!document.querySelector('#pay-form').hidden")
+        .click_until(
+            "[data-testid=nav-account]",
+            "!document.querySelector('#pay-form').hidden",
+        )
         .await;
     browser.fill("[data-testid=pay-amount]", "25").await;
     browser.click("[data-testid=pay-submit]").await;
-    let text = browser
-        .wait_for("document.querySelector('[data-testid=pay-error]').textContent")
-        .await;
+    let text = browser.wait_text("[data-testid=pay-error]").await;
     assert!(
-        !text.as_str().unwrap().is_empty()
-            && browser.execute("return location.pathname").await == json!("/"),
+        !text.is_empty() && browser.execute("return location.pathname").await == json!("/"),
         "{text}"
     );
     browser.screenshot("account-deposit-over-the-cap").await;

@@ -2,6 +2,7 @@
 
 use crate::api::browser::*;
 use crate::common::Harness;
+use crate::common::fetch_json;
 use serde_json::{Value, json};
 
 // The page is the same on either database (its PostgreSQL smoke test is
@@ -61,12 +62,14 @@ async fn the_history_shows_the_last_play_at_once_and_replays_a_finished_one(h: &
     assert_eq!(rows, json!(1), "the header holds on one line at 1280 px");
 
     // The finished game replays on the map, with the same symbols.
-    browser.click("[data-testid=history-replay]").await;
     browser
-        .wait_for(&format!(
-            "document.querySelector('#screen-game').dataset.playId === '{}'",
-            finished["id"]
-        ))
+        .click_until(
+            "[data-testid=history-replay]",
+            &format!(
+                "document.querySelector('#screen-game').dataset.playId === '{}'",
+                finished["id"]
+            ),
+        )
         .await;
     browser
         .wait_for("document.querySelector('#pips').dataset.used === '4' && document.querySelector('#game-status').dataset.kind")
@@ -75,9 +78,11 @@ async fn the_history_shows_the_last_play_at_once_and_replays_a_finished_one(h: &
 
     // Back to the game: the unfinished one is resumed, on a phone-sized screen.
     browser.phone(360, 780).await;
-    browser.click("#replay-back").await;
     browser
-        .wait_for(&format!("document.querySelector('#screen-game').dataset.playId === '{id}' && document.querySelector('#screen-game').dataset.mode === 'playing'"))
+        .click_until(
+            "#replay-back",
+            &format!("document.querySelector('#screen-game').dataset.playId === '{id}' && document.querySelector('#screen-game').dataset.mode === 'playing'"),
+        )
         .await;
     browser.throw_and_wait(1).await;
     // The layout viewport follows the emulated phone at its next layout,
@@ -125,9 +130,11 @@ async fn the_history_shows_the_last_play_at_once_and_replays_a_finished_one(h: &
         )
         .await;
     assert_eq!(titles, json!([]), "the panels' titles fit");
-    browser.click("[data-testid=menu]").await;
     browser
-        .wait_for("getComputedStyle(document.querySelector('#nav')).display !== 'none' && document.querySelector('[data-testid=menu]').getAttribute('aria-expanded') === 'true'")
+        .click_until(
+            "[data-testid=menu]",
+            "getComputedStyle(document.querySelector('#nav')).display !== 'none' && document.querySelector('[data-testid=menu]').getAttribute('aria-expanded') === 'true'",
+        )
         .await;
     browser.press(&["\u{E00C}"]).await;
     browser
@@ -142,14 +149,15 @@ async fn the_rules_are_one_click_away_in_french_and_in_english(h: &Harness) {
     browser.goto(&format!("{base}/")).await;
     browser.click("[data-testid=nav-rules]").await;
     let text = browser
-        .wait_for("document.querySelector('[data-testid=rules-text] table') && document.querySelector('[data-testid=rules-text]').textContent")
+        .wait_text_when(
+            "document.querySelector('[data-testid=rules-text] table')",
+            "[data-testid=rules-text]",
+        )
         .await;
-    assert!(text.as_str().unwrap().contains("Description du jeu"));
+    assert!(text.contains("Description du jeu"));
     browser.click("[data-testid=lang]").await;
-    let text = browser
-        .wait_for("document.querySelector('[data-testid=rules-text]').dataset.lang === 'en' && document.querySelector('[data-testid=rules-text] table') && document.querySelector('[data-testid=rules-text]').textContent")
-        .await;
-    assert!(text.as_str().unwrap().contains("Description of the game"));
+    let text = browser.wait_text_when("document.querySelector('[data-testid=rules-text]').dataset.lang === 'en' && document.querySelector('[data-testid=rules-text] table')", "[data-testid=rules-text]").await;
+    assert!(text.contains("Description of the game"));
     // The choice of language is remembered.
     browser.goto(&format!("{base}/")).await;
     assert_eq!(
@@ -158,21 +166,16 @@ async fn the_rules_are_one_click_away_in_french_and_in_english(h: &Harness) {
             .await,
         json!("en")
     );
-    assert_eq!(
-        browser
-            .execute("return document.querySelector('[data-testid=play]').textContent")
-            .await,
-        json!("Play")
-    );
-    let footer = browser
-        .execute("return document.querySelector('footer').textContent")
-        .await;
-    assert!(footer.as_str().unwrap().contains("09-74-75-13-13"));
+    assert_eq!(browser.text("[data-testid=play]").await, "Play");
+    let footer = browser.text("footer").await;
+    assert!(footer.contains("09-74-75-13-13"));
 
     // The fairness page lists every block with its commitment.
-    browser.click("[data-testid=nav-fairness]").await;
     browser
-        .wait_for("document.querySelectorAll('[data-testid=block-row]').length > 0")
+        .click_until(
+            "[data-testid=nav-fairness]",
+            "document.querySelectorAll('[data-testid=block-row]').length > 0",
+        )
         .await;
     let shown = browser
         .execute(
@@ -180,12 +183,7 @@ async fn the_rules_are_one_click_away_in_french_and_in_english(h: &Harness) {
                [Number(row.dataset.blockId), row.querySelector('[data-testid=block-commitment]').textContent])",
         )
         .await;
-    let blocks: Value = reqwest::get(format!("{base}/api/blocks"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let blocks = fetch_json(&format!("{base}/api/blocks")).await;
     let expected: Vec<Value> = blocks["blocks"]
         .as_array()
         .unwrap()
@@ -194,10 +192,8 @@ async fn the_rules_are_one_click_away_in_french_and_in_english(h: &Harness) {
         .collect();
     assert!(!expected.is_empty());
     assert_eq!(shown, json!(expected));
-    let text = browser
-        .execute("return document.querySelector('#screen-fairness').textContent")
-        .await;
-    assert!(text.as_str().unwrap().contains("tresor block verify"));
+    let text = browser.text("#screen-fairness").await;
+    assert!(text.contains("tresor block verify"));
     browser.screenshot("fairness").await;
 
     browser.close_without_console_errors().await;

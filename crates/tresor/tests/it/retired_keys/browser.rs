@@ -9,6 +9,7 @@
 
 use crate::common::browser::Browser;
 use crate::common::page::browser_in_turn;
+use crate::common::process::{strings, tresor_async};
 use crate::common::rfc9162::{self, Body, H};
 use crate::common::{Harness, buy_and_play, cookie_client, describe, register_and_deposit};
 use crate::tlog::browser::{buy, check_pasted, open_fairness, proof_text, register};
@@ -20,19 +21,6 @@ use std::process::Output;
 // api::plays::browser::a_new_player_registers_deposits_and_plays_a_full_game_at_each_stake).
 on_sqlite!(a_receipt_signed_by_a_retired_key_past_its_last_size_is_refused_by_the_page_and_the_command_line);
 on_sqlite!(on_a_site_with_witnesses_a_receipt_they_did_not_cosign_reads_not_cosigned_until_they_do);
-
-async fn run(args: Vec<String>) -> Output {
-    tokio::task::spawn_blocking(move || {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        crate::common::tresor(&args)
-    })
-    .await
-    .unwrap()
-}
-
-fn strings(args: &[&str]) -> Vec<String> {
-    args.iter().map(|s| s.to_string()).collect()
-}
 
 async fn log_index(base: &str) -> Value {
     reqwest::get(format!("{base}/log/"))
@@ -59,7 +47,7 @@ async fn audit_receipt(dir: &Path, receipt: &Value, args: &[&str]) -> Output {
     std::fs::write(&file, receipt.to_string()).unwrap();
     let mut all = strings(&["audit", "receipt", &file.display().to_string()]);
     all.extend(strings(args));
-    run(all).await
+    tresor_async(all).await
 }
 
 /// A receipt of a purchase that never was (play 987654, a 20,000 € win),
@@ -291,7 +279,7 @@ async fn history_receipt(browser: &Browser) -> Value {
 /// `tresor audit witness-keygen`: the key file and the witness's vkey.
 async fn witness_keygen(files: &Path) -> (String, String) {
     let key_file = files.join("witness.key").display().to_string();
-    let out = run(strings(&[
+    let out = tresor_async(strings(&[
         "audit",
         "witness-keygen",
         "--to",
@@ -307,7 +295,7 @@ async fn witness_keygen(files: &Path) -> (String, String) {
 
 /// `tresor audit watch --once` as the witness: it checks and cosigns.
 async fn witness_polls(files: &Path, base: &str, key_file: &str) {
-    let out = run(strings(&[
+    let out = tresor_async(strings(&[
         "audit",
         "watch",
         "--once",
@@ -349,10 +337,8 @@ async fn on_the_fairness_page_not_cosigned(browser: &Browser, receipt: &Value) {
         "{said}"
     );
     browser.switch_language("fr").await;
-    let text = browser
-        .wait_for("document.querySelector('[data-testid=receipt-result]').textContent.startsWith('Non cosigné') && document.querySelector('[data-testid=receipt-result]').textContent")
-        .await;
-    assert!(text.as_str().unwrap().contains("témoin"), "{text}");
+    let text = browser.wait_text_when("document.querySelector('[data-testid=receipt-result]').textContent.startsWith('Non cosigné')", "[data-testid=receipt-result]").await;
+    assert!(text.contains("témoin"), "{text}");
     browser
         .assert_accessible_if_axe("the fairness page, a receipt not cosigned")
         .await;

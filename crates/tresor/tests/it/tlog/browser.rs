@@ -7,6 +7,7 @@
 
 use crate::common::Harness;
 use crate::common::browser::Browser;
+use crate::common::fetch_json;
 use crate::common::page::Site;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -160,14 +161,12 @@ async fn a_plays_receipt_shows_checked_and_one_altered_in_transit_shows_failed(h
     // The fairness page shows the key and the latest checkpoint.
     browser.click("[data-testid=nav-fairness]").await;
     let key = browser
-        .wait_for("document.querySelector('[data-testid=log-key]').textContent.startsWith('tresor/') && document.querySelector('[data-testid=log-key]').textContent")
+        .wait_text_when(
+            "document.querySelector('[data-testid=log-key]').textContent.startsWith('tresor/')",
+            "[data-testid=log-key]",
+        )
         .await;
-    let published: Value = reqwest::get(format!("{}/log/", site.base))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let published = fetch_json(&format!("{}/log/", site.base)).await;
     assert_eq!(key, published["key"]);
     browser
         .wait_for("document.querySelector('[data-testid=log-checkpoint]')?.textContent.includes('— tresor/')")
@@ -314,15 +313,8 @@ async fn a_receipt_saved_from_the_history_is_checked_on_the_fairness_page_with_n
     // In English, the verdict is said again in the new language.
     assert_eq!(check_pasted(&browser, &pasted).await[0], json!("ok"));
     browser.switch_language("en").await;
-    let text = browser
-        .wait_for("document.querySelector('[data-testid=receipt-result]').textContent.startsWith('Receipt checked') && document.querySelector('[data-testid=receipt-result]').textContent")
-        .await;
-    assert!(
-        text.as_str()
-            .unwrap()
-            .contains("signed by the published key"),
-        "{text}"
-    );
+    let text = browser.wait_text_when("document.querySelector('[data-testid=receipt-result]').textContent.startsWith('Receipt checked')", "[data-testid=receipt-result]").await;
+    assert!(text.contains("signed by the published key"), "{text}");
     let said = check_pasted(&browser, &cases[0].1).await;
     assert!(said[2].as_str().unwrap().starts_with("Failed"), "{said}");
     browser.close().await;

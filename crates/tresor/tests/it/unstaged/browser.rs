@@ -67,11 +67,11 @@ async fn buy_a_ligne(browser: &Browser) -> (i64, i64) {
 /// the word that the scene cannot be shown.
 async fn throw_to_the_end(browser: &Browser, prize: i64) {
     for thrown in 1..=4 {
-        browser.click("#throw").await;
         browser
-            .wait_for(&format!(
-                "document.querySelector('#pips').dataset.used === '{thrown}'"
-            ))
+            .click_until(
+                "#throw",
+                &format!("document.querySelector('#pips').dataset.used === '{thrown}'"),
+            )
             .await;
     }
     browser
@@ -130,26 +130,24 @@ on_sqlite!(
 
         // The history lists it, and shows it again the same way.
         browser
-            .goto(&format!("{}/?fast=1#/history", app.address))
+            .goto_until(
+                &format!("{}/?fast=1#/history", app.address),
+                &format!("document.querySelector('#screen-history').textContent.includes('{id}')"),
+            )
             .await;
         browser
-            .wait_for(&format!(
-                "document.querySelector('#screen-history').textContent.includes('{id}')"
-            ))
-            .await;
-        browser
-            .goto(&format!("{}/?fast=1#/replay/{id}", app.address))
-            .await;
-        browser
-            .wait_for(&format!(
-                "document.querySelector('#game-status').textContent.includes('{UNSHOWN}')"
-            ))
+            .goto_until(
+                &format!("{}/?fast=1#/replay/{id}", app.address),
+                &format!(
+                    "document.querySelector('#game-status').textContent.includes('{UNSHOWN}')"
+                ),
+            )
             .await;
         assert_eq!(screen(&browser).await["scene"], "unavailable");
         // In English too.
-        browser.click("#lang").await;
         browser
-            .wait_for(
+            .click_until(
+                "#lang",
                 "document.querySelector('#game-status').textContent.includes('cannot be shown')",
             )
             .await;

@@ -49,15 +49,6 @@ pub(crate) async fn setup_with_outbox(h: &Harness) -> (Site, Browser, tempfile::
 
 /// The account page's own vocabulary over the shared WebDriver client.
 impl Browser {
-    pub(crate) async fn text(&self, css: &str) -> String {
-        let value = self
-            .execute(&format!(
-                "return document.querySelector('{css}').textContent"
-            ))
-            .await;
-        value.as_str().unwrap_or_default().to_owned()
-    }
-
     /// Types `text` with the keyboard into whatever has the focus.
     pub(crate) async fn type_keys(&self, text: &str) {
         let keys: Vec<String> = text.chars().map(String::from).collect();
@@ -122,12 +113,14 @@ impl Browser {
 
     /// Asks a deposit of `euros` on the account screen and lands on the sandbox's page.
     pub(crate) async fn ask_deposit(&self, euros: &str) {
-        self.click("[data-testid=nav-account]").await;
-        self.wait_for("!document.querySelector('#pay-form').hidden")
-            .await;
+        self.click_until(
+            "[data-testid=nav-account]",
+            "!document.querySelector('#pay-form').hidden",
+        )
+        .await;
         self.fill("[data-testid=pay-amount]", euros).await;
-        self.click("[data-testid=pay-submit]").await;
-        self.wait_for(
+        self.click_until(
+            "[data-testid=pay-submit]",
             "location.pathname === '/sandbox/pay' && document.querySelector('#pay') !== null",
         )
         .await;
@@ -192,10 +185,10 @@ impl Browser {
         let before = before.as_str().unwrap();
         let bought =
             format!("(document.querySelector('#screen-game').dataset.playId ?? '') !== '{before}'");
-        self.click("[data-testid=play]").await;
-        self.wait_for(&format!(
-            "document.querySelector('#dlg-accept').open || {bought}"
-        ))
+        self.click_until(
+            "[data-testid=play]",
+            &format!("document.querySelector('#dlg-accept').open || {bought}"),
+        )
         .await;
         if self
             .execute("return document.querySelector('#dlg-accept').open")
@@ -207,8 +200,7 @@ impl Browser {
                 .await;
             self.settled().await;
             self.screenshot("account-rules-to-accept").await;
-            self.click("[data-testid=accept-ok]").await;
-            self.wait_for(&bought).await;
+            self.click_until("[data-testid=accept-ok]", &bought).await;
         }
         self.wait_open("#dlg-howto").await;
         self.close_the_howto().await;

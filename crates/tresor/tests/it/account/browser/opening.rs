@@ -39,9 +39,11 @@ async fn an_account_opened_with_the_form_deposits_plays_withdraws_reads_its_stat
             .await;
     }
     // Without the rules accepted, the form says so under the box and focuses it.
-    browser.click("[data-testid=open-submit]").await;
     browser
-        .wait_for("document.activeElement === document.querySelector('[data-testid=open-accept]')")
+        .click_until(
+            "[data-testid=open-submit]",
+            "document.activeElement === document.querySelector('[data-testid=open-accept]')",
+        )
         .await;
     assert!(
         browser
@@ -56,10 +58,13 @@ async fn an_account_opened_with_the_form_deposits_plays_withdraws_reads_its_stat
         .wait_for("document.querySelector('[data-testid=account-status]').dataset.status === 'provisional'")
         .await;
     let withdraw = browser
-        .wait_for("document.querySelector('[data-testid=can-withdraw]')?.dataset.ok === 'false' && document.querySelector('[data-testid=can-withdraw]').textContent")
+        .wait_text_when(
+            "document.querySelector('[data-testid=can-withdraw]')?.dataset.ok === 'false'",
+            "[data-testid=can-withdraw]",
+        )
         .await;
     assert!(
-        withdraw.as_str().unwrap().contains("identité vérifiée"),
+        withdraw.contains("identité vérifiée"),
         "the account says why it may not withdraw yet: {withdraw}"
     );
     let account = browser.get_json("/api/account").await;
@@ -109,9 +114,11 @@ async fn an_account_opened_with_the_form_deposits_plays_withdraws_reads_its_stat
         "--iban",
         IBAN,
     ]);
-    browser.click("[data-testid=nav-account]").await;
     browser
-        .wait_for("document.querySelector('[data-testid=account-status]').dataset.status === 'verified' && !document.querySelector('#withdraw-form').hidden")
+        .click_until(
+            "[data-testid=nav-account]",
+            "document.querySelector('[data-testid=account-status]').dataset.status === 'verified' && !document.querySelector('#withdraw-form').hidden",
+        )
         .await;
     assert!(
         browser
@@ -122,14 +129,9 @@ async fn an_account_opened_with_the_form_deposits_plays_withdraws_reads_its_stat
     // More than the balance: refused in the page's language, nothing moves.
     browser.fill("[data-testid=withdraw-amount]", "1000").await;
     browser.click("[data-testid=withdraw-submit]").await;
-    let refusal = browser
-        .wait_for("document.querySelector('#withdraw-error').textContent")
-        .await;
+    let refusal = browser.wait_text("#withdraw-error").await;
     assert!(
-        refusal
-            .as_str()
-            .unwrap()
-            .contains("plus que vos disponibilités"),
+        refusal.contains("plus que vos disponibilités"),
         "the refusal is in French: {refusal}"
     );
     assert_eq!(browser.balance_cents().await, after_game);
@@ -213,9 +215,11 @@ async fn an_account_opened_with_the_form_deposits_plays_withdraws_reads_its_stat
     let text = browser.text("[data-testid=close-dialog-text]").await;
     assert!(text.contains("FR76 •••• 0189"), "{text}");
     browser.screenshot("account-close-dialog").await;
-    browser.click("[data-testid=close-confirm]").await;
     browser
-        .wait_for("document.body.dataset.screen === 'login' && document.body.dataset.user === 'out' && document.querySelector('#login-error').dataset.code === 'account_closed'")
+        .click_until(
+            "[data-testid=close-confirm]",
+            "document.body.dataset.screen === 'login' && document.body.dataset.user === 'out' && document.querySelector('#login-error').dataset.code === 'account_closed'",
+        )
         .await;
     let withdrawals = h.tresor_ok(&["withdrawal", "list", "--state", "all", "--json"]);
     let withdrawals: Value = serde_json::from_slice(&withdrawals.stdout).unwrap();
@@ -308,9 +312,11 @@ async fn the_opening_form_works_with_the_keyboard_alone_on_a_phone_and_the_accou
     // Every visible word of the account screen in English (on a phone the
     // language switch is in the menu).
     browser.click("[data-testid=menu]").await;
-    browser.click("[data-testid=lang]").await;
     browser
-        .wait_for("document.documentElement.lang === 'en' && document.querySelector('#account-title').textContent === 'My account'")
+        .click_until(
+            "[data-testid=lang]",
+            "document.documentElement.lang === 'en' && document.querySelector('#account-title').textContent === 'My account'",
+        )
         .await;
     let text = browser
         .execute("return document.querySelector('#screen-account').innerText")

@@ -61,9 +61,11 @@ async fn every_screen_of_the_game_passes_axe_core_in_french_and_in_english(h: &H
             "the focus ring on the header: {ring}:1"
         );
         for screen in ["login", "register", "rules", "fairness"] {
-            browser.click(&format!("[data-testid=nav-{screen}]")).await;
             browser
-                .wait_for(&format!("document.body.dataset.screen === '{screen}'"))
+                .click_until(
+                    &format!("[data-testid=nav-{screen}]"),
+                    &format!("document.body.dataset.screen === '{screen}'"),
+                )
                 .await;
             if screen == "rules" {
                 browser
@@ -166,24 +168,30 @@ async fn every_screen_of_the_game_passes_axe_core_in_french_and_in_english(h: &H
                  && document.querySelector('[data-testid=cap-deposit]')?.dataset.limitCents",
             ),
         ] {
-            browser.click(&format!("[data-testid=nav-{screen}]")).await;
             browser
-                .wait_for(&format!(
-                    "document.body.dataset.screen === '{screen}' && document.body.dataset.ready === 'true' && {loaded}"
-                ))
+                .click_until(
+                    &format!("[data-testid=nav-{screen}]"),
+                    &format!(
+                        "document.body.dataset.screen === '{screen}' && document.body.dataset.ready === 'true' && {loaded}"
+                    ),
+                )
                 .await;
             browser.settled().await;
             check(screen).await;
         }
-        browser.goto(&format!("{base}/?fast=1#/statement")).await;
         browser
-            .wait_for("document.body.dataset.screen === 'statement' && document.querySelector('#screen-statement').dataset.loaded !== undefined")
+            .goto_until(
+                &format!("{base}/?fast=1#/statement"),
+                "document.body.dataset.screen === 'statement' && document.querySelector('#screen-statement').dataset.loaded !== undefined",
+            )
             .await;
         browser.settled().await;
         check("statement").await;
-        browser.click("[data-testid=logout]").await;
         browser
-            .wait_for("document.body.dataset.user === 'out'")
+            .click_until(
+                "[data-testid=logout]",
+                "document.body.dataset.user === 'out'",
+            )
             .await;
     }
     assert!(
@@ -264,11 +272,9 @@ async fn a_whole_game_can_be_played_with_the_keyboard_alone_at_normal_speed(h: &
     assert_eq!(browser.found_symbols().await, revealed(&play));
     let expected = before - 50 + prize;
     browser.wait_balance(expected).await;
-    let live = browser
-        .execute("return document.querySelector('#live').textContent")
-        .await;
+    let live = browser.text("#live").await;
     assert!(
-        live.as_str().unwrap().contains("Lancer 4"),
+        live.contains("Lancer 4"),
         "each throw is announced to screen readers: {live}"
     );
     browser.close().await;

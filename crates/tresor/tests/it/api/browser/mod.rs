@@ -51,8 +51,8 @@ impl Browser {
     pub(crate) async fn submit_the_registration_form(&self) {
         self.click("[data-testid=register-adult]").await;
         self.click("[data-testid=register-accept]").await;
-        self.click("[data-testid=register-submit]").await;
-        self.wait_for(
+        self.click_until(
+            "[data-testid=register-submit]",
             "document.body.dataset.user === 'in' && document.body.dataset.screen === 'game'",
         )
         .await;

@@ -153,9 +153,11 @@ async fn every_console_screen_passes_axe_core(h: &Harness) {
         browser.open("players").await;
         browser.type_into("[data-testid=player-q]", "ana").await;
         browser.click("[data-testid=player-search-submit]").await;
-        browser.click("[data-testid^=player-link-]").await;
         browser
-            .wait_for("document.querySelector('[data-testid=player-detail]')?.dataset.playerId")
+            .click_until(
+                "[data-testid^=player-link-]",
+                "document.querySelector('[data-testid=player-detail]')?.dataset.playerId",
+            )
             .await;
         browser.settled().await;
         check("a player").await;
@@ -175,25 +177,33 @@ async fn every_console_screen_passes_axe_core(h: &Harness) {
         browser
             .type_into("[data-testid=trail-action]", "no_such_action")
             .await;
-        browser.click("[data-testid=trail-search-submit]").await;
         browser
-            .wait_for("document.querySelector('[data-testid=trail-records]').dataset.count === '0' && document.querySelector('#trail-records .empty') !== null")
+            .click_until(
+                "[data-testid=trail-search-submit]",
+                "document.querySelector('[data-testid=trail-records]').dataset.count === '0' && document.querySelector('#trail-records .empty') !== null",
+            )
             .await;
         check("trail, nothing found").await;
         browser.log_out_of_the_console().await;
     }
     // The switch in the bar changes the language, and it is remembered.
-    browser.goto(&format!("{}/console", site.admin)).await;
     browser
-        .wait_for("document.documentElement.lang === 'en' && document.querySelector('#login-title').textContent === 'Operator\\'s console'")
+        .goto_until(
+            &format!("{}/console", site.admin),
+            "document.documentElement.lang === 'en' && document.querySelector('#login-title').textContent === 'Operator\\'s console'",
+        )
         .await;
-    browser.click("[data-testid=console-lang]").await;
     browser
-        .wait_for("document.documentElement.lang === 'fr' && document.querySelector('#login-title').textContent === 'Console de l\\'opérateur'")
+        .click_until(
+            "[data-testid=console-lang]",
+            "document.documentElement.lang === 'fr' && document.querySelector('#login-title').textContent === 'Console de l\\'opérateur'",
+        )
         .await;
-    browser.goto(&format!("{}/console", site.admin)).await;
     browser
-        .wait_for("document.documentElement.lang === 'fr' && document.querySelector('[data-testid=login-submit]').textContent === 'Continuer'")
+        .goto_until(
+            &format!("{}/console", site.admin),
+            "document.documentElement.lang === 'fr' && document.querySelector('[data-testid=login-submit]').textContent === 'Continuer'",
+        )
         .await;
     assert!(
         findings.is_empty(),

@@ -15,12 +15,7 @@ async fn an_operator_enrols_logs_in_and_watches_the_dashboard_move_while_players
     browser
         .wait_for("document.body.dataset.loaded === 'dashboard' && document.querySelector('[data-testid=ppm-chart] svg')")
         .await;
-    assert_eq!(
-        browser
-            .execute("return document.querySelector('[data-testid=who-role]').textContent")
-            .await,
-        json!("operator")
-    );
+    assert_eq!(browser.text("[data-testid=who-role]").await, "operator");
     let before_total = data_i64(
         &browser
             .execute("return document.querySelector('[data-testid=ppm-chart]').dataset.total")
@@ -120,14 +115,9 @@ async fn an_operator_enrols_logs_in_and_watches_the_dashboard_move_while_players
         .sum();
     assert_eq!(counted, server_total, "the API counts what the page shows");
     // The chart's numbers are there for screen readers and in its table.
-    let described = browser
-        .execute("return document.querySelector('[data-testid=ppm-chart] svg desc').textContent")
-        .await;
+    let described = browser.text("[data-testid=ppm-chart] svg desc").await;
     assert!(
-        described
-            .as_str()
-            .unwrap()
-            .contains(&format!("{server_total} purchases")),
+        described.contains(&format!("{server_total} purchases")),
         "{described}"
     );
     let rows = browser

@@ -80,9 +80,11 @@ impl Browser {
             .await;
         self.type_into("[data-testid=login-password]", CONSOLE_PASSWORD)
             .await;
-        self.click("[data-testid=login-submit]").await;
-        self.wait_for("document.body.dataset.loginStep === 'enrol'")
-            .await;
+        self.click_until(
+            "[data-testid=login-submit]",
+            "document.body.dataset.loginStep === 'enrol'",
+        )
+        .await;
         let secret = self
             .execute("return document.querySelector('[data-testid=enrol-secret]').textContent")
             .await
@@ -113,9 +115,11 @@ impl Browser {
 
     /// Opens a screen with the navigation and waits until it has loaded.
     pub(crate) async fn open(&self, screen: &str) {
-        self.click(&format!("[data-testid=nav-{screen}]")).await;
-        self.wait_for(&format!("document.body.dataset.loaded === '{screen}'"))
-            .await;
+        self.click_until(
+            &format!("[data-testid=nav-{screen}]"),
+            &format!("document.body.dataset.loaded === '{screen}'"),
+        )
+        .await;
     }
 
     /// Logs out with the bar's button and waits for the login screen.

@@ -121,9 +121,11 @@ async fn each_role_sees_only_what_it_may_do_and_is_refused_the_rest(h: &Harness)
         .only_expected_errors(&["/console/api/blocks/1/suspend"])
         .await;
     browser.open("trail").await;
-    browser.click("[data-testid=trail-verify]").await;
     browser
-        .wait_for("document.querySelector('[data-testid=notice]').dataset.code === 'trail_ok' && document.querySelector('[data-testid=trail-last]').dataset.ok === 'true'")
+        .click_until(
+            "[data-testid=trail-verify]",
+            "document.querySelector('[data-testid=notice]').dataset.code === 'trail_ok' && document.querySelector('[data-testid=trail-last]').dataset.ok === 'true'",
+        )
         .await;
     // The copy button puts the head's hash on the clipboard (or says it
     // could not).
@@ -135,11 +137,9 @@ async fn each_role_sees_only_what_it_may_do_and_is_refused_the_rest(h: &Harness)
         )
         .await;
     assert_eq!(copied, json!(true));
-    let notice = browser
-        .execute("return document.querySelector('[data-testid=notice]').textContent")
-        .await;
+    let notice = browser.text("[data-testid=notice]").await;
     assert!(
-        notice.as_str().unwrap().contains("head hash is copied"),
+        notice.contains("head hash is copied"),
         "the hash was copied: {notice}"
     );
     let clipboard = browser
@@ -160,9 +160,7 @@ async fn each_role_sees_only_what_it_may_do_and_is_refused_the_rest(h: &Harness)
         trail["head"]["seq"],
         "records exported, and the head: {trail}"
     );
-    let shown_hash = browser
-        .execute("return document.querySelector('[data-testid=trail-hash]').textContent")
-        .await;
+    let shown_hash = browser.text("[data-testid=trail-hash]").await;
     assert_eq!(shown_hash, trail["head"]["hash"]);
     if !clipboard
         .as_str()
@@ -179,10 +177,10 @@ async fn each_role_sees_only_what_it_may_do_and_is_refused_the_rest(h: &Harness)
         .await;
     let published = data_i64(&published);
     browser
-        .click(&format!("[data-testid=recheck-{published}]"))
-        .await;
-    browser
-        .wait_for("document.querySelector('[data-testid=notice]').dataset.code === 'recheck_ok'")
+        .click_until(
+            &format!("[data-testid=recheck-{published}]"),
+            "document.querySelector('[data-testid=notice]').dataset.code === 'recheck_ok'",
+        )
         .await;
     browser.close_without_console_errors().await;
 }

@@ -61,10 +61,8 @@ async fn a_player_picks_the_scratch_card_in_the_lobby_wins_loses_then_plays_the_
         "the game chosen is in the address"
     );
     assert_eq!(
-        browser
-            .execute("return document.querySelector('[data-testid=scratch-title]').textContent")
-            .await,
-        json!("Trésor Express")
+        browser.text("[data-testid=scratch-title]").await,
+        "Trésor Express"
     );
     if let Some(source) = &axe {
         browser
@@ -79,12 +77,9 @@ async fn a_player_picks_the_scratch_card_in_the_lobby_wins_loses_then_plays_the_
         "games-scratch-fr",
     )
     .await;
-    let live = browser
-        .execute("return document.querySelector('#live').textContent")
-        .await;
+    let live = browser.text("#live").await;
     assert!(
-        live.as_str().unwrap().contains("Partie gagnée")
-            && live.as_str().unwrap().contains("Partie perdue"),
+        live.contains("Partie gagnée") && live.contains("Partie perdue"),
         "results are spoken: {live}"
     );
     if let Some(source) = &axe {
@@ -215,15 +210,10 @@ async fn a_player_picks_the_scratch_card_in_the_lobby_wins_loses_then_plays_the_
     }
     // The last card, replayed from its row: every cell uncovered at once.
     let last = &plays[plays.len() - 1];
-    browser
-        .click(&format!(
+    browser.click_until(&format!(
             "[data-testid=history-row][data-play-id='{}'] [data-testid=history-replay]",
             last["id"]
-        ))
-        .await;
-    browser
-        .wait_for("document.body.dataset.screen === 'scratch' && document.querySelector('#screen-scratch').dataset.mode === 'replay'")
-        .await;
+        ), "document.body.dataset.screen === 'scratch' && document.querySelector('#screen-scratch').dataset.mode === 'replay'").await;
     let shown = browser
         .execute(
             "return [...document.querySelectorAll('[data-testid=scratch-cell]')].map((c) => [c.dataset.state, Number(c.dataset.cents)])",

@@ -210,10 +210,7 @@ pub(crate) async fn scratch_the_card(browser: &Browser, play: &Value, how: Scrat
     if prize > 0 {
         assert_eq!(winners, json!([prize, prize, prize]), "three cells win");
         browser.wait_open("#dlg-win").await;
-        let amount = browser
-            .execute("return document.querySelector('[data-testid=win-amount]').textContent")
-            .await;
-        let amount = amount.as_str().unwrap();
+        let amount = browser.text("[data-testid=win-amount]").await;
         let digits: String = amount.chars().filter(char::is_ascii_digit).collect();
         assert!(
             amount.contains('€') && digits == (prize / 100).to_string(),

@@ -7,16 +7,22 @@
 //! both languages, the cards and both panels fit without sideways scroll.
 
 use super::*;
+use crate::common::fetch_json;
 
 on_sqlite!(the_page_and_the_console_show_each_game_s_exact_odds,);
 
 /// Text with every kind of space as a plain one (ICU's French puts a
 /// narrow no-break space before « % » and between thousands).
 fn plain(value: &Value) -> String {
-    value
-        .as_str()
-        .unwrap_or_else(|| panic!("not text: {value}"))
-        .chars()
+    plain_text(
+        value
+            .as_str()
+            .unwrap_or_else(|| panic!("not text: {value}")),
+    )
+}
+
+fn plain_text(text: &str) -> String {
+    text.chars()
         .map(|c| if c.is_whitespace() { ' ' } else { c })
         .collect()
 }
@@ -52,12 +58,7 @@ async fn the_page_and_the_console_show_each_game_s_exact_odds(h: &Harness) {
     let axe = axe_source();
     // The server's figures: the island's 119,604 winning units of 450,000
     // and « Trésor Express »'s 31,225 of 100,000.
-    let games: Value = reqwest::get(format!("{}/api/games", site.base))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let games = fetch_json(&format!("{}/api/games", site.base)).await;
     assert_eq!(games[0]["id"], json!(ISLAND));
     assert_eq!(
         games[0]["sheet"]["stakes"][0]["win"]["exact"],
@@ -94,15 +95,16 @@ async fn the_page_and_the_console_show_each_game_s_exact_odds(h: &Harness) {
     // The island's screen: the stake chosen (1 €) and its panel.
     browser.goto(&format!("{}/?fast=1#/", site.base)).await;
     let line = browser
-        .wait_for("!document.querySelector('[data-testid=screen-odds]').hidden && document.querySelector('[data-testid=screen-odds]').textContent")
+        .wait_text_when(
+            "!document.querySelector('[data-testid=screen-odds]').hidden",
+            "[data-testid=screen-odds]",
+        )
         .await;
-    assert_eq!(plain(&line), "1 chance sur 3,76 · 70 % redistribués");
+    assert_eq!(plain_text(&line), "1 chance sur 3,76 · 70 % redistribués");
     browser.click("[data-testid=odds-summary]").await;
     browser.wait_open("[data-testid=odds-panel]").await;
-    let summary = browser
-        .execute("return document.querySelector('[data-testid=odds-summary]').textContent")
-        .await;
-    assert_eq!(summary, json!("Règles et chances"));
+    let summary = browser.text("[data-testid=odds-summary]").await;
+    assert_eq!(summary, "Règles et chances");
     let rows = panel_rows(&browser, "odds-panel", 50).await;
     let expected: Vec<(String, String)> = [
         ("1", "1 sur 450 000"),
@@ -124,9 +126,9 @@ async fn the_page_and_the_console_show_each_game_s_exact_odds(h: &Harness) {
         .execute("return [...document.querySelectorAll('[data-testid=odds-panel] [data-testid=odds-stake]')].map((s) => Number(s.dataset.stakeCents))")
         .await;
     assert_eq!(stakes, json!([50, 100, 200]));
-    browser.click("label:has(> [data-testid=stake-200])").await;
     browser
-        .wait_for(
+        .click_until(
+            "label:has(> [data-testid=stake-200])",
             "document.querySelector('[data-testid=screen-odds]').dataset.stakeCents === '200'",
         )
         .await;
@@ -138,18 +140,11 @@ async fn the_page_and_the_console_show_each_game_s_exact_odds(h: &Harness) {
     browser.screenshot("odds-island-fr").await;
 
     // In English, the same figures.
-    browser.click("[data-testid=lang]").await;
-    browser
-        .wait_for("document.documentElement.lang === 'en'")
-        .await;
-    let line = browser
-        .wait_for("document.querySelector('[data-testid=screen-odds]').textContent.startsWith('1 chance in') && document.querySelector('[data-testid=screen-odds]').textContent")
-        .await;
-    assert_eq!(plain(&line), "1 chance in 3.76 · 70% paid back");
-    let summary = browser
-        .execute("return document.querySelector('[data-testid=odds-summary]').textContent")
-        .await;
-    assert_eq!(summary, json!("Rules and odds"));
+    browser.switch_language("en").await;
+    let line = browser.wait_text_when("document.querySelector('[data-testid=screen-odds]').textContent.startsWith('1 chance in')", "[data-testid=screen-odds]").await;
+    assert_eq!(plain_text(&line), "1 chance in 3.76 · 70% paid back");
+    let summary = browser.text("[data-testid=odds-summary]").await;
+    assert_eq!(summary, "Rules and odds");
     let rows = panel_rows(&browser, "odds-panel", 100).await;
     assert_eq!(rows[6], ("7".to_string(), "1 in 17.31".to_string()));
     assert_eq!(rows[0], ("1".to_string(), "1 in 450,000".to_string()));
@@ -159,9 +154,12 @@ async fn the_page_and_the_console_show_each_game_s_exact_odds(h: &Harness) {
         .goto(&format!("{}/?fast=1#/play/{SCRATCH}", site.base))
         .await;
     let line = browser
-        .wait_for("!document.querySelector('[data-testid=scratch-screen-odds]').hidden && document.querySelector('[data-testid=scratch-screen-odds]').textContent")
+        .wait_text_when(
+            "!document.querySelector('[data-testid=scratch-screen-odds]').hidden",
+            "[data-testid=scratch-screen-odds]",
+        )
         .await;
-    assert_eq!(plain(&line), "1 chance in 3.2 · 65% paid back");
+    assert_eq!(plain_text(&line), "1 chance in 3.2 · 65% paid back");
     browser
         .click("[data-testid=scratch-odds-panel] summary")
         .await;
@@ -279,10 +277,10 @@ async fn fits_360(browser: &Browser, panel: &str, what: &str) {
 async fn on_a_phone(site: &Site, browser: &Browser, axe: Option<&str>) {
     browser.phone(360, 740).await;
     browser
-        .goto(&format!("{}/?fast=1#/play/{SCRATCH}", site.base))
-        .await;
-    browser
-        .wait_for("document.documentElement.lang === 'en' && !document.querySelector('[data-testid=scratch-screen-odds]').hidden")
+        .goto_until(
+            &format!("{}/?fast=1#/play/{SCRATCH}", site.base),
+            "document.documentElement.lang === 'en' && !document.querySelector('[data-testid=scratch-screen-odds]').hidden",
+        )
         .await;
     browser
         .click("[data-testid=scratch-odds-panel] summary")
@@ -307,10 +305,7 @@ async fn on_a_phone(site: &Site, browser: &Browser, axe: Option<&str>) {
     browser
         .execute("if (!document.querySelector('[data-testid=lang]').offsetParent) document.querySelector('[data-testid=menu]').click()")
         .await;
-    browser.click("[data-testid=lang]").await;
-    browser
-        .wait_for("document.documentElement.lang === 'fr'")
-        .await;
+    browser.switch_language("fr").await;
     let cards = card_odds(browser).await;
     assert!(cards.to_string().contains("redistribués"), "{cards}");
     fits_360(browser, "none", "the lobby's cards (fr)").await;
@@ -319,9 +314,11 @@ async fn on_a_phone(site: &Site, browser: &Browser, axe: Option<&str>) {
             .assert_accessible(source, "the lobby's odds at 360 px (fr)")
             .await;
     }
-    browser.goto(&format!("{}/?fast=1#/", site.base)).await;
     browser
-        .wait_for("!document.querySelector('[data-testid=screen-odds]').hidden")
+        .goto_until(
+            &format!("{}/?fast=1#/", site.base),
+            "!document.querySelector('[data-testid=screen-odds]').hidden",
+        )
         .await;
     browser.click("[data-testid=odds-summary]").await;
     browser.wait_open("[data-testid=odds-panel]").await;

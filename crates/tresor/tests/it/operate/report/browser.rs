@@ -29,10 +29,10 @@ async fn the_reports_screen_shows_the_figures_by_paris_day_in_both_languages(h: 
         ("en", "Reports", "All games"),
     ] {
         browser
-            .goto(&format!("{}/console?lang={lang}#/reports", site.admin))
-            .await;
-        browser
-            .wait_for("document.body.dataset.loaded === 'reports'")
+            .goto_until(
+                &format!("{}/console?lang={lang}#/reports", site.admin),
+                "document.body.dataset.loaded === 'reports'",
+            )
             .await;
         let shown = browser
             .execute(

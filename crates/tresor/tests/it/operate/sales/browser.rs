@@ -143,12 +143,10 @@ async fn the_console_shows_emissions_sales_and_payout_by_game(h: &Harness) {
         .await;
     browser.click("[data-testid=emission-create]").await;
     let text = browser
-        .wait_for("document.querySelector('#confirm').open && document.querySelector('#confirm-text').textContent")
+        .wait_text_when("document.querySelector('#confirm').open", "#confirm-text")
         .await;
     assert!(
-        text.as_str()
-            .unwrap()
-            .starts_with("1 block of Treasure Express at €2.00"),
+        text.starts_with("1 block of Treasure Express at €2.00"),
         "{text}"
     );
     browser.confirm().await;
@@ -201,10 +199,8 @@ async fn the_console_shows_emissions_sales_and_payout_by_game(h: &Harness) {
             .starts_with("Trésor Express : 6,00 € reçus"),
         "{heading}"
     );
-    let title = browser
-        .execute("return document.querySelector('#per-game-title').textContent")
-        .await;
-    assert_eq!(title, json!("Ventes et taux de retour par jeu"));
+    let title = browser.text("#per-game-title").await;
+    assert_eq!(title, "Ventes et taux de retour par jeu");
     browser.only_expected_errors(&[]).await;
     browser.close().await;
 }

@@ -24,9 +24,11 @@ async fn a_stake_cap_chosen_at_registration_refuses_the_purchase_that_would_pass
         .execute("const input = document.querySelector('[data-testid=register-stake-limit]'); input.value = '1';")
         .await;
     browser.submit_the_registration_form().await;
-    browser.click("[data-testid=nav-account]").await;
     browser
-        .wait_for("document.querySelector('[data-testid=cap-stake]')?.dataset.limitCents === '100'")
+        .click_until(
+            "[data-testid=nav-account]",
+            "document.querySelector('[data-testid=cap-stake]')?.dataset.limitCents === '100'",
+        )
         .await;
     browser.click("[data-testid=deposit]").await;
     browser.wait_balance(2000).await;
@@ -42,14 +44,13 @@ async fn a_stake_cap_chosen_at_registration_refuses_the_purchase_that_would_pass
 
     // The second would pass it: refused, with the server's message, nothing debited.
     browser.click("label:has(> [data-testid=stake-100])").await;
-    browser.click("[data-testid=play]").await;
     browser
-        .wait_for("document.querySelector('[data-testid=game-status]').dataset.code === 'stake_limit_reached'")
+        .click_until(
+            "[data-testid=play]",
+            "document.querySelector('[data-testid=game-status]').dataset.code === 'stake_limit_reached'",
+        )
         .await;
-    let message = browser
-        .execute("return document.querySelector('[data-testid=game-status]').textContent")
-        .await;
-    let message = message.as_str().unwrap();
+    let message = browser.text("[data-testid=game-status]").await;
     assert!(
         message.contains("1.00 €"),
         "the message names the cap: {message}"
