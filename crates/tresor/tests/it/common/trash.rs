@@ -9,9 +9,9 @@
 //! next test; now that a test's database starts migrated (a copy of a
 //! template, `template.rs`), a blank spare would need the migrations again,
 //! the very cost the template saves, so a database is *trash* at the end of
-//! its test, and trash is dropped in batches: the drops of a batch run at
-//! once, and their checkpoints are one or two (64 a batch: about four batches a
-//! run of the suite).
+//! its test, and trash is dropped in batches of 64 (about four a run of the
+//! suite), four drops at a time: their checkpoints follow one another with
+//! little left to write.
 //!
 //! - **Nothing crosses from one test to the next.** A test's database is
 //!   never given to another test. Renaming it is the fence: a connection of
@@ -28,8 +28,7 @@ use sqlx::{Connection, PgConnection};
 use std::sync::Mutex;
 
 /// How many databases are dropped together: a run of the suite (some 250
-/// PostgreSQL tests) drops about four batches, each with one or two
-/// checkpoints.
+/// PostgreSQL tests) drops about four batches.
 const BATCH: usize = 64;
 
 /// The trash of this process not yet dropped, by name, on the default
@@ -91,9 +90,13 @@ pub async fn give_back(base: &str, name: &str) {
     let _ = conn.close().await;
 }
 
-/// Drops the databases `names` of the server at `base`, each on a
-/// connection of its own and all at once, so that their checkpoints are
-/// shared.
+/// How many connections a batch's drops use at once: the server's
+/// connections are shared with every running test (100 in all).
+const DROPPING_AT_ONCE: usize = 4;
+
+/// Drops the databases `names` of the server at `base`, on
+/// [`DROPPING_AT_ONCE`] connections at once, so that their checkpoints
+/// are shared (one following another right away finds little to write).
 fn drop_all(base: &str, names: Vec<String>) {
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -102,18 +105,27 @@ fn drop_all(base: &str, names: Vec<String>) {
         return;
     };
     runtime.block_on(async {
-        let mut drops = tokio::task::JoinSet::new();
-        for name in names {
+        let mut lanes = tokio::task::JoinSet::new();
+        for lane in 0..DROPPING_AT_ONCE {
             let base = base.to_owned();
-            drops.spawn(async move {
-                if let Ok(mut conn) = PgConnection::connect(&base).await {
+            let mine: Vec<String> = names
+                .iter()
+                .skip(lane)
+                .step_by(DROPPING_AT_ONCE)
+                .cloned()
+                .collect();
+            lanes.spawn(async move {
+                let Ok(mut conn) = PgConnection::connect(&base).await else {
+                    return;
+                };
+                for name in mine {
                     let drop = format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)");
                     let _ = sqlx::query(&drop).execute(&mut conn).await;
-                    let _ = conn.close().await;
                 }
+                let _ = conn.close().await;
             });
         }
-        while drops.join_next().await.is_some() {}
+        while lanes.join_next().await.is_some() {}
     });
 }
 
