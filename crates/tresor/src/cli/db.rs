@@ -100,8 +100,8 @@ impl DbArgs {
     /// writer's name and the log's signing key, which must be the
     /// installation's current one (the first key given is listed as the
     /// installation's). Without a key, demo mode (`demo_if_created` for a
-    /// database this call creates) makes one in the data folder; anything
-    /// else is refused (exit 2).
+    /// new database: none, or one nothing was written into yet, `Db::fresh`)
+    /// makes one in the data folder; anything else is refused (exit 2).
     pub async fn open_as(&self, default_writer: &str, demo_if_created: bool) -> anyhow::Result<Db> {
         let writer = self.log.writer(default_writer)?;
         let db = self.open_read().await?;
@@ -109,7 +109,7 @@ impl DbArgs {
             sqlx::query_scalar("SELECT value FROM settings WHERE key = 'demo'")
                 .fetch_optional(&db.pool)
                 .await?;
-        let demo = demo.as_deref() == Some("1") || (demo_if_created && db.created);
+        let demo = demo.as_deref() == Some("1") || (demo_if_created && db.fresh);
         let seed = self
             .log
             .seed(demo.then_some((self.data.as_path(), self.key.secrets_key_file.as_path())))?;

@@ -57,8 +57,10 @@ pub struct Db {
     readers: Arc<Mutex<Vec<rusqlite::Connection>>>,
     /// On PostgreSQL, what keeps the pool on the primary.
     primary: Option<Following>,
-    /// Whether this connection created the database (it had no schema).
-    pub created: bool,
+    /// Whether the database is new: it had no schema, or nothing was ever
+    /// written into its schema ([`written`]: a database migrated and never
+    /// opened to write, as a copy of a migrated template is, is new).
+    pub fresh: bool,
     /// The key that seals and opens block secrets (`crate::seal`), kept
     /// outside the database and given by the operator.
     pub secrets_key: Option<SecretsKey>,
@@ -158,18 +160,19 @@ impl Db {
         let primary = hosts
             .zip(watch)
             .map(|(hosts, watch)| follow(&pool, hosts, watch));
-        let created = !has_schema(&pool, backend).await?;
+        let had_schema = has_schema(&pool, backend).await?;
         migrator(backend)
             .run(&pool)
             .await
             .context("cannot migrate the database")?;
+        let fresh = !had_schema || !written(&mut *pool.acquire().await?).await?;
         Ok(Db {
             pool,
             backend,
             sqlite_path: sqlite_path(backend, url)?,
             readers: Arc::default(),
             primary,
-            created,
+            fresh,
             secrets_key: None,
             writer: Arc::from("server"),
             log_key: None,
@@ -510,6 +513,27 @@ async fn has_schema(pool: &AnyPool, backend: Backend) -> anyhow::Result<bool> {
         .await
         .context("cannot read the database's schema")?;
     Ok(count > 0)
+}
+
+/// Whether anything was ever written into the database's (migrated)
+/// schema: a log key listed (every opening to write lists one), the block
+/// secrets' key check (every opening of the service writes it), a record
+/// of the trail (every change since the trail, migration 0002), a player or
+/// an emission (before it). Only the migrations' own rows (the installation
+/// id, the system accounts…) may be there in a new database. An older
+/// schema without one of these tables is an error, which a caller reading
+/// before migrating takes for "written".
+pub async fn written(conn: &mut sqlx::AnyConnection) -> anyhow::Result<bool> {
+    let found: i64 = sqlx::query_scalar(
+        "SELECT CAST(CASE WHEN EXISTS (SELECT 1 FROM log_keys) \
+         OR EXISTS (SELECT 1 FROM settings WHERE key = 'secrets_key_check') \
+         OR EXISTS (SELECT 1 FROM trail) OR EXISTS (SELECT 1 FROM players) \
+         OR EXISTS (SELECT 1 FROM emissions) THEN 1 ELSE 0 END AS BIGINT)",
+    )
+    .fetch_one(conn)
+    .await
+    .context("cannot read whether the database was written")?;
+    Ok(found != 0)
 }
 
 /// Sets `path`'s permission bits (Unix only).

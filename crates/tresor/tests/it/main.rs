@@ -43,6 +43,7 @@ mod identity;
 mod intake;
 mod kept;
 mod multi_server;
+mod new_database;
 mod no_store;
 mod operate;
 mod ops;

@@ -142,6 +142,9 @@ async fn assert_nothing_written(db: &TestDb, p: &Paths, why: &str) {
 on_both!(a_start_refused_for_its_settings_writes_nothing);
 
 async fn a_start_refused_for_its_settings_writes_nothing(db: &TestDb) {
+    // A database without a schema, as before its first start (a PostgreSQL
+    // test database starts migrated).
+    db.blank().await;
     let p = paths();
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     for (why, port, extra, named) in refusals(&p, taken.local_addr().unwrap().port()) {

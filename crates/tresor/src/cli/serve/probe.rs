@@ -13,8 +13,9 @@ use std::time::{Duration, Instant};
 /// A database as found, untouched.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Found {
-    /// No schema yet (no file, an empty one, no migration table): opening
-    /// it will make one.
+    /// New: no schema yet (no file, an empty one, no settings table), or
+    /// a schema nothing was written into (`store::written`, the rule
+    /// `Db::fresh` follows): opening it will make it the installation's.
     pub fresh: bool,
     pub demo: bool,
     /// The key check its block secrets were sealed under (`crate::seal`).
@@ -102,8 +103,10 @@ async fn read(conn: &mut AnyConnection, postgres: bool) -> anyhow::Result<Found>
     .await
     .context("cannot read the database's settings")?;
     let value = |key: &str| rows.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
+    // A schema older than today's lacks a table the rule reads: written.
+    let written = crate::store::written(conn).await.unwrap_or(true);
     Ok(Found {
-        fresh: false,
+        fresh: !written,
         demo: value("demo").as_deref() == Some("1"),
         key_check: value("secrets_key_check"),
         installation: value("installation_id").unwrap_or_default(),

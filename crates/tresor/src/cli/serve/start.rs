@@ -59,7 +59,9 @@ fn prepare(args: &ServeArgs, checked: &Checked) -> anyhow::Result<(Option<DataDi
 }
 
 /// The service on the database, migrated, its keys loaded (or made, for a
-/// new one), older rows brought up to date, a new demo's emissions made.
+/// new one), older rows brought up to date, a new demo's emissions made (a
+/// new database: none, or one nothing was written into yet, `Db::fresh`;
+/// the check at start (`probe.rs`) took it for new by the same rule).
 async fn open(
     args: &ServeArgs,
     checked: &Checked,
@@ -81,7 +83,7 @@ async fn open(
         super::super::writer_name::guard(url, &checked.writer).await;
     }
     bring_up_to_date(&service).await?;
-    if service.db.created && checked.demo {
+    if service.db.fresh && checked.demo {
         create_demo_emissions(&service, checked).await?;
     }
     if service.is_demo().await? != checked.demo {

@@ -1,6 +1,11 @@
-//! A fresh database per test, on SQLite (a temporary folder) or PostgreSQL
-//! (a database of its own on the test server, given back blank at the end:
-//! `spare.rs`).
+//! A fresh database per test, on SQLite (a temporary folder, blank: the
+//! first connection migrates it) or PostgreSQL (a database of its own on the
+//! test server, made migrated, a copy of a template: `template.rs`; fenced
+//! off at the end and dropped later, many at once: `trash.rs`). Either is a
+//! new installation that nothing was written into (`Db::fresh`): a server
+//! started on it in demo mode makes the demo's emissions. A test that needs
+//! a database without a schema asks for one ([`TestDb::blank`],
+//! [`TestDb::migrated_before`]).
 
 use super::START_MS;
 use super::process::{describe, tresor_command};
@@ -73,8 +78,8 @@ impl TestDb {
         }
     }
 
-    /// A fresh PostgreSQL database, or `None` (with a skip line) when no
-    /// server answers and `TRESOR_REQUIRE_POSTGRES` is not `1`.
+    /// A fresh PostgreSQL database, migrated, or `None` (with a skip line)
+    /// when no server answers and `TRESOR_REQUIRE_POSTGRES` is not `1`.
     pub async fn postgres() -> Option<TestDb> {
         use sqlx::Connection;
         let base = std::env::var("TRESOR_TEST_POSTGRES_URL")
@@ -89,8 +94,9 @@ impl TestDb {
                 return None;
             }
         };
-        let name = super::spare::fresh_name("tresor_test_");
-        super::spare::take(&mut conn, &name).await;
+        super::trash::adopt(&mut conn, &base).await;
+        let name = super::trash::fresh_name("tresor_test_");
+        super::template::copy(&mut conn, &base, &name).await;
         let _ = conn.close().await;
         let (server, _) = base.rsplit_once('/').expect("a URL with a database name");
         let server = server.to_owned();
@@ -154,9 +160,26 @@ impl TestDb {
         (service, clock)
     }
 
-    /// One connection to this database, its schema brought up to the
-    /// migrations before `version` only: a database as older code left it.
+    /// Makes this database blank, without a schema, as a database is before
+    /// its first opening (a PostgreSQL test database starts migrated): to
+    /// call before anything is written into it. A SQLite one is blank until
+    /// it is first opened.
+    pub async fn blank(&self) {
+        if self.postgres.is_some() {
+            use sqlx::Connection;
+            let mut conn = sqlx::PgConnection::connect(&self.url)
+                .await
+                .expect("connect to the test database");
+            super::template::empty(&mut conn).await;
+            let _ = conn.close().await;
+        }
+    }
+
+    /// One connection to this database, made blank ([`TestDb::blank`]) and
+    /// its schema brought up to the migrations before `version` only: a
+    /// database as older code left it.
     pub async fn migrated_before(&self, version: i64) -> sqlx::AnyPool {
+        self.blank().await;
         sqlx::any::install_default_drivers();
         let pool = sqlx::any::AnyPoolOptions::new()
             .max_connections(1)
@@ -194,7 +217,7 @@ impl TestDb {
             return copy;
         };
         use sqlx::Connection;
-        let copy_name = super::spare::fresh_name("tresor_test_");
+        let copy_name = super::trash::fresh_name("tresor_test_");
         let (server, _) = base.rsplit_once('/').expect("a URL with a database name");
         let mut copy = TestDb {
             url: format!("{server}/{copy_name}"),
@@ -282,7 +305,7 @@ impl Drop for TestDb {
                 else {
                     return;
                 };
-                runtime.block_on(super::spare::give_back(&base, &name));
+                runtime.block_on(super::trash::give_back(&base, &name));
             })
             .join();
         }

@@ -57,9 +57,10 @@ pub mod procs;
 pub mod proxy;
 pub mod rfc9162;
 pub mod sellout;
-pub mod spare;
 pub mod staff;
+pub mod template;
 pub mod trail;
+pub mod trash;
 pub mod wait;
 pub mod wire;
 
