@@ -1,6 +1,7 @@
 //! The set-oriented SQL of the hot batch (`crate::batch`): each function is
-//! one statement over all the batch's rows, passed as one JSON parameter
-//! ([`sql::json_rows`]), so its cost is per batch, not per command.
+//! one statement over all the batch's rows, passed as a table ([`sql::table`]:
+//! one JSON parameter on PostgreSQL, a list of `VALUES` on SQLite), so its
+//! cost is per batch, not per command.
 //!
 //! Reads come in two halves: a builder (the query, run later with the
 //! batch's other reads by [`sql::fetch_each`], in one round trip on
@@ -23,7 +24,6 @@ use crate::error::Error;
 use crate::store::plays;
 pub use crate::store::plays::PlayState;
 use crate::store::sql::{self, ColumnType::Int, ColumnType::Text, Conn, Query, Row};
-use serde::Serialize;
 use std::collections::HashMap;
 
 /// A play read for the batch, and whether it was read as a buyer's play in
@@ -45,14 +45,6 @@ pub struct BlockOnSale {
     pub units_sold: i64,
     /// Set when the batch sells its last unit.
     pub sold_out_at_ms: Option<i64>,
-}
-
-/// Serialises rows as the JSON array of arrays that [`sql::json_rows`]
-/// reads, each row as the tuple `columns` makes of it (in the order of the
-/// statement's column list).
-fn json_table<'r, T, U: Serialize + 'r>(rows: &'r [T], columns: impl Fn(&'r T) -> U) -> String {
-    let tuples: Vec<U> = rows.iter().map(columns).collect();
-    serde_json::to_string(&tuples).expect("rows serialise")
 }
 
 /// What may close sales before any purchase is decided: the opening time
@@ -86,7 +78,7 @@ pub type Product = (String, i64);
 /// The first `window` open blocks with units left of each (game, stake),
 /// by id (read by [`read_blocks_on_sale`]).
 pub fn blocks_on_sale(sqlite: bool, products: &[Product], window: i64) -> Query<'static> {
-    let table = sql::json_rows(sqlite, 1, &[("game", Text), ("stake", Int)]);
+    let table = sql::table(sqlite, 1, &[("game", Text), ("stake", Int)]);
     sql::query_owned(format!(
         "SELECT id, emission_id, game_id, stake_cents, units_per_block, units_sold FROM ( \
              SELECT b.id, b.emission_id, b.game_id, b.stake_cents, b.units_per_block, \
@@ -98,7 +90,7 @@ pub fn blocks_on_sale(sqlite: bool, products: &[Product], window: i64) -> Query<
                  WHERE d.game = b.game_id AND d.stake = b.stake_cents)) w \
          WHERE position <= $2 ORDER BY game_id, stake_cents, id"
     ))
-    .bind(json_table(products, |(g, s)| (g, *s)))
+    .bind_rows(&table, products, |(g, s)| (g, *s))
     .bind(window)
 }
 
@@ -124,12 +116,12 @@ pub async fn products_with_blocks(
     sqlite: bool,
     products: &[Product],
 ) -> Result<Vec<Product>, Error> {
-    let table = sql::json_rows(sqlite, 1, &[("game", Text), ("stake", Int)]);
+    let table = sql::table(sqlite, 1, &[("game", Text), ("stake", Int)]);
     sql::query_as(&format!(
         "SELECT DISTINCT b.game_id, b.stake_cents FROM blocks b \
          WHERE EXISTS (SELECT 1 FROM {table} AS d WHERE d.game = b.game_id AND d.stake = b.stake_cents)"
     ))
-    .bind(json_table(products, |(g, s)| (g, *s)))
+    .bind_rows(&table, products, |(g, s)| (g, *s))
     .fetch_all(conn)
     .await
 }
@@ -166,8 +158,8 @@ pub fn read_new_play_ids(sqlite: bool, count: usize, rows: &[Row]) -> Result<Vec
 /// Read by [`read_plays_for_batch`].
 pub fn plays_for_batch(sqlite: bool, play_ids: &[i64], buyers: &[i64]) -> Query<'static> {
     use plays::{COLUMNS, FROM};
-    let ids = sql::json_rows(sqlite, 1, &[("id", Int)]);
-    let players = sql::json_rows(sqlite, 2, &[("id", Int)]);
+    let ids = sql::table(sqlite, 1, &[("id", Int)]);
+    let players = sql::table(sqlite, 2, &[("id", Int)]);
     sql::query_owned(format!(
         "SELECT {COLUMNS}, 0 AS of_buyer FROM {FROM} \
          WHERE p.id IN (SELECT id FROM {ids} AS d) \
@@ -176,8 +168,8 @@ pub fn plays_for_batch(sqlite: bool, play_ids: &[i64], buyers: &[i64]) -> Query<
          WHERE p.state = 'in_progress' AND p.id IN ( \
              SELECT (SELECT MAX(m.id) FROM plays m WHERE m.player_id = d.id) FROM {players} AS d)"
     ))
-    .bind(json_table(play_ids, |id| [*id]))
-    .bind(json_table(buyers, |id| [*id]))
+    .bind_rows(&ids, play_ids, |id| [*id])
+    .bind_rows(&players, buyers, |id| [*id])
 }
 
 pub fn read_plays_for_batch(rows: &[Row]) -> Result<Vec<LoadedPlay>, Error> {
@@ -198,12 +190,12 @@ pub fn read_plays_for_batch(rows: &[Row]) -> Result<Vec<LoadedPlay>, Error> {
 /// session from a cache (`service::session_cache`), and this read, in the
 /// transaction that sells, is what refuses a session ended meanwhile.
 pub fn live_sessions(sqlite: bool, token_hashes: &[&str]) -> Query<'static> {
-    let table = sql::json_rows(sqlite, 1, &[("token_hash", Text)]);
+    let table = sql::table(sqlite, 1, &[("token_hash", Text)]);
     sql::query_owned(format!(
         "SELECT token_hash FROM sessions WHERE ended_at_ms IS NULL \
          AND token_hash IN (SELECT token_hash FROM {table} AS d)"
     ))
-    .bind(json_table(token_hashes, |hash| [*hash]))
+    .bind_rows(&table, token_hashes, |hash| [*hash])
 }
 
 pub fn read_live_sessions(rows: &[Row]) -> Result<std::collections::HashSet<String>, Error> {
@@ -224,12 +216,12 @@ pub fn lock_players(sqlite: bool, players: &[i64]) -> Option<Query<'static>> {
     if sqlite || players.is_empty() {
         return None;
     }
-    let table = sql::json_rows(sqlite, 1, &[("id", Int)]);
+    let table = sql::table(sqlite, 1, &[("id", Int)]);
     Some(
         sql::query_owned(format!(
             "SELECT id FROM players WHERE id IN (SELECT id FROM {table} AS d) ORDER BY id FOR UPDATE"
         ))
-        .bind(json_table(players, |id| [*id])),
+        .bind_rows(&table, players, |id| [*id]),
     )
 }
 
@@ -238,16 +230,16 @@ pub fn lock_players(sqlite: bool, players: &[i64]) -> Option<Query<'static>> {
 /// accounts are found here rather than from the plays read, so that this
 /// read goes with the others.
 pub fn balances(sqlite: bool, accounts: &[i64], play_ids: &[i64]) -> Query<'static> {
-    let table = sql::json_rows(sqlite, 1, &[("id", Int)]);
-    let plays = sql::json_rows(sqlite, 2, &[("id", Int)]);
+    let table = sql::table(sqlite, 1, &[("id", Int)]);
+    let plays = sql::table(sqlite, 2, &[("id", Int)]);
     sql::query_owned(format!(
         "SELECT id, balance_cents FROM accounts WHERE id IN (\
          SELECT id FROM {table} AS d UNION \
          SELECT pl.account_id FROM plays p JOIN players pl ON pl.id = p.player_id \
          WHERE p.id IN (SELECT id FROM {plays} AS e))"
     ))
-    .bind(json_table(accounts, |id| [*id]))
-    .bind(json_table(play_ids, |id| [*id]))
+    .bind_rows(&table, accounts, |id| [*id])
+    .bind_rows(&plays, play_ids, |id| [*id])
 }
 
 pub fn read_balances(rows: &[Row]) -> Result<HashMap<i64, i64>, Error> {

@@ -16,6 +16,7 @@
 //! trips whatever its size, and no value is ever written into a text.
 
 mod row;
+mod table;
 
 pub use super::arg::Arg;
 use super::deferred;
@@ -24,11 +25,13 @@ use crate::error::Error;
 use futures_util::future::BoxFuture;
 use row::lite_rows;
 pub use row::{Decode, FromRow, Row, RowIndex};
+use serde::Serialize;
 use sqlx::any::AnyRow;
 use sqlx::pool::PoolConnection;
 use sqlx::{Any, AnyConnection};
 use std::borrow::Cow;
 use std::marker::PhantomData;
+pub use table::{Table, padded, table};
 
 /// A connection the writer's SQL can run on.
 #[derive(Debug)]
@@ -106,27 +109,24 @@ impl Conn {
         Ok(any_raw(self.any().expect("not SQLite"), sql).await?)
     }
 
-    async fn run(
-        &mut self,
-        sql: &str,
-        args: Vec<Arg>,
-        limit: Option<usize>,
-    ) -> Result<Vec<Row>, Error> {
+    async fn run(&mut self, query: Query<'_>, limit: Option<usize>) -> Result<Vec<Row>, Error> {
         count_statement();
         if let Conn::Lite(conn) = self {
-            return Ok(lite_rows(conn, sql, &args, limit)?);
+            let (sql, args, positional) = query.lite();
+            return Ok(lite_rows(conn, &sql, &args, &positional, limit)?);
         }
+        let (sql, args) = query.json();
         self.flush().await?;
         count_round_trip();
         if let Conn::Pipe(pipe) = self {
-            let mut rows = pipe.query(sql, &args).await?;
+            let mut rows = pipe.query(&sql, &args).await?;
             if let Some(limit) = limit {
                 rows.truncate(limit);
             }
             return Ok(rows.into_iter().map(Row::Pg).collect());
         }
         let conn = self.any().expect("not SQLite");
-        let query = any_query(sql, args);
+        let query = any_query(&sql, args);
         let future: BoxFuture<'_, Result<Vec<AnyRow>, sqlx::Error>> = match limit {
             Some(_) => {
                 Box::pin(async move { Ok(query.fetch_optional(conn).await?.into_iter().collect()) })
@@ -136,20 +136,22 @@ impl Conn {
         Ok(future.await?.into_iter().map(Row::Any).collect())
     }
 
-    async fn execute(&mut self, sql: &str, args: Vec<Arg>) -> Result<u64, Error> {
+    async fn execute(&mut self, query: Query<'_>) -> Result<u64, Error> {
         count_statement();
         if let Conn::Lite(conn) = self {
-            lite_rows(conn, sql, &args, None)?;
+            let (sql, args, positional) = query.lite();
+            lite_rows(conn, &sql, &args, &positional, None)?;
             return Ok(conn.changes());
         }
+        let (sql, args) = query.json();
         self.flush().await?;
         count_round_trip();
         if let Conn::Pipe(pipe) = self {
-            return pipe.execute(sql, &args).await;
+            return pipe.execute(&sql, &args).await;
         }
         let conn = self.any().expect("not SQLite");
         let future: BoxFuture<'_, Result<_, sqlx::Error>> =
-            Box::pin(any_query(sql, args).execute(conn));
+            Box::pin(any_query(&sql, args).execute(conn));
         Ok(future.await?.rows_affected())
     }
 }
@@ -216,9 +218,10 @@ pub async fn fetch_each(conn: &mut Conn, queries: Vec<Query<'_>>) -> Result<Vec<
         count_statement();
     }
     count_round_trip();
+    let queries: Vec<(Cow<'_, str>, Vec<Arg>)> = queries.into_iter().map(Query::json).collect();
     let list: Vec<(&str, &[Arg])> = queries
         .iter()
-        .map(|query| (query.sql.as_ref(), query.args.as_slice()))
+        .map(|(sql, args)| (sql.as_ref(), args.as_slice()))
         .collect();
     let results = pipe.query_each(&list).await?;
     Ok(results
@@ -293,12 +296,16 @@ fn any_query(
 pub struct Query<'q> {
     sql: Cow<'q, str>,
     args: Vec<Arg>,
+    /// The tables bound on SQLite ([`Query::bind_rows`]), rendered when
+    /// the statement runs, for its connection.
+    tables: Vec<table::Bound>,
 }
 
 pub fn query(sql: &str) -> Query<'_> {
     Query {
         sql: Cow::Borrowed(sql),
         args: Vec::new(),
+        tables: Vec::new(),
     }
 }
 
@@ -307,6 +314,7 @@ pub fn query_owned(sql: String) -> Query<'static> {
     Query {
         sql: Cow::Owned(sql),
         args: Vec::new(),
+        tables: Vec::new(),
     }
 }
 
@@ -316,8 +324,56 @@ impl<'q> Query<'q> {
         self
     }
 
+    /// Binds `rows` as the table `table` stands for in the text (its
+    /// parameter, the next one), each row as the tuple `values` makes of it,
+    /// in the order of the table's columns.
+    pub fn bind_rows<'r, T, U: Serialize + 'r>(
+        mut self,
+        table: &Table,
+        rows: &'r [T],
+        values: impl Fn(&'r T) -> U,
+    ) -> Self {
+        assert_eq!(table.param(), self.args.len() + 1, "tables bound in order");
+        if !table.sqlite() {
+            let tuples: Vec<U> = rows.iter().map(values).collect();
+            return self.bind(serde_json::to_string(&tuples).expect("rows serialise"));
+        }
+        // Its parameter, bound only if the table goes as JSON after all.
+        self.args.push(Arg::NullText);
+        self.tables.push(table.bind(rows, values));
+        self
+    }
+
+    /// The text, named arguments and plain `?` arguments to run on the
+    /// writer's SQLite connection.
+    fn lite(&self) -> (Cow<'_, str>, Cow<'_, [Arg]>, Vec<Option<&Arg>>) {
+        if self.tables.is_empty() {
+            return (
+                Cow::Borrowed(&self.sql),
+                Cow::Borrowed(&self.args),
+                Vec::new(),
+            );
+        }
+        let mut args = self.args.clone();
+        let rendered = table::render(&self.sql, &self.tables, true, &mut args);
+        (
+            Cow::Owned(rendered.sql),
+            Cow::Owned(args),
+            rendered.positional,
+        )
+    }
+
+    /// The text and arguments to run anywhere else, its tables as JSON.
+    fn json(mut self) -> (Cow<'q, str>, Vec<Arg>) {
+        if self.tables.is_empty() {
+            return (self.sql, self.args);
+        }
+        let rendered = table::render(&self.sql, &self.tables, false, &mut self.args);
+        (Cow::Owned(rendered.sql), self.args)
+    }
+
     pub async fn execute(self, conn: &mut Conn) -> Result<u64, Error> {
-        conn.execute(&self.sql, self.args).await
+        conn.execute(self).await
     }
 
     /// Holds the write back until [`Conn::flush`] on the writer's
@@ -326,7 +382,8 @@ impl<'q> Query<'q> {
         match conn {
             Conn::Pipe(pipe) => {
                 count_statement();
-                pipe.hold(self.sql.into_owned(), self.args, None);
+                let (sql, args) = self.json();
+                pipe.hold(sql.into_owned(), args, None);
                 Ok(())
             }
             _ => self.execute(conn).await.map(drop),
@@ -345,7 +402,8 @@ impl<'q> Query<'q> {
         match conn {
             Conn::Pipe(pipe) => {
                 count_statement();
-                pipe.hold(self.sql.into_owned(), self.args, Some((table, rows)));
+                let (sql, args) = self.json();
+                pipe.hold(sql.into_owned(), args, Some((table, rows)));
                 Ok(())
             }
             _ => {
@@ -356,11 +414,7 @@ impl<'q> Query<'q> {
     }
 
     pub async fn fetch_optional(self, conn: &mut Conn) -> Result<Option<Row>, Error> {
-        Ok(conn
-            .run(&self.sql, self.args, Some(1))
-            .await?
-            .into_iter()
-            .next())
+        Ok(conn.run(self, Some(1)).await?.into_iter().next())
     }
 
     pub async fn fetch_one(self, conn: &mut Conn) -> Result<Row, Error> {
@@ -370,7 +424,7 @@ impl<'q> Query<'q> {
     }
 
     pub async fn fetch_all(self, conn: &mut Conn) -> Result<Vec<Row>, Error> {
-        conn.run(&self.sql, self.args, None).await
+        conn.run(self, None).await
     }
 }
 
@@ -419,6 +473,17 @@ where
 {
     pub fn bind(mut self, value: impl Into<Arg>) -> Self {
         self.query = self.query.bind(value);
+        self
+    }
+
+    /// As [`Query::bind_rows`].
+    pub fn bind_rows<'r, R, U: Serialize + 'r>(
+        mut self,
+        table: &Table,
+        rows: &'r [R],
+        values: impl Fn(&'r R) -> U,
+    ) -> Self {
+        self.query = self.query.bind_rows(table, rows, values);
         self
     }
 

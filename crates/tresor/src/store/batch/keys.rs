@@ -2,8 +2,8 @@
 //! purchase in three tables, looked up by the batch, forgotten a table at a
 //! time.
 
+use super::NewPlayRow;
 use super::write::SetWrite;
-use super::{NewPlayRow, json_table};
 use crate::error::Error;
 use crate::store::sql::{self, ColumnType, ColumnType::Int, ColumnType::Text, Conn, Query, Row};
 
@@ -35,7 +35,7 @@ fn table_number(at_ms: i64) -> usize {
 /// play id, request hash), read by [`read_earlier_purchases`]. The request
 /// hash is the play's, read by its id.
 pub fn earlier_purchases(sqlite: bool, keys: &[(i64, &str)]) -> Query<'static> {
-    let table = sql::json_rows(sqlite, 1, &[("player_id", Int), ("key", Text)]);
+    let table = sql::table(sqlite, 1, &[("player_id", Int), ("key", Text)]);
     let each = |keys: &str| {
         format!(
             "SELECT k.player_id, k.key, k.play_id, p.request_hash FROM {keys} k \
@@ -49,7 +49,7 @@ pub fn earlier_purchases(sqlite: bool, keys: &[(i64, &str)]) -> Query<'static> {
         each("purchase_keys_1"),
         each("purchase_keys_2")
     ))
-    .bind(json_table(keys, |k| *k))
+    .bind_rows(&table, keys, |k| *k)
 }
 
 pub fn read_earlier_purchases(rows: &[Row]) -> Result<Vec<(i64, String, i64, String)>, Error> {

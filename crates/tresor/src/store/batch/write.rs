@@ -3,7 +3,6 @@
 //! hours of stakes) and [`SetWrite`], the one shape every such statement
 //! has.
 
-use super::json_table;
 use crate::error::Error;
 use crate::store::plays::PlayState;
 use crate::store::sql::{self, ColumnType, ColumnType::Int, ColumnType::Text, Conn};
@@ -131,8 +130,8 @@ pub struct AccountUpdate {
 }
 
 /// One set-oriented write: `sql`, in which `{rows}` stands for the batch's
-/// rows as a table of `columns` (`sql::json_rows`, one JSON parameter
-/// however many rows), held back until the batch's end. With `changes`,
+/// rows as a table of `columns` (`sql::table`: one JSON parameter on
+/// PostgreSQL, a list of `VALUES` on SQLite), held back until the batch's end. With `changes`,
 /// the table whose rows it must change, one per row, or the batch fails
 /// (`Query::defer_expecting`).
 #[derive(Debug)]
@@ -155,9 +154,9 @@ impl SetWrite {
         if rows.is_empty() {
             return Ok(());
         }
-        let table = sql::json_rows(sqlite, 1, self.columns);
-        let query =
-            sql::query_owned(self.sql.replace("{rows}", &table)).bind(json_table(rows, columns));
+        let table = sql::table(sqlite, 1, self.columns);
+        let query = sql::query_owned(self.sql.replace("{rows}", &table.to_string()))
+            .bind_rows(&table, rows, columns);
         match self.changes {
             Some(changes) => query.defer_expecting(conn, changes, rows.len()).await,
             None => query.defer(conn).await,

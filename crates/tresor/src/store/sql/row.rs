@@ -12,16 +12,26 @@ use std::sync::Arc;
 
 /// Runs one statement on the SQLite connection, from its cache of prepared
 /// statements. Parameters are written `$1`, `$2`… as for PostgreSQL and bound
-/// by name, so their order in the text does not matter.
+/// by name, so their order in the text does not matter; plain `?` (a
+/// table's rows, `table.rs`) take `positional` in turn, `None` as NULL.
 pub(super) fn lite_rows(
     conn: &rusqlite::Connection,
     sql: &str,
     args: &[Arg],
+    positional: &[Option<&Arg>],
     limit: Option<usize>,
 ) -> rusqlite::Result<Vec<Row>> {
     let mut statement = conn.prepare_cached(sql)?;
+    let mut next = positional.iter();
     for index in 1..=statement.parameter_count() {
-        let name = statement.parameter_name(index).unwrap_or("?");
+        let Some(name) = statement.parameter_name(index) else {
+            match next.next() {
+                Some(Some(value)) => statement.raw_bind_parameter(index, value)?,
+                Some(None) => statement.raw_bind_parameter(index, rusqlite::types::Null)?,
+                None => return Err(rusqlite::Error::InvalidParameterCount(index, index - 1)),
+            }
+            continue;
+        };
         let position = name
             .strip_prefix('$')
             .and_then(|n| n.parse::<usize>().ok())
