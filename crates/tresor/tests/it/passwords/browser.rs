@@ -98,7 +98,7 @@ async fn reset_in(
         .await;
     browser.click("[data-testid=forgot-link]").await;
     browser.wait_screen("forgot").await;
-    let told = send_form(&browser, "forgot", "email", &email).await;
+    let told = send_form(browser, "forgot", "email", &email).await;
     assert!(told.contains(words.sent), "{told}");
     browser
         .screenshot(&shot_name("account-password-forgotten", lang))
@@ -109,7 +109,7 @@ async fn reset_in(
     assert!(link.starts_with(base), "{link}");
     browser.goto(&link).await;
     browser.wait_screen("reset").await;
-    let done = send_form(&browser, "reset", "password", "my brand new password").await;
+    let done = send_form(browser, "reset", "password", "my brand new password").await;
     assert!(done.contains(words.saved), "{done}");
     browser
         .screenshot(&shot_name("account-password-reset", lang))
