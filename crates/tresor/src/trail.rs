@@ -284,7 +284,7 @@ fn records_insert(sqlite: bool, records: &[Record]) -> Option<sql::Query<'static
         return None;
     }
     use sql::ColumnType::{Int, Text};
-    let table = sql::json_rows(
+    let table = sql::table(
         sqlite,
         1,
         &[
@@ -300,29 +300,25 @@ fn records_insert(sqlite: bool, records: &[Record]) -> Option<sql::Query<'static
             ("salt", Text),
         ],
     );
-    let rows: Vec<_> = records
-        .iter()
-        .map(|r| {
-            (
-                r.at_ms,
-                &r.actor,
-                &r.action,
-                &r.request,
-                &r.result,
-                &r.prev_hash,
-                &r.hash,
-                r.log_id,
-                r.idx,
-                &r.salt,
-            )
-        })
-        .collect();
     let insert = sql::query_owned(format!(
         "INSERT INTO trail (at_ms, actor, action, request, result, prev_hash, hash, log_id, idx, \
          salt) SELECT at_ms, actor, action, request, result, prev_hash, hash, log_id, idx, salt \
          FROM {table} AS d ORDER BY idx"
     ))
-    .bind(serde_json::to_string(&rows).expect("records serialise"));
+    .bind_rows(&table, records, |r| {
+        (
+            r.at_ms,
+            &r.actor,
+            &r.action,
+            &r.request,
+            &r.result,
+            &r.prev_hash,
+            &r.hash,
+            r.log_id,
+            r.idx,
+            &r.salt,
+        )
+    });
     Some(insert)
 }
 

@@ -91,7 +91,7 @@ impl StakeAllowance {
 ///
 /// Read by [`read_stake_allowances`], run with the batch's other reads.
 pub(crate) fn stake_allowances(sqlite: bool, players: &[i64], now_ms: i64) -> sql::Query<'static> {
-    let table = sql::json_rows(sqlite, 1, &[("id", sql::ColumnType::Int)]);
+    let table = sql::table(sqlite, 1, &[("id", sql::ColumnType::Int)]);
     sql::query_owned(format!(
         "SELECT d.id, p.stake_limit_cents, p.stake_pending_cents, p.stake_pending_at_ms, \
          p.excluded_until_ms, \
@@ -107,7 +107,7 @@ pub(crate) fn stake_allowances(sqlite: bool, players: &[i64], now_ms: i64) -> sq
          LEFT JOIN player_accounts a ON a.player_id = d.id \
          LEFT JOIN players pl ON pl.id = d.id LEFT JOIN accounts ac ON ac.id = pl.account_id"
     ))
-    .bind(serde_json::to_string(&players.iter().map(|id| [*id]).collect::<Vec<_>>()).expect("ids"))
+    .bind_rows(&table, players, |id| [*id])
     .bind(now_ms - WINDOW_MS - HOUR_MS)
 }
 

@@ -58,7 +58,7 @@ pub async fn append<'a>(
         .collect();
     let sqlite = conn.is_sqlite();
     use sql::ColumnType::{Int, Text};
-    let table = sql::json_rows(
+    let table = sql::table(
         sqlite,
         2,
         &[
@@ -88,7 +88,7 @@ pub async fn append<'a>(
          WHERE log_tiles.first_pos + length(log_tiles.hashes) / 32 = excluded.first_pos"
     ))
     .bind(log_id)
-    .bind(serde_json::to_string(&rows).expect("tiles serialise"))
+    .bind_rows(&table, &rows, |row| row)
     .defer_expecting(conn, "log_tiles", rows.len())
     .await
 }
