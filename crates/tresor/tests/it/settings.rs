@@ -161,20 +161,7 @@ async fn the_outage_budget_is_observed(
 
 async fn demo_mode_is_never_switched_on_for_an_existing_database_created_without_it(db: &TestDb) {
     db.tresor_ok(&["emission", "list"]);
-    let out = db.tresor(&[
-        "serve",
-        "--demo",
-        "--listen",
-        "127.0.0.1:0",
-        "--admin-listen",
-        "127.0.0.1:0",
-    ]);
-    assert_exit(&out, 2);
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("created without demo mode"),
-        "{}",
-        describe(&out)
-    );
+    db.assert_demo_refused();
     let (service, _) = db.service().await;
     assert!(
         !service.is_demo().await.unwrap(),

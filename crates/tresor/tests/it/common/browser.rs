@@ -242,6 +242,12 @@ impl Browser {
         value.as_str().unwrap().to_owned()
     }
 
+    /// The text of `css` once the element is shown (no longer `hidden`).
+    pub async fn wait_shown_text(&self, css: &str) -> String {
+        let condition = format!("!document.querySelector('{css}').hidden");
+        self.wait_text_when(&condition, css).await
+    }
+
     pub async fn balance_cents(&self) -> i64 {
         let value = self
             .wait_for("document.querySelector('[data-testid=balance]').dataset.cents")

@@ -46,6 +46,29 @@ pub async fn get_json(client: &reqwest::Client, url: &str) -> Value {
         .expect("a JSON answer")
 }
 
+/// Sends `bytes` as `client`'s document of `kind` named `name` to the
+/// server at `base`, as the page does, which must take it (201): the
+/// document's id.
+pub async fn upload_document(
+    client: &reqwest::Client,
+    base: &str,
+    kind: &str,
+    name: &str,
+    bytes: &[u8],
+) -> i64 {
+    let response = client
+        .post(format!("{base}/api/account/documents"))
+        .query(&[("kind", kind), ("name", name)])
+        .header("x-requested-with", "tresor")
+        .body(bytes.to_vec())
+        .send()
+        .await
+        .expect("the server answers");
+    assert_eq!(response.status(), 201);
+    let document: Value = response.json().await.expect("a JSON answer");
+    document["id"].as_i64().expect("the document's id")
+}
+
 /// GETs `url` with a client of its own and parses its JSON answer.
 pub async fn fetch_json(url: &str) -> Value {
     get_json(&reqwest::Client::new(), url).await

@@ -204,6 +204,23 @@ impl Browser {
         (me["balance_cents"].clone(), ids)
     }
 
+    /// The `data-testid` of the element that has the focus (null: none).
+    pub async fn focused(&self) -> Value {
+        self.execute("return document.activeElement.dataset.testid ?? null")
+            .await
+    }
+
+    /// Presses Tab until the element `testid` has the focus.
+    pub async fn tab_to(&self, testid: &str) {
+        for _ in 0..60 {
+            if self.focused().await == json!(testid) {
+                return;
+            }
+            self.press(&[TAB]).await;
+        }
+        panic!("{testid} is not reachable with Tab");
+    }
+
     /// Sets a field's value (replacing what is there), as a player would by typing.
     pub async fn fill(&self, css: &str, text: &str) {
         self.execute(&format!(

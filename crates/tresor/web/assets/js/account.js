@@ -9,7 +9,7 @@ import { t, money, dateTime, currentLang, setText } from './i18n.js';
 import { loadRules, toLoginWith } from './screens.js';
 import { wrongPassword } from './security.js';
 import { gameName } from './lobby.js';
-import { $, h, parseEuros, showDialog, sleep } from './util.js';
+import { $, h, onSubmit, parseEuros, showDialog, sleep } from './util.js';
 
 /** The fields of the opening form, in the order they appear (for the focus). */
 const OPEN_FIELDS = [
@@ -469,34 +469,20 @@ export function setupMoney(app) {
     await loadWithdrawals();
   });
 
-  $('#reminder-form').addEventListener('submit', async (event) => {
-    event.preventDefault();
-    $('#reminder-error').textContent = '';
-    $('#reminder-notice').textContent = '';
+  onSubmit(app, 'reminder', async ({ notice }) => {
     const value = $('#reminder-every').value;
-    try {
-      const account = await api.setReminder(value ? Number(value) : null);
-      app.setAccount(account, { reminderChanged: true });
-      if (value) setText($('#reminder-notice'), 'reminder.saved', { n: value });
-      else setText($('#reminder-notice'), 'reminder.saved.off');
-      app.say($('#reminder-notice').textContent);
-    } catch (e) {
-      app.showError(e, $('#reminder-error'));
-    }
+    const account = await api.setReminder(value ? Number(value) : null);
+    app.setAccount(account, { reminderChanged: true });
+    if (value) setText(notice, 'reminder.saved', { n: value });
+    else setText(notice, 'reminder.saved.off');
+    app.say(notice.textContent);
   });
 
-  $('#marketing-form').addEventListener('submit', async (event) => {
-    event.preventDefault();
-    $('#marketing-error').textContent = '';
-    $('#marketing-notice').textContent = '';
+  onSubmit(app, 'marketing', async ({ notice }) => {
     const consent = $('#marketing-consent').checked;
-    try {
-      app.setAccount(await api.setMarketing(consent));
-      setText($('#marketing-notice'), consent ? 'marketing.saved.on' : 'marketing.saved.off');
-      app.say($('#marketing-notice').textContent);
-    } catch (e) {
-      app.showError(e, $('#marketing-error'));
-    }
+    app.setAccount(await api.setMarketing(consent));
+    setText(notice, consent ? 'marketing.saved.on' : 'marketing.saved.off');
+    app.say(notice.textContent);
   });
 
   const closeDialog = $('#dlg-close');

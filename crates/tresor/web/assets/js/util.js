@@ -120,3 +120,24 @@ export function showDialog(dialog, { blocking = false } = {}) {
     }
   });
 }
+
+/**
+ * Hands the submission of the page's form `#NAME-form` to `send`, its lines
+ * `#NAME-error` and `#NAME-notice` cleared first and given to `send` as
+ * `{ error, notice }`. A failure `send` throws is shown in the error line as
+ * `refused` words it: by default as the server does (`app.showError`).
+ */
+export function onSubmit(app, name, send, refused = (failure, line) => app.showError(failure, line)) {
+  $(`#${name}-form`).addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const error = $(`#${name}-error`);
+    const notice = $(`#${name}-notice`);
+    error.textContent = '';
+    notice.textContent = '';
+    try {
+      await send({ error, notice });
+    } catch (failure) {
+      refused(failure, error);
+    }
+  });
+}

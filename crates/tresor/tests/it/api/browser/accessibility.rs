@@ -224,15 +224,7 @@ async fn a_whole_game_can_be_played_with_the_keyboard_alone_at_normal_speed(h: &
             .await,
         json!(true)
     );
-    while browser
-        .execute("return document.activeElement.dataset.testid")
-        .await
-        != json!("play")
-    {
-        browser.press(&[TAB]).await;
-        presses += 1;
-        assert!(presses < 40, "\"Jouer\" is not reachable with Tab");
-    }
+    browser.tab_to("play").await;
     let before = browser.balance_cents().await;
     browser.press(&[ENTER]).await;
     browser.wait_open("#dlg-howto").await;
