@@ -4,7 +4,9 @@
 //! existing database; one server per SQLite folder; the operator's listener
 //! apart from the players', on loopback unless told otherwise.
 
-use crate::common::{Server, TestDb, assert_exit, buy_at, cookie_client, describe, now_ms, post};
+use crate::common::{
+    Server, TestDb, assert_exit, buy_at, cookie_client, describe, fetch_json, now_ms, post,
+};
 use serde_json::Value;
 use serde_json::json;
 use std::process::Stdio;
@@ -21,12 +23,7 @@ async fn wait_for(url: &str) {
 }
 
 async fn status(base: &str) -> Value {
-    reqwest::get(format!("{base}/api/status"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    fetch_json(&format!("{base}/api/status")).await
 }
 
 /// `tresor` with no command, configured only by the environment.

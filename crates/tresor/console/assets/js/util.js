@@ -176,7 +176,7 @@ export function notice(text, kind = 'ok', code = '') {
  * the tests. */
 export function showError(error) {
   if (error && error.status === 401) return;
-  const extra = error?.details?.permission ? tr(` (needs the “${error.details.permission}” permission)`) : '';
+  const extra = error?.detail?.permission ? tr(` (needs the “${error.detail.permission}” permission)`) : '';
   notice(`${errorText(error)}${extra}`, 'error', error?.code ?? 'error');
   $('#notice').title = error?.message ?? '';
 }

@@ -34,6 +34,11 @@ pub async fn post(
     Some((status, response.json().await.ok()?))
 }
 
+/// GETs `url`: the response, whatever its status (the server must answer).
+pub async fn get_response(client: &reqwest::Client, url: &str) -> reqwest::Response {
+    client.get(url).send().await.expect("the server answers")
+}
+
 /// GETs `url` and parses its JSON answer.
 pub async fn get_json(client: &reqwest::Client, url: &str) -> Value {
     client

@@ -146,6 +146,13 @@ impl Browser {
         }
     }
 
+    /// [`Browser::register_in_page`] the way most tests want a player: 50 €
+    /// of demo money, on the island's screen, animations fast.
+    pub async fn register_with_50(&self, base: &str, username: &str) {
+        self.register_in_page(base, "?fast=1#/", username, 5000, None)
+            .await;
+    }
+
     /// Opens an account for real money through the API from inside the page
     /// (`body` as `POST /api/account/open` takes it); the page keeps the
     /// session, runs fast and speaks `lang` (`None`: its default) from its

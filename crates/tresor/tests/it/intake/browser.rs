@@ -1,7 +1,6 @@
 //! A player sends documents and an operator reviews them, in both languages.
 
 use crate::common::Harness;
-use crate::common::axe::axe_source;
 use crate::common::browser::Browser;
 use crate::common::staff::add_operator;
 use crate::console_api::browser::*;
@@ -67,13 +66,9 @@ async fn a_player_sends_documents_and_an_operator_reviews_them_in_both_languages
             document_status(&browser, "identity").await,
             json!("missing")
         );
-        if let Some(axe) = axe_source() {
-            let findings = browser.axe_findings(&axe).await;
-            assert!(
-                findings.is_empty(),
-                "{lang} account, documents' form: {findings:?}"
-            );
-        }
+        browser
+            .assert_accessible_if_axe(&format!("{lang} account, documents' form"))
+            .await;
         // Then both documents.
         send_document(&browser, "identity", &jpeg).await;
         browser

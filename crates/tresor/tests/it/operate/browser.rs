@@ -190,12 +190,9 @@ async fn an_operator_suspends_a_block_verifies_an_account_and_settles_withdrawal
     // Four eyes: Oscar verified and credited Ana; the dialog says another
     // operator approves, and stays open.
     browser
-        .ask(&format!("[data-testid=approve-{}]", asked[0]))
-        .await;
-    browser
-        .click_until(
-            "[data-testid=confirm-ok]",
-            "!document.querySelector('#confirm-error').hidden && document.querySelector('#confirm-error').dataset.code === 'four_eyes'",
+        .click_refused(
+            &format!("[data-testid=approve-{}]", asked[0]),
+            "document.querySelector('#confirm-error').dataset.code === 'four_eyes'",
         )
         .await;
     browser.press(&["\u{E00C}"]).await;
@@ -257,14 +254,11 @@ async fn an_operator_suspends_a_block_verifies_an_account_and_settles_withdrawal
             "document.querySelectorAll('[data-testid=withdrawal-row]').length === 1",
         )
         .await;
-    browser
-        .ask(&format!("[data-testid=reject-{}]", asked[1]))
-        .await;
     // No reason, no rejection: the dialog says so and stays open.
     browser
-        .click_until(
-            "[data-testid=confirm-ok]",
-            "!document.querySelector('#confirm-error').hidden && document.querySelector('#confirm').open",
+        .click_refused(
+            &format!("[data-testid=reject-{}]", asked[1]),
+            "document.querySelector('#confirm').open",
         )
         .await;
     browser

@@ -3,7 +3,7 @@
 
 import { api } from './api.js';
 import { t, money, dateTime, currentLang, setText } from './i18n.js';
-import { $, h, onSubmit } from './util.js';
+import { $, h, onSubmit, pagedList } from './util.js';
 import { gameName, gameRoute } from './lobby.js';
 import { rememberExclusion } from './free.js';
 
@@ -223,8 +223,7 @@ export function setupAccount(app) {
 export function setupHistory(app) {
   const rows = $('#history-rows');
   const more = $('#history-more');
-  let cursor = null;
-  let plays = [];
+  const plays = pagedList(app, 'history', 'plays', (cursor) => api.plays(cursor));
 
   function row(play) {
     const prize = play.outcome?.prize_cents ?? 0;
@@ -284,21 +283,13 @@ export function setupHistory(app) {
   });
 
   function render() {
-    rows.replaceChildren(...plays.map(row));
-    $('#history-empty').hidden = plays.length > 0;
-    more.hidden = !cursor;
+    rows.replaceChildren(...plays.items.map(row));
+    $('#history-empty').hidden = plays.items.length > 0;
+    more.hidden = !plays.cursor;
   }
 
   async function load(next) {
-    $('#history-error').textContent = '';
-    try {
-      const page = await api.plays(next ? cursor : null);
-      plays = next ? plays.concat(page.plays) : page.plays;
-      cursor = page.next_cursor;
-      render();
-    } catch (e) {
-      app.showError(e, $('#history-error'));
-    }
+    if (await plays.load(next)) render();
   }
 
   more.addEventListener('click', () => load(true));

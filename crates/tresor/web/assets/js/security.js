@@ -132,6 +132,24 @@ export function setupSecurity(app) {
     app.say(notice.textContent);
   });
 
+  /**
+   * A mailed link followed, on the screen it opens (`#confirm-text`):
+   * `send` its token, then say `done` (a text's key) and do `then`; a
+   * refusal is said instead.
+   */
+  async function followLink(send, done, then) {
+    const node = $('#confirm-text');
+    node.textContent = '';
+    try {
+      await send();
+      setText(node, done);
+      node.dataset.kind = 'notice';
+      await then();
+    } catch (error) {
+      app.showError(error, node);
+    }
+  }
+
   let resetToken = null;
   onSubmit(
     app,
@@ -169,30 +187,24 @@ export function setupSecurity(app) {
     },
     /** The screen the link mailed to an old address opens: undoes the
      *  address change at once (every session ends, this one too). */
-    async undoEmail(token) {
-      const node = $('#confirm-text');
-      node.textContent = '';
-      try {
-        await api.undoEmail(token ?? '');
-        setText(node, 'undo.done');
-        node.dataset.kind = 'notice';
-        if (app.state.me) app.loggedOut();
-      } catch (error) {
-        app.showError(error, node);
-      }
+    undoEmail(token) {
+      return followLink(
+        () => api.undoEmail(token ?? ''),
+        'undo.done',
+        async () => {
+          if (app.state.me) app.loggedOut();
+        },
+      );
     },
     /** The screen a confirmation link opens: confirms at once. */
-    async confirmEmail(token) {
-      const node = $('#confirm-text');
-      node.textContent = '';
-      try {
-        await api.confirmEmail(token ?? '');
-        setText(node, 'confirm.done');
-        node.dataset.kind = 'notice';
-        if (app.state.me) app.setAccount(await api.account());
-      } catch (error) {
-        app.showError(error, node);
-      }
+    confirmEmail(token) {
+      return followLink(
+        () => api.confirmEmail(token ?? ''),
+        'confirm.done',
+        async () => {
+          if (app.state.me) app.setAccount(await api.account());
+        },
+      );
     },
   };
 }

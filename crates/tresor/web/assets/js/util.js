@@ -141,3 +141,28 @@ export function onSubmit(app, name, send, refused = (failure, line) => app.showE
     }
   });
 }
+
+/**
+ * A list the server gives page by page: `fetch(cursor)` answers the page
+ * after `cursor` (the first for null), its rows under `key` and the next
+ * page's cursor as `next_cursor`. `load(next)` reads the first page again,
+ * or appends the next one to `items`, and answers the page read; a failure
+ * is shown in `#NAME-error` and answers null.
+ */
+export function pagedList(app, name, key, fetch) {
+  const list = { items: [], cursor: null };
+  list.load = async (next) => {
+    const error = $(`#${name}-error`);
+    error.textContent = '';
+    try {
+      const page = await fetch(next ? list.cursor : null);
+      list.items = next ? list.items.concat(page[key]) : page[key];
+      list.cursor = page.next_cursor;
+      return page;
+    } catch (e) {
+      app.showError(e, error);
+      return null;
+    }
+  };
+  return list;
+}

@@ -2,6 +2,7 @@
 //! whole game is played with the keyboard alone.
 
 use super::*;
+use crate::common::axe::assert_no_findings;
 use crate::common::page::{CONTRAST, ENTER, ESCAPE, SPACE, TAB};
 
 // The page is the same on either database (its PostgreSQL smoke test is
@@ -194,12 +195,7 @@ async fn every_screen_of_the_game_passes_axe_core_in_french_and_in_english(h: &H
             )
             .await;
     }
-    assert!(
-        findings.is_empty(),
-        "{} serious or critical accessibility findings on {screens} screens:\n  {}",
-        findings.len(),
-        findings.join("\n  ")
-    );
+    assert_no_findings(&findings, &format!("{screens} screens"));
     browser.close().await;
 }
 

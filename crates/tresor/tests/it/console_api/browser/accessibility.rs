@@ -1,6 +1,7 @@
 //! Every console screen passes axe-core, in both languages.
 
 use super::*;
+use crate::common::axe::assert_no_findings;
 use crate::common::upload_document;
 
 // The page is the same on either database (its PostgreSQL smoke test is
@@ -197,12 +198,7 @@ async fn every_console_screen_passes_axe_core(h: &Harness) {
             "document.documentElement.lang === 'fr' && document.querySelector('[data-testid=login-submit]').textContent === 'Continuer'",
         )
         .await;
-    assert!(
-        findings.is_empty(),
-        "{} serious or critical accessibility findings:\n  {}",
-        findings.len(),
-        findings.join("\n  ")
-    );
+    assert_no_findings(&findings, "the console's screens");
     browser.only_expected_errors(&[]).await;
     browser.close().await;
 }

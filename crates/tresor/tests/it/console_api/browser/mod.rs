@@ -148,6 +148,17 @@ impl Browser {
         self.wait_closed("#confirm").await;
     }
 
+    /// Clicks `button` and confirms in the dialog it opens, which refuses:
+    /// waits until its error line shows and `also` holds.
+    pub(crate) async fn click_refused(&self, button: &str, also: &str) {
+        self.ask(button).await;
+        self.click_until(
+            "[data-testid=confirm-ok]",
+            &format!("!document.querySelector('#confirm-error').hidden && {also}"),
+        )
+        .await;
+    }
+
     /// Clicks `button`, confirms in the dialog it opens, and waits until
     /// `then` holds: an action of the console's lists, done.
     pub(crate) async fn click_confirmed(&self, button: &str, then: &str) {

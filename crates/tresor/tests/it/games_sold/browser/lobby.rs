@@ -19,9 +19,7 @@ async fn a_player_picks_the_scratch_card_in_the_lobby_wins_loses_then_plays_the_
 ) {
     let (site, browser) = setup(h, 1280, 900).await;
     let base = &site.base;
-    browser
-        .register_in_page(base, "?fast=1#/", "gratteuse", 5000, None)
-        .await;
+    browser.register_with_50(base, "gratteuse").await;
 
     // The lobby, in French: the island first, then the scratch card, each
     // with its stakes and payout rates; picked by a click on the card.
@@ -48,10 +46,11 @@ async fn a_player_picks_the_scratch_card_in_the_lobby_wins_loses_then_plays_the_
     );
     browser.screenshot("games-lobby-fr").await;
     browser.assert_accessible_if_axe("the lobby (fr)").await;
-    browser
-        .click(&format!("[data-testid=game-card][data-game={SCRATCH}]"))
-        .await;
-    browser.wait_ready("scratch", "scratch-play").await;
+    pick_the_scratch_card(
+        &browser,
+        &format!("[data-testid=game-card][data-game={SCRATCH}]"),
+    )
+    .await;
     assert_eq!(
         browser.execute("return location.hash").await,
         json!(format!("#/play/{SCRATCH}")),
@@ -226,10 +225,7 @@ async fn a_player_picks_the_scratch_card_in_the_lobby_wins_loses_then_plays_the_
     browser.screenshot("games-lobby-en").await;
     browser.assert_accessible_if_axe("the lobby (en)").await;
     // A card in English, to a win and a loss again, with « Reveal all ».
-    browser
-        .click(&format!("[data-testid=game-link-{SCRATCH}]"))
-        .await;
-    browser.wait_ready("scratch", "scratch-play").await;
+    pick_the_scratch_card(&browser, &format!("[data-testid=game-link-{SCRATCH}]")).await;
     assert_eq!(
         browser
             .execute("return [document.querySelector('[data-testid=scratch-all]').textContent, document.querySelector('[data-testid=scratch-title]').textContent]")
@@ -241,4 +237,11 @@ async fn a_player_picks_the_scratch_card_in_the_lobby_wins_loses_then_plays_the_
         .assert_accessible_if_axe("a finished scratch card (en)")
         .await;
     browser.close_without_console_errors().await;
+}
+
+/// Picks the scratch card in the lobby with a click on `css` (its card, or
+/// its name): its screen, ready to buy.
+async fn pick_the_scratch_card(browser: &Browser, css: &str) {
+    browser.click(css).await;
+    browser.wait_ready("scratch", "scratch-play").await;
 }
