@@ -36,18 +36,6 @@ pub struct PaymentArgs {
     pub provisional_days: i64,
 }
 
-impl Default for PaymentArgs {
-    fn default() -> Self {
-        let payments = Payments::default();
-        PaymentArgs {
-            payment_provider: payments.provider,
-            payment_pay_url: payments.pay_url,
-            payment_webhook_secret: None,
-            provisional_days: crate::account::DEFAULT_PROVISIONAL_DAYS,
-        }
-    }
-}
-
 impl PaymentArgs {
     /// The settings these flags give.
     pub fn apply(&self, settings: Settings) -> anyhow::Result<Settings> {
@@ -134,17 +122,6 @@ pub struct FourEyesArgs {
     /// What one operator may credit in 24 hours, all players together, in cents.
     #[arg(long, env = "TRESOR_CREDIT_MAX_PER_DAY_CENTS", default_value_t = FourEyes::default().credit_max_per_day_cents)]
     pub credit_max_per_day_cents: i64,
-}
-
-impl Default for FourEyesArgs {
-    fn default() -> Self {
-        let four_eyes = FourEyes::default();
-        FourEyesArgs {
-            single_operator: four_eyes.single_operator,
-            credit_max_cents: four_eyes.credit_max_cents,
-            credit_max_per_day_cents: four_eyes.credit_max_per_day_cents,
-        }
-    }
 }
 
 impl FourEyesArgs {

@@ -258,24 +258,6 @@ pub struct RateLimitArgs {
     pub trust_forwarded_for: bool,
 }
 
-impl Default for RateLimitArgs {
-    fn default() -> Self {
-        let limits = RateLimits::default();
-        RateLimitArgs {
-            failed_logins_free_per_name_and_address: limits.failed_logins_free_per_name_and_address,
-            failed_logins_free_per_address: limits.failed_logins_free_per_address,
-            logins_per_minute_per_address: limits.logins_per_minute_per_address,
-            registrations_per_hour_per_address: limits.registrations_per_hour_per_address,
-            purchases_per_minute_per_player: limits.purchases_per_minute_per_player,
-            purchases_per_minute_per_address: limits.purchases_per_minute_per_address,
-            actions_per_minute_per_player: limits.actions_per_minute_per_player,
-            actions_per_minute_per_address: limits.actions_per_minute_per_address,
-            free_tries_per_minute_per_address: limits.free_tries_per_minute_per_address,
-            trust_forwarded_for: limits.trust_forwarded_for,
-        }
-    }
-}
-
 impl RateLimitArgs {
     pub fn to_settings(&self) -> RateLimits {
         RateLimits {

@@ -4,15 +4,13 @@
 //! player's own deposits and confirms them in-process through the service
 //! the webhook calls, so the whole deposit loop runs on one machine.
 
-use super::api::logged_in;
+use super::api::Newcomer;
 use super::body::Body;
 use super::console_kit::Answer;
 use super::csrf::cross_site;
 use super::extract::{PageQuery, Params, PathId};
-use super::origin::Origin;
 use super::password::Guarded;
 use super::player_session::{ActingPlayer, CurrentPlayer, session_cookie};
-use super::throttle::{ClientAddress, Throttles};
 use super::{ApiError, AppState};
 use crate::account::{Iban, Identity, ReminderMinutes};
 use crate::error::Error;
@@ -23,12 +21,11 @@ use axum::extract::{Form, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post, put};
-use axum::{Extension, Json, Router};
+use axum::{Json, Router};
 use hmac::{Hmac, Mac};
 use serde::Deserialize;
 use serde_json::json;
 use sha2::Sha256;
-use std::sync::Arc;
 
 pub fn routes() -> Router<AppState> {
     let player = Router::new()
@@ -86,14 +83,8 @@ struct OpenBody {
     stake_limit_cents: Option<i64>,
 }
 
-async fn open(
-    State(state): State<AppState>,
-    Extension(throttles): Extension<Arc<Throttles>>,
-    address: ClientAddress,
-    origin: Origin,
-    Body(body): Body<OpenBody>,
-) -> Result<Response, ApiError> {
-    throttles.registration(&address)?;
+async fn open(newcomer: Newcomer, Body(body): Body<OpenBody>) -> Result<Response, ApiError> {
+    let service = newcomer.admit()?;
     let i = &body.identity;
     let identity = Identity::parse(
         &i.birth_name,
@@ -114,13 +105,13 @@ async fn open(
         marketing_consent: body.marketing_consent,
         iban,
     });
-    let player = state.service.register(registration).await?;
+    let player = service.register(registration).await?;
     // The account is open: a failure to send the link is logged, and the
     // player may ask again (`PUT /api/account/email`).
-    if let Err(error) = state.service.send_email_confirmation(&player).await {
+    if let Err(error) = service.send_email_confirmation(&player).await {
         tracing::warn!(%error, "the address confirmation was not sent");
     }
-    logged_in(&state, &player, origin, StatusCode::CREATED).await
+    newcomer.logged_in(&player).await
 }
 
 /// The account, and when this request's session opened: the page counts

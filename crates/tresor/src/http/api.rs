@@ -13,10 +13,10 @@ use crate::error::Error;
 use crate::model::Username;
 use crate::protect::{ExclusionLength, LimitChange, Limits, LimitsView};
 use crate::service::{
-    IdempotencyKey, MAX_DEMO_DEPOSIT_CENTS, Me, Player, Purchase, Registration, rfc3339,
+    IdempotencyKey, MAX_DEMO_DEPOSIT_CENTS, Me, Player, Purchase, Registration, Service, rfc3339,
 };
 use crate::trail::Actor;
-use axum::extract::{Request, State};
+use axum::extract::{FromRequestParts, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -86,6 +86,33 @@ struct RegisterBody {
     stake_limit_cents: Option<i64>,
 }
 
+/// A new player's request (a demo player registered, an account opened):
+/// the client's address under the registration throttle, and where the new
+/// player's first session opens from.
+#[derive(FromRequestParts)]
+#[from_request(state(AppState))]
+pub(super) struct Newcomer {
+    #[from_request(via(State))]
+    state: AppState,
+    #[from_request(via(Extension))]
+    throttles: Arc<Throttles>,
+    address: ClientAddress,
+    origin: Origin,
+}
+
+impl Newcomer {
+    /// The service, once the address may register one more player.
+    pub(super) fn admit(&self) -> Result<&Service, ApiError> {
+        self.throttles.registration(&self.address)?;
+        Ok(&self.state.service)
+    }
+
+    /// The new `player` logged in: its first session's cookie and `me`, 201.
+    pub(super) async fn logged_in(self, player: &Player) -> Result<Response, ApiError> {
+        logged_in(&self.state, player, self.origin, StatusCode::CREATED).await
+    }
+}
+
 pub(super) async fn logged_in(
     state: &AppState,
     player: &Player,
@@ -99,15 +126,12 @@ pub(super) async fn logged_in(
 }
 
 async fn register(
-    State(state): State<AppState>,
-    Extension(throttles): Extension<Arc<Throttles>>,
-    address: ClientAddress,
-    origin: Origin,
+    newcomer: Newcomer,
     Body(body): Body<RegisterBody>,
 ) -> Result<Response, ApiError> {
-    throttles.registration(&address)?;
+    let service = newcomer.admit()?;
     // Outside demo mode an account is opened with an identity (/api/account/open).
-    if !state.service.is_demo().await? {
+    if !service.is_demo().await? {
         return Err(Error::IdentityRequired.into());
     }
     let registration = Registration::parse(
@@ -120,8 +144,8 @@ async fn register(
         body.deposit_limit_cents,
         body.stake_limit_cents,
     )?);
-    let player = state.service.register(registration).await?;
-    logged_in(&state, &player, origin, StatusCode::CREATED).await
+    let player = service.register(registration).await?;
+    newcomer.logged_in(&player).await
 }
 
 #[derive(Deserialize)]

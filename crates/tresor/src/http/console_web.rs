@@ -26,6 +26,8 @@ static ASSETS: &[Asset] = &[
     asset!(in "console", "assets/js/trail.js", JS),
     asset!(in "console", "assets/js/site.js", JS),
     asset!(in "console", "assets/js/reports.js", JS),
+    asset!(in "shared", "assets/js/server.js", JS),
+    asset!(in "shared", "assets/js/language.js", JS),
 ];
 
 /// The console's page.

@@ -43,7 +43,7 @@ impl Asset {
 
 /// An embedded file: `asset!("assets/app.css", type)` under `web/` (the
 /// game's), `asset!(in "console", "assets/console.css", type)` under another
-/// folder of the crate.
+/// folder of the crate (`shared/` holds the modules both pages embed).
 macro_rules! asset {
     (in $dir:literal, $path:literal, $content_type:expr) => {
         $crate::http::web::Asset {
@@ -84,6 +84,8 @@ static ASSETS: &[Asset] = &[
     asset!("assets/js/security.js", JS),
     asset!("assets/js/documents.js", JS),
     asset!("assets/js/free.js", JS),
+    asset!(in "shared", "assets/js/server.js", JS),
+    asset!(in "shared", "assets/js/language.js", JS),
     asset!("rules/fr.txt", "text/plain; charset=utf-8"),
     asset!("rules/en.txt", "text/plain; charset=utf-8"),
 ];

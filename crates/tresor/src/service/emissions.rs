@@ -128,9 +128,8 @@ impl Service {
 
     /// [`Service::close_emission`], recorded in the trail as `actor`'s.
     pub async fn close_emission_as(&self, actor: Actor, emission_id: i64) -> Result<(), Error> {
-        let now_ms = self.now_ms();
-        self.write(move |conn| {
-            let actor = actor.clone();
+        let request = json!({"emission_id": emission_id});
+        self.write_recorded(actor, "emission_close", request, move |conn, now_ms| {
             Box::pin(async move {
                 let state: Option<String> =
                     sql::query_scalar("SELECT state FROM emissions WHERE id = $1")
@@ -161,16 +160,7 @@ impl Service {
                 .bind(emission_id)
                 .fetch_all(&mut *conn)
                 .await?;
-                trail::append(
-                    conn,
-                    now_ms,
-                    &actor,
-                    "emission_close",
-                    json!({"emission_id": emission_id}),
-                    json!({"blocks_closed": closed}),
-                )
-                .await?;
-                Ok(())
+                Ok(((), json!({"blocks_closed": closed})))
             })
         })
         .await
@@ -207,9 +197,8 @@ impl Service {
         to: &'static str,
         action: &'static str,
     ) -> Result<(), Error> {
-        let now_ms = self.now_ms();
-        self.write(move |conn| {
-            let actor = actor.clone();
+        let request = json!({"block_id": block_id});
+        self.write_recorded(actor, action, request, move |conn, _| {
             Box::pin(async move {
                 let row: Option<(String, String)> = sql::query_as(
                     "SELECT b.state, e.state FROM blocks b JOIN emissions e ON e.id = b.emission_id \
@@ -237,16 +226,7 @@ impl Service {
                     .bind(from)
                     .execute(&mut *conn)
                     .await?;
-                trail::append(
-                    conn,
-                    now_ms,
-                    &actor,
-                    action,
-                    json!({"block_id": block_id}),
-                    json!({"state": to}),
-                )
-                .await?;
-                Ok(())
+                Ok(((), json!({"state": to})))
             })
         })
         .await

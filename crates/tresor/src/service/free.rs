@@ -15,7 +15,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-use tresor_game::{Game, Level, Outcome, PrizeTable, Scene, SceneRules};
+use tresor_game::{Game, Level, Outcome, PrizeTable};
 
 use super::games::GameRef;
 
@@ -105,26 +105,13 @@ pub fn free_try(game: &'static Game, table: &PrizeTable) -> Result<FreeTry, Erro
     let level = free_level(game, table);
     let seed = FreeGenerator::global().block(b"scene");
     let reveals = reveals(game);
-    let scenario = match (game.stage(table, level, &seed), game.scene()) {
-        (Err(unstaged), _) => {
-            return Err(Error::Definition(format!(
-                "{}: a free try cannot be staged: {unstaged}",
-                game.id()
-            )));
-        }
-        (Ok(Scene::Island(scenario)), _) => RevealedScenario::Island {
-            scenario,
-            throws: reveals as usize,
-        },
-        (Ok(Scene::Scratch(card)), SceneRules::Scratch(rules)) => RevealedScenario::Scratch {
-            card,
-            identical: rules.identical(),
-            revealed: true,
-        },
-        (Ok(Scene::Scratch(_)), SceneRules::Island(_)) => {
-            unreachable!("a game stages scenes of its own kind")
-        }
-    };
+    let scene = game.stage(table, level, &seed).map_err(|unstaged| {
+        Error::Definition(format!(
+            "{}: a free try cannot be staged: {unstaged}",
+            game.id()
+        ))
+    })?;
+    let scenario = RevealedScenario::of(scene, game.scene(), reveals as usize, true);
     Ok(FreeTry {
         free: true,
         game: GameRef::of(game),

@@ -56,6 +56,30 @@ pub enum RevealedScenario {
     },
 }
 
+impl RevealedScenario {
+    /// A staged scene as the player sees it: an island after `throws`
+    /// throws, a card scratched all over once `revealed`. `rules` are the
+    /// scene's game's.
+    pub(super) fn of(
+        scene: Scene,
+        rules: &SceneRules,
+        throws: usize,
+        revealed: bool,
+    ) -> RevealedScenario {
+        match (scene, rules) {
+            (Scene::Island(scenario), _) => RevealedScenario::Island { scenario, throws },
+            (Scene::Scratch(card), SceneRules::Scratch(rules)) => RevealedScenario::Scratch {
+                card,
+                identical: rules.identical(),
+                revealed,
+            },
+            (Scene::Scratch(_), SceneRules::Island(_)) => {
+                unreachable!("a game stages scenes of its own kind")
+            }
+        }
+    }
+}
+
 impl Serialize for RevealedScenario {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
@@ -129,11 +153,8 @@ impl Service {
         let seed = data.seeder.seed(row.unit_index as u32);
         let reveals = data.reveals();
         let throws_made = row.throws_made.min(reveals);
-        let scenario = match (
-            data.game.stage(data.table(), level, &seed),
-            data.game.scene(),
-        ) {
-            (Err(unstaged), _) => {
+        let scenario = match data.game.stage(data.table(), level, &seed) {
+            Err(unstaged) => {
                 tracing::error!(
                     play = row.id,
                     block = row.block_id,
@@ -144,18 +165,12 @@ impl Service {
                 );
                 RevealedScenario::Unavailable
             }
-            (Ok(Scene::Island(scenario)), _) => RevealedScenario::Island {
-                scenario,
-                throws: throws_made as usize,
-            },
-            (Ok(Scene::Scratch(card)), SceneRules::Scratch(rules)) => RevealedScenario::Scratch {
-                card,
-                identical: rules.identical(),
-                revealed: row.finished || throws_made >= reveals,
-            },
-            (Ok(Scene::Scratch(_)), SceneRules::Island(_)) => {
-                unreachable!("a game stages scenes of its own kind")
-            }
+            Ok(scene) => RevealedScenario::of(
+                scene,
+                data.game.scene(),
+                throws_made as usize,
+                row.finished || throws_made >= reveals,
+            ),
         };
         Ok(PlayView {
             id: row.id,

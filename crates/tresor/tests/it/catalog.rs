@@ -219,15 +219,7 @@ fn another_game_s_block_verifies_only_with_its_own_definition() {
 fn scenario_prints_a_scratch_card_and_simulate_deals_whole_blocks_of_it() {
     let express = shipped("tresor-express.toml");
     let express = express.to_str().unwrap();
-    let card = succeeds(&[
-        "scenario", "--secret", COUNTING, "--stake", "100", "--index", "99999", "--game", express,
-    ]);
-    let card: serde_json::Value = serde_json::from_str(&card).unwrap();
-    assert_eq!(
-        (card["rows"].as_u64(), card["columns"].as_u64()),
-        (Some(3), Some(3))
-    );
-    assert_eq!(card["cells"].as_array().unwrap().len(), 9);
+    let card = card_of(COUNTING, "100", "99999", express, (3, 3));
     let level = succeeds(&[
         "block", "generate", "--secret", COUNTING, "--stake", "100", "--game", express,
     ]);
@@ -289,15 +281,7 @@ fn a_third_game_that_is_only_a_file_is_checked_audited_and_simulated() {
     let verify = block_verify(ZEROS, &commitment, "1000", &["--game", file]);
     assert_exit(&verify, 0);
     assert!(stdout(&verify).contains("the block's 50000 units hold exactly the table (16661 winning units, 33500000 cents of prizes at 10,00 €)"));
-    let card = succeeds(&[
-        "scenario", "--secret", ZEROS, "--stake", "300", "--index", "7", "--game", file,
-    ]);
-    let card: serde_json::Value = serde_json::from_str(&card).unwrap();
-    assert_eq!(
-        (card["rows"].as_u64(), card["columns"].as_u64()),
-        (Some(4), Some(3))
-    );
-    assert_eq!(card["cells"].as_array().unwrap().len(), 12);
+    card_of(ZEROS, "300", "7", file, (4, 3));
 
     // Simulated: whole blocks hold the table and pay exactly its rate.
     let report = simulate("300", "2", &["--game", file]);
@@ -309,4 +293,27 @@ fn a_third_game_that_is_only_a_file_is_checked_audited_and_simulated() {
         ],
     );
     assert!(report.contains("19100000 cents of prizes for 30000000 cents of sales = 63.6667 % (the table's rate: 63.67 %)"), "{report}");
+}
+
+/// The card `tresor scenario` stages for the unit `index` of the block of
+/// `secret` at `stake` of the scratch game `game`, which must be of `size`
+/// (rows, columns), one cell each.
+fn card_of(
+    secret: &str,
+    stake: &str,
+    index: &str,
+    game: &str,
+    size: (u64, u64),
+) -> serde_json::Value {
+    let card = succeeds(&[
+        "scenario", "--secret", secret, "--stake", stake, "--index", index, "--game", game,
+    ]);
+    let card: serde_json::Value = serde_json::from_str(&card).unwrap();
+    assert_eq!(
+        (card["rows"].as_u64(), card["columns"].as_u64()),
+        (Some(size.0), Some(size.1))
+    );
+    let cells = card["cells"].as_array().unwrap().len() as u64;
+    assert_eq!(cells, size.0 * size.1);
+    card
 }

@@ -6,7 +6,7 @@
 //! must never be taken for a new one (a demo server would make its
 //! emissions in it, and `--demo` would switch demo money on).
 
-use crate::common::{Server, TestDb, assert_exit, describe};
+use crate::common::{Server, TestDb};
 use tresor::store::Db;
 
 on_both!(
@@ -74,20 +74,7 @@ async fn an_operators_database_is_never_taken_for_a_new_one(db: &TestDb) {
     // The operator's first command opens it to write (its log key listed).
     db.tresor_ok(&["emission", "list"]);
     assert!(!fresh(&db.url).await, "opened by the operator: not new");
-    let out = db.tresor(&[
-        "serve",
-        "--demo",
-        "--listen",
-        "127.0.0.1:0",
-        "--admin-listen",
-        "127.0.0.1:0",
-    ]);
-    assert_exit(&out, 2);
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("created without demo mode"),
-        "{}",
-        describe(&out)
-    );
+    db.assert_demo_refused();
     // Each thing a first use writes, alone, makes a database not new.
     for (what, insert) in MARKS {
         let other = TestDb::new(db.backend).await.expect("another database");

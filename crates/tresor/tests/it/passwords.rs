@@ -24,6 +24,19 @@ use tresor::staff::Role;
 const FIREFOX: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
 const CHROME: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36";
 
+/// The two password changes refused whoever asks them, as (current password
+/// given, new password, the field refused): a wrong current password, then
+/// a new one too short, for an account whose password is `current`.
+fn refused_changes(
+    current: &'static str,
+    new: &'static str,
+) -> [(&'static str, &'static str, &'static str); 2] {
+    [
+        ("not the password", new, "current_password"),
+        (current, "short", "new_password"),
+    ]
+}
+
 on_both!(
     a_password_change_asks_the_current_one_and_ends_other_sessions,
     |app| {
@@ -31,14 +44,7 @@ on_both!(
         let other = app.another_browser(CHROME);
         assert_eq!(other.login("paula", PASSWORD).await.0, StatusCode::OK);
         let trail = count(&app, "SELECT COUNT(*) FROM trail").await;
-        for (current, new, field) in [
-            (
-                "not my password",
-                "a brand new password",
-                "current_password",
-            ),
-            (PASSWORD, "short", "new_password"),
-        ] {
+        for (current, new, field) in refused_changes(PASSWORD, "a brand new password") {
             let refused = app.change_password(current, new).await;
             assert_invalid(&refused, field);
         }
@@ -376,14 +382,7 @@ on_both!(
             .await
             .unwrap();
         let trail = count(&app, "SELECT COUNT(*) FROM trail").await;
-        for (current, new, field) in [
-            (
-                "not the password",
-                "a new console password",
-                "current_password",
-            ),
-            (CONSOLE_PASSWORD, "too short", "new_password"),
-        ] {
+        for (current, new, field) in refused_changes(CONSOLE_PASSWORD, "a new console password") {
             let refused = first
                 .post(
                     "/console/api/password",

@@ -4,7 +4,9 @@
 //! existing database; one server per SQLite folder; the operator's listener
 //! apart from the players', on loopback unless told otherwise.
 
-use crate::common::{Server, TestDb, assert_exit, buy_at, cookie_client, describe, now_ms, post};
+use crate::common::{
+    Server, TestDb, assert_exit, buy_at, cookie_client, describe, fetch_json, now_ms, post,
+};
 use serde_json::Value;
 use serde_json::json;
 use std::process::Stdio;
@@ -21,12 +23,7 @@ async fn wait_for(url: &str) {
 }
 
 async fn status(base: &str) -> Value {
-    reqwest::get(format!("{base}/api/status"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    fetch_json(&format!("{base}/api/status")).await
 }
 
 /// `tresor` with no command, configured only by the environment.
@@ -161,20 +158,7 @@ async fn the_outage_budget_is_observed(
 
 async fn demo_mode_is_never_switched_on_for_an_existing_database_created_without_it(db: &TestDb) {
     db.tresor_ok(&["emission", "list"]);
-    let out = db.tresor(&[
-        "serve",
-        "--demo",
-        "--listen",
-        "127.0.0.1:0",
-        "--admin-listen",
-        "127.0.0.1:0",
-    ]);
-    assert_exit(&out, 2);
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("created without demo mode"),
-        "{}",
-        describe(&out)
-    );
+    db.assert_demo_refused();
     let (service, _) = db.service().await;
     assert!(
         !service.is_demo().await.unwrap(),

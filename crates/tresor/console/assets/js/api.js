@@ -2,15 +2,7 @@
 //! cookie (HttpOnly, sent by the browser), the CSRF header on every change,
 //! and refusals turned into `ApiError`s the screens show.
 
-/** A refusal or failure from the server, with its stable `code`. */
-export class ApiError extends Error {
-  constructor(status, code, message, details = {}) {
-    super(message);
-    this.status = status;
-    this.code = code;
-    this.details = details;
-  }
-}
+import { ApiError, readAnswer } from './server.js';
 
 /** Called with every 401 `unauthorized`: the session ended. */
 let onUnauthorized = () => {};
@@ -36,15 +28,7 @@ async function send(method, path, body) {
 
 async function request(method, path, body) {
   const response = await send(method, path, body);
-  if (response.status === 204) return null;
-  let data = null;
-  try {
-    data = await response.json();
-  } catch {
-    data = null;
-  }
-  if (!response.ok) {
-    const error = data && data.error ? data.error : {};
+  return readAnswer(response, (error) => {
     const failure = new ApiError(
       response.status,
       error.code || `http_${response.status}`,
@@ -52,9 +36,8 @@ async function request(method, path, body) {
       error,
     );
     if (response.status === 401 && failure.code === 'unauthorized') onUnauthorized(failure);
-    throw failure;
-  }
-  return data;
+    return failure;
+  });
 }
 
 const q = (params) => {

@@ -5,7 +5,7 @@
 //! block against its commitment (role `trail`).
 
 import { api } from './api.js';
-import { $, h, euros, count, fill, table, timeNode, shortHash, notice, showError, confirmAction, busy, onActions } from './util.js';
+import { $, h, euros, count, fill, table, timeNode, shortHash, notice, showError, confirmAction, busy, onActions, showingErrors } from './util.js';
 import { loadGames, gameName } from './games.js';
 import { currentLang } from './i18n.js';
 
@@ -207,11 +207,7 @@ export const emissions = {
       }
     });
   },
-  async show() {
-    try {
-      await load();
-    } catch (failure) {
-      showError(failure);
-    }
+  show() {
+    return showingErrors(load);
   },
 };

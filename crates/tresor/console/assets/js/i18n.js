@@ -5,6 +5,8 @@
 //! values in it is matched by its pattern (`{}` stands for a value). The
 //! choice is remembered in localStorage; `?lang=en` in the address sets it.
 
+import { pageLanguage } from './language.js';
+
 const STORE_KEY = 'tresor.console.lang';
 
 /** English → French. `{}` in a key matches any value; `{0}`, `{1}` … in the
@@ -519,7 +521,7 @@ const ERRORS_FR = {
  * the server's message (English). */
 export function errorText(failure) {
   const message = failure?.message ?? String(failure);
-  if (lang !== 'fr') return message;
+  if (currentLang() !== 'fr') return message;
   // The page's own refusals (no HTTP status) are written in English, translated as any text.
   if (failure?.status === undefined) return tr(message);
   return ERRORS_FR[failure.code] ?? tr(message);
@@ -554,40 +556,32 @@ function initialLang() {
   }
 }
 
-let lang = initialLang();
-const listeners = [];
+const language = pageLanguage(STORE_KEY, initialLang(), () => applyStatic(document));
 
 /** The operator's language, `fr` or `en`. */
 export function currentLang() {
-  return lang;
+  return language.current();
 }
 
 /** The locale numbers and dates are written in. */
 export function locale() {
-  return lang === 'fr' ? 'fr-FR' : 'en-GB';
+  return currentLang() === 'fr' ? 'fr-FR' : 'en-GB';
 }
 
 /** Sets the language, remembers it and calls every listener. */
 export function setLang(next) {
-  lang = next === 'en' ? 'en' : 'fr';
-  try {
-    localStorage.setItem(STORE_KEY, lang);
-  } catch {
-    // Remembered for this page only.
-  }
-  applyStatic(document);
-  for (const fn of listeners) fn(lang);
+  language.set(next);
 }
 
 /** Calls `fn` after every change of language. */
 export function onLangChange(fn) {
-  listeners.push(fn);
+  language.onChange(fn);
 }
 
 /** `text` (English, as the screens write it) in the operator's language.
  * Leading and trailing spaces are kept; an unknown text stays as it is. */
 export function tr(text) {
-  if (lang === 'en' || typeof text !== 'string') return text;
+  if (currentLang() === 'en' || typeof text !== 'string') return text;
   const core = text.trim();
   if (!core) return text;
   const lead = text.slice(0, text.indexOf(core));
@@ -637,7 +631,7 @@ export function setAttr(node, name, english) {
  * operator's language (the page's own markup at start; all of it after a
  * change). Code and user data typed by people are left alone. */
 export function applyStatic(root) {
-  document.documentElement.lang = lang;
+  document.documentElement.lang = currentLang();
   const walker = document.createTreeWalker(root.body ?? root, NodeFilter.SHOW_TEXT, {
     acceptNode: (node) => (node.parentElement?.closest('code, script, style, [data-no-tr]') ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT),
   });

@@ -13,24 +13,10 @@ import { queues } from './queues.js';
 import { trail } from './trail.js';
 import { site } from './site.js';
 import { reports } from './reports.js';
+import { sessionHint } from './server.js';
 
-/**
- * Whether this browser had a session when last seen. The cookie is
- * HttpOnly, so the page cannot see it; without this hint every first visit
- * would ask `/console/api/me` only to be told 401.
- */
-const SESSION_HINT = 'tresor.console.session';
-
-function hint(on) {
-  try {
-    if (on === undefined) return localStorage.getItem(SESSION_HINT) === '1';
-    if (on) localStorage.setItem(SESSION_HINT, '1');
-    else localStorage.removeItem(SESSION_HINT);
-  } catch {
-    return true;
-  }
-  return on;
-}
+/** Whether this browser had a session when last seen (asked of `/console/api/me` only then). */
+const hint = sessionHint('tresor.console.session');
 
 const screens = { dashboard, emissions, players, queues, trail, site, reports };
 

@@ -9,7 +9,7 @@
 //! sees). Each asks first.
 
 import { api } from './api.js';
-import { $, h, euros, fill, groupIban, table, timeNode, notice, showError, confirmAction, raw, onActions } from './util.js';
+import { $, h, euros, fill, groupIban, table, timeNode, notice, confirmAction, raw, onActions, showingErrors } from './util.js';
 
 let appRef = null;
 
@@ -282,11 +282,7 @@ export const queues = {
     appRef = app;
     onActions($('#screen-queues'), act);
   },
-  async show() {
-    try {
-      await load();
-    } catch (failure) {
-      showError(failure);
-    }
+  show() {
+    return showingErrors(load);
   },
 };

@@ -9,7 +9,7 @@
 
 import { api } from './api.js';
 import { barChart } from './chart.js';
-import { $, h, euros, count, fill, table, showError } from './util.js';
+import { $, h, euros, count, fill, table, showingErrors } from './util.js';
 
 function build() {
   $('#nav').append(h('a', { href: '#/reports', 'data-route': 'reports', 'data-needs': 'dashboard', 'data-testid': 'nav-reports' }, 'Reports'));
@@ -140,19 +140,11 @@ export const reports = {
     build();
     $('#reports-form').addEventListener('submit', async (event) => {
       event.preventDefault();
-      try {
-        await load();
-      } catch (failure) {
-        showError(failure);
-      }
+      await showingErrors(load);
     });
   },
 
-  async show() {
-    try {
-      await load();
-    } catch (failure) {
-      showError(failure);
-    }
+  show() {
+    return showingErrors(load);
   },
 };

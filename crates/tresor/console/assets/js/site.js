@@ -3,7 +3,7 @@
 //! `dashboard` reads the first two).
 
 import { api } from './api.js';
-import { $, h, count, dateTime, fill, timeNode, notice, showError, confirmAction } from './util.js';
+import { $, h, count, dateTime, fill, timeNode, notice, showError, confirmAction, showingErrors } from './util.js';
 import { setText } from './i18n.js';
 
 /** An RFC 3339 time as the value of a `datetime-local` input (local time). */
@@ -109,11 +109,7 @@ export const site = {
       change('Remove the announcement?', 'Players no longer see it.', () => api.setAnnouncement(null), 'The announcement is removed.'),
     );
   },
-  async show() {
-    try {
-      await load();
-    } catch (failure) {
-      showError(failure);
-    }
+  show() {
+    return showingErrors(load);
   },
 };

@@ -4,7 +4,7 @@
 //! and days, newest first, a page at a time.
 
 import { api } from './api.js';
-import { $, h, fill, table, timeNode, count, dateTime, notice, showError, copyText, busy } from './util.js';
+import { $, h, fill, table, timeNode, count, dateTime, notice, showError, copyText, busy, showingErrors } from './util.js';
 import { setText, tr } from './i18n.js';
 
 function lastLine(last) {
@@ -69,19 +69,11 @@ export const trail = {
   setup() {
     $('#trail-search').addEventListener('submit', async (event) => {
       event.preventDefault();
-      try {
-        await loadRecords();
-      } catch (failure) {
-        showError(failure);
-      }
+      await showingErrors(loadRecords);
     });
     $('#trail-records').addEventListener('click', async (event) => {
       if (!event.target.closest('#trail-more')) return;
-      try {
-        await loadRecords(true);
-      } catch (failure) {
-        showError(failure);
-      }
+      await showingErrors(() => loadRecords(true));
     });
     $('#trail-copy').addEventListener('click', async () => {
       const hash = $('#trail-hash').textContent;
@@ -118,11 +110,7 @@ export const trail = {
       }
     });
   },
-  async show() {
-    try {
-      await Promise.all([load(), loadRecords()]);
-    } catch (failure) {
-      showError(failure);
-    }
+  show() {
+    return showingErrors(() => Promise.all([load(), loadRecords()]));
   },
 };

@@ -176,7 +176,7 @@ export function notice(text, kind = 'ok', code = '') {
  * the tests. */
 export function showError(error) {
   if (error && error.status === 401) return;
-  const extra = error?.details?.permission ? tr(` (needs the “${error.details.permission}” permission)`) : '';
+  const extra = error?.detail?.permission ? tr(` (needs the “${error.detail.permission}” permission)`) : '';
   notice(`${errorText(error)}${extra}`, 'error', error?.code ?? 'error');
   $('#notice').title = error?.message ?? '';
 }
@@ -272,7 +272,20 @@ export async function copyText(text) {
   }
 }
 
-/** Disables `button` while `work` runs. */
+/**
+ * Runs `work`, a failure shown as an error rather than thrown: what a
+ * screen's show and its buttons' handlers do. Resolves with what `work`
+ * gave, or undefined when it failed.
+ */
+export async function showingErrors(work) {
+  try {
+    return await work();
+  } catch (failure) {
+    showError(failure);
+    return undefined;
+  }
+}
+
 /**
  * Hands every click on a `button[data-action]` inside `root` to `act`
  * (the button), a failure shown as an error.
@@ -281,14 +294,11 @@ export function onActions(root, act) {
   root.addEventListener('click', async (event) => {
     const button = event.target.closest('button[data-action]');
     if (!button) return;
-    try {
-      await act(button);
-    } catch (failure) {
-      showError(failure);
-    }
+    await showingErrors(() => act(button));
   });
 }
 
+/** Disables `button` while `work` runs. */
 export async function busy(button, work) {
   button.disabled = true;
   button.setAttribute('aria-busy', 'true');

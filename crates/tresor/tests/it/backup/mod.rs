@@ -182,8 +182,12 @@ async fn play_ids(db: &Db) -> std::collections::HashSet<i64> {
 }
 
 /// A small database with a demo emission, a player and a few plays, and
-/// one backup of it in `backups`: its folder.
-async fn one_backup(db: &TestDb, backups: &Path) -> PathBuf {
+/// one backup of it in the `backups` folder of a new temporary folder: that
+/// temporary folder (for whatever else the test writes beside it) and the
+/// backup's folder.
+async fn one_backup(db: &TestDb) -> (tempfile::TempDir, PathBuf) {
+    let outside = tempfile::tempdir().unwrap();
+    let backups = outside.path().join("backups");
     let server = Server::start(db, &unthrottled_flags()).await;
     let client = cookie_client();
     register_and_deposit(&client, &server.base, "ana", 10_000).await;
@@ -200,5 +204,6 @@ async fn one_backup(db: &TestDb, backups: &Path) -> PathBuf {
         ]
         .concat(),
     ));
-    only_backup(backups)
+    let backup = only_backup(&backups);
+    (outside, backup)
 }

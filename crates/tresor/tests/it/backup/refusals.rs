@@ -13,9 +13,7 @@ on_sqlite!(
 async fn bad_backups_wrong_keys_other_installations_and_folders_in_use_are_refused_writing_nothing(
     db: &TestDb,
 ) {
-    let outside = tempfile::tempdir().unwrap();
-    let backups = outside.path().join("backups");
-    let backup = one_backup(db, &backups).await;
+    let (outside, backup) = one_backup(db).await;
     let target = outside.path().join("new");
     let restore = |from: &Path, extra: &[&str]| {
         let mut args = vec![

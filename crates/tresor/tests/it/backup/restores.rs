@@ -11,9 +11,7 @@ on_sqlite!(
 async fn a_restore_behind_the_published_checkpoint_opens_with_sales_closed_until_the_operator_reopens(
     db: &TestDb,
 ) {
-    let outside = tempfile::tempdir().unwrap();
-    let backups = outside.path().join("backups");
-    let backup = one_backup(db, &backups).await;
+    let (outside, backup) = one_backup(db).await;
     // The checkpoint as the backup has it: a restore holds it, sales open.
     let kept = outside.path().join("kept.checkpoint");
     db.tresor_ok(&["audit", "checkpoint", "--out", &kept.display().to_string()]);

@@ -1,8 +1,7 @@
 //! The scratch card played with the keyboard alone, and fitted to a phone with reduced motion.
 
 use crate::common::Harness;
-use crate::common::axe::axe_source;
-use crate::common::page::{ENTER, TAB};
+use crate::common::page::ENTER;
 use crate::games_sold::browser::*;
 use serde_json::json;
 
@@ -24,16 +23,7 @@ async fn the_scratch_card_is_played_with_the_keyboard_alone(h: &Harness) {
         .await;
 
     // Tab to the scratch card's name in the lobby, Enter picks it.
-    let mut presses = 0;
-    while browser
-        .execute("return document.activeElement.dataset.testid")
-        .await
-        != json!(format!("game-link-{SCRATCH}"))
-    {
-        browser.press(&[TAB]).await;
-        presses += 1;
-        assert!(presses < 40, "the lobby's cards are not reachable with Tab");
-    }
+    browser.tab_to(&format!("game-link-{SCRATCH}")).await;
     browser.press(&[ENTER]).await;
     browser.wait_ready("scratch", "scratch-play").await;
 
@@ -43,16 +33,7 @@ async fn the_scratch_card_is_played_with_the_keyboard_alone(h: &Harness) {
     while !(won && lost) {
         assert!(cards < 40, "no win and loss in 40 cards");
         // Tab to « Jouer » (from wherever the focus is), Enter buys.
-        let mut presses = 0;
-        while browser
-            .execute("return document.activeElement.dataset.testid")
-            .await
-            != json!("scratch-play")
-        {
-            browser.press(&[TAB]).await;
-            presses += 1;
-            assert!(presses < 40, "« Jouer » is not reachable with Tab");
-        }
+        browser.tab_to("scratch-play").await;
         let before = browser.balance_cents().await;
         browser.press(&[ENTER]).await;
         let id = browser
@@ -168,11 +149,9 @@ async fn the_scratch_card_fits_a_phone_and_honours_reduced_motion(h: &Harness) {
     let finished = scratch_the_card(&browser, &play, Scratch::Pointer("touch")).await;
     browser.settled().await;
     browser.screenshot("games-phone-finished").await;
-    if let Some(source) = axe_source() {
-        browser
-            .assert_accessible(&source, "the scratch card on a phone")
-            .await;
-    }
+    browser
+        .assert_accessible_if_axe("the scratch card on a phone")
+        .await;
     dismiss_the_win(
         &browser,
         finished["outcome"]["prize_cents"].as_i64().unwrap(),

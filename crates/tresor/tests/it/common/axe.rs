@@ -102,11 +102,17 @@ impl Browser {
 
     /// Fails, naming `screen`, on any serious or critical finding.
     pub async fn assert_accessible(&self, source: &str, screen: &str) {
-        let findings = self.axe_findings(source).await;
-        assert!(
-            findings.is_empty(),
-            "accessibility of {screen}:\n  {}",
-            findings.join("\n  ")
-        );
+        assert_no_findings(&self.axe_findings(source).await, screen);
     }
+}
+
+/// Fails on any of `findings` (axe-core's, described), naming what was
+/// checked (`checked`) and listing them, one a line.
+pub fn assert_no_findings(findings: &[String], checked: &str) {
+    assert!(
+        findings.is_empty(),
+        "{} serious or critical accessibility findings in {checked}:\n  {}",
+        findings.len(),
+        findings.join("\n  ")
+    );
 }

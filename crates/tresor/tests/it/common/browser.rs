@@ -225,10 +225,13 @@ impl Browser {
 
     /// Waits until the element `css` shows a text, and returns it.
     pub async fn wait_text(&self, css: &str) -> String {
-        let value = self
-            .wait_for(&format!("document.querySelector('{css}')?.textContent"))
-            .await;
-        value.as_str().unwrap().to_owned()
+        self.wait_text_when("true", css).await
+    }
+
+    /// The text of `css` once the element is shown (no longer `hidden`).
+    pub async fn wait_shown_text(&self, css: &str) -> String {
+        let condition = format!("!document.querySelector('{css}').hidden");
+        self.wait_text_when(&condition, css).await
     }
 
     /// Waits until the JavaScript `condition` holds and the element `css`

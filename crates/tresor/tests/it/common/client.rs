@@ -34,6 +34,11 @@ pub async fn post(
     Some((status, response.json().await.ok()?))
 }
 
+/// GETs `url`: the response, whatever its status (the server must answer).
+pub async fn get_response(client: &reqwest::Client, url: &str) -> reqwest::Response {
+    client.get(url).send().await.expect("the server answers")
+}
+
 /// GETs `url` and parses its JSON answer.
 pub async fn get_json(client: &reqwest::Client, url: &str) -> Value {
     client
@@ -44,6 +49,29 @@ pub async fn get_json(client: &reqwest::Client, url: &str) -> Value {
         .json()
         .await
         .expect("a JSON answer")
+}
+
+/// Sends `bytes` as `client`'s document of `kind` named `name` to the
+/// server at `base`, as the page does, which must take it (201): the
+/// document's id.
+pub async fn upload_document(
+    client: &reqwest::Client,
+    base: &str,
+    kind: &str,
+    name: &str,
+    bytes: &[u8],
+) -> i64 {
+    let response = client
+        .post(format!("{base}/api/account/documents"))
+        .query(&[("kind", kind), ("name", name)])
+        .header("x-requested-with", "tresor")
+        .body(bytes.to_vec())
+        .send()
+        .await
+        .expect("the server answers");
+    assert_eq!(response.status(), 201);
+    let document: Value = response.json().await.expect("a JSON answer");
+    document["id"].as_i64().expect("the document's id")
 }
 
 /// GETs `url` with a client of its own and parses its JSON answer.

@@ -291,6 +291,25 @@ impl TestDb {
         assert_eq!(output.status.code(), Some(0), "{}", describe(&output));
         output
     }
+
+    /// Asserts `tresor serve --demo` refuses this database, one created
+    /// without demo mode: exit 2, saying why, before it serves anything.
+    pub fn assert_demo_refused(&self) {
+        let out = self.tresor(&[
+            "serve",
+            "--demo",
+            "--listen",
+            "127.0.0.1:0",
+            "--admin-listen",
+            "127.0.0.1:0",
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("created without demo mode"),
+            "{}",
+            describe(&out)
+        );
+    }
 }
 
 impl Drop for TestDb {

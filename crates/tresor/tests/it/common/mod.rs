@@ -68,8 +68,8 @@ pub use api::{Answer, Api};
 pub use app::{TestApp, demo_on_sale, expect};
 pub use cli::assert_exit;
 pub use client::{
-    buy_and_play, buy_at, cookie_client, fetch_json, get_json, header, maybe_header, players_at,
-    post, register_and_deposit, throw_at,
+    buy_and_play, buy_at, cookie_client, fetch_json, get_json, get_response, header, maybe_header,
+    players_at, post, register_and_deposit, throw_at, upload_document,
 };
 pub use db::TestDb;
 pub use ledger::{assert_ledger_balances, block_secrets, execute, player, purchase, scalar, texts};

@@ -146,6 +146,13 @@ impl Browser {
         }
     }
 
+    /// [`Browser::register_in_page`] the way most tests want a player: 50 €
+    /// of demo money, on the island's screen, animations fast.
+    pub async fn register_with_50(&self, base: &str, username: &str) {
+        self.register_in_page(base, "?fast=1#/", username, 5000, None)
+            .await;
+    }
+
     /// Opens an account for real money through the API from inside the page
     /// (`body` as `POST /api/account/open` takes it); the page keeps the
     /// session, runs fast and speaks `lang` (`None`: its default) from its
@@ -202,6 +209,23 @@ impl Browser {
             .map(|play| play["id"].clone())
             .collect();
         (me["balance_cents"].clone(), ids)
+    }
+
+    /// The `data-testid` of the element that has the focus (null: none).
+    pub async fn focused(&self) -> Value {
+        self.execute("return document.activeElement.dataset.testid ?? null")
+            .await
+    }
+
+    /// Presses Tab until the element `testid` has the focus.
+    pub async fn tab_to(&self, testid: &str) {
+        for _ in 0..60 {
+            if self.focused().await == json!(testid) {
+                return;
+            }
+            self.press(&[TAB]).await;
+        }
+        panic!("{testid} is not reachable with Tab");
     }
 
     /// Sets a field's value (replacing what is there), as a player would by typing.

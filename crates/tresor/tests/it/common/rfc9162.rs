@@ -80,21 +80,30 @@ pub fn verify_inclusion(index: u64, size: u64, leaf_hash: &H, proof: &[H], root:
         if snode == 0 {
             return false;
         }
-        if fnode & 1 == 1 || fnode == snode {
-            r = node(p, &r);
-            if fnode & 1 == 0 {
-                while fnode & 1 == 0 && fnode != 0 {
-                    fnode >>= 1;
-                    snode >>= 1;
-                }
-            }
+        r = if climb(&mut fnode, &mut snode) {
+            node(p, &r)
         } else {
-            r = node(&r, p);
-        }
-        fnode >>= 1;
-        snode >>= 1;
+            node(&r, p)
+        };
     }
     snode == 0 && r == *root
+}
+
+/// The step both verifications take per proof node (RFC 9162 §2.1.3.2
+/// and §2.1.4.2): whether the node goes on the left (LSB(fn) set, or fn
+/// equal to sn), then `fn` and `sn` moved up — right-shifted until LSB(fn)
+/// is set or fn is 0 when the node went left from an even fn, then once.
+fn climb(fnode: &mut u64, snode: &mut u64) -> bool {
+    let left = *fnode & 1 == 1 || *fnode == *snode;
+    if left && *fnode & 1 == 0 {
+        while *fnode & 1 == 0 && *fnode != 0 {
+            *fnode >>= 1;
+            *snode >>= 1;
+        }
+    }
+    *fnode >>= 1;
+    *snode >>= 1;
+    left
 }
 
 /// RFC 9162 §2.1.4.1: PROOF(m, D[n]) = SUBPROOF(m, D[n], true).
@@ -146,20 +155,12 @@ pub fn verify_consistency(
         if snode == 0 {
             return false;
         }
-        if fnode & 1 == 1 || fnode == snode {
+        if climb(&mut fnode, &mut snode) {
             fr = node(c, &fr);
             sr = node(c, &sr);
-            if fnode & 1 == 0 {
-                while fnode & 1 == 0 && fnode != 0 {
-                    fnode >>= 1;
-                    snode >>= 1;
-                }
-            }
         } else {
             sr = node(&sr, c);
         }
-        fnode >>= 1;
-        snode >>= 1;
     }
     fr == *first_root && sr == *second_root && snode == 0
 }

@@ -12,9 +12,7 @@ on_sqlite!(a_reload_in_the_middle_of_a_game_resumes_it_where_it_stopped);
 async fn a_reload_in_the_middle_of_a_game_resumes_it_where_it_stopped(h: &Harness) {
     let (server, browser) = setup(h, 1280, 900).await;
     let base = &server.base;
-    browser
-        .register_in_page(base, "?fast=1#/", "resumer", 5000, None)
-        .await;
+    browser.register_with_50(base, "resumer").await;
     browser.press_play().await;
     browser.close_the_howto().await;
     browser.throw_and_wait(1).await;

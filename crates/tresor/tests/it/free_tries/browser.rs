@@ -7,7 +7,6 @@
 //! shown; the real balance, plays, transfers, trail records and units sold
 //! unchanged; and a player excluded from another device refused on the page.
 
-use crate::common::axe::axe_source;
 use crate::common::browser::Browser;
 use crate::common::page::{ENTER, PASSWORD};
 use crate::common::{Harness, cookie_client, post, scalar};
@@ -229,7 +228,6 @@ async fn a_free_island_game(browser: &Browser, stake: i64, words: &Words) -> i64
 async fn a_visitor_tries_the_scratch_card_and_the_island_for_free_in_french(h: &Harness) {
     let (site, browser) = setup(h, 1280, 900).await;
     browser.phone(360, 740).await;
-    let axe = axe_source();
     browser
         .goto_until(
             &format!("{}/?fast=1#/games", site.base),
@@ -261,22 +259,18 @@ async fn a_visitor_tries_the_scratch_card_and_the_island_for_free_in_french(h: &
         json!([format!("#/free/{SCRATCH}"), "Jouer gratuitement"])
     );
     browser.screenshot("free-scratch-fr").await;
-    if let Some(source) = &axe {
-        browser
-            .assert_accessible(source, "a free scratch card (fr, 360 px)")
-            .await;
-    }
+    browser
+        .assert_accessible_if_axe("a free scratch card (fr, 360 px)")
+        .await;
     // Cards until one wins (a third do), the play money refilled when short.
     let mut cards = 0;
     while a_free_card(&browser, 100, &FRENCH).await == 0 {
         cards += 1;
         assert!(cards < 40, "no free win in 40 cards");
     }
-    if let Some(source) = &axe {
-        browser
-            .assert_accessible(source, "a free card won (fr, 360 px)")
-            .await;
-    }
+    browser
+        .assert_accessible_if_axe("a free card won (fr, 360 px)")
+        .await;
 
     // The island, from the lobby, with the same play money.
     let money = play_money(&browser, "scratch").await;
@@ -288,11 +282,9 @@ async fn a_visitor_tries_the_scratch_card_and_the_island_for_free_in_french(h: &
     assert_eq!(play_money(&browser, "game").await, money);
     a_free_island_game(&browser, 50, &FRENCH).await;
     browser.screenshot("free-island-fr").await;
-    if let Some(source) = &axe {
-        browser
-            .assert_accessible(source, "a free island game (fr, 360 px)")
-            .await;
-    }
+    browser
+        .assert_accessible_if_axe("a free island game (fr, 360 px)")
+        .await;
     assert_eq!(real_rows(h).await, before, "plays, transfers, trail, units");
     assert_eq!(
         browser.execute("return document.body.dataset.user").await,
@@ -304,7 +296,6 @@ async fn a_visitor_tries_the_scratch_card_and_the_island_for_free_in_french(h: &
 async fn a_player_tries_for_free_in_english_and_is_refused_once_excluded(h: &Harness) {
     let (site, browser) = setup(h, 1280, 900).await;
     browser.phone(360, 740).await;
-    let axe = axe_source();
     browser
         .register_in_page(&site.base, "?fast=1#/", "libre", 5000, Some("en"))
         .await;
@@ -327,11 +318,9 @@ async fn a_player_tries_for_free_in_english_and_is_refused_once_excluded(h: &Har
         json!("#/free")
     );
     a_free_island_game(&browser, 200, &ENGLISH).await;
-    if let Some(source) = &axe {
-        browser
-            .assert_accessible(source, "a free island game (en, 360 px)")
-            .await;
-    }
+    browser
+        .assert_accessible_if_axe("a free island game (en, 360 px)")
+        .await;
 
     // From the scratch card's screen.
     let money = play_money(&browser, "game").await;
@@ -348,11 +337,9 @@ async fn a_player_tries_for_free_in_english_and_is_refused_once_excluded(h: &Har
     assert_eq!(play_money(&browser, "scratch").await, money);
     a_free_card(&browser, 200, &ENGLISH).await;
     browser.screenshot("free-scratch-en").await;
-    if let Some(source) = &axe {
-        browser
-            .assert_accessible(source, "a free scratch card (en, 360 px)")
-            .await;
-    }
+    browser
+        .assert_accessible_if_axe("a free scratch card (en, 360 px)")
+        .await;
     assert_eq!(
         browser.balance_cents().await,
         5000,

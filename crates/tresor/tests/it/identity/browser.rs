@@ -8,7 +8,6 @@
 //! its marker in the players list; "Mark as verified…" offered only once
 //! the documents are.
 
-use crate::common::axe::axe_source;
 use crate::common::browser::Browser;
 use crate::common::staff::add_operator;
 use crate::common::{Harness, buy_at, cookie_client, post};
@@ -229,10 +228,9 @@ async fn the_french_console_shows_data_as_recorded_and_numbers_errors_and_queues
             json!([true, "ellipsis", 120, true, true]),
             "the long name"
         );
-        if let Some(axe) = axe_source() {
-            let findings = browser.axe_findings(&axe).await;
-            assert!(findings.is_empty(), "{lang} queue: {findings:?}");
-        }
+        browser
+            .assert_accessible_if_axe(&format!("{lang} queue"))
+            .await;
         shot(&browser, &format!("console-queue-{lang}")).await;
 
         // The players list marks the suspended account; its status says so.

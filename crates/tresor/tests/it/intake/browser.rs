@@ -1,7 +1,6 @@
 //! A player sends documents and an operator reviews them, in both languages.
 
 use crate::common::Harness;
-use crate::common::axe::axe_source;
 use crate::common::browser::Browser;
 use crate::common::staff::add_operator;
 use crate::console_api::browser::*;
@@ -67,13 +66,9 @@ async fn a_player_sends_documents_and_an_operator_reviews_them_in_both_languages
             document_status(&browser, "identity").await,
             json!("missing")
         );
-        if let Some(axe) = axe_source() {
-            let findings = browser.axe_findings(&axe).await;
-            assert!(
-                findings.is_empty(),
-                "{lang} account, documents' form: {findings:?}"
-            );
-        }
+        browser
+            .assert_accessible_if_axe(&format!("{lang} account, documents' form"))
+            .await;
         // Then both documents.
         send_document(&browser, "identity", &jpeg).await;
         browser
@@ -150,13 +145,12 @@ async fn a_player_sends_documents_and_an_operator_reviews_them_in_both_languages
                  && document.querySelector('[data-testid=doc-{player}-identity]').dataset.status === 'refused'"
             )).await;
         browser
-            .click(&format!("[data-testid=doc-verify-{proof_doc}]"))
-            .await;
-        browser.confirm().await;
-        browser
-            .wait_for(&format!(
+            .click_confirmed(
+                &format!("[data-testid=doc-verify-{proof_doc}]"),
+                &format!(
                 "document.querySelector('[data-testid=doc-{player}-iban_proof]').dataset.status === 'verified'"
-            ))
+            ),
+            )
             .await;
 
         // The player reads the reason and sends another photo.
@@ -193,13 +187,10 @@ async fn a_player_sends_documents_and_an_operator_reviews_them_in_both_languages
         let again = data_i64(&browser.wait_for(&pending("identity")).await);
         assert_ne!(again, identity_doc);
         browser
-            .click(&format!("[data-testid=doc-verify-{again}]"))
-            .await;
-        browser.confirm().await;
-        browser
-            .wait_for(&format!(
-                "document.querySelector('[data-testid=verify-{player}]') !== null"
-            ))
+            .click_confirmed(
+                &format!("[data-testid=doc-verify-{again}]"),
+                &format!("document.querySelector('[data-testid=verify-{player}]') !== null"),
+            )
             .await;
         browser.log_out_of_the_console().await;
 

@@ -1,7 +1,7 @@
 //! An operator suspends a block, verifies an account and settles withdrawals from the page.
 
 use crate::common::staff::add_operator;
-use crate::common::{Harness, cookie_client, get_json, post};
+use crate::common::{Harness, cookie_client, get_json, post, upload_document};
 use crate::console_api::browser::*;
 use serde_json::{Value, json};
 
@@ -82,11 +82,10 @@ async fn an_operator_suspends_a_block_verifies_an_account_and_settles_withdrawal
     let public = get_json(&cookie_client(), &format!("{base}/api/blocks")).await;
     assert_eq!(state_of(&public), Some(json!("suspended")), "{public}");
     browser
-        .click(&format!("[data-testid=resume-{block}]"))
-        .await;
-    browser.confirm().await;
-    browser
-        .wait_for(&format!("document.querySelector('[data-testid=block-row][data-block-id=\"{block}\"]').dataset.state === 'open'"))
+        .click_confirmed(
+            &format!("[data-testid=resume-{block}]"),
+            &format!("document.querySelector('[data-testid=block-row][data-block-id=\"{block}\"]').dataset.state === 'open'"),
+        )
         .await;
     let public = get_json(&cookie_client(), &format!("{base}/api/blocks")).await;
     assert_eq!(state_of(&public), Some(json!("open")), "{public}");
@@ -95,21 +94,7 @@ async fn an_operator_suspends_a_block_verifies_an_account_and_settles_withdrawal
     // who sent none, stays in it and cannot be verified yet.
     let mut documents = Vec::new();
     for (kind, bytes) in [("identity", JPEG), ("iban_proof", PDF)] {
-        let response = ana
-            .post(format!(
-                "{base}/api/account/documents?kind={kind}&name=scan"
-            ))
-            .header("x-requested-with", "tresor")
-            .body(bytes.to_vec())
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 201);
-        documents.push(
-            response.json::<Value>().await.unwrap()["id"]
-                .as_i64()
-                .unwrap(),
-        );
+        documents.push(upload_document(&ana, base, kind, "scan", bytes).await);
     }
     browser.open("queues").await;
     browser
@@ -127,13 +112,10 @@ async fn an_operator_suspends_a_block_verifies_an_account_and_settles_withdrawal
         .await;
     for id in &documents {
         browser
-            .click(&format!("[data-testid=doc-verify-{id}]"))
-            .await;
-        browser.confirm().await;
-        browser
-            .wait_for(&format!(
-                "document.querySelector('[data-testid=doc-verify-{id}]') === null"
-            ))
+            .click_confirmed(
+                &format!("[data-testid=doc-verify-{id}]"),
+                &format!("document.querySelector('[data-testid=doc-verify-{id}]') === null"),
+            )
             .await;
     }
     browser
@@ -150,14 +132,13 @@ async fn an_operator_suspends_a_block_verifies_an_account_and_settles_withdrawal
         .await;
     assert_eq!(shown_iban, json!(IBAN.replace(' ', "")));
     browser
-        .click(&format!("[data-testid=verify-{ana_id}]"))
-        .await;
-    browser.confirm().await;
-    browser
-        .wait_for(&format!(
-            "document.querySelectorAll('[data-testid=verify-row]').length === 1
+        .click_confirmed(
+            &format!("[data-testid=verify-{ana_id}]"),
+            &format!(
+                "document.querySelectorAll('[data-testid=verify-row]').length === 1
              && !document.querySelector('[data-testid=verify-row][data-player-id=\"{ana_id}\"]')"
-        ))
+            ),
+        )
         .await;
     let account = get_json(&ana, &format!("{base}/api/account")).await;
     assert_eq!(account["status"], json!("verified"), "{account}");
@@ -175,10 +156,11 @@ async fn an_operator_suspends_a_block_verifies_an_account_and_settles_withdrawal
         )
         .await;
     browser.type_into("[data-testid=credit-amount]", "30").await;
-    browser.click("[data-testid=credit-submit]").await;
-    browser.confirm().await;
     browser
-        .wait_for("document.querySelector('[data-testid=player-balance]')?.dataset.cents === '3000' && document.querySelector('[data-testid=movement-row][data-movement=operator_credit]')")
+        .click_confirmed(
+            "[data-testid=credit-submit]",
+            "document.querySelector('[data-testid=player-balance]')?.dataset.cents === '3000' && document.querySelector('[data-testid=movement-row][data-movement=operator_credit]')",
+        )
         .await;
     assert_eq!(
         get_json(&ana, &format!("{base}/api/me")).await["balance_cents"],
@@ -208,12 +190,9 @@ async fn an_operator_suspends_a_block_verifies_an_account_and_settles_withdrawal
     // Four eyes: Oscar verified and credited Ana; the dialog says another
     // operator approves, and stays open.
     browser
-        .ask(&format!("[data-testid=approve-{}]", asked[0]))
-        .await;
-    browser
-        .click_until(
-            "[data-testid=confirm-ok]",
-            "!document.querySelector('#confirm-error').hidden && document.querySelector('#confirm-error').dataset.code === 'four_eyes'",
+        .click_refused(
+            &format!("[data-testid=approve-{}]", asked[0]),
+            "document.querySelector('#confirm-error').dataset.code === 'four_eyes'",
         )
         .await;
     browser.press(&["\u{E00C}"]).await;
@@ -270,20 +249,16 @@ async fn an_operator_suspends_a_block_verifies_an_account_and_settles_withdrawal
         ))
         .await;
     browser
-        .click(&format!("[data-testid=approve-{}]", asked[0]))
-        .await;
-    browser.confirm().await;
-    browser
-        .wait_for("document.querySelectorAll('[data-testid=withdrawal-row]').length === 1")
-        .await;
-    browser
-        .ask(&format!("[data-testid=reject-{}]", asked[1]))
+        .click_confirmed(
+            &format!("[data-testid=approve-{}]", asked[0]),
+            "document.querySelectorAll('[data-testid=withdrawal-row]').length === 1",
+        )
         .await;
     // No reason, no rejection: the dialog says so and stays open.
     browser
-        .click_until(
-            "[data-testid=confirm-ok]",
-            "!document.querySelector('#confirm-error').hidden && document.querySelector('#confirm').open",
+        .click_refused(
+            &format!("[data-testid=reject-{}]", asked[1]),
+            "document.querySelector('#confirm').open",
         )
         .await;
     browser
@@ -320,10 +295,11 @@ async fn an_operator_suspends_a_block_verifies_an_account_and_settles_withdrawal
             "Maintenance tonight from 23:00 to 23:15.",
         )
         .await;
-    browser.click("[data-testid=announce-save]").await;
-    browser.confirm().await;
     browser
-        .wait_for("document.querySelector('[data-testid=site-announcement]').textContent === 'Maintenance tonight from 23:00 to 23:15.'")
+        .click_confirmed(
+            "[data-testid=announce-save]",
+            "document.querySelector('[data-testid=site-announcement]').textContent === 'Maintenance tonight from 23:00 to 23:15.'",
+        )
         .await;
     shot(&browser, "console-site").await;
     browser.close_without_console_errors().await;

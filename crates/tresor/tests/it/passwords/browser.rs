@@ -98,11 +98,7 @@ async fn reset_in(
         .await;
     browser.click("[data-testid=forgot-link]").await;
     browser.wait_screen("forgot").await;
-    browser
-        .type_into("[data-testid=forgot-email]", &email)
-        .await;
-    browser.click("[data-testid=forgot-submit]").await;
-    let told = browser.wait_text("[data-testid=forgot-notice]").await;
+    let told = send_form(browser, "forgot", "email", &email).await;
     assert!(told.contains(words.sent), "{told}");
     browser
         .screenshot(&shot_name("account-password-forgotten", lang))
@@ -113,11 +109,7 @@ async fn reset_in(
     assert!(link.starts_with(base), "{link}");
     browser.goto(&link).await;
     browser.wait_screen("reset").await;
-    browser
-        .type_into("[data-testid=reset-password]", "my brand new password")
-        .await;
-    browser.click("[data-testid=reset-submit]").await;
-    let done = browser.wait_text("[data-testid=reset-notice]").await;
+    let done = send_form(browser, "reset", "password", "my brand new password").await;
     assert!(done.contains(words.saved), "{done}");
     browser
         .screenshot(&shot_name("account-password-reset", lang))
@@ -157,4 +149,16 @@ async fn reset_in(
             .await
             .contains(words.refused)
     );
+}
+
+/// Types `text` into the field `FORM-FIELD` of the page's form `FORM`,
+/// sends it, and waits for its notice (`FORM-notice`): what it says.
+async fn send_form(browser: &Browser, form: &str, field: &str, text: &str) -> String {
+    browser
+        .type_into(&format!("[data-testid={form}-{field}]"), text)
+        .await;
+    browser.click(&format!("[data-testid={form}-submit]")).await;
+    browser
+        .wait_text(&format!("[data-testid={form}-notice]"))
+        .await
 }

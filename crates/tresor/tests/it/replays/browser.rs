@@ -15,9 +15,7 @@ on_sqlite!(
 async fn the_history_shows_the_last_play_at_once_and_replays_a_finished_one(h: &Harness) {
     let (server, browser) = setup(h, 1280, 900).await;
     let base = &server.base;
-    browser
-        .register_in_page(base, "?fast=1#/", "historian", 5000, None)
-        .await;
+    browser.register_with_50(base, "historian").await;
     let finished = browser.play_a_game(100, None).await;
     let prize = finished["outcome"]["prize_cents"].as_i64().unwrap();
     browser.dismiss_win(prize).await;

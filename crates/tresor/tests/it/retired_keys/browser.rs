@@ -11,7 +11,9 @@ use crate::common::browser::Browser;
 use crate::common::page::browser_in_turn;
 use crate::common::process::{strings, tresor_async};
 use crate::common::rfc9162::{self, Body, H};
-use crate::common::{Harness, buy_and_play, cookie_client, describe, register_and_deposit};
+use crate::common::{
+    Harness, buy_and_play, cookie_client, describe, fetch_json, register_and_deposit,
+};
 use crate::tlog::browser::{buy, check_pasted, open_fairness, proof_text, register};
 use serde_json::{Value, json};
 use std::path::Path;
@@ -23,12 +25,7 @@ on_sqlite!(a_receipt_signed_by_a_retired_key_past_its_last_size_is_refused_by_th
 on_sqlite!(on_a_site_with_witnesses_a_receipt_they_did_not_cosign_reads_not_cosigned_until_they_do);
 
 async fn log_index(base: &str) -> Value {
-    reqwest::get(format!("{base}/log/"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    fetch_json(&format!("{base}/log/")).await
 }
 
 async fn receipt_of(player: &reqwest::Client, base: &str, play: &Value) -> Value {

@@ -98,9 +98,7 @@ async fn start_proxy(upstream: &str) -> (String, Arc<Tamper>) {
 
 /// Registers the player `prover` through the page at `base`, with 50 €.
 pub(crate) async fn register(browser: &Browser, base: &str) {
-    browser
-        .register_in_page(base, "?fast=1#/", "prover", 5000, None)
-        .await;
+    browser.register_with_50(base, "prover").await;
 }
 
 /// Buys a unit with the mouse and waits for the proof's verdict.
@@ -122,6 +120,14 @@ pub(crate) async fn proof_text(browser: &Browser, state: &str) -> String {
         .to_owned()
 }
 
+/// Once the page is switched to `lang`, the proof line (of a play whose
+/// proof ended `state`) says `words`.
+async fn proof_says_in(browser: &Browser, lang: &str, state: &str, words: &str) {
+    browser.switch_language(lang).await;
+    let text = proof_text(browser, state).await;
+    assert!(text.contains(words), "{text}");
+}
+
 async fn a_plays_receipt_shows_checked_and_one_altered_in_transit_shows_failed(h: &Harness) {
     let (site, browser) = Site::start(h, &[], 1280, 900).await;
     let (base, tamper) = start_proxy(&site.base).await;
@@ -132,9 +138,7 @@ async fn a_plays_receipt_shows_checked_and_one_altered_in_transit_shows_failed(h
     assert!(text.contains("Dans le registre public, vérifié"), "{text}");
     assert!(text.contains('✓'), "{text}");
     browser.screenshot("proof-checked-fr").await;
-    browser.switch_language("en").await;
-    let text = proof_text(&browser, "checked").await;
-    assert!(text.contains("In the public log, checked"), "{text}");
+    proof_says_in(&browser, "en", "checked", "In the public log, checked").await;
     browser.finish_the_game().await;
 
     // One byte of the next answer's record changed on its way: failed.
@@ -143,9 +147,7 @@ async fn a_plays_receipt_shows_checked_and_one_altered_in_transit_shows_failed(h
     assert!(text.contains("Proof failed"), "{text}");
     assert!(text.contains('✗'), "{text}");
     browser.screenshot("proof-failed-en").await;
-    browser.switch_language("fr").await;
-    let text = proof_text(&browser, "failed").await;
-    assert!(text.contains("Preuve invalide"), "{text}");
+    proof_says_in(&browser, "fr", "failed", "Preuve invalide").await;
     // The element is a live status region: a screen reader says it too.
     assert_eq!(
         browser

@@ -9,7 +9,7 @@ import { t, money, dateTime, currentLang, setText } from './i18n.js';
 import { loadRules, toLoginWith } from './screens.js';
 import { wrongPassword } from './security.js';
 import { gameName } from './lobby.js';
-import { $, h, parseEuros, showDialog, sleep } from './util.js';
+import { $, h, onSubmit, pagedList, parseEuros, showDialog, sleep } from './util.js';
 
 /** The fields of the opening form, in the order they appear (for the focus). */
 const OPEN_FIELDS = [
@@ -469,34 +469,20 @@ export function setupMoney(app) {
     await loadWithdrawals();
   });
 
-  $('#reminder-form').addEventListener('submit', async (event) => {
-    event.preventDefault();
-    $('#reminder-error').textContent = '';
-    $('#reminder-notice').textContent = '';
+  onSubmit(app, 'reminder', async ({ notice }) => {
     const value = $('#reminder-every').value;
-    try {
-      const account = await api.setReminder(value ? Number(value) : null);
-      app.setAccount(account, { reminderChanged: true });
-      if (value) setText($('#reminder-notice'), 'reminder.saved', { n: value });
-      else setText($('#reminder-notice'), 'reminder.saved.off');
-      app.say($('#reminder-notice').textContent);
-    } catch (e) {
-      app.showError(e, $('#reminder-error'));
-    }
+    const account = await api.setReminder(value ? Number(value) : null);
+    app.setAccount(account, { reminderChanged: true });
+    if (value) setText(notice, 'reminder.saved', { n: value });
+    else setText(notice, 'reminder.saved.off');
+    app.say(notice.textContent);
   });
 
-  $('#marketing-form').addEventListener('submit', async (event) => {
-    event.preventDefault();
-    $('#marketing-error').textContent = '';
-    $('#marketing-notice').textContent = '';
+  onSubmit(app, 'marketing', async ({ notice }) => {
     const consent = $('#marketing-consent').checked;
-    try {
-      app.setAccount(await api.setMarketing(consent));
-      setText($('#marketing-notice'), consent ? 'marketing.saved.on' : 'marketing.saved.off');
-      app.say($('#marketing-notice').textContent);
-    } catch (e) {
-      app.showError(e, $('#marketing-error'));
-    }
+    app.setAccount(await api.setMarketing(consent));
+    setText(notice, consent ? 'marketing.saved.on' : 'marketing.saved.off');
+    app.say(notice.textContent);
   });
 
   const closeDialog = $('#dlg-close');
@@ -526,8 +512,7 @@ export function setupMoney(app) {
   });
 
   // ---- The statement screen ----
-  let cursor = null;
-  let movements = [];
+  const movements = pagedList(app, 'statement', 'movements', (cursor) => api.statement(cursor));
   let statementBalance;
 
   function statementRow(m) {
@@ -552,9 +537,9 @@ export function setupMoney(app) {
   }
 
   function renderStatement(balance) {
-    $('#statement-rows').replaceChildren(...movements.map(statementRow));
-    $('#statement-empty').hidden = movements.length > 0;
-    $('#statement-more').hidden = !cursor;
+    $('#statement-rows').replaceChildren(...movements.items.map(statementRow));
+    $('#statement-empty').hidden = movements.items.length > 0;
+    $('#statement-more').hidden = !movements.cursor;
     if (balance !== undefined) statementBalance = balance;
     if (statementBalance !== undefined) {
       $('#statement-balance').textContent = money(statementBalance);
@@ -563,20 +548,14 @@ export function setupMoney(app) {
   }
 
   async function loadStatement(next) {
-    $('#statement-error').textContent = '';
-    try {
-      const page = await api.statement(next ? cursor : null);
-      movements = next ? movements.concat(page.movements) : page.movements;
-      cursor = page.next_cursor;
-      renderStatement(page.balance_cents);
-      document.querySelector('#screen-statement').dataset.loaded = String(movements.length);
-    } catch (e) {
-      app.showError(e, $('#statement-error'));
-    }
+    const page = await movements.load(next);
+    if (!page) return;
+    renderStatement(page.balance_cents);
+    document.querySelector('#screen-statement').dataset.loaded = String(movements.items.length);
   }
 
   $('#statement-more').addEventListener('click', async () => {
-    const count = movements.length;
+    const count = movements.items.length;
     await loadStatement(true);
     // The first new line takes the focus, so the keyboard goes on from there.
     const row = $('#statement-rows').children[count];

@@ -1,16 +1,7 @@
 //! The HTTP API client: JSON in and out, the session cookie, the CSRF header
 //! on every POST and PUT, and errors turned into `ApiError` values the screens show.
 
-/** A refusal or failure from the server, with its stable `code`. */
-export class ApiError extends Error {
-  constructor(status, code, message, detail = {}) {
-    super(message);
-    this.status = status;
-    this.code = code;
-    /** The error's other fields (`rules_version`, `state`, ...). */
-    this.detail = detail;
-  }
-}
+import { ApiError, readAnswer } from './server.js';
 
 async function request(method, path, body, headers = {}) {
   const init = { method, credentials: 'same-origin', headers: { Accept: 'application/json', ...headers } };
@@ -49,18 +40,10 @@ async function send(path, init) {
     // not repeat an effect retry with the same idempotency key.
     throw new ApiError(0, 'network', String(cause));
   }
-  if (response.status === 204) return null;
-  let data = null;
-  try {
-    data = await response.json();
-  } catch {
-    data = null;
-  }
-  if (!response.ok) {
-    const error = data && data.error ? data.error : {};
-    throw new ApiError(response.status, error.code || `http_${response.status}`, error.message || response.statusText, error);
-  }
-  return data;
+  return readAnswer(
+    response,
+    (error) => new ApiError(response.status, error.code || `http_${response.status}`, error.message || response.statusText, error),
+  );
 }
 
 /** A fresh idempotency key for one click on "Jouer". */

@@ -7,7 +7,7 @@
 
 import { api } from './api.js';
 import { t, dateTime, currentLang } from './i18n.js';
-import { $, h } from './util.js';
+import { $, h, onSubmit } from './util.js';
 
 /** A size in the page's language: "1,2 Mo" / "1.2 MB". */
 function size(bytes) {
@@ -83,12 +83,7 @@ export function setupDocuments(app) {
     render();
   }
 
-  $('#docs-form').addEventListener('submit', async (event) => {
-    event.preventDefault();
-    const error = $('#docs-error');
-    const notice = $('#docs-notice');
-    error.textContent = '';
-    notice.textContent = '';
+  onSubmit(app, 'docs', async ({ error, notice }) => {
     const input = $('#docs-file');
     const file = input.files?.[0];
     if (!file) {

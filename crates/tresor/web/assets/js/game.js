@@ -257,11 +257,7 @@ export class Game extends PlayScreen {
       if (free) this.freeAnswer = await free.draw(undefined, stake);
       const play = free ? islandAfter(this.freeAnswer, 0) : await api.buy(stake, key);
       this.pending = null;
-      if (!free) {
-        this.app.adjustBalance(-stake);
-        this.app.state.me.current_play_id = play.id;
-        this.app.refreshMe();
-      }
+      if (!free) this.paid(stake, play);
       this.play = play;
       this.els.screen.dataset.playId = String(play.id ?? 'free');
       this.showProof(play.receipt);

@@ -1,6 +1,8 @@
 //! Words of the page in French (the default) and English, money and date
 //! formatting, and the language switch remembered in localStorage.
 
+import { pageLanguage } from './language.js';
+
 const STORE_KEY = 'tresor.lang';
 
 const FR = {
@@ -1029,34 +1031,26 @@ function initialLang() {
   return 'fr';
 }
 
-let lang = initialLang();
-const listeners = [];
+const language = pageLanguage(STORE_KEY, initialLang(), () => applyStatic(document));
 
 /** The current language, `fr` or `en`. */
 export function currentLang() {
-  return lang;
+  return language.current();
 }
 
 /** Sets the language, remembers it and re-renders every listener. */
 export function setLang(next) {
-  lang = next === 'en' ? 'en' : 'fr';
-  try {
-    localStorage.setItem(STORE_KEY, lang);
-  } catch {
-    // Not remembered, still switched.
-  }
-  applyStatic(document);
-  for (const fn of listeners) fn(lang);
+  language.set(next);
 }
 
 /** Calls `fn` after every language change. */
 export function onLangChange(fn) {
-  listeners.push(fn);
+  language.onChange(fn);
 }
 
 /** The text for `key` with `{name}` placeholders filled from `params`. */
 export function t(key, params = {}) {
-  const text = DICTS[lang][key] ?? FR[key] ?? key;
+  const text = DICTS[currentLang()][key] ?? FR[key] ?? key;
   return text.replace(/\{(\w+)\}/g, (_, name) => String(params[name] ?? ''));
 }
 
@@ -1078,7 +1072,7 @@ export function setText(node, key, params = {}) {
  * `data-i18n-attr="aria-label:key;title:key2"` sets attributes.
  */
 export function applyStatic(root) {
-  document.documentElement.lang = lang;
+  document.documentElement.lang = currentLang();
   for (const node of root.querySelectorAll('[data-i18n]')) {
     node.textContent = t(node.dataset.i18n);
   }
@@ -1097,7 +1091,7 @@ export function applyStatic(root) {
 /** Cents as euros: "1,50 €" / "€1.50"; whole euros without decimals, as in the rules. */
 export function money(cents) {
   const whole = cents % 100 === 0;
-  return new Intl.NumberFormat(lang === 'fr' ? 'fr-FR' : 'en-IE', {
+  return new Intl.NumberFormat(currentLang() === 'fr' ? 'fr-FR' : 'en-IE', {
     style: 'currency',
     currency: 'EUR',
     minimumFractionDigits: whole ? 0 : 2,
@@ -1109,7 +1103,7 @@ export function money(cents) {
 export function dateTime(rfc3339) {
   const date = new Date(rfc3339);
   if (Number.isNaN(date.getTime())) return rfc3339;
-  return new Intl.DateTimeFormat(lang === 'fr' ? 'fr-FR' : 'en-GB', {
+  return new Intl.DateTimeFormat(currentLang() === 'fr' ? 'fr-FR' : 'en-GB', {
     dateStyle: 'medium',
     timeStyle: 'medium',
   }).format(date);

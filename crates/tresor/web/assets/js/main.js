@@ -23,24 +23,10 @@ import { setupPlaytime } from './playtime.js';
 import { setupSecurity } from './security.js';
 import { setupDocuments } from './documents.js';
 import { $ } from './util.js';
+import { sessionHint } from './server.js';
 
-/**
- * Whether this browser was logged in when last seen. The session cookie is
- * HttpOnly, so the page cannot see it; without this hint a visitor's first
- * load would ask `/api/me` only to be told 401, an error in the console.
- */
-const SESSION_HINT = 'tresor.session';
-
-function sessionHint(on) {
-  try {
-    if (on === undefined) return localStorage.getItem(SESSION_HINT) === '1';
-    if (on) localStorage.setItem(SESSION_HINT, '1');
-    else localStorage.removeItem(SESSION_HINT);
-  } catch {
-    return true;
-  }
-  return on;
-}
+/** Whether this browser was logged in when last seen (asked of `/api/me` only then). */
+const loggedInHint = sessionHint('tresor.session');
 
 const FALLBACK_ISLAND = { width: 12, height: 9, land: [], start: [5, 4] };
 
@@ -103,7 +89,7 @@ const app = {
 
   setMe(me) {
     meVersion++;
-    sessionHint(true);
+    loggedInHint(true);
     state.me = me;
     renderUser();
   },
@@ -164,7 +150,7 @@ const app = {
     state.me = null;
     state.account = null;
     playtime?.stop();
-    sessionHint(false);
+    loggedInHint(false);
     meVersion++;
     renderUser();
     if (game.mode !== 'idle') game.showIdle();
@@ -354,11 +340,11 @@ async function boot() {
     route();
   });
 
-  const [status, island, me] = await Promise.allSettled([api.status(), api.island(), sessionHint() ? api.me() : Promise.reject(new Error('logged out'))]);
+  const [status, island, me] = await Promise.allSettled([api.status(), api.island(), loggedInHint() ? api.me() : Promise.reject(new Error('logged out'))]);
   state.status = status.status === 'fulfilled' ? status.value : null;
   state.island = island.status === 'fulfilled' ? island.value : FALLBACK_ISLAND;
   state.me = me.status === 'fulfilled' ? me.value : null;
-  if (!state.me) sessionHint(false);
+  if (!state.me) loggedInHint(false);
   renderStatus();
   renderUser();
   if (state.me) await wallet.refresh();

@@ -39,6 +39,16 @@ export class PlayScreen {
   }
 
   /**
+   * A unit bought for real money (`stake`, not a free try): the balance
+   * shown down at once, `play` the player's current one, `me` read again.
+   */
+  paid(stake, play) {
+    this.app.adjustBalance(-stake);
+    this.app.state.me.current_play_id = play.id;
+    this.app.refreshMe();
+  }
+
+  /**
    * A finished game's result on the status line and aloud, its prize
    * credited unless shown again (`instant`): to the real balance shown, or
    * in the free mode to the play money, said fictitious. `noted` wraps the

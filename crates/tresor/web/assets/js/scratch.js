@@ -199,11 +199,7 @@ export class ScratchGame extends PlayScreen {
       if (free) this.freeAnswer = await free.draw(gameId, stake);
       const play = free ? cardCovered(this.freeAnswer) : await api.buy(stake, key, gameId);
       this.pending = null;
-      if (!free) {
-        this.app.adjustBalance(-stake);
-        this.app.state.me.current_play_id = play.id;
-        this.app.refreshMe();
-      }
+      if (!free) this.paid(stake, play);
       this.busy = false;
       this.show(play);
       this.setStatus(() => t('scratch.ready'));

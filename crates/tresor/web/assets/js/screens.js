@@ -3,7 +3,7 @@
 
 import { api } from './api.js';
 import { t, money, dateTime, currentLang, setText } from './i18n.js';
-import { $, h } from './util.js';
+import { $, h, onSubmit, pagedList } from './util.js';
 import { gameName, gameRoute } from './lobby.js';
 import { rememberExclusion } from './free.js';
 
@@ -30,17 +30,9 @@ export function setupAuth(app) {
     event.preventDefault();
     const error = $('#login-error');
     error.textContent = '';
-    const button = login.querySelector('button[type=submit]');
-    button.disabled = true;
-    try {
-      const me = await api.login($('#login-username').value.trim(), $('#login-password').value);
-      $('#login-password').value = '';
-      app.loggedIn(me);
-    } catch (e) {
-      app.showError(e, error);
-    } finally {
-      button.disabled = false;
-    }
+    await logInBy(app, login, '#login-password', error, () =>
+      api.login($('#login-username').value.trim(), $('#login-password').value),
+    );
   });
 
   const register = $('#register-form');
@@ -67,20 +59,12 @@ export function setupAuth(app) {
       $(problem[1]).focus();
       return;
     }
-    const button = register.querySelector('button[type=submit]');
-    button.disabled = true;
-    try {
-      const me = await api.register(username, password, adult, accept, {
+    await logInBy(app, register, '#reg-password', error, () =>
+      api.register(username, password, adult, accept, {
         deposit_limit_cents: depositLimit,
         stake_limit_cents: stakeLimit,
-      });
-      $('#reg-password').value = '';
-      app.loggedIn(me);
-    } catch (e) {
-      app.showError(e, error);
-    } finally {
-      button.disabled = false;
-    }
+      }),
+    );
   });
 
   const rulesDialog = $('#dlg-rules');
@@ -89,6 +73,25 @@ export function setupAuth(app) {
     await loadRules($('#dlg-rules-text'), currentLang());
   });
   $('#dlg-rules-close').addEventListener('click', () => rulesDialog.close());
+}
+
+/**
+ * Sends a form that logs the player in (log-in, registration), its button
+ * disabled meanwhile: `send()` answers the player, logged in, the password
+ * typed (`password`) cleared; a refusal is shown in `error`.
+ */
+async function logInBy(app, form, password, error, send) {
+  const button = form.querySelector('button[type=submit]');
+  button.disabled = true;
+  try {
+    const me = await send();
+    $(password).value = '';
+    app.loggedIn(me);
+  } catch (e) {
+    app.showError(e, error);
+  } finally {
+    button.disabled = false;
+  }
 }
 
 /** Whole euros typed in a field as cents, or `null` when not a valid cap. */
@@ -136,12 +139,7 @@ export function setupAccount(app) {
     }
   }
 
-  $('#caps-form').addEventListener('submit', async (event) => {
-    event.preventDefault();
-    const error = $('#caps-error');
-    const notice = $('#caps-notice');
-    error.textContent = '';
-    notice.textContent = '';
+  onSubmit(app, 'caps', async ({ error, notice }) => {
     const deposit = euros($('#caps-deposit').value);
     const stake = euros($('#caps-stake').value);
     if (deposit === null || stake === null) {
@@ -225,8 +223,7 @@ export function setupAccount(app) {
 export function setupHistory(app) {
   const rows = $('#history-rows');
   const more = $('#history-more');
-  let cursor = null;
-  let plays = [];
+  const plays = pagedList(app, 'history', 'plays', (cursor) => api.plays(cursor));
 
   function row(play) {
     const prize = play.outcome?.prize_cents ?? 0;
@@ -286,21 +283,13 @@ export function setupHistory(app) {
   });
 
   function render() {
-    rows.replaceChildren(...plays.map(row));
-    $('#history-empty').hidden = plays.length > 0;
-    more.hidden = !cursor;
+    rows.replaceChildren(...plays.items.map(row));
+    $('#history-empty').hidden = plays.items.length > 0;
+    more.hidden = !plays.cursor;
   }
 
   async function load(next) {
-    $('#history-error').textContent = '';
-    try {
-      const page = await api.plays(next ? cursor : null);
-      plays = next ? plays.concat(page.plays) : page.plays;
-      cursor = page.next_cursor;
-      render();
-    } catch (e) {
-      app.showError(e, $('#history-error'));
-    }
+    if (await plays.load(next)) render();
   }
 
   more.addEventListener('click', () => load(true));

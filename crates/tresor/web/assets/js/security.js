@@ -8,7 +8,7 @@
 
 import { api } from './api.js';
 import { t, dateTime, setText } from './i18n.js';
-import { $, h } from './util.js';
+import { $, h, onSubmit } from './util.js';
 
 /** A refusal of the current password given (the server names its field). */
 export function wrongPassword(error) {
@@ -92,71 +92,79 @@ export function setupSecurity(app) {
 
   $('#sessions-end-others').addEventListener('click', () => endSession(null));
 
-  $('#password-form').addEventListener('submit', async (event) => {
-    event.preventDefault();
-    $('#password-error').textContent = '';
-    $('#password-notice').textContent = '';
-    try {
+  /** A refusal where the current password was asked: a wrong one in the page's words. */
+  function passwordRefused(failure, line) {
+    if (wrongPassword(failure)) setText(line, 'password.wrong');
+    else app.showError(failure, line);
+  }
+
+  onSubmit(
+    app,
+    'password',
+    async ({ notice }) => {
       const done = await api.changePassword($('#password-current').value, $('#password-new').value);
       $('#password-current').value = '';
       $('#password-new').value = '';
-      setText($('#password-notice'), 'password.changed', { n: done.sessions_ended });
-      app.say($('#password-notice').textContent);
+      setText(notice, 'password.changed', { n: done.sessions_ended });
+      app.say(notice.textContent);
       await loadSessions();
-    } catch (error) {
-      if (wrongPassword(error)) setText($('#password-error'), 'password.wrong');
-      else app.showError(error, $('#password-error'));
-    }
-  });
+    },
+    passwordRefused,
+  );
 
-  $('#email-form').addEventListener('submit', async (event) => {
-    event.preventDefault();
-    $('#email-error').textContent = '';
-    $('#email-notice').textContent = '';
-    try {
+  onSubmit(
+    app,
+    'email',
+    async ({ notice }) => {
       app.setAccount(await api.setEmail($('#email-input').value.trim(), $('#email-password').value));
       $('#email-input').value = '';
       $('#email-password').value = '';
-      setText($('#email-notice'), 'email.sent');
-      app.say($('#email-notice').textContent);
+      setText(notice, 'email.sent');
+      app.say(notice.textContent);
       renderEmail();
-    } catch (error) {
-      if (wrongPassword(error)) setText($('#email-error'), 'password.wrong');
-      else app.showError(error, $('#email-error'));
-    }
+    },
+    passwordRefused,
+  );
+
+  onSubmit(app, 'forgot', async ({ notice }) => {
+    await api.askReset($('#forgot-email').value.trim());
+    setText(notice, 'forgot.sent');
+    app.say(notice.textContent);
   });
 
-  $('#forgot-form').addEventListener('submit', async (event) => {
-    event.preventDefault();
-    $('#forgot-error').textContent = '';
-    $('#forgot-notice').textContent = '';
+  /**
+   * A mailed link followed, on the screen it opens (`#confirm-text`):
+   * `send` its token, then say `done` (a text's key) and do `then`; a
+   * refusal is said instead.
+   */
+  async function followLink(send, done, then) {
+    const node = $('#confirm-text');
+    node.textContent = '';
     try {
-      await api.askReset($('#forgot-email').value.trim());
-      setText($('#forgot-notice'), 'forgot.sent');
-      app.say($('#forgot-notice').textContent);
+      await send();
+      setText(node, done);
+      node.dataset.kind = 'notice';
+      await then();
     } catch (error) {
-      app.showError(error, $('#forgot-error'));
+      app.showError(error, node);
     }
-  });
+  }
 
   let resetToken = null;
-  $('#reset-form').addEventListener('submit', async (event) => {
-    event.preventDefault();
-    $('#reset-error').textContent = '';
-    $('#reset-notice').textContent = '';
-    try {
+  onSubmit(
+    app,
+    'reset',
+    async ({ notice }) => {
       await api.resetPassword(resetToken ?? '', $('#reset-password').value);
       $('#reset-password').value = '';
       $('#reset-form').hidden = true;
-      setText($('#reset-notice'), 'reset.done');
-      app.say($('#reset-notice').textContent);
+      setText(notice, 'reset.done');
+      app.say(notice.textContent);
       // Every session ended, this one too.
       if (app.state.me) app.loggedOut();
-    } catch (error) {
-      if (error?.status === 401) error = { ...error, code: 'invalid_token' };
-      app.showError(error, $('#reset-error'));
-    }
-  });
+    },
+    (failure, line) => app.showError(failure?.status === 401 ? { ...failure, code: 'invalid_token' } : failure, line),
+  );
 
   return {
     /** The account screen's part: the address, and the sessions read again. */
@@ -179,30 +187,24 @@ export function setupSecurity(app) {
     },
     /** The screen the link mailed to an old address opens: undoes the
      *  address change at once (every session ends, this one too). */
-    async undoEmail(token) {
-      const node = $('#confirm-text');
-      node.textContent = '';
-      try {
-        await api.undoEmail(token ?? '');
-        setText(node, 'undo.done');
-        node.dataset.kind = 'notice';
-        if (app.state.me) app.loggedOut();
-      } catch (error) {
-        app.showError(error, node);
-      }
+    undoEmail(token) {
+      return followLink(
+        () => api.undoEmail(token ?? ''),
+        'undo.done',
+        async () => {
+          if (app.state.me) app.loggedOut();
+        },
+      );
     },
     /** The screen a confirmation link opens: confirms at once. */
-    async confirmEmail(token) {
-      const node = $('#confirm-text');
-      node.textContent = '';
-      try {
-        await api.confirmEmail(token ?? '');
-        setText(node, 'confirm.done');
-        node.dataset.kind = 'notice';
-        if (app.state.me) app.setAccount(await api.account());
-      } catch (error) {
-        app.showError(error, node);
-      }
+    confirmEmail(token) {
+      return followLink(
+        () => api.confirmEmail(token ?? ''),
+        'confirm.done',
+        async () => {
+          if (app.state.me) app.setAccount(await api.account());
+        },
+      );
     },
   };
 }

@@ -120,3 +120,49 @@ export function showDialog(dialog, { blocking = false } = {}) {
     }
   });
 }
+
+/**
+ * Hands the submission of the page's form `#NAME-form` to `send`, its lines
+ * `#NAME-error` and `#NAME-notice` cleared first and given to `send` as
+ * `{ error, notice }`. A failure `send` throws is shown in the error line as
+ * `refused` words it: by default as the server does (`app.showError`).
+ */
+export function onSubmit(app, name, send, refused = (failure, line) => app.showError(failure, line)) {
+  $(`#${name}-form`).addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const error = $(`#${name}-error`);
+    const notice = $(`#${name}-notice`);
+    error.textContent = '';
+    notice.textContent = '';
+    try {
+      await send({ error, notice });
+    } catch (failure) {
+      refused(failure, error);
+    }
+  });
+}
+
+/**
+ * A list the server gives page by page: `fetch(cursor)` answers the page
+ * after `cursor` (the first for null), its rows under `key` and the next
+ * page's cursor as `next_cursor`. `load(next)` reads the first page again,
+ * or appends the next one to `items`, and answers the page read; a failure
+ * is shown in `#NAME-error` and answers null.
+ */
+export function pagedList(app, name, key, fetch) {
+  const list = { items: [], cursor: null };
+  list.load = async (next) => {
+    const error = $(`#${name}-error`);
+    error.textContent = '';
+    try {
+      const page = await fetch(next ? list.cursor : null);
+      list.items = next ? list.items.concat(page[key]) : page[key];
+      list.cursor = page.next_cursor;
+      return page;
+    } catch (e) {
+      app.showError(e, error);
+      return null;
+    }
+  };
+  return list;
+}

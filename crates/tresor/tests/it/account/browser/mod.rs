@@ -56,22 +56,6 @@ impl Browser {
         self.press(&keys).await;
     }
 
-    pub(crate) async fn focused(&self) -> Value {
-        self.execute("return document.activeElement.dataset.testid ?? null")
-            .await
-    }
-
-    /// Presses Tab until the element `testid` has the focus.
-    pub(crate) async fn tab_to(&self, testid: &str) {
-        for _ in 0..60 {
-            if self.focused().await == json!(testid) {
-                return;
-            }
-            self.press(&[TAB]).await;
-        }
-        panic!("{testid} is not reachable with Tab");
-    }
-
     /// Ends the session after checking the console: no error but the
     /// browser's own line for each refusal the test provoked on purpose
     /// (`statuses`, such as a 409 for rules to accept).

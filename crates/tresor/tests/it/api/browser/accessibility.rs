@@ -2,6 +2,7 @@
 //! whole game is played with the keyboard alone.
 
 use super::*;
+use crate::common::axe::assert_no_findings;
 use crate::common::page::{CONTRAST, ENTER, ESCAPE, SPACE, TAB};
 
 // The page is the same on either database (its PostgreSQL smoke test is
@@ -194,12 +195,7 @@ async fn every_screen_of_the_game_passes_axe_core_in_french_and_in_english(h: &H
             )
             .await;
     }
-    assert!(
-        findings.is_empty(),
-        "{} serious or critical accessibility findings on {screens} screens:\n  {}",
-        findings.len(),
-        findings.join("\n  ")
-    );
+    assert_no_findings(&findings, &format!("{screens} screens"));
     browser.close().await;
 }
 
@@ -224,15 +220,7 @@ async fn a_whole_game_can_be_played_with_the_keyboard_alone_at_normal_speed(h: &
             .await,
         json!(true)
     );
-    while browser
-        .execute("return document.activeElement.dataset.testid")
-        .await
-        != json!("play")
-    {
-        browser.press(&[TAB]).await;
-        presses += 1;
-        assert!(presses < 40, "\"Jouer\" is not reachable with Tab");
-    }
+    browser.tab_to("play").await;
     let before = browser.balance_cents().await;
     browser.press(&[ENTER]).await;
     browser.wait_open("#dlg-howto").await;

@@ -1,6 +1,8 @@
 //! Every console screen passes axe-core, in both languages.
 
 use super::*;
+use crate::common::axe::assert_no_findings;
+use crate::common::upload_document;
 
 // The page is the same on either database (its PostgreSQL smoke test is
 // api::plays::browser::a_new_player_registers_deposits_and_plays_a_full_game_at_each_stake).
@@ -33,16 +35,7 @@ async fn every_console_screen_passes_axe_core(h: &Harness) {
         .unwrap();
     assert_eq!(status, 201, "{answer}");
     // Her identity document waits for review: the queue shows it.
-    let response = ana
-        .post(format!(
-            "{base}/api/account/documents?kind=identity&name=passport.jpg"
-        ))
-        .header("x-requested-with", "tresor")
-        .body(JPEG.to_vec())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 201);
+    upload_document(&ana, base, "identity", "passport.jpg", JPEG).await;
 
     let mut findings = Vec::new();
     for lang in ["fr", "en"] {
@@ -205,12 +198,7 @@ async fn every_console_screen_passes_axe_core(h: &Harness) {
             "document.documentElement.lang === 'fr' && document.querySelector('[data-testid=login-submit]').textContent === 'Continuer'",
         )
         .await;
-    assert!(
-        findings.is_empty(),
-        "{} serious or critical accessibility findings:\n  {}",
-        findings.len(),
-        findings.join("\n  ")
-    );
+    assert_no_findings(&findings, "the console's screens");
     browser.only_expected_errors(&[]).await;
     browser.close().await;
 }

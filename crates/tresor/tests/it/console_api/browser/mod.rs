@@ -148,6 +148,25 @@ impl Browser {
         self.wait_closed("#confirm").await;
     }
 
+    /// Clicks `button` and confirms in the dialog it opens, which refuses:
+    /// waits until its error line shows and `also` holds.
+    pub(crate) async fn click_refused(&self, button: &str, also: &str) {
+        self.ask(button).await;
+        self.click_until(
+            "[data-testid=confirm-ok]",
+            &format!("!document.querySelector('#confirm-error').hidden && {also}"),
+        )
+        .await;
+    }
+
+    /// Clicks `button`, confirms in the dialog it opens, and waits until
+    /// `then` holds: an action of the console's lists, done.
+    pub(crate) async fn click_confirmed(&self, button: &str, then: &str) {
+        self.click(button).await;
+        self.confirm().await;
+        self.wait_for(then).await;
+    }
+
     /// Which screens the navigation offers.
     pub(crate) async fn nav(&self) -> Vec<String> {
         let value = self

@@ -1,7 +1,7 @@
 //! Each role sees only what it may do on the page and is refused the rest.
 
 use crate::common::staff::add_operator;
-use crate::common::{Harness, cookie_client};
+use crate::common::{Harness, cookie_client, get_response};
 use crate::console_api::browser::*;
 use serde_json::json;
 
@@ -25,26 +25,14 @@ async fn each_role_sees_only_what_it_may_do_and_is_refused_the_rest(h: &Harness)
 
     // No session: 401; the players' site has no console at all.
     let anonymous = cookie_client();
-    let response = anonymous
-        .get(format!("{}/console/api/me", site.admin))
-        .send()
-        .await
-        .unwrap();
+    let response = get_response(&anonymous, &format!("{}/console/api/me", site.admin)).await;
     assert_eq!(response.status(), 401);
     for path in ["/console", "/console/api/me", "/console/api/dashboard"] {
-        let response = anonymous
-            .get(format!("{}{path}", site.base))
-            .send()
-            .await
-            .unwrap();
+        let response = get_response(&anonymous, &format!("{}{path}", site.base)).await;
         assert_eq!(response.status(), 404, "{path} on the players' site");
     }
     // The page itself: strict CSP, never cached.
-    let page = anonymous
-        .get(format!("{}/console", site.admin))
-        .send()
-        .await
-        .unwrap();
+    let page = get_response(&anonymous, &format!("{}/console", site.admin)).await;
     assert_eq!(page.status(), 200);
     let csp = page.headers()["content-security-policy"]
         .to_str()

@@ -18,11 +18,8 @@ async fn a_player_picks_the_scratch_card_in_the_lobby_wins_loses_then_plays_the_
     h: &Harness,
 ) {
     let (site, browser) = setup(h, 1280, 900).await;
-    let axe = axe_source();
     let base = &site.base;
-    browser
-        .register_in_page(base, "?fast=1#/", "gratteuse", 5000, None)
-        .await;
+    browser.register_with_50(base, "gratteuse").await;
 
     // The lobby, in French: the island first, then the scratch card, each
     // with its stakes and payout rates; picked by a click on the card.
@@ -48,13 +45,12 @@ async fn a_player_picks_the_scratch_card_in_the_lobby_wins_loses_then_plays_the_
         ]),
     );
     browser.screenshot("games-lobby-fr").await;
-    if let Some(source) = &axe {
-        browser.assert_accessible(source, "the lobby (fr)").await;
-    }
-    browser
-        .click(&format!("[data-testid=game-card][data-game={SCRATCH}]"))
-        .await;
-    browser.wait_ready("scratch", "scratch-play").await;
+    browser.assert_accessible_if_axe("the lobby (fr)").await;
+    pick_the_scratch_card(
+        &browser,
+        &format!("[data-testid=game-card][data-game={SCRATCH}]"),
+    )
+    .await;
     assert_eq!(
         browser.execute("return location.hash").await,
         json!(format!("#/play/{SCRATCH}")),
@@ -64,11 +60,9 @@ async fn a_player_picks_the_scratch_card_in_the_lobby_wins_loses_then_plays_the_
         browser.text("[data-testid=scratch-title]").await,
         "Trésor Express"
     );
-    if let Some(source) = &axe {
-        browser
-            .assert_accessible(source, "the scratch card (fr)")
-            .await;
-    }
+    browser
+        .assert_accessible_if_axe("the scratch card (fr)")
+        .await;
 
     // Cards until a win and a loss: by mouse drags, then « Tout gratter ».
     let plays = until_a_win_and_a_loss(
@@ -82,11 +76,9 @@ async fn a_player_picks_the_scratch_card_in_the_lobby_wins_loses_then_plays_the_
         live.contains("Partie gagnée") && live.contains("Partie perdue"),
         "results are spoken: {live}"
     );
-    if let Some(source) = &axe {
-        browser
-            .assert_accessible(source, "a finished scratch card (fr)")
-            .await;
-    }
+    browser
+        .assert_accessible_if_axe("a finished scratch card (fr)")
+        .await;
 
     // Back to the lobby, then the island, as it always was.
     browser.click("[data-testid=scratch-lobby]").await;
@@ -113,9 +105,7 @@ async fn a_player_picks_the_scratch_card_in_the_lobby_wins_loses_then_plays_the_
     assert_eq!(rows[0][2], json!("L'Ile au Trésor"));
     assert_eq!(rows[1][2], json!("Trésor Express"));
     browser.screenshot("games-history-fr").await;
-    if let Some(source) = &axe {
-        browser.assert_accessible(source, "the history (fr)").await;
-    }
+    browser.assert_accessible_if_axe("the history (fr)").await;
 
     // So does the statement, beside each stake and win.
     // A stake row for each play: the island's newest, then every card's
@@ -205,9 +195,7 @@ async fn a_player_picks_the_scratch_card_in_the_lobby_wins_loses_then_plays_the_
     let rows = history_rows(&browser, page).await;
     assert_eq!(rows[0][2], json!("Treasure Island"));
     assert_eq!(rows[1][2], json!("Treasure Express"));
-    if let Some(source) = &axe {
-        browser.assert_accessible(source, "the history (en)").await;
-    }
+    browser.assert_accessible_if_axe("the history (en)").await;
     // The last card, replayed from its row: every cell uncovered at once.
     let last = &plays[plays.len() - 1];
     browser.click_until(&format!(
@@ -226,25 +214,18 @@ async fn a_player_picks_the_scratch_card_in_the_lobby_wins_loses_then_plays_the_
         .map(|c| json!(["uncovered", c]))
         .collect();
     assert_eq!(shown, json!(expected));
-    if let Some(source) = &axe {
-        browser
-            .assert_accessible(source, "a card shown again (en)")
-            .await;
-    }
+    browser
+        .assert_accessible_if_axe("a card shown again (en)")
+        .await;
     browser.click("[data-testid=nav-games]").await;
     let cards = lobby_cards(&browser).await;
     assert_eq!(cards[0][2], json!("Treasure Island"));
     assert_eq!(cards[1][2], json!("Treasure Express"));
     assert_eq!(cards[1][4], json!(["65.00%", "65.00%"]));
     browser.screenshot("games-lobby-en").await;
-    if let Some(source) = &axe {
-        browser.assert_accessible(source, "the lobby (en)").await;
-    }
+    browser.assert_accessible_if_axe("the lobby (en)").await;
     // A card in English, to a win and a loss again, with « Reveal all ».
-    browser
-        .click(&format!("[data-testid=game-link-{SCRATCH}]"))
-        .await;
-    browser.wait_ready("scratch", "scratch-play").await;
+    pick_the_scratch_card(&browser, &format!("[data-testid=game-link-{SCRATCH}]")).await;
     assert_eq!(
         browser
             .execute("return [document.querySelector('[data-testid=scratch-all]').textContent, document.querySelector('[data-testid=scratch-title]').textContent]")
@@ -252,10 +233,15 @@ async fn a_player_picks_the_scratch_card_in_the_lobby_wins_loses_then_plays_the_
         json!(["Reveal all", "Treasure Express"])
     );
     until_a_win_and_a_loss(&browser, &[Scratch::RevealAll], "games-scratch-en").await;
-    if let Some(source) = &axe {
-        browser
-            .assert_accessible(source, "a finished scratch card (en)")
-            .await;
-    }
+    browser
+        .assert_accessible_if_axe("a finished scratch card (en)")
+        .await;
     browser.close_without_console_errors().await;
+}
+
+/// Picks the scratch card in the lobby with a click on `css` (its card, or
+/// its name): its screen, ready to buy.
+async fn pick_the_scratch_card(browser: &Browser, css: &str) {
+    browser.click(css).await;
+    browser.wait_ready("scratch", "scratch-play").await;
 }

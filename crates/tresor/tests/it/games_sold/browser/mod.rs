@@ -11,7 +11,6 @@
 use crate::common::staff::add_operator;
 
 use crate::common::Harness;
-use crate::common::axe::axe_source;
 use crate::common::browser::Browser;
 use crate::common::page::{ENTER, ESCAPE, SPACE, Site, TAB};
 use crate::common::wait::until;

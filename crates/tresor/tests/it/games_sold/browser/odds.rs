@@ -55,7 +55,6 @@ async fn panel_rows(browser: &Browser, panel: &str, cents: i64) -> Vec<(String, 
 
 async fn the_page_and_the_console_show_each_game_s_exact_odds(h: &Harness) {
     let (site, browser) = setup(h, 1280, 900).await;
-    let axe = axe_source();
     // The server's figures: the island's 119,604 winning units of 450,000
     // and « Trésor Express »'s 31,225 of 100,000.
     let games = fetch_json(&format!("{}/api/games", site.base)).await;
@@ -94,12 +93,7 @@ async fn the_page_and_the_console_show_each_game_s_exact_odds(h: &Harness) {
 
     // The island's screen: the stake chosen (1 €) and its panel.
     browser.goto(&format!("{}/?fast=1#/", site.base)).await;
-    let line = browser
-        .wait_text_when(
-            "!document.querySelector('[data-testid=screen-odds]').hidden",
-            "[data-testid=screen-odds]",
-        )
-        .await;
+    let line = browser.wait_shown_text("[data-testid=screen-odds]").await;
     assert_eq!(plain_text(&line), "1 chance sur 3,76 · 70 % redistribués");
     browser.click("[data-testid=odds-summary]").await;
     browser.wait_open("[data-testid=odds-panel]").await;
@@ -132,11 +126,9 @@ async fn the_page_and_the_console_show_each_game_s_exact_odds(h: &Harness) {
             "document.querySelector('[data-testid=screen-odds]').dataset.stakeCents === '200'",
         )
         .await;
-    if let Some(source) = &axe {
-        browser
-            .assert_accessible(source, "the island's odds panel (fr)")
-            .await;
-    }
+    browser
+        .assert_accessible_if_axe("the island's odds panel (fr)")
+        .await;
     browser.screenshot("odds-island-fr").await;
 
     // In English, the same figures.
@@ -154,10 +146,7 @@ async fn the_page_and_the_console_show_each_game_s_exact_odds(h: &Harness) {
         .goto(&format!("{}/?fast=1#/play/{SCRATCH}", site.base))
         .await;
     let line = browser
-        .wait_text_when(
-            "!document.querySelector('[data-testid=scratch-screen-odds]').hidden",
-            "[data-testid=scratch-screen-odds]",
-        )
+        .wait_shown_text("[data-testid=scratch-screen-odds]")
         .await;
     assert_eq!(plain_text(&line), "1 chance in 3.2 · 65% paid back");
     browser
@@ -166,11 +155,9 @@ async fn the_page_and_the_console_show_each_game_s_exact_odds(h: &Harness) {
     let rows = panel_rows(&browser, "scratch-odds-panel", 100).await;
     assert_eq!(rows.len(), 9, "8 levels and the losing units: {rows:?}");
     assert_eq!(rows[0], ("1".to_string(), "1 in 100,000".to_string()));
-    if let Some(source) = &axe {
-        browser
-            .assert_accessible(source, "the scratch card's odds panel (en)")
-            .await;
-    }
+    browser
+        .assert_accessible_if_axe("the scratch card's odds panel (en)")
+        .await;
 
     // The console: each game's sheet beside its live figures.
     add_operator(h, "odile", "viewer");
@@ -220,13 +207,11 @@ async fn the_page_and_the_console_show_each_game_s_exact_odds(h: &Harness) {
         .execute("return document.querySelectorAll('[data-testid=game-sheet][data-game=tresor-express] [data-testid=sheet-stake]').length")
         .await;
     assert_eq!(scratch, json!(2));
-    if let Some(source) = &axe {
-        browser
-            .assert_accessible(source, "the console's odds sheets")
-            .await;
-    }
+    browser
+        .assert_accessible_if_axe("the console's odds sheets")
+        .await;
     browser.screenshot("odds-console").await;
-    on_a_phone(&site, &browser, axe.as_deref()).await;
+    on_a_phone(&site, &browser).await;
     browser.close_without_console_errors().await;
 }
 
@@ -274,7 +259,7 @@ async fn fits_360(browser: &Browser, panel: &str, what: &str) {
 
 /// The lobby's cards and the « Règles et chances » panels of both games on a
 /// 360-px-wide phone, in English and in French, axe-core clean.
-async fn on_a_phone(site: &Site, browser: &Browser, axe: Option<&str>) {
+async fn on_a_phone(site: &Site, browser: &Browser) {
     browser.phone(360, 740).await;
     browser
         .goto_until(
@@ -292,11 +277,9 @@ async fn on_a_phone(site: &Site, browser: &Browser, axe: Option<&str>) {
         "the scratch card's panel (en)",
     )
     .await;
-    if let Some(source) = axe {
-        browser
-            .assert_accessible(source, "the scratch card's odds panel at 360 px (en)")
-            .await;
-    }
+    browser
+        .assert_accessible_if_axe("the scratch card's odds panel at 360 px (en)")
+        .await;
     browser.screenshot("odds-scratch-en-360").await;
     browser.goto(&format!("{}/?fast=1#/games", site.base)).await;
     card_odds(browser).await;
@@ -309,11 +292,9 @@ async fn on_a_phone(site: &Site, browser: &Browser, axe: Option<&str>) {
     let cards = card_odds(browser).await;
     assert!(cards.to_string().contains("redistribués"), "{cards}");
     fits_360(browser, "none", "the lobby's cards (fr)").await;
-    if let Some(source) = axe {
-        browser
-            .assert_accessible(source, "the lobby's odds at 360 px (fr)")
-            .await;
-    }
+    browser
+        .assert_accessible_if_axe("the lobby's odds at 360 px (fr)")
+        .await;
     browser
         .goto_until(
             &format!("{}/?fast=1#/", site.base),
@@ -325,10 +306,8 @@ async fn on_a_phone(site: &Site, browser: &Browser, axe: Option<&str>) {
     let rows = panel_rows(browser, "odds-panel", 200).await;
     assert_eq!(rows[0], ("1".to_string(), "1 sur 450 000".to_string()));
     fits_360(browser, "odds-panel", "the island's panel (fr)").await;
-    if let Some(source) = axe {
-        browser
-            .assert_accessible(source, "the island's odds panel at 360 px (fr)")
-            .await;
-    }
+    browser
+        .assert_accessible_if_axe("the island's odds panel at 360 px (fr)")
+        .await;
     browser.screenshot("odds-island-fr-360").await;
 }

@@ -4,7 +4,6 @@
 //! and a CSV download of the same figures; axe-core clean; and the bad
 //! dates the API refuses.
 
-use crate::common::axe::axe_source;
 use crate::common::staff::add_operator;
 use crate::common::{Harness, buy_and_play, cookie_client, get_json, register_and_deposit};
 use crate::console_api::browser::{setup, shot};
@@ -23,7 +22,6 @@ async fn the_reports_screen_shows_the_figures_by_paris_day_in_both_languages(h: 
         .expect("a balance");
     add_operator(h, "vera", "viewer");
     browser.log_in(&site.admin, "vera", None).await;
-    let axe = axe_source();
     for (lang, title, all_games) in [
         ("fr", "Rapports", "Tous les jeux"),
         ("en", "Reports", "All games"),
@@ -59,10 +57,9 @@ async fn the_reports_screen_shows_the_figures_by_paris_day_in_both_languages(h: 
             .execute("return document.querySelector('#screen-reports').innerText")
             .await;
         assert!(text.as_str().unwrap().contains(all_games), "{text}");
-        if let Some(axe) = &axe {
-            let findings = browser.axe_findings(axe).await;
-            assert!(findings.is_empty(), "{lang}: {findings:?}");
-        }
+        browser
+            .assert_accessible_if_axe(&format!("the reports ({lang})"))
+            .await;
         shot(&browser, &format!("console-reports-{lang}")).await;
     }
     // The same figures from the API, and as the CSV the link downloads.

@@ -1,6 +1,5 @@
 //! The console shows emissions, sales and payout by game.
 
-use crate::common::axe::axe_source;
 use crate::common::staff::add_operator;
 use crate::common::{Harness, cookie_client, post, register_and_deposit};
 use crate::games_sold::browser::*;
@@ -109,11 +108,9 @@ async fn the_console_shows_emissions_sales_and_payout_by_game(h: &Harness) {
         .execute("document.querySelector('[data-testid=per-game]').scrollIntoView()")
         .await;
     browser.screenshot("console-dashboard-by-game").await;
-    if let Some(source) = axe_source() {
-        browser
-            .assert_accessible(&source, "the dashboard by game")
-            .await;
-    }
+    browser
+        .assert_accessible_if_axe("the dashboard by game")
+        .await;
 
     // Emissions and blocks name their game; the form picks a game, then
     // one of its stakes.
@@ -179,11 +176,7 @@ async fn the_console_shows_emissions_sales_and_payout_by_game(h: &Harness) {
         .await;
     assert_eq!(shown, json!(["Treasure Express", SCRATCH]));
     crate::console_api::browser::shot(&browser, "console-emissions-by-game").await;
-    if let Some(source) = axe_source() {
-        browser
-            .assert_accessible(&source, "emissions by game")
-            .await;
-    }
+    browser.assert_accessible_if_axe("emissions by game").await;
 
     // In French: the names and the words.
     browser

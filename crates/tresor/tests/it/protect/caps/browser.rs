@@ -74,9 +74,7 @@ async fn after_a_game_the_button_still_reads_jouer_and_the_status_follows_the_la
 ) {
     let (server, browser) = setup(h, 1280, 900).await;
     let base = &server.base;
-    browser
-        .register_in_page(base, "?fast=1#/", "lena_meyer", 5000, None)
-        .await;
+    browser.register_with_50(base, "lena_meyer").await;
     let play_button = "return document.querySelector('[data-testid=play]').textContent";
     let status = "return document.querySelector('#game-status').textContent";
     // The how-to-play window is opaque and its text passes WCAG AA (4.5:1)
