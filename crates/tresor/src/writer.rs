@@ -212,7 +212,7 @@ impl Writer {
                             .build()
                             .expect("a runtime for the writer");
                         let open = move || {
-                            let conn = sql::open_lite(&path).map_err(|error| {
+                            let conn = sql::open_lite_writer(&path).map_err(|error| {
                                 tracing::error!(%error, path = %path.display(), "the writer cannot open the database");
                                 Error::from(error)
                             })?;

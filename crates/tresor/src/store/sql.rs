@@ -521,6 +521,19 @@ pub fn open_lite(path: &std::path::Path) -> rusqlite::Result<rusqlite::Connectio
     Ok(conn)
 }
 
+/// The writer's connection ([`open_lite`]), with room for its work: a page
+/// cache of 64 MiB (SQLite's default, 2 MiB, had the writer read the pages
+/// of the plays' and transfers' indexes from the file again and again), and
+/// its statement journals in memory, not spilled to a temporary file (both
+/// seen in a profile of a block sold whole: BENCHMARKS.md). The readers keep
+/// the default: there are eight of them, and a read by key touches a few
+/// pages.
+pub fn open_lite_writer(path: &std::path::Path) -> rusqlite::Result<rusqlite::Connection> {
+    let conn = open_lite(path)?;
+    conn.execute_batch("PRAGMA cache_size = -65536; PRAGMA temp_store = MEMORY;")?;
+    Ok(conn)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
