@@ -12,15 +12,9 @@ use crate::common::cli::{
     succeeds,
 };
 use crate::common::describe;
+use crate::common::games::shipped;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
-
-/// A file of the repository's `games/` folder.
-fn shipped(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../games")
-        .join(name)
-}
 
 /// The text of a shipped definition.
 fn shipped_text(name: &str) -> String {

@@ -10,21 +10,14 @@
 
 mod browser;
 
+use crate::common::games::{entry, shipped};
 use crate::common::{Harness, TestApp, TestDb, assert_exit, texts, tresor};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use tresor::games::{Catalog, Entry};
+use tresor::games::Catalog;
 use tresor::service::Settings;
-use tresor_game::{Game, ile_au_tresor};
-
-/// A file of the repository's `games/` folder.
-fn shipped(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../games")
-        .join(name)
-}
+use tresor_game::ile_au_tresor;
 
 /// The island's file with one level-2 prize instead of three at 50 cents
 /// (two more losing units): 15,700,000 c of prizes, 69.78 %.
@@ -109,14 +102,6 @@ fn an_island_file_other_than_the_built_in_one_is_refused_by_every_command() {
     let shipped_file = shipped("ile-au-tresor.toml");
     let same = verify(&["--game", shipped_file.to_str().unwrap()]);
     assert_exit(&same, 0);
-}
-
-/// A definition read and checked as a server's start does.
-fn entry(path: &Path) -> Entry {
-    let text = std::fs::read_to_string(path).unwrap();
-    let game = Game::parse(&text).unwrap().leak();
-    game.check(7_500).unwrap();
-    Entry::new(game, text)
 }
 
 /// The shipped catalogue: the island (built in) and « Trésor Express ».

@@ -4,65 +4,25 @@
 //! `tresor emission create --game`, sold, played and audited; a whole block
 //! of a scratch card sold through the service paying exactly its table (a
 //! small one, `tests/it/games/petit-coffre.toml`: 2,000 units a block, each
-//! card revealed, in seconds; and the catalogue's own « Trésor Express »,
-//! 100,000 units, ignored by the plain command and run by `.ci/run` beside
-//! the island's whole block);
+//! card revealed, in seconds; the catalogue's own « Trésor Express »,
+//! 100,000 units, is in `tests/whole_blocks/`);
 //! a database made before migration 0023 selling and verifying on; and
 //! `tresor serve --games` refusing a bad definition at start.
 
 pub(crate) mod browser;
 
 use crate::common::expect;
-use crate::common::sellout::{buy_until_sold_out, sold};
+use crate::common::games::{settings, shipped, test_games};
+use crate::common::sellout::{Reveal, Table, sell_a_whole_block};
 use crate::common::{
     TestApp, TestDb, assert_exit, describe, execute, fetch_json, player, scalar, tresor,
 };
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use tresor::games::{Catalog, Entry};
 use tresor::model::IdempotencyKey;
-use tresor::service::{Purchase, Service, Settings};
+use tresor::service::{Purchase, Service};
 use tresor::trail::Actor;
-use tresor_game::{BlockSecret, Game, Stake, block_outcomes};
-
-/// The test games' folder: « Pièces d'or » and « Petit coffre ».
-fn test_games() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/games")
-}
-
-/// A file of the repository's `games/` folder.
-fn shipped(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../games")
-        .join(name)
-}
-
-/// A definition read and checked as a server's start does.
-fn entry(path: &Path) -> Entry {
-    let text = std::fs::read_to_string(path).unwrap();
-    let game = Game::parse(&text).unwrap().leak();
-    game.check(7_500).unwrap();
-    Entry::new(game, text)
-}
-
-/// The catalogue: the island (built in), « Trésor Express », then the
-/// test games.
-fn catalog() -> Arc<Catalog> {
-    Arc::new(Catalog::new(vec![
-        entry(&shipped("tresor-express.toml")),
-        entry(&test_games().join("pieces-d-or.toml")),
-        entry(&test_games().join("petit-coffre.toml")),
-    ]))
-}
-
-fn settings() -> Settings {
-    Settings {
-        games: catalog(),
-        ..TestApp::settings()
-    }
-}
+use tresor_game::{BlockSecret, Stake, block_outcomes};
 
 /// A service on `db` selling the test catalogue.
 async fn service(db: &TestDb) -> Service {
@@ -390,148 +350,6 @@ async fn a_whole_block_of_a_scratch_card_sold_through_the_service_pays_exactly_i
     sell_a_whole_block(db, "petit-coffre", 500, 16, Reveal::Each, &table).await;
 }
 
-/// A whole block of the catalogue's own scratch card, « Trésor Express »
-/// (100,000 units at 1 €), sold through the service by 64 concurrent
-/// players: each purchase settles the buyer's previous card and the settler
-/// the last ones. It pays exactly its table, and its published block is
-/// re-derived from the definition file alone.
-async fn a_whole_block_of_tresor_express_sold_through_the_service_pays_exactly_its_table(
-    db: &TestDb,
-) {
-    // games/tresor-express.toml's figures at 1 €.
-    let table = Table {
-        units: 100_000,
-        prizes_cents: 6_500_000,
-        counts: &[68_775, 1, 4, 20, 200, 500, 2_000, 8_500, 20_000],
-        payout_percent: "65.00",
-    };
-    let service = sell_a_whole_block(db, "tresor-express", 100, 64, Reveal::Never, &table).await;
-    let blocks = service.blocks().await.unwrap();
-    let block = blocks
-        .iter()
-        .find(|block| block.state == "sold_out")
-        .expect("the sold-out block");
-    let file = shipped("tresor-express.toml");
-    let verify = tresor(&[
-        "block",
-        "verify",
-        "--game",
-        file.to_str().unwrap(),
-        "--secret",
-        block
-            .secret
-            .as_deref()
-            .expect("a sold-out block's secret is published"),
-        "--commitment",
-        &block.commitment,
-        "--stake",
-        "100",
-    ]);
-    assert_exit(&verify, 0);
-}
-
-/// Whether each card is revealed as soon as it is bought.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Reveal {
-    Each,
-    /// Left to the buyer's next purchase, and the last ones to the settler.
-    Never,
-}
-
-/// What a block must pay, as its definition file writes it: units per
-/// block, prizes in all, units at each level (0 the losing ones) and the
-/// payout rate the report shows.
-struct Table {
-    units: usize,
-    prizes_cents: i64,
-    counts: &'static [i64],
-    payout_percent: &'static str,
-}
-
-/// Sells one whole block of `game_id` at `stake_cents` through the service
-/// to `players` concurrent players, then checks what a block must pay: its
-/// units sold once each, its prizes exactly its table level by level, the
-/// report's figures and the ledger.
-async fn sell_a_whole_block(
-    db: &TestDb,
-    game_id: &'static str,
-    stake_cents: i64,
-    players: usize,
-    reveal: Reveal,
-    expected: &Table,
-) -> Service {
-    let (service, clock) = db.service_with(settings()).await;
-    service
-        .create_game_emission(Actor::Operator, "A whole block", game_id, &[stake_cents], 1)
-        .await
-        .unwrap();
-    let game = service.game(Some(game_id)).unwrap();
-    let units = expected.units;
-    let mut tasks = Vec::new();
-    for p in 0..players {
-        let service = service.clone();
-        tasks.push(tokio::spawn(async move {
-            let buyer = player(&service, &format!("player{p}")).await;
-            let cards = (units / players + 1) as i64;
-            service.deposit(&buyer, stake_cents * cards).await.unwrap();
-            let each = reveal == Reveal::Each;
-            buy_until_sold_out(&service, &buyer, game, stake_cents, each).await
-        }));
-    }
-    assert_eq!(
-        sold(tasks).await,
-        units,
-        "exactly the block's units were sold"
-    );
-    if reveal == Reveal::Never {
-        clock.advance_ms(service.settings.auto_settle_after_s * 1000 + 1);
-        while service.settle_abandoned().await.unwrap() > 0 {}
-    }
-    let pool = &service.db.pool;
-    assert_eq!(
-        scalar(
-            pool,
-            "SELECT CAST(SUM(amount_cents) AS BIGINT) FROM transfers WHERE kind = 'prize'"
-        )
-        .await,
-        expected.prizes_cents,
-        "the block paid exactly its table"
-    );
-    for (level, &count) in expected.counts.iter().enumerate() {
-        let units = scalar(
-            pool,
-            &format!("SELECT COUNT(*) FROM plays WHERE level = {level}"),
-        )
-        .await;
-        assert_eq!(units, count, "level {level}");
-    }
-    assert_eq!(
-        scalar(pool, "SELECT COUNT(*) FROM plays").await,
-        expected.counts.iter().sum::<i64>(),
-        "no play at a level the table does not have"
-    );
-    assert_eq!(
-        scalar(
-            pool,
-            &format!(
-                "SELECT COUNT(*) FROM blocks WHERE state = 'sold_out' AND units_sold = {units}"
-            )
-        )
-        .await,
-        1
-    );
-    let report: Value =
-        serde_json::from_slice(&db.tresor_ok(&["report", "--format", "json"]).stdout).unwrap();
-    let figures = &report["emissions"][0]["figures"];
-    assert_eq!(figures["units_left"], 0);
-    assert_eq!(figures["wins_won_cents"], expected.prizes_cents);
-    assert_eq!(figures["wins_credited_cents"], expected.prizes_cents);
-    assert_eq!(figures["prizes_left_cents"], 0);
-    assert_eq!(figures["payout_percent"], expected.payout_percent);
-    crate::common::assert_ledger_balances(&service.db).await;
-    service
-}
-
 /// A database made before migration 0023, with an island block half way
 /// through its sales (a play on it in progress): the migration makes its
 /// emission the island's, pinned to the built-in definition, keeps the
@@ -657,11 +475,6 @@ on_both!(
     the_third_game_is_emitted_sold_played_and_audited_from_its_file_alone,
     a_whole_block_of_a_scratch_card_sold_through_the_service_pays_exactly_its_table,
     a_database_made_before_0023_keeps_selling_and_verifying,
-);
-
-on_both!(
-    #[ignore = "sells 100,000 units (about a minute): .ci/run runs it first, beside clippy"]
-    a_whole_block_of_tresor_express_sold_through_the_service_pays_exactly_its_table
 );
 
 /// `tresor serve --games DIR` checks every file before it opens anything:

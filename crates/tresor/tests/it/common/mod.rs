@@ -46,6 +46,7 @@ pub mod client;
 pub mod cluster;
 pub mod cookie;
 pub mod db;
+pub mod games;
 pub mod ledger;
 pub mod metrics;
 pub mod mirror;
