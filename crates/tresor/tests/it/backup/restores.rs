@@ -82,6 +82,21 @@ async fn a_restore_behind_the_published_checkpoint_opens_with_sales_closed_until
     refused(run(db, &args), "not closed after a restore");
     let (code, body) = buy(&client, &server.base, "after-restore-2").await;
     assert_eq!(code, 201, "{body}");
+    // Sales open, the server keeps the restored history's checkpoints in
+    // the installation's file, over those the first server kept (a moment
+    // later: the restart below reads that file, which must be this one's).
+    let servers_kept = kept_file(&db.connect().await).await;
+    until_kept(&servers_kept, |latest| {
+        let out = [
+            "audit",
+            "checkpoint",
+            "--out",
+            &latest.display().to_string(),
+        ];
+        let behind: Vec<&str> = behind_args.iter().map(String::as_str).collect();
+        ok(run(db, &[&out[..], &behind].concat()));
+    })
+    .await;
     drop(server);
     let restored = open_sqlite(&behind, db).await;
     let actions: Vec<String> = sqlx::query_scalar("SELECT action FROM trail ORDER BY seq")
