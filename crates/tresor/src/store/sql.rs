@@ -13,7 +13,9 @@
 //! `store::pipe`): its statements are prepared once per connection, a
 //! batch's writes are held back (`Query::defer`) and its reads sent together
 //! ([`fetch_each`]), each group pipelined: a batch then costs a few round
-//! trips whatever its size, and no value is ever written into a text.
+//! trips whatever its size, and no value is ever written into a text. A
+//! set statement's rows ([`Query::bind_rows`]) are rendered when it runs,
+//! for its connection (`sql/table.rs`).
 
 mod flatten;
 mod row;
