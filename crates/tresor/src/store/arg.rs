@@ -1,6 +1,6 @@
-//! A value bound to a statement's parameter: bound as a parameter on either
-//! driver, or written into the statement's text as a literal when the
-//! statement is held back (`store::deferred`).
+//! A value bound to a statement's parameter, on either driver; a table's
+//! column as one array on the writer's PostgreSQL connection
+//! (`store/sql/table.rs`).
 
 use rusqlite::types::ToSqlOutput;
 
@@ -12,6 +12,11 @@ pub enum Arg {
     Blob(Vec<u8>),
     NullInt,
     NullText,
+    /// A table's column of numbers, as a `bigint[]` (writer's PostgreSQL
+    /// connection only).
+    Ints(Vec<Option<i64>>),
+    /// A table's column of texts, as a `text[]` (idem).
+    Texts(Vec<Option<String>>),
 }
 
 impl rusqlite::ToSql for Arg {
@@ -21,6 +26,11 @@ impl rusqlite::ToSql for Arg {
             Arg::Text(value) => ToSqlOutput::from(value.as_str()),
             Arg::Blob(value) => ToSqlOutput::from(value.as_slice()),
             Arg::NullInt | Arg::NullText => ToSqlOutput::from(rusqlite::types::Null),
+            Arg::Ints(_) | Arg::Texts(_) => {
+                return Err(rusqlite::Error::ToSqlConversionFailure(
+                    "a table's array is bound on PostgreSQL only".into(),
+                ));
+            }
         })
     }
 }

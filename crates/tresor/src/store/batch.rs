@@ -1,7 +1,7 @@
 //! The set-oriented SQL of the hot batch (`crate::batch`): each function is
 //! one statement over all the batch's rows, passed as a table ([`sql::table`]:
-//! one JSON parameter on PostgreSQL, a list of `VALUES` on SQLite), so its
-//! cost is per batch, not per command.
+//! one typed array a column under `UNNEST` on PostgreSQL, a list of `VALUES`
+//! on SQLite), so its cost is per batch, not per command.
 //!
 //! Reads come in two halves: a builder (the query, run later with the
 //! batch's other reads by [`sql::fetch_each`], in one round trip on

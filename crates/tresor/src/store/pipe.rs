@@ -242,6 +242,8 @@ fn key(sql: &str, args: &[Arg]) -> String {
             Arg::Int(_) | Arg::NullInt => 'i',
             Arg::Text(_) | Arg::NullText => 't',
             Arg::Blob(_) => 'b',
+            Arg::Ints(_) => 'I',
+            Arg::Texts(_) => 'T',
         });
     }
     key.push('\n');
@@ -279,12 +281,14 @@ fn writer_url(url: &str) -> Result<String, sqlx::Error> {
 
 impl Arg {
     /// The type the parameter is prepared with (as sqlx binds the same
-    /// Rust values).
+    /// Rust values; a table's column as an array of its type).
     fn pg_type(&self) -> Type {
         match self {
             Arg::Int(_) | Arg::NullInt => Type::INT8,
             Arg::Text(_) | Arg::NullText => Type::TEXT,
             Arg::Blob(_) => Type::BYTEA,
+            Arg::Ints(_) => Type::INT8_ARRAY,
+            Arg::Texts(_) => Type::TEXT_ARRAY,
         }
     }
 }
@@ -300,6 +304,8 @@ impl ToSql for Arg {
             Arg::Text(value) => value.as_str().to_sql(ty, out),
             Arg::Blob(value) => value.as_slice().to_sql(ty, out),
             Arg::NullInt | Arg::NullText => Ok(IsNull::Yes),
+            Arg::Ints(values) => values.to_sql(ty, out),
+            Arg::Texts(values) => values.to_sql(ty, out),
         }
     }
 

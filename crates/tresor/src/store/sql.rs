@@ -13,8 +13,11 @@
 //! `store::pipe`): its statements are prepared once per connection, a
 //! batch's writes are held back (`Query::defer`) and its reads sent together
 //! ([`fetch_each`]), each group pipelined: a batch then costs a few round
-//! trips whatever its size, and no value is ever written into a text.
+//! trips whatever its size, and no value is ever written into a text. A
+//! set statement's rows ([`Query::bind_rows`]) are rendered when it runs,
+//! for its connection (`sql/table.rs`).
 
+mod flatten;
 mod row;
 mod table;
 
@@ -31,7 +34,7 @@ use sqlx::pool::PoolConnection;
 use sqlx::{Any, AnyConnection};
 use std::borrow::Cow;
 use std::marker::PhantomData;
-pub use table::{Table, padded, table};
+pub use table::{ColumnType, Table, json_rows, padded, table};
 
 /// A connection the writer's SQL can run on.
 #[derive(Debug)]
@@ -115,7 +118,7 @@ impl Conn {
             let (sql, args, positional) = query.lite();
             return Ok(lite_rows(conn, &sql, &args, &positional, limit)?);
         }
-        let (sql, args) = query.json();
+        let (sql, args) = query.remote(matches!(self, Conn::Pipe(_)));
         self.flush().await?;
         count_round_trip();
         if let Conn::Pipe(pipe) = self {
@@ -143,7 +146,7 @@ impl Conn {
             lite_rows(conn, &sql, &args, &positional, None)?;
             return Ok(conn.changes());
         }
-        let (sql, args) = query.json();
+        let (sql, args) = query.remote(matches!(self, Conn::Pipe(_)));
         self.flush().await?;
         count_round_trip();
         if let Conn::Pipe(pipe) = self {
@@ -218,7 +221,10 @@ pub async fn fetch_each(conn: &mut Conn, queries: Vec<Query<'_>>) -> Result<Vec<
         count_statement();
     }
     count_round_trip();
-    let queries: Vec<(Cow<'_, str>, Vec<Arg>)> = queries.into_iter().map(Query::json).collect();
+    let queries: Vec<(Cow<'_, str>, Vec<Arg>)> = queries
+        .into_iter()
+        .map(|query| query.remote(true))
+        .collect();
     let list: Vec<(&str, &[Arg])> = queries
         .iter()
         .map(|(sql, args)| (sql.as_ref(), args.as_slice()))
@@ -228,35 +234,6 @@ pub async fn fetch_each(conn: &mut Conn, queries: Vec<Query<'_>>) -> Result<Vec<
         .into_iter()
         .map(|rows| rows.into_iter().map(Row::Pg).collect())
         .collect())
-}
-
-/// The type of a column of [`json_rows`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ColumnType {
-    Int,
-    Text,
-}
-
-/// A table passed as one parameter: `$param` is a JSON array of rows, each
-/// an array of values in the order of `columns`. Returns a subquery (for
-/// `FROM … AS d` or `IN (SELECT …)`) that reads it as a table with those
-/// column names. A set-oriented statement thus has one text and one
-/// parameter however many rows it carries, on both databases.
-pub fn json_rows(sqlite: bool, param: usize, columns: &[(&str, ColumnType)]) -> String {
-    let mut select = Vec::with_capacity(columns.len());
-    for (position, (name, kind)) in columns.iter().enumerate() {
-        select.push(match (sqlite, kind) {
-            (true, _) => format!("json_extract(value, '$[{position}]') AS {name}"),
-            (false, ColumnType::Int) => format!("(value->>{position})::bigint AS {name}"),
-            (false, ColumnType::Text) => format!("(value->>{position}) AS {name}"),
-        });
-    }
-    let source = if sqlite {
-        format!("json_each(${param})")
-    } else {
-        format!("jsonb_array_elements(${param}::jsonb)")
-    };
-    format!("(SELECT {} FROM {source})", select.join(", "))
 }
 
 /// One statement without arguments. (sqlx's `Executor` methods return
@@ -286,6 +263,7 @@ fn any_query(
             Arg::Blob(value) => query.bind(value),
             Arg::NullInt => query.bind(None::<i64>),
             Arg::NullText => query.bind(None::<String>),
+            Arg::Ints(_) | Arg::Texts(_) => unreachable!("tables go to sqlx as JSON"),
         };
     }
     query
@@ -296,8 +274,8 @@ fn any_query(
 pub struct Query<'q> {
     sql: Cow<'q, str>,
     args: Vec<Arg>,
-    /// The tables bound on SQLite ([`Query::bind_rows`]), rendered when
-    /// the statement runs, for its connection.
+    /// The tables bound ([`Query::bind_rows`]), rendered when the
+    /// statement runs, for its connection (`sql/table.rs`).
     tables: Vec<table::Bound>,
 }
 
@@ -334,11 +312,8 @@ impl<'q> Query<'q> {
         values: impl Fn(&'r T) -> U,
     ) -> Self {
         assert_eq!(table.param(), self.args.len() + 1, "tables bound in order");
-        if !table.sqlite() {
-            let tuples: Vec<U> = rows.iter().map(values).collect();
-            return self.bind(serde_json::to_string(&tuples).expect("rows serialise"));
-        }
-        // Its parameter, bound only if the table goes as JSON after all.
+        // Its parameter, bound when the statement runs (its JSON, or its
+        // first column's array), or left out of the text (SQLite's VALUES).
         self.args.push(Arg::NullText);
         self.tables.push(table.bind(rows, values));
         self
@@ -355,7 +330,7 @@ impl<'q> Query<'q> {
             );
         }
         let mut args = self.args.clone();
-        let rendered = table::render(&self.sql, &self.tables, true, &mut args);
+        let rendered = table::render_values(&self.sql, &self.tables, &mut args);
         (
             Cow::Owned(rendered.sql),
             Cow::Owned(args),
@@ -363,13 +338,16 @@ impl<'q> Query<'q> {
         )
     }
 
-    /// The text and arguments to run anywhere else, its tables as JSON.
-    fn json(mut self) -> (Cow<'q, str>, Vec<Arg>) {
+    /// The text and arguments to run anywhere else: its tables as typed
+    /// arrays on the writer's PostgreSQL connection (`pipe`), as JSON on
+    /// sqlx's.
+    fn remote(mut self, pipe: bool) -> (Cow<'q, str>, Vec<Arg>) {
         if self.tables.is_empty() {
             return (self.sql, self.args);
         }
-        let rendered = table::render(&self.sql, &self.tables, false, &mut self.args);
-        (Cow::Owned(rendered.sql), self.args)
+        let tables = std::mem::take(&mut self.tables);
+        let sql = table::render_remote(&self.sql, tables, pipe, &mut self.args);
+        (Cow::Owned(sql), self.args)
     }
 
     pub async fn execute(self, conn: &mut Conn) -> Result<u64, Error> {
@@ -382,7 +360,7 @@ impl<'q> Query<'q> {
         match conn {
             Conn::Pipe(pipe) => {
                 count_statement();
-                let (sql, args) = self.json();
+                let (sql, args) = self.remote(true);
                 pipe.hold(sql.into_owned(), args, None);
                 Ok(())
             }
@@ -402,7 +380,7 @@ impl<'q> Query<'q> {
         match conn {
             Conn::Pipe(pipe) => {
                 count_statement();
-                let (sql, args) = self.json();
+                let (sql, args) = self.remote(true);
                 pipe.hold(sql.into_owned(), args, Some((table, rows)));
                 Ok(())
             }

@@ -130,10 +130,10 @@ pub struct AccountUpdate {
 }
 
 /// One set-oriented write: `sql`, in which `{rows}` stands for the batch's
-/// rows as a table of `columns` (`sql::table`: one JSON parameter on
-/// PostgreSQL, a list of `VALUES` on SQLite), held back until the batch's end. With `changes`,
-/// the table whose rows it must change, one per row, or the batch fails
-/// (`Query::defer_expecting`).
+/// rows as a table of `columns` (`sql::table`: typed arrays under `UNNEST`
+/// on PostgreSQL, a list of `VALUES` on SQLite), held back until the
+/// batch's end. With `changes`, the table whose rows it must change, one
+/// per row, or the batch fails (`Query::defer_expecting`).
 #[derive(Debug)]
 pub struct SetWrite {
     pub sql: &'static str,

@@ -8,6 +8,7 @@ use crate::common::wire::{self, Transaction};
 on_postgres!(
     a_batch_of_purchases_takes_a_few_round_trips_whatever_its_size,
     held_back_writes_keep_every_value_and_fail_as_they_did,
+    tables_go_as_typed_arrays_and_read_back_as_bound,
 );
 
 /// On PostgreSQL a batch's reads go in one round trip and its writes in
@@ -237,6 +238,111 @@ async fn held_back_writes_keep_every_value_and_fail_as_they_did(db: &TestDb) {
     // In the writer: a batch whose held-back writes fail is rolled back, run
     // again request by request, and each purchase fails as it did before.
     writer_batches_fail_as_they_did(db).await;
+}
+
+/// A row of a table of `tables_go_as_typed_arrays_and_read_back_as_bound`.
+type TableRow = (i64, Option<String>, Option<i64>);
+
+/// A table's rows go to the writer's PostgreSQL connection as one typed
+/// array a column (`store/sql/table.rs`, `UNNEST`): NULLs, odd texts and
+/// the extreme numbers read back as bound, beside a fixed parameter and a
+/// second table, alone or sent together, and in a held-back write; the
+/// same as through sqlx (JSON). A statement keeps its one prepared text
+/// whatever its rows.
+async fn tables_go_as_typed_arrays_and_read_back_as_bound(db: &TestDb) {
+    use tresor::store::sql::{self, ColumnType, Conn, FromRow as _};
+    const COLUMNS: &[(&str, ColumnType)] = &[
+        ("id", ColumnType::Int),
+        ("name", ColumnType::Text),
+        ("at", ColumnType::Int),
+    ];
+    let connected = db.connect().await;
+    let ints = [0, 1, -1, 42, i64::MAX, i64::MIN, 1 << 53];
+    let rows: Vec<TableRow> = odd_texts()
+        .into_iter()
+        .enumerate()
+        .map(|(k, text)| {
+            let at = (k % 4 != 2).then(|| ints[k % ints.len()]);
+            (k as i64, (k % 3 != 1).then_some(text), at)
+        })
+        .collect();
+    let wanted = |rows: &[TableRow]| -> Vec<TableRow> {
+        rows.iter()
+            .filter(|(id, _, _)| *id != 1)
+            .map(|(id, name, at)| (*id, name.as_ref().map(|n| format!("{n}!")), *at))
+            .collect()
+    };
+    let first = sql::table(false, 1, COLUMNS);
+    let second = sql::table(false, 3, &[("id", ColumnType::Int)]);
+    let text = format!(
+        "SELECT d.id, d.name || $2, d.at FROM {first} AS d \
+         WHERE d.id NOT IN (SELECT id FROM {second} AS e) ORDER BY d.id"
+    );
+    let read = |rows: &[TableRow]| {
+        sql::query(&text)
+            .bind_rows(&first, rows, |(id, name, at)| (id, name, at))
+            .bind("!")
+            .bind_rows(&second, &[1i64, 100], |id| [*id])
+    };
+    let decode = |rows: Vec<sql::Row>| -> Vec<TableRow> {
+        rows.iter()
+            .map(|row| TableRow::from_row(row).expect("a row"))
+            .collect()
+    };
+
+    let mut conn = Conn::Pipe(connected.begin_pipe(None).await.expect("begin"));
+    let alone = read(&rows).fetch_all(&mut conn).await.expect("read alone");
+    assert_eq!(decode(alone), wanted(&rows));
+    let (together, counts) = sql::counting(sql::fetch_each(
+        &mut conn,
+        vec![read(&rows), read(&rows[..3])],
+    ))
+    .await;
+    let together = together.expect("read together");
+    assert_eq!(counts.round_trips, 1, "{counts:?}");
+    let together: Vec<Vec<TableRow>> = together.into_iter().map(decode).collect();
+    assert_eq!(together, [wanted(&rows), wanted(&rows[..3])]);
+
+    // One prepared statement whatever the rows, none at all included.
+    let prepared = "SELECT COUNT(*) FROM pg_prepared_statements";
+    let before: i64 = sql::query_scalar(prepared)
+        .fetch_one(&mut conn)
+        .await
+        .expect("counted");
+    for some in [&rows[..1], &rows[..0], &rows[..]] {
+        let read = read(some).fetch_all(&mut conn).await.expect("read");
+        assert_eq!(decode(read), wanted(some));
+    }
+    let after: i64 = sql::query_scalar(prepared)
+        .fetch_one(&mut conn)
+        .await
+        .expect("counted");
+    assert_eq!(after, before, "the same text for every number of rows");
+
+    // Held back, then written together, the values kept.
+    conn.execute_raw("CREATE TEMP TABLE kept (id bigint, name text, at bigint)")
+        .await
+        .expect("a table");
+    let insert = format!("INSERT INTO kept (id, name, at) SELECT id, name, at FROM {first} AS d");
+    sql::query(&insert)
+        .bind_rows(&first, &rows, |(id, name, at)| (id, name, at))
+        .defer_expecting(&mut conn, "kept", rows.len())
+        .await
+        .expect("held back");
+    conn.flush().await.expect("written");
+    let kept: Vec<TableRow> = sql::query_as("SELECT id, name, at FROM kept ORDER BY id")
+        .fetch_all(&mut conn)
+        .await
+        .expect("read back");
+    assert_eq!(kept, rows);
+
+    // Through sqlx the same statement reads its tables as JSON.
+    let mut tx = Conn::Tx(connected.pool.begin().await.expect("begin"));
+    let json = read(&rows)
+        .fetch_all(&mut tx)
+        .await
+        .expect("read through sqlx");
+    assert_eq!(decode(json), wanted(&rows));
 }
 
 fn database_code(error: &Error) -> Option<String> {
