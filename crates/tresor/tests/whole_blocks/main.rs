@@ -7,6 +7,10 @@
 //! it builds in a fraction of the time the integration binary `tests/it`
 //! takes, so that CI starts selling these blocks while that binary and the
 //! rest still compile (BENCHMARKS.md, "The test suite").
+#![allow(
+    clippy::too_many_lines,
+    reason = "a test's flow may read better whole; src/ holds every function to 80 lines"
+)]
 
 #[macro_use]
 #[path = "../it/common/mod.rs"]
