@@ -40,8 +40,10 @@ const STEADY: usize = PLAYERS * 3;
 /// The longest the service may take to serve again by itself.
 const RESUME_WITHIN: Duration = Duration::from_secs(30);
 /// The longest any request may wait for its answer: the servers' outage
-/// budget (5 s, the default) and a second for a loaded machine.
-const LONGEST_WAIT: Duration = Duration::from_secs(6);
+/// budget (5 s, the default) and two seconds for a loaded machine (a clean
+/// CI run at load 9 saw 6.2 s). Without the budget a request waits out the
+/// whole outage, 20 s and more: this still fails on that.
+const LONGEST_WAIT: Duration = Duration::from_secs(7);
 /// How long the slow failover leaves the service without a primary.
 const SLOW_PROMOTION: Duration = Duration::from_secs(20);
 
