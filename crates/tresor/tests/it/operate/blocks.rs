@@ -2,207 +2,79 @@
 //! from another.
 
 use super::*;
+use crate::common::sellout::{Reveal, Table, sell_a_whole_block};
 
 on_both!(
     a_sold_out_block_reports_exactly_its_table,
     a_suspended_block_is_not_sold_and_sales_go_on_from_another_block,
 );
 
-/// Sells every unit of `block_id` but the last `keep`, writing the plays and
-/// transfers the way the service would, in bulk (a whole block through the
-/// service is another test's business and takes minutes on PostgreSQL).
-async fn sell_block_in_bulk(service: &Service, block_id: i64, keep: usize) {
-    let pool = &service.db.pool;
-    let secret = crate::common::block_secrets(&service.db)
-        .await
-        .into_iter()
-        .find(|(id, _)| *id == block_id)
-        .expect("the secret")
-        .1;
-    let stake_cents: i64 = sqlx::query_scalar("SELECT stake_cents FROM blocks WHERE id = $1")
-        .bind(block_id)
-        .fetch_one(pool)
-        .await
-        .expect("the stake");
-    let stake = Stake::try_from(stake_cents).expect("a stake");
-    let outcomes = block_outcomes(&secret);
-    let buyer = player(service, "bulk").await;
-    // The service's writer stakes into and pays from its own accounts.
-    let accounts = crate::common::ledger::writer_accounts(&service.db).await;
-    let sold = outcomes.len() - keep;
-    let first_id: i64 =
-        sqlx::query_scalar::<_, i64>("SELECT CAST(COALESCE(MAX(id), 0) AS BIGINT) FROM plays")
-            .fetch_one(pool)
-            .await
-            .expect("max id")
-            + 1;
-    let mut tx = pool.begin().await.expect("a transaction");
-    let mut stakes = 0i64;
-    let mut prizes = 0i64;
-    for chunk_start in (0..sold).step_by(1000) {
-        let chunk_end = (chunk_start + 1000).min(sold);
-        let mut sql = String::from(
-            "INSERT INTO plays (id, player_id, block_id, unit_index, stake_cents, level, prize_cents, \
-             throws_made, state, idempotency_key, request_hash, created_at_ms, finished_at_ms) VALUES ",
-        );
-        let mut transfers = String::from(
-            "INSERT INTO transfers (debit_account_id, credit_account_id, amount_cents, kind, play_id, \
-             created_at_ms) VALUES ",
-        );
-        let mut first_transfer = true;
-        for (index, &level) in outcomes
-            .iter()
-            .enumerate()
-            .take(chunk_end)
-            .skip(chunk_start)
-        {
-            let id = first_id + index as i64;
-            let prize = stake.prize_cents(level);
-            stakes += stake_cents;
-            prizes += prize;
-            if index > chunk_start {
-                sql.push(',');
-            }
-            sql.push_str(&format!(
-                "({id}, {}, {block_id}, {index}, {stake_cents}, {}, {prize}, 4, 'finished', 'bulk{index}', 'x', 1, 1)",
-                buyer.id,
-                level.get()
-            ));
-            if !first_transfer {
-                transfers.push(',');
-            }
-            first_transfer = false;
-            transfers.push_str(&format!(
-                "({}, {}, {stake_cents}, 'stake', {id}, 1)",
-                buyer.account_id, accounts.stakes
-            ));
-            if prize > 0 {
-                transfers.push_str(&format!(
-                    ",({}, {}, {prize}, 'prize', {id}, 1)",
-                    accounts.prizes, buyer.account_id
-                ));
-            }
-        }
-        sqlx::raw_sql(&sql)
-            .execute(&mut *tx)
-            .await
-            .expect("insert plays");
-        sqlx::raw_sql(&transfers)
-            .execute(&mut *tx)
-            .await
-            .expect("insert transfers");
-    }
-    // The buyer's deposits paid for the stakes; balances follow the transfers.
-    let deposits = stakes;
-    sqlx::query(
-        "INSERT INTO transfers (debit_account_id, credit_account_id, amount_cents, kind, created_at_ms) \
-         VALUES ($1, $2, $3, 'deposit', 1)",
-    )
-    .bind(tresor::service::DEPOSITS_ACCOUNT)
-    .bind(buyer.account_id)
-    .bind(deposits)
-    .execute(&mut *tx)
-    .await
-    .expect("a deposit");
-    for (account, delta) in [
-        (tresor::service::DEPOSITS_ACCOUNT, -deposits),
-        (buyer.account_id, deposits - stakes + prizes),
-        (accounts.stakes, stakes),
-        (accounts.prizes, -prizes),
-    ] {
-        sqlx::query("UPDATE accounts SET balance_cents = balance_cents + $1 WHERE id = $2")
-            .bind(delta)
-            .bind(account)
-            .execute(&mut *tx)
-            .await
-            .expect("a balance");
-    }
-    sqlx::query("UPDATE blocks SET units_sold = $1 WHERE id = $2")
-        .bind(sold as i64)
-        .bind(block_id)
-        .execute(&mut *tx)
-        .await
-        .expect("units sold");
-    if service.db.backend == Backend::Postgres {
-        sqlx::query(
-            "SELECT setval(pg_get_serial_sequence('plays', 'id'), (SELECT MAX(id) FROM plays))",
-        )
-        .execute(&mut *tx)
-        .await
-        .expect("move the id sequence");
-    }
-    tx.commit().await.expect("commit");
-}
-
+/// A block sold out through the service reports exactly its table, level by
+/// level, and publishes its secret. « Petit coffre »'s blocks hold 2,000
+/// units (`tests/it/games/petit-coffre.toml`); the island's 450,000 are sold
+/// whole by `tests/whole_blocks/`, which CI runs beside the build.
 async fn a_sold_out_block_reports_exactly_its_table(db: &TestDb) {
-    let (service, _clock) = db.service().await;
-    let emission = service
-        .create_emission("Test", &[Stake::ALL[0]], 1)
-        .await
-        .expect("create an emission");
-    let block_id = service.blocks().await.expect("blocks")[0].id;
-    sell_block_in_bulk(&service, block_id, 20).await;
-    // The last units go through the service, which marks the block sold out.
-    let last = player(&service, "last").await;
-    service.credit(&last, 1_000_000).await.expect("credit");
-    for i in 0..20 {
-        let bought = service
-            .buy(&last, purchase(50, &format!("last{i}")))
-            .await
-            .expect("buy");
-        if i % 2 == 0 {
-            for _ in 0..4 {
-                service.throw(&last, bought.play_id).await.expect("throw");
-            }
-        }
-    }
-    assert_eq!(
-        service
-            .buy(&last, purchase(50, "one-too-many"))
-            .await
-            .err()
-            .map(|e| e.to_string()),
-        Some(tresor::error::Error::SoldOut.to_string())
-    );
-    let report = report_json(db, &["--emission", &emission.to_string()]);
-    let block = &blocks_of(&report)[0];
+    // The file's own figures at 5 €, not the code's reading of them.
+    let table = Table {
+        units: 2_000,
+        prizes_cents: 500_000,
+        counts: &[1_674, 1, 5, 20, 100, 200],
+        payout_percent: "50.00",
+    };
+    let service = sell_a_whole_block(db, "petit-coffre", 500, 8, Reveal::Never, &table).await;
+    let report = report_json(db, &[]);
+    let blocks = blocks_of(&report);
+    assert_eq!(blocks.len(), 1, "the one block of the emission");
+    let block = &blocks[0];
     assert_eq!(block["state"], "sold_out");
     let f = &block["figures"];
-    let stake = Stake::ALL[0];
-    assert_eq!(f["units_sold"], json!(UNITS_PER_BLOCK));
+    assert_eq!(f["units_sold"], json!(2_000));
     assert_eq!(f["units_left"], json!(0));
-    assert_eq!(
-        f["stakes_taken_cents"],
-        json!(i64::from(UNITS_PER_BLOCK) * 50)
-    );
-    assert_eq!(f["wins_won_cents"], json!(stake.block_prizes_cents()));
+    assert_eq!(f["stakes_taken_cents"], json!(1_000_000));
+    assert_eq!(f["wins_won_cents"], json!(500_000));
     assert_eq!(f["prizes_left_cents"], json!(0));
-    assert_eq!(f["payout_percent"], "70.00");
+    assert_eq!(f["payout_percent"], "50.00");
     assert_eq!(
         f["wins_credited_cents"].as_i64().expect("credited")
             + f["wins_pending_cents"].as_i64().expect("pending"),
-        stake.block_prizes_cents()
+        500_000
     );
+    // Level, units and prize as the file writes them.
+    let table = [
+        (1, 1, 100_000),
+        (2, 5, 20_000),
+        (3, 20, 5_000),
+        (4, 100, 1_000),
+        (5, 200, 500),
+    ];
     let levels = crate::common::items(&f["levels"], "levels");
-    assert_eq!(levels.len(), LEVELS.len(), "every level of the table");
-    for (level, spec) in levels.iter().zip(&LEVELS) {
-        assert_eq!(level["units_sold"], json!(spec.units_per_block));
-        assert_eq!(level["units_left"], json!(0));
-        assert_eq!(
-            level["prize_cents"],
-            json!(stake.prize_cents(Level::new(spec.level).expect("a level")))
-        );
+    assert_eq!(levels.len(), table.len(), "every level of the table");
+    for (level, (number, units, prize)) in levels.iter().zip(table) {
+        assert_eq!(level["level"], json!(number));
+        assert_eq!(level["units_in_table"], json!(units), "level {number}");
+        assert_eq!(level["units_sold"], json!(units), "level {number}");
+        assert_eq!(level["units_left"], json!(0), "level {number}");
+        assert_eq!(level["prize_cents"], json!(prize), "level {number}");
+        assert_eq!(level["prizes_left_cents"], json!(0), "level {number}");
     }
     // Sold out, the block's secret is public and matches its commitment.
     let api = Api::new(&service);
     let answer = api.get("/api/blocks").await;
     let listed = &answer.body["blocks"][0];
-    let secret = listed["secret"].as_str().expect("the secret is published");
-    let bytes = hex::decode(secret).expect("hex");
-    assert_eq!(
-        tresor::service::sha256_hex(&bytes),
-        listed["commitment"].as_str().expect("a commitment")
-    );
+    let file = crate::common::games::test_games().join("petit-coffre.toml");
+    let verify = crate::common::tresor(&[
+        "block",
+        "verify",
+        "--game",
+        file.to_str().expect("a UTF-8 path"),
+        "--secret",
+        listed["secret"].as_str().expect("the secret is published"),
+        "--commitment",
+        listed["commitment"].as_str().expect("a commitment"),
+        "--stake",
+        "500",
+    ]);
+    assert_exit(&verify, 0);
 }
 
 async fn a_suspended_block_is_not_sold_and_sales_go_on_from_another_block(db: &TestDb) {

@@ -9,9 +9,8 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use tresor::service::{Service, rfc3339};
-use tresor::store::Backend;
 use tresor::trail;
-use tresor_game::{LEVELS, Level, Stake, UNITS_PER_BLOCK, block_outcomes};
+use tresor_game::{Stake, UNITS_PER_BLOCK};
 
 mod blocks;
 mod browser;
