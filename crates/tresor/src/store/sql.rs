@@ -79,6 +79,34 @@ impl Conn {
         Ok(())
     }
 
+    /// Puts the read `query` in front of the next message on the writer's
+    /// PostgreSQL connection, to travel with it (the log's lock with the
+    /// batch's reads), its rows kept for [`Conn::led`]. `false` anywhere
+    /// else: nothing is sent, and the caller runs it as usual.
+    pub fn lead(&mut self, query: Query<'_>) -> bool {
+        let Conn::Pipe(pipe) = self else {
+            return false;
+        };
+        count_statement();
+        let (sql, args) = query.remote(true);
+        pipe.lead(sql.into_owned(), args);
+        true
+    }
+
+    /// The rows of the read put in front ([`Conn::lead`]); sent now, alone,
+    /// when no message has carried it yet.
+    pub async fn led(&mut self) -> Result<Vec<Row>, Error> {
+        let Conn::Pipe(pipe) = self else {
+            return Ok(Vec::new());
+        };
+        if pipe.leads() {
+            count_round_trip();
+            pipe.query_each(&[]).await?;
+        }
+        let rows = pipe.take_led().unwrap_or_default();
+        Ok(rows.into_iter().map(Row::Pg).collect())
+    }
+
     /// Whether this is a SQLite connection (the writer's own or sqlx's):
     /// the few statements whose text differs between the two databases ask.
     pub fn is_sqlite(&mut self) -> bool {
