@@ -247,7 +247,9 @@ pub async fn settle_batch_head(conn: &mut Conn) -> Result<(), Error> {
         return Ok(());
     };
     let head = batch_head().expect("inside the batch scope");
-    reset_batch_head(log::settle(conn, head, ahead).await?);
+    // Boxed: every append awaits this, and the writer's SQLite thread
+    // polls its futures on its own stack.
+    reset_batch_head(Box::pin(log::settle(conn, head, ahead)).await?);
     Ok(())
 }
 

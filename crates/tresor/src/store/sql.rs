@@ -51,7 +51,9 @@ pub enum Conn {
     /// the transaction it began: the writes deferred (`Query::defer`) are
     /// held back and sent together by [`Conn::flush`], which every other
     /// statement runs first, so that each statement still sees what the
-    /// ones before it wrote.
+    /// ones before it wrote. Its futures are boxed where they are awaited
+    /// here: they are large (`BEGIN` and a read carried in front), and the
+    /// writer's SQLite thread polls the same code on its own stack.
     Pipe(Box<Pipe>),
 }
 
@@ -75,7 +77,7 @@ impl Conn {
             return Ok(());
         }
         count_round_trip();
-        pipe.flush().await?;
+        Box::pin(pipe.flush()).await?;
         Ok(())
     }
 
@@ -101,7 +103,7 @@ impl Conn {
         };
         if pipe.leads() {
             count_round_trip();
-            pipe.query_each(&[]).await?;
+            Box::pin(pipe.query_each(&[])).await?;
         }
         let rows = pipe.take_led().unwrap_or_default();
         Ok(rows.into_iter().map(Row::Pg).collect())
@@ -135,7 +137,7 @@ impl Conn {
         self.flush().await?;
         count_round_trip();
         if let Conn::Pipe(pipe) = self {
-            return pipe.simple(sql).await;
+            return Box::pin(pipe.simple(sql)).await;
         }
         Ok(any_raw(self.any().expect("not SQLite"), sql).await?)
     }
@@ -150,7 +152,7 @@ impl Conn {
         self.flush().await?;
         count_round_trip();
         if let Conn::Pipe(pipe) = self {
-            let mut rows = pipe.query(&sql, &args).await?;
+            let mut rows = Box::pin(pipe.query(&sql, &args)).await?;
             if let Some(limit) = limit {
                 rows.truncate(limit);
             }
@@ -178,7 +180,7 @@ impl Conn {
         self.flush().await?;
         count_round_trip();
         if let Conn::Pipe(pipe) = self {
-            return pipe.execute(&sql, &args).await;
+            return Box::pin(pipe.execute(&sql, &args)).await;
         }
         let conn = self.any().expect("not SQLite");
         let future: BoxFuture<'_, Result<_, sqlx::Error>> =
@@ -257,7 +259,7 @@ pub async fn fetch_each(conn: &mut Conn, queries: Vec<Query<'_>>) -> Result<Vec<
         .iter()
         .map(|(sql, args)| (sql.as_ref(), args.as_slice()))
         .collect();
-    let results = pipe.query_each(&list).await?;
+    let results = Box::pin(pipe.query_each(&list)).await?;
     Ok(results
         .into_iter()
         .map(|rows| rows.into_iter().map(Row::Pg).collect())

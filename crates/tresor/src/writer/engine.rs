@@ -48,7 +48,7 @@ impl Engine {
         match conn {
             Conn::Pipe(mut pipe) => {
                 pipe.discard_held();
-                let outcome = pipe.end(commit).await;
+                let outcome = Box::pin(pipe.end(commit)).await;
                 if let Engine::Pool { db, idle } = self {
                     match outcome {
                         // Kept, with its prepared statements, for the next
