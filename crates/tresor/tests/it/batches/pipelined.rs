@@ -45,17 +45,17 @@ async fn a_batch_of_purchases_takes_a_few_round_trips_whatever_its_size(h: &Harn
             // (its connection's task flushing the first statement before the
             // others are queued), the first answered before the next
             // arrives: the wire then counts a flight more than the writer
-            // waited for (seen as 4 and 5 of 100 purchases on a loaded
-            // machine, the writer's own count 3, when the lock went alone).
-            // A few such splits are allowed; a writer sending its
-            // statements one at a time shows 19 between BEGIN and COMMIT,
-            // and three in all must be seen (below).
+            // waited for (seen as 5 of 100 purchases at a load average of
+            // 10, the writer's own count 2). A few such splits are allowed;
+            // a writer sending its statements one at a time shows 19
+            // between BEGIN and COMMIT, and three in all must be seen
+            // (below).
             assert!(
-                (2..=4).contains(&batch.running),
+                (2..=5).contains(&batch.running),
                 "{round} round, {size} purchases: the lock with the reads, the writes: {batch:?}"
             );
             assert!(
-                (3..=6).contains(&batch.flights),
+                (3..=2 * batch.running + 1).contains(&batch.flights),
                 "{round} round, {size} purchases: BEGIN with the lock and the reads, \
                  the writes, COMMIT: {batch:?}"
             );
