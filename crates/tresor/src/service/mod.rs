@@ -76,6 +76,7 @@ pub use session_cache::{Buyer, SessionCache};
 pub mod payments_headers {
     pub use super::payments::{SIGNATURE_HEADER as SIGNATURE, TIMESTAMP_HEADER as TIMESTAMP};
 }
+pub use hashing::PasswordCost;
 pub use staff::{StaffListing, StaffMember, TOTP_PURPOSE};
 pub use staff_login::PasswordChecked;
 pub use statement::{Movement, Statement};
@@ -103,6 +104,9 @@ pub struct Settings {
     pub writer_max_batch: usize,
     /// Faults injected into the writer, for tests (none by default).
     pub writer_faults: crate::writer::Faults,
+    /// How much work a password's hash takes: the standard cost but in the
+    /// tests' own services.
+    pub password_cost: PasswordCost,
     /// The longest a request waits whatever happens behind it (a COMMIT in
     /// doubt, a failover, a batch run again request by request): then it is
     /// answered `unavailable`, to be retried under its idempotency key.
@@ -165,6 +169,7 @@ impl Default for Settings {
             block_offset: 0,
             writer_max_batch: crate::writer::DEFAULT_MAX_BATCH,
             writer_faults: crate::writer::Faults::default(),
+            password_cost: PasswordCost::Standard,
             outage_budget: crate::writer::DEFAULT_OUTAGE_BUDGET,
             provisional_days: crate::account::DEFAULT_PROVISIONAL_DAYS,
             payments: Payments::default(),

@@ -132,7 +132,8 @@ impl Service {
         confirmed.check(PasswordOf::Player(player.id))?;
         password_rule("new_password", new)?;
         let new = new.to_owned();
-        let hash = with_hashing_permit(move || hash_password(&new)).await?;
+        let cost = self.settings.password_cost;
+        let hash = with_hashing_permit(move || hash_password(&new, cost)).await?;
         let keep = sha256_hex(session_token.as_bytes());
         let now_ms = self.now_ms();
         let who = player.clone();
@@ -237,7 +238,8 @@ impl Service {
     pub async fn reset_password(&self, token: &str, new: &str) -> Result<(), Error> {
         password_rule("new_password", new)?;
         let new = new.to_owned();
-        let hash = with_hashing_permit(move || hash_password(&new)).await?;
+        let cost = self.settings.password_cost;
+        let hash = with_hashing_permit(move || hash_password(&new, cost)).await?;
         let token = token.to_owned();
         let now_ms = self.now_ms();
         let (player_id, username) = self

@@ -2,9 +2,7 @@
 //! checks, failed logins in the trail, and filling skeletons left NULL.
 
 use super::Service;
-use super::hashing::{
-    DUMMY_HASH, hash_password, password_rule, verify_password, with_hashing_permit,
-};
+use super::hashing::{hash_password, password_rule, verify_password, with_hashing_permit};
 use crate::error::Error;
 use crate::model::{Player, Username};
 use crate::protect::{self, Limits};
@@ -60,7 +58,8 @@ impl Service {
     /// Registers a player; returns the new player.
     pub async fn register(&self, registration: Registration) -> Result<Player, Error> {
         let password = registration.password.clone();
-        let password_hash = with_hashing_permit(move || hash_password(&password)).await?;
+        let cost = self.settings.password_cost;
+        let password_hash = with_hashing_permit(move || hash_password(&password, cost)).await?;
         let username = registration.username.clone();
         let limits = registration.limits;
         let opening = registration.opening.clone();
@@ -147,7 +146,7 @@ impl Service {
         let found = self.find_player(&username).await?;
         let (player, hash) = match found {
             Some((player, hash)) => (Some(player), hash),
-            None => (None, DUMMY_HASH.to_owned()),
+            None => (None, self.settings.password_cost.dummy_hash()),
         };
         let password = password.to_owned();
         let ok = with_hashing_permit(move || verify_password(&password, &hash)).await;

@@ -105,7 +105,8 @@ impl Service {
     ) -> Result<StaffMember, Error> {
         check_password_rule(password)?;
         let password = password.to_owned();
-        let hash = with_hashing_permit(move || hash_password(&password)).await?;
+        let cost = self.settings.password_cost;
+        let hash = with_hashing_permit(move || hash_password(&password, cost)).await?;
         let request = json!({"username": name.as_str(), "role": role.as_str()});
         let name = name.clone();
         self.write_recorded(

@@ -4,7 +4,7 @@
 //! session's life after that, and the trail records of logins, refusals
 //! and logouts.
 
-use super::hashing::{DUMMY_HASH, verify_password, with_hashing_permit};
+use super::hashing::{verify_password, with_hashing_permit};
 use super::sessions::Sessions;
 use super::staff::{TOTP_PURPOSE, role_of};
 use super::{Service, StaffMember, os_random_32, sha256_hex};
@@ -59,7 +59,7 @@ impl Service {
                     row.try_get::<String, _>("password_hash")?,
                 )
             }
-            None => (None, false, false, DUMMY_HASH.to_owned()),
+            None => (None, false, false, self.settings.password_cost.dummy_hash()),
         };
         let password = password.to_owned();
         let ok = with_hashing_permit(move || verify_password(&password, &hash)).await;

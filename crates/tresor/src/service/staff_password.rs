@@ -25,7 +25,8 @@ impl Service {
         check_password_rule(new)
             .map_err(|error| Error::Validation(format!("new_{}", error_text(error))))?;
         let new = new.to_owned();
-        let hash = with_hashing_permit(move || hash_password(&new)).await?;
+        let cost = self.settings.password_cost;
+        let hash = with_hashing_permit(move || hash_password(&new, cost)).await?;
         let keep = sha256_hex(session_token.as_bytes());
         let now_ms = self.now_ms();
         let member = member.clone();

@@ -36,7 +36,11 @@ on_both!(
 async fn a_whole_block_of_the_island_sold_through_the_service_pays_exactly_its_table(db: &TestDb) {
     let store = db.connect().await;
     let clock = Arc::new(ManualClock::new(now_ms()));
-    let service = Service::new(store, clock.clone(), Settings::default());
+    let settings = Settings {
+        password_cost: tresor::service::PasswordCost::Least,
+        ..Settings::default()
+    };
+    let service = Service::new(store, clock.clone(), settings);
     service.open_secrets().await.unwrap();
     let stake = Stake::try_from(200).unwrap();
     service

@@ -34,12 +34,15 @@ impl TestApp {
         Self::spawn_with(backend, Self::settings()).await
     }
 
-    /// [`TestApp::spawn`]'s settings: the defaults, unthrottled. Every test
-    /// player comes from one address, some as fast as they can: the
-    /// throttles have tests of their own (tests/it/protect.rs).
+    /// [`TestApp::spawn`]'s settings: the defaults, unthrottled, passwords
+    /// hashed at argon2's least cost. Every test player comes from one
+    /// address, some as fast as they can: the throttles have tests of their
+    /// own (tests/it/protect.rs), and so do logins at the standard cost
+    /// (`protect::logins`).
     pub fn settings() -> Settings {
         Settings {
             rate_limits: tresor::protect::RateLimits::unthrottled(),
+            password_cost: tresor::service::PasswordCost::Least,
             ..Settings::default()
         }
     }

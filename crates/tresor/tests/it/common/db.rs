@@ -133,9 +133,14 @@ impl TestDb {
         .await
     }
 
-    /// A service on this database whose clock starts at [`START_MS`].
+    /// A service on this database whose clock starts at [`START_MS`],
+    /// passwords hashed at argon2's least cost.
     pub async fn service(&self) -> (Service, Arc<ManualClock>) {
-        self.service_with(Settings::default()).await
+        self.service_with(Settings {
+            password_cost: tresor::service::PasswordCost::Least,
+            ..Settings::default()
+        })
+        .await
     }
 
     /// A service like [`TestDb::service`] with an emission `name` on sale
