@@ -8,9 +8,11 @@
 //! cost per batch, not per request).
 //!
 //! The writer runs this inside its transaction, after locking its own log's
-//! row. On PostgreSQL the prefetch's reads go in one round trip and the
-//! writes are held back, to go with the log's in one more before COMMIT
-//! (`store::deferred`). The prefetch first locks the buyers' rows (in id
+//! row. On PostgreSQL the prefetch's reads go in one round trip, with
+//! `BEGIN` and the log's lock in front of them when the writer kept the
+//! log's edge (`trail::log::lock_ahead`; the head is settled before
+//! anything decides), and the writes are held back, to go with the log's
+//! in one more before COMMIT (`store::deferred`). The prefetch first locks the buyers' rows (in id
 //! order), so a player's purchases on two servers decide one after the
 //! other; what other players do cannot change a buyer's decision. The
 //! updates still check what they overwrite (units sold, throws made,
@@ -43,6 +45,8 @@ pub async fn run(
     let mut window = context.block_offset + 4;
     loop {
         let state = prefetch::prefetch(conn, sqlite, context, commands, window).await?;
+        // The log's lock went with the reads: the head is known now.
+        trail::settle_batch_head(conn).await?;
         let head = trail::batch_head().expect("inside the writer's batch");
         match decide::decide(state, context, commands, head) {
             Decided::Done(results, book) => {

@@ -204,20 +204,53 @@ pub fn record_hash(
 tokio::task_local! {
     /// The head of the writer's log in its current transaction. The writer
     /// locks its own log's row as the transaction's first statement
-    /// ([`log::lock`]) and writes the log's new size, stored hashes and
+    /// ([`log::lock`], or [`log::lock_ahead`] in front of the batch's reads)
+    /// and writes the log's new size, stored hashes and
     /// checkpoint once before committing ([`log::store`]).
     static BATCH_HEAD: std::cell::RefCell<Head>;
 }
 
+tokio::task_local! {
+    /// The log's lock sent ahead of the batch's reads, not read yet
+    /// ([`log::lock_ahead`], [`settle_batch_head`]).
+    static AHEAD: std::cell::RefCell<Option<log::Ahead>>;
+}
+
 /// Runs `future` (the writer's jobs) with `head` as the batch's head; appends
 /// inside it move the head in memory. Returns the output and the final head.
-pub async fn with_batch_head<F: std::future::Future>(head: Head, future: F) -> (F::Output, Head) {
+/// With `ahead`, the head is the one the writer's kept edge makes, until
+/// [`settle_batch_head`] reads the lock that went ahead.
+pub async fn with_batch_head<F: std::future::Future>(
+    head: Head,
+    ahead: Option<log::Ahead>,
+    future: F,
+) -> (F::Output, Head) {
+    let future = AHEAD.scope(std::cell::RefCell::new(ahead), future);
     BATCH_HEAD
         .scope(std::cell::RefCell::new(head), async move {
             let output = future.await;
             (output, batch_head().expect("inside the batch scope"))
         })
         .await
+}
+
+/// Reads the log's lock that went ahead of the batch's reads, if one did,
+/// and makes the batch's head the log's as it is locked ([`log::settle`]).
+/// What decides on the head runs it first: the batch's decisions, and every
+/// append.
+pub async fn settle_batch_head(conn: &mut Conn) -> Result<(), Error> {
+    let ahead = AHEAD
+        .try_with(|ahead| ahead.borrow_mut().take())
+        .ok()
+        .flatten();
+    let Some(ahead) = ahead else {
+        return Ok(());
+    };
+    let head = batch_head().expect("inside the batch scope");
+    // Boxed: every append awaits this, and the writer's SQLite thread
+    // polls its futures on its own stack.
+    reset_batch_head(Box::pin(log::settle(conn, head, ahead)).await?);
+    Ok(())
 }
 
 /// The current batch's head, inside [`with_batch_head`].
@@ -245,6 +278,7 @@ pub async fn append(
     request: Value,
     result: Value,
 ) -> Result<i64, Error> {
+    settle_batch_head(conn).await?;
     let record = BATCH_HEAD
         .try_with(|head| {
             head.borrow_mut()

@@ -12,18 +12,29 @@
 //! out before the first answer comes back (tokio-postgres pipelines them),
 //! each one still running after the one before, in order, as one by one.
 //!
+//! The writer's transaction begins with its first message rather than a
+//! round trip of its own ([`Pipe::begin_later`]): `BEGIN` goes in front of
+//! whatever is sent first, and that message is cut at the outage budget,
+//! as `BEGIN` alone was (the writer's outage probe). A read can be put in
+//! front of the next message too ([`Pipe::lead`]: the lock of the writer's
+//! log, sent with the batch's reads), its rows kept for whoever put it.
+//!
 //! A write held back ([`Held`]) that must change exactly n rows is checked
 //! on its own answer's row count ([`super::deferred::check_rows`]); an
 //! error of the database comes back as sqlx's error of the same SQLSTATE
-//! and message ([`pg_error`]), so every layer above (outages, a full disk,
+//! and message ([`pg_error`], `pipe/errors.rs`), so every layer above (outages, a full disk,
 //! a deadlock retried, a unique index) reads it as before.
+
+mod errors;
 
 use super::arg::Arg;
 use super::deferred::{self, Held};
 use crate::error::Error;
+use errors::error;
+pub use errors::pg_error;
 use futures_util::future::join_all;
-use std::borrow::Cow;
 use std::collections::HashMap;
+use std::future::Future;
 use std::time::{Duration, Instant};
 use tokio_postgres::types::{IsNull, ToSql, Type};
 use tokio_postgres::{Client, NoTls, Statement};
@@ -62,6 +73,23 @@ pub struct Pipe {
     planned: Instant,
     held: Held,
     opened: Instant,
+    /// `BEGIN` not sent yet: it goes in front of the next message, which is
+    /// cut at this budget ([`Pipe::begin_later`]).
+    begin: Option<Duration>,
+    /// A read to send in front of the next message ([`Pipe::lead`]), then
+    /// its rows ([`Pipe::take_led`]).
+    lead: Option<(String, Vec<Arg>)>,
+    led: Option<Vec<PgRow>>,
+    /// A message that carried `BEGIN` was cut at its budget: what the
+    /// connection is doing is unknown, and it is not used again.
+    cut: bool,
+}
+
+/// What goes in front of a message: `BEGIN` (with its budget) and the
+/// read put ahead, prepared.
+struct Front {
+    begin: Option<Duration>,
+    lead: Option<(Statement, Vec<Arg>)>,
 }
 
 impl Pipe {
@@ -94,7 +122,47 @@ impl Pipe {
             planned: Instant::now(),
             held: Held::default(),
             opened: Instant::now(),
+            begin: None,
+            lead: None,
+            led: None,
+            cut: false,
         })
+    }
+
+    /// Begins a transaction with the next message rather than now: `BEGIN`
+    /// goes in front of it, and the whole message is cut at `budget` (an
+    /// outage, after which the connection is not used again).
+    pub fn begin_later(&mut self, budget: Duration) {
+        self.begin = Some(budget);
+    }
+
+    /// Puts a read in front of the next message sent, and keeps its rows
+    /// for [`Pipe::take_led`].
+    pub fn lead(&mut self, sql: String, args: Vec<Arg>) {
+        self.lead = Some((sql, args));
+        self.led = None;
+    }
+
+    /// Whether a read put in front ([`Pipe::lead`]) is still to be sent.
+    pub fn leads(&self) -> bool {
+        self.lead.is_some()
+    }
+
+    /// The rows of the read put in front, once its message was answered.
+    pub fn take_led(&mut self) -> Option<Vec<PgRow>> {
+        self.led.take()
+    }
+
+    /// Ends the transaction: COMMIT or ROLLBACK, or nothing when it never
+    /// began (`BEGIN` still waiting for a message).
+    pub async fn end(&mut self, commit: bool) -> Result<(), Error> {
+        self.lead = None;
+        self.led = None;
+        if self.begin.take().is_some() {
+            return Ok(());
+        }
+        self.simple(if commit { "COMMIT" } else { "ROLLBACK" })
+            .await
     }
 
     /// How long ago the connection was opened.
@@ -105,51 +173,115 @@ impl Pipe {
     /// Whether the connection is gone (its server closed it, or an I/O
     /// error ended it).
     pub fn is_closed(&self) -> bool {
-        self.client.is_closed()
+        self.cut || self.client.is_closed()
     }
 
     /// Runs statements without parameters (transaction control, savepoints)
     /// over the simple-query protocol.
     pub async fn simple(&mut self, sql: &str) -> Result<(), Error> {
-        self.client.batch_execute(sql).await.map_err(error)
+        let (front, _) = self.front(&[]).await?;
+        let client = &self.client;
+        let carried = carry(client, front, async {
+            client.batch_execute(sql).await.map_err(error)
+        })
+        .await;
+        self.carried(carried)
+    }
+
+    /// What goes in front of the next message, and the statements of
+    /// `list`, prepared with the read put in front (one round trip when
+    /// some are not kept yet, which then carries `BEGIN`).
+    async fn front(&mut self, list: &[(&str, &[Arg])]) -> Result<(Front, Vec<Statement>), Error> {
+        let lead = self.lead.take();
+        let mut all = Vec::with_capacity(list.len() + 1);
+        if let Some((sql, args)) = &lead {
+            all.push((sql.as_str(), args.as_slice()));
+        }
+        all.extend_from_slice(list);
+        let mut statements = self.prepared(&all).await?;
+        let lead = lead.map(|(_, args)| (statements.remove(0), args));
+        let front = Front {
+            begin: self.begin.take(),
+            lead,
+        };
+        Ok((front, statements))
+    }
+
+    /// Keeps what a message carried in front (the read's rows), and marks
+    /// the connection cut when the message was cut at `BEGIN`'s budget.
+    fn carried<T>(&mut self, carried: Carried<T>) -> Result<T, Error> {
+        match carried {
+            Carried::Answered(led, value) => {
+                if led.is_some() {
+                    self.led = led;
+                }
+                Ok(value)
+            }
+            Carried::Failed(error) => Err(error),
+            Carried::Cut => {
+                self.cut = true;
+                Err(cut())
+            }
+        }
     }
 
     /// The prepared statement of each `(text, values)`, preparing those not
-    /// kept yet all together (one round trip, none once each is kept).
+    /// kept yet all together (one round trip, none once each is kept; it
+    /// carries `BEGIN` when it is still to be sent).
     async fn prepared(&mut self, list: &[(&str, &[Arg])]) -> Result<Vec<Statement>, Error> {
+        if self.cut {
+            return Err(cut());
+        }
         if self.planned.elapsed() >= PLANS_KEPT_FOR {
             self.statements.clear();
             self.planned = Instant::now();
         }
         let keys: Vec<String> = list.iter().map(|(sql, args)| key(sql, args)).collect();
-        let mut missing: Vec<(usize, Vec<Type>)> = Vec::new();
-        for (at, key) in keys.iter().enumerate() {
-            if !self.statements.contains_key(key)
-                && !missing.iter().any(|(other, _)| keys[*other] == *key)
-            {
-                missing.push((at, list[at].1.iter().map(Arg::pg_type).collect()));
-            }
+        let mut missing = self.missing(&keys);
+        if self.statements.len() + missing.len() > STATEMENTS_KEPT {
+            self.statements.clear();
+            missing = self.missing(&keys);
         }
         if !missing.is_empty() {
-            if self.statements.len() + missing.len() > STATEMENTS_KEPT {
-                self.statements.clear();
-            }
+            let front = Front {
+                begin: self.begin.take(),
+                lead: None,
+            };
             let client = &self.client;
-            let prepared = join_all(
-                missing
-                    .iter()
-                    .map(|(at, types)| client.prepare_typed(list[*at].0, types)),
-            )
+            let prepare = missing.iter().map(|&at| {
+                let types: Vec<Type> = list[at].1.iter().map(Arg::pg_type).collect();
+                async move { client.prepare_typed(list[at].0, &types).await }
+            });
+            let carried = carry(client, front, async {
+                join_all(prepare)
+                    .await
+                    .into_iter()
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(error)
+            })
             .await;
-            for ((at, _), statement) in missing.iter().zip(prepared) {
-                self.statements
-                    .insert(keys[*at].clone(), statement.map_err(error)?);
+            let prepared = self.carried(carried)?;
+            for (at, statement) in missing.iter().zip(prepared) {
+                self.statements.insert(keys[*at].clone(), statement);
             }
         }
         Ok(keys
             .iter()
             .map(|key| self.statements[key].clone())
             .collect())
+    }
+
+    /// The positions in `keys` of the statements not kept, each text once.
+    fn missing(&self, keys: &[String]) -> Vec<usize> {
+        let mut missing: Vec<usize> = Vec::new();
+        for (at, key) in keys.iter().enumerate() {
+            if !self.statements.contains_key(key)
+                && !missing.iter().any(|&other| keys[other] == *key)
+            {
+                missing.push(at);
+            }
+        }
+        missing
     }
 
     /// Runs one statement and returns its rows.
@@ -160,30 +292,37 @@ impl Pipe {
 
     /// Runs one statement and returns how many rows it changed.
     pub async fn execute(&mut self, sql: &str, args: &[Arg]) -> Result<u64, Error> {
-        let statement = self.prepared(&[(sql, args)]).await?.remove(0);
-        self.client
-            .execute(&statement, &params(args))
-            .await
-            .map_err(error)
+        let (front, mut statements) = self.front(&[(sql, args)]).await?;
+        let statement = statements.remove(0);
+        let params = params(args);
+        let client = &self.client;
+        let carried = carry(client, front, async {
+            client.execute(&statement, &params).await.map_err(error)
+        })
+        .await;
+        self.carried(carried)
     }
 
     /// Runs `list` in order, pipelined (one round trip), and returns each
     /// one's rows; the first error, in order, fails them all.
     pub async fn query_each(&mut self, list: &[(&str, &[Arg])]) -> Result<Vec<Vec<PgRow>>, Error> {
-        let statements = self.prepared(list).await?;
+        let (front, statements) = self.front(list).await?;
         let params: Vec<_> = list.iter().map(|(_, args)| params(args)).collect();
         let client = &self.client;
-        let results = join_all(
-            statements
-                .iter()
-                .zip(&params)
-                .map(|(statement, params)| client.query(statement, params)),
-        )
-        .await;
-        results
+        let carried = carry(client, front, async {
+            join_all(
+                statements
+                    .iter()
+                    .zip(&params)
+                    .map(|(statement, params)| client.query(statement, params)),
+            )
+            .await
             .into_iter()
-            .map(|result| result.map_err(error))
-            .collect()
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(error)
+        })
+        .await;
+        self.carried(carried)
     }
 
     /// Holds a write back until [`Pipe::flush`].
@@ -214,24 +353,90 @@ impl Pipe {
             .iter()
             .map(|write| (write.sql.as_str(), write.args.as_slice()))
             .collect();
-        let statements = self.prepared(&list).await?;
+        let (front, statements) = self.front(&list).await?;
         let params: Vec<_> = writes.iter().map(|write| params(&write.args)).collect();
         let client = &self.client;
-        let results = join_all(
-            statements
-                .iter()
-                .zip(&params)
-                .map(|(statement, params)| client.execute(statement, params)),
-        )
-        .await;
-        for (write, result) in writes.iter().zip(results) {
-            let changed = result.map_err(error)?;
-            if let Some((table, rows)) = write.expect {
-                deferred::check_rows(table, changed, rows)?;
+        let carried = carry(client, front, async {
+            let results = join_all(
+                statements
+                    .iter()
+                    .zip(&params)
+                    .map(|(statement, params)| client.execute(statement, params)),
+            )
+            .await;
+            for (write, result) in writes.iter().zip(results) {
+                let changed = result.map_err(error)?;
+                if let Some((table, rows)) = write.expect {
+                    deferred::check_rows(table, changed, rows)?;
+                }
             }
-        }
-        Ok(writes.len())
+            Ok(writes.len())
+        })
+        .await;
+        self.carried(carried)
     }
+}
+
+/// How a message with something in front of it ended.
+enum Carried<T> {
+    /// Answered: the rows of the read put in front (when one was), and
+    /// what the message itself gave.
+    Answered(Option<Vec<PgRow>>, T),
+    Failed(Error),
+    /// Not answered within `BEGIN`'s budget.
+    Cut,
+}
+
+/// Sends `BEGIN` and the read put in front (when there are), then what
+/// `main` sends, all pipelined (each sent before the first answer comes
+/// back, run in that order); the first error, in order, fails them all.
+/// With `BEGIN`, the whole is cut at its budget.
+async fn carry<T>(
+    client: &Client,
+    front: Front,
+    main: impl Future<Output = Result<T, Error>>,
+) -> Carried<T> {
+    let Front { begin, lead } = front;
+    let lead_params = lead.as_ref().map(|(_, args)| params(args));
+    let all = async {
+        let begun = async {
+            match begin {
+                Some(_) => client.batch_execute("BEGIN").await.map_err(error),
+                None => Ok(()),
+            }
+        };
+        let led = async {
+            match (&lead, &lead_params) {
+                (Some((statement, _)), Some(params)) => client
+                    .query(statement, params)
+                    .await
+                    .map(Some)
+                    .map_err(error),
+                _ => Ok(None),
+            }
+        };
+        // Polled in this order: each is sent on its first poll.
+        let (begun, led, value) = futures_util::join!(begun, led, main);
+        begun?;
+        Ok::<_, Error>((led?, value?))
+    };
+    let outcome = match begin {
+        Some(budget) => match tokio::time::timeout(budget, all).await {
+            Ok(outcome) => outcome,
+            Err(_) => return Carried::Cut,
+        },
+        None => all.await,
+    };
+    match outcome {
+        Ok((led, value)) => Carried::Answered(led, value),
+        Err(error) => Carried::Failed(error),
+    }
+}
+
+/// The error of a message cut at `BEGIN`'s budget, and of any use of its
+/// connection after: the pool's own timeout, an outage.
+fn cut() -> Error {
+    Error::from(sqlx::Error::PoolTimedOut)
 }
 
 /// The key of a prepared statement: its parameters' types and its text.
@@ -352,95 +557,6 @@ pub fn position(row: &PgRow, name: &str) -> Option<usize> {
     row.columns()
         .iter()
         .position(|column| column.name() == name)
-}
-
-fn error(error: tokio_postgres::Error) -> Error {
-    Error::from(pg_error(error))
-}
-
-/// tokio-postgres's error as sqlx's: an error of the server keeps its
-/// SQLSTATE, message, constraint and table; a lost connection is an I/O
-/// error (an outage, as sqlx's own).
-pub fn pg_error(error: tokio_postgres::Error) -> sqlx::Error {
-    if let Some(db) = error.as_db_error() {
-        return sqlx::Error::Database(Box::new(PgError {
-            code: db.code().code().to_owned(),
-            message: db.message().to_owned(),
-            constraint: db.constraint().map(str::to_owned),
-            table: db.table().map(str::to_owned),
-        }));
-    }
-    if error.is_closed() {
-        return sqlx::Error::Io(std::io::Error::new(
-            std::io::ErrorKind::ConnectionAborted,
-            error.to_string(),
-        ));
-    }
-    let io = std::error::Error::source(&error)
-        .and_then(|source| source.downcast_ref::<std::io::Error>())
-        .map(|io| std::io::Error::new(io.kind(), error.to_string()));
-    match io {
-        Some(io) => sqlx::Error::Io(io),
-        None => sqlx::Error::Protocol(error.to_string()),
-    }
-}
-
-/// An error of the PostgreSQL server, as sqlx's `DatabaseError`.
-#[derive(Debug)]
-struct PgError {
-    code: String,
-    message: String,
-    constraint: Option<String>,
-    table: Option<String>,
-}
-
-impl std::fmt::Display for PgError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} (SQLSTATE {})", self.message, self.code)
-    }
-}
-
-impl std::error::Error for PgError {}
-
-impl sqlx::error::DatabaseError for PgError {
-    fn message(&self) -> &str {
-        &self.message
-    }
-
-    fn code(&self) -> Option<Cow<'_, str>> {
-        Some(Cow::Borrowed(&self.code))
-    }
-
-    fn as_error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
-        self
-    }
-
-    fn as_error_mut(&mut self) -> &mut (dyn std::error::Error + Send + Sync + 'static) {
-        self
-    }
-
-    fn into_error(self: Box<Self>) -> Box<dyn std::error::Error + Send + Sync + 'static> {
-        self
-    }
-
-    fn constraint(&self) -> Option<&str> {
-        self.constraint.as_deref()
-    }
-
-    fn table(&self) -> Option<&str> {
-        self.table.as_deref()
-    }
-
-    fn kind(&self) -> sqlx::error::ErrorKind {
-        use sqlx::error::ErrorKind;
-        match self.code.as_str() {
-            "23505" => ErrorKind::UniqueViolation,
-            "23503" => ErrorKind::ForeignKeyViolation,
-            "23502" => ErrorKind::NotNullViolation,
-            "23514" => ErrorKind::CheckViolation,
-            _ => ErrorKind::Other,
-        }
-    }
 }
 
 #[cfg(test)]

@@ -51,7 +51,9 @@ pub enum Conn {
     /// the transaction it began: the writes deferred (`Query::defer`) are
     /// held back and sent together by [`Conn::flush`], which every other
     /// statement runs first, so that each statement still sees what the
-    /// ones before it wrote.
+    /// ones before it wrote. Its futures are boxed where they are awaited
+    /// here: they are large (`BEGIN` and a read carried in front), and the
+    /// writer's SQLite thread polls the same code on its own stack.
     Pipe(Box<Pipe>),
 }
 
@@ -75,8 +77,36 @@ impl Conn {
             return Ok(());
         }
         count_round_trip();
-        pipe.flush().await?;
+        Box::pin(pipe.flush()).await?;
         Ok(())
+    }
+
+    /// Puts the read `query` in front of the next message on the writer's
+    /// PostgreSQL connection, to travel with it (the log's lock with the
+    /// batch's reads), its rows kept for [`Conn::led`]. `false` anywhere
+    /// else: nothing is sent, and the caller runs it as usual.
+    pub fn lead(&mut self, query: Query<'_>) -> bool {
+        let Conn::Pipe(pipe) = self else {
+            return false;
+        };
+        count_statement();
+        let (sql, args) = query.remote(true);
+        pipe.lead(sql.into_owned(), args);
+        true
+    }
+
+    /// The rows of the read put in front ([`Conn::lead`]); sent now, alone,
+    /// when no message has carried it yet.
+    pub async fn led(&mut self) -> Result<Vec<Row>, Error> {
+        let Conn::Pipe(pipe) = self else {
+            return Ok(Vec::new());
+        };
+        if pipe.leads() {
+            count_round_trip();
+            Box::pin(pipe.query_each(&[])).await?;
+        }
+        let rows = pipe.take_led().unwrap_or_default();
+        Ok(rows.into_iter().map(Row::Pg).collect())
     }
 
     /// Whether this is a SQLite connection (the writer's own or sqlx's):
@@ -107,7 +137,7 @@ impl Conn {
         self.flush().await?;
         count_round_trip();
         if let Conn::Pipe(pipe) = self {
-            return pipe.simple(sql).await;
+            return Box::pin(pipe.simple(sql)).await;
         }
         Ok(any_raw(self.any().expect("not SQLite"), sql).await?)
     }
@@ -122,7 +152,7 @@ impl Conn {
         self.flush().await?;
         count_round_trip();
         if let Conn::Pipe(pipe) = self {
-            let mut rows = pipe.query(&sql, &args).await?;
+            let mut rows = Box::pin(pipe.query(&sql, &args)).await?;
             if let Some(limit) = limit {
                 rows.truncate(limit);
             }
@@ -150,7 +180,7 @@ impl Conn {
         self.flush().await?;
         count_round_trip();
         if let Conn::Pipe(pipe) = self {
-            return pipe.execute(&sql, &args).await;
+            return Box::pin(pipe.execute(&sql, &args)).await;
         }
         let conn = self.any().expect("not SQLite");
         let future: BoxFuture<'_, Result<_, sqlx::Error>> =
@@ -229,7 +259,7 @@ pub async fn fetch_each(conn: &mut Conn, queries: Vec<Query<'_>>) -> Result<Vec<
         .iter()
         .map(|(sql, args)| (sql.as_ref(), args.as_slice()))
         .collect();
-    let results = pipe.query_each(&list).await?;
+    let results = Box::pin(pipe.query_each(&list)).await?;
     Ok(results
         .into_iter()
         .map(|rows| rows.into_iter().map(Row::Pg).collect())

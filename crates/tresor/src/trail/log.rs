@@ -23,6 +23,7 @@ use tlog_tiles::{Hash, HashReader, RecordProof};
 #[derive(Debug, Clone)]
 pub struct Edge {
     log_id: i64,
+    origin: Arc<str>,
     accounts: WriterAccounts,
     size: u64,
     hashes: BTreeMap<u64, Hash>,
@@ -139,6 +140,7 @@ impl Head {
             .collect();
         Edge {
             log_id: self.log_id,
+            origin: self.origin,
             accounts: self.accounts,
             size: self.size,
             hashes,
@@ -183,14 +185,31 @@ pub async fn lock(
     now_ms: i64,
     signer: Option<&str>,
 ) -> Result<Head, Error> {
-    const LOCK: &str = "UPDATE logs SET size = size WHERE writer = $1 RETURNING id, origin, size";
     let row = match sql::query(LOCK).bind(writer).fetch_optional(conn).await? {
         Some(row) => row,
-        None => {
-            create(conn, writer, now_ms).await?;
-            sql::query(LOCK).bind(writer).fetch_one(conn).await?
-        }
+        None => created(conn, writer, now_ms).await?,
     };
+    head_of(conn, writer, &row, kept, now_ms, signer).await
+}
+
+/// Locks the log's row and reads it.
+const LOCK: &str = "UPDATE logs SET size = size WHERE writer = $1 RETURNING id, origin, size";
+
+/// Makes the log of `writer` and locks its row.
+async fn created(conn: &mut Conn, writer: &str, now_ms: i64) -> Result<sql::Row, Error> {
+    create(conn, writer, now_ms).await?;
+    sql::query(LOCK).bind(writer).fetch_one(conn).await
+}
+
+/// The head of the log whose row, locked, is `row`, as [`lock`] says.
+async fn head_of(
+    conn: &mut Conn,
+    writer: &str,
+    row: &sql::Row,
+    kept: Option<Edge>,
+    now_ms: i64,
+    signer: Option<&str>,
+) -> Result<Head, Error> {
     let log_id: i64 = row.try_get("id")?;
     let origin: String = row.try_get("origin")?;
     let size = row.try_get::<i64, _>("size")? as u64;
@@ -223,6 +242,84 @@ pub async fn lock(
         seal_v1(conn, &mut head, now_ms).await?;
     }
     Ok(head)
+}
+
+/// A log whose lock was sent ahead ([`lock_ahead`]) and is not read yet:
+/// what [`settle`] needs to finish what [`lock`] does.
+#[derive(Debug)]
+pub struct Ahead {
+    writer: Arc<str>,
+    log_id: i64,
+    size: u64,
+    now_ms: i64,
+    signer: Option<String>,
+}
+
+/// As [`lock`], with the log's lock put in front of the transaction's next
+/// message (on the writer's PostgreSQL connection: the batch's reads) rather
+/// than sent alone, when the writer kept the log's right edge and the log
+/// is not empty: the head returned is then the one the kept edge makes,
+/// to be confirmed by [`settle`] before anything decides on it. Otherwise
+/// (SQLite, a first transaction, after a rollback, an empty log) it is
+/// [`lock`] itself, and there is nothing to settle.
+pub async fn lock_ahead(
+    conn: &mut Conn,
+    writer: &Arc<str>,
+    kept: Option<Edge>,
+    now_ms: i64,
+    signer: Option<&str>,
+) -> Result<(Head, Option<Ahead>), Error> {
+    match kept {
+        Some(edge) if edge.size > 0 && conn.lead(sql::query(LOCK).bind(&**writer)) => {
+            let ahead = Ahead {
+                writer: writer.clone(),
+                log_id: edge.log_id,
+                size: edge.size,
+                now_ms,
+                signer: signer.map(str::to_owned),
+            };
+            let head = Head {
+                log_id: edge.log_id,
+                origin: edge.origin,
+                accounts: edge.accounts,
+                start: edge.size,
+                size: edge.size,
+                hashes: edge.hashes,
+            };
+            Ok((head, Some(ahead)))
+        }
+        kept => Ok((lock(conn, writer, kept, now_ms, signer).await?, None)),
+    }
+}
+
+/// Reads the lock sent ahead ([`lock_ahead`]) and returns the log's head:
+/// `head` (the kept edge's, nothing appended yet) when the row locked is
+/// the log it was taken from, at the same size and origin; otherwise
+/// exactly what [`lock`] makes of that row with the kept edge (another
+/// process of the same name appended: the log is read again and checked
+/// against its last signed checkpoint), or of a log made anew when its row
+/// is gone.
+pub async fn settle(conn: &mut Conn, head: Head, ahead: Ahead) -> Result<Head, Error> {
+    debug_assert!(!head.appended(), "settled before anything is appended");
+    let Ahead {
+        writer,
+        log_id,
+        size,
+        now_ms,
+        signer,
+    } = ahead;
+    let row = match conn.led().await?.into_iter().next() {
+        Some(row) => row,
+        None => created(conn, &writer, now_ms).await?,
+    };
+    let same = row.try_get::<i64, _>("id")? == log_id
+        && row.try_get::<i64, _>("size")? as u64 == size
+        && *row.try_get::<String, _>("origin")? == *head.origin;
+    if same {
+        return Ok(head);
+    }
+    let kept = Some(head.into_edge());
+    head_of(conn, &writer, &row, kept, now_ms, signer.as_deref()).await
 }
 
 /// Checks a log as its writer finds it in the database against its last

@@ -28,7 +28,9 @@ impl Engine {
                 }
                 Ok(conn)
             }
-            Engine::Pool { db, idle } => Ok(Conn::Pipe(db.begin_pipe(idle.take()).await?)),
+            // BEGIN goes with the transaction's first message, cut at the
+            // outage budget as BEGIN alone was.
+            Engine::Pool { db, idle } => Ok(Conn::Pipe(db.begin_pipe_later(idle.take()).await?)),
         }
     }
 
@@ -46,9 +48,7 @@ impl Engine {
         match conn {
             Conn::Pipe(mut pipe) => {
                 pipe.discard_held();
-                let outcome = pipe
-                    .simple(if commit { "COMMIT" } else { "ROLLBACK" })
-                    .await;
+                let outcome = Box::pin(pipe.end(commit)).await;
                 if let Engine::Pool { db, idle } = self {
                     match outcome {
                         // Kept, with its prepared statements, for the next

@@ -86,9 +86,16 @@ impl Loop {
     ) -> Result<Inside, Error> {
         let kept = self.log.edge.take();
         let vkey = self.log_key.as_ref().map(|key| key.vkey());
-        let head = trail::log::lock(conn, &self.log.name, kept, now_ms, vkey).await?;
+        // A batch with hot commands sends the log's lock with its reads
+        // (settled before it decides); rare jobs alone lock it first.
+        let (head, ahead) = if batch.iter().any(|r| matches!(r, Request::Hot(..))) {
+            trail::log::lock_ahead(conn, &self.log.name, kept, now_ms, vkey).await?
+        } else {
+            let head = trail::log::lock(conn, &self.log.name, kept, now_ms, vkey).await?;
+            (head, None)
+        };
         let (outcome, head) =
-            trail::with_batch_head(head, requests(conn, &self.context, batch)).await;
+            trail::with_batch_head(head, ahead, requests(conn, &self.context, batch)).await;
         let (mut answers, wrote) = outcome?;
         self.faults.maybe_panic(number);
         let edge = if wrote {
@@ -224,6 +231,8 @@ async fn requests(
     } else {
         batch::run(conn, context, &hot).await?
     };
+    // Settled by the hot set's batch; rare jobs never see a head unsettled.
+    trail::settle_batch_head(conn).await?;
     let mut hot_results = hot_results.into_iter();
     let lone = batch.len() == 1;
     let mut answers = Vec::with_capacity(batch.len());

@@ -60,6 +60,10 @@ pub struct Conn {
 /// What one transaction cost on the wire.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Transaction {
+    /// Every flight from the one that carries `BEGIN` to the one that
+    /// carries `COMMIT` or `ROLLBACK`, both included: the transaction's
+    /// round trips as its client waits for them.
+    pub flights: u64,
     /// Flights after `BEGIN`'s that carry more than the `COMMIT`.
     pub round_trips: u64,
     /// Of those, flights that run something (a Bind, an Execute or a simple
@@ -75,6 +79,8 @@ pub struct Transaction {
     pub end: String,
     /// This flight runs something (counted in `running` once).
     running_flight: bool,
+    /// The flight `flights` last counted.
+    last_flight: u64,
 }
 
 /// The bytes of one direction not yet framed into a whole message.
@@ -186,13 +192,24 @@ impl Conn {
         if matches!(kind, 'S' | 'Q') {
             self.outstanding += 1;
         }
+        let flight = self.round_trips;
+        if let Some(open) = self.open.as_mut()
+            && open.last_flight != flight
+        {
+            open.last_flight = flight;
+            open.flights += 1;
+        }
         let query = (kind == 'Q').then(|| {
             let text = payload.strip_suffix(&[0]).unwrap_or(payload);
             String::from_utf8_lossy(text).trim().to_uppercase()
         });
         if let Some(query) = &query {
             if query.starts_with("BEGIN") || query.starts_with("START TRANSACTION") {
-                self.open = Some(Transaction::default());
+                self.open = Some(Transaction {
+                    flights: 1,
+                    last_flight: self.round_trips,
+                    ..Transaction::default()
+                });
                 self.counted_flight = None;
                 return;
             }
@@ -206,7 +223,6 @@ impl Conn {
                 return;
             }
         }
-        let flight = self.round_trips;
         let Some(open) = self.open.as_mut() else {
             return;
         };
@@ -301,5 +317,36 @@ mod tests {
         );
         assert_eq!(transaction.executes, 3);
         assert_eq!(transaction.end, "COMMIT");
+        assert_eq!(
+            transaction.flights, 5,
+            "BEGIN, three, COMMIT: {transaction:?}"
+        );
+    }
+
+    /// `BEGIN` sent in front of statements is one flight with them.
+    #[test]
+    fn begin_in_front_of_statements_is_one_flight_with_them() {
+        let mut conn = Conn::default();
+        conn.read_client(&startup());
+        conn.read_server(&message(b'Z', b"I"));
+        let mut flight = message(b'Q', b"BEGIN\0");
+        for kind in [b'B', b'E', b'S'] {
+            flight.extend(message(kind, b"xy"));
+        }
+        conn.read_client(&flight);
+        conn.read_server(&message(b'Z', b"T"));
+        conn.read_server(&message(b'Z', b"T"));
+        conn.read_client(&message(b'Q', b"COMMIT\0"));
+        conn.read_server(&message(b'Z', b"I"));
+        let transaction = &conn.transactions[0];
+        assert_eq!(
+            (
+                transaction.flights,
+                transaction.round_trips,
+                transaction.running
+            ),
+            (2, 1, 1),
+            "{transaction:?}"
+        );
     }
 }
