@@ -327,58 +327,36 @@ impl Db {
         self.watched(self.pool.begin()).await
     }
 
-    /// The writer's own PostgreSQL connection (`store::pipe`), in a
-    /// transaction begun: `idle` again while it is open and was opened since
-    /// the pool last switched host, else a new one to the host the pool is
-    /// on (of the kind the URL asks for). Cut at the outage budget, as
-    /// [`Db::begin`].
+    /// The writer's own PostgreSQL connection (`store::pipe`), a
+    /// transaction begun with its first message: `idle` again while it is
+    /// open and was opened since the pool last switched host, else a new
+    /// one to the host the pool is on (of the kind the URL asks for).
+    /// `BEGIN` goes in front of the first message rather than alone, that
+    /// message cut at the outage budget all the same (`Pipe::begin_later`),
+    /// so the writer's outage probe costs no round trip of its own. An
+    /// error of that message is the caller's to tell [`Db::noticed`].
     pub async fn begin_pipe(
         &self,
         idle: Option<Box<pipe::Pipe>>,
     ) -> Result<Box<pipe::Pipe>, Error> {
-        let mut pipe = self.writer_pipe(idle).await?;
-        match tokio::time::timeout(self.acquire_within, pipe.simple("BEGIN")).await {
-            Ok(Ok(())) => Ok(pipe),
-            Ok(Err(error)) => Err(self.noticed(error)),
-            Err(_) => Err(self.noticed(sqlx::Error::PoolTimedOut.into())),
-        }
-    }
-
-    /// As [`Db::begin_pipe`], with `BEGIN` sent in front of the
-    /// transaction's first message rather than alone, that message cut at
-    /// the outage budget all the same (`Pipe::begin_later`): the writer's
-    /// outage probe costs no round trip of its own. An error of that
-    /// message is the caller's to tell [`Db::noticed`].
-    pub async fn begin_pipe_later(
-        &self,
-        idle: Option<Box<pipe::Pipe>>,
-    ) -> Result<Box<pipe::Pipe>, Error> {
-        let mut pipe = self.writer_pipe(idle).await?;
-        pipe.begin_later(self.acquire_within);
-        Ok(pipe)
-    }
-
-    /// `idle` again while it is open and was opened since the pool last
-    /// switched host, else a new connection to the host the pool is on.
-    async fn writer_pipe(&self, idle: Option<Box<pipe::Pipe>>) -> Result<Box<pipe::Pipe>, Error> {
         let switched = |pipe: &pipe::Pipe| {
             self.primary
                 .as_ref()
                 .is_some_and(|following| following.watch.opened_before_switch(pipe.age()))
         };
-        Ok(
-            match idle.filter(|pipe| !pipe.is_closed() && !switched(pipe)) {
-                Some(pipe) => pipe,
-                None => {
-                    let url = self.pool.connect_options().database_url.to_string();
-                    let check = self
-                        .primary
-                        .as_ref()
-                        .and_then(|following| following.watch.attrs.check());
-                    Box::new(self.watched(pipe::Pipe::connect(&url, check)).await?)
-                }
-            },
-        )
+        let mut pipe = match idle.filter(|pipe| !pipe.is_closed() && !switched(pipe)) {
+            Some(pipe) => pipe,
+            None => {
+                let url = self.pool.connect_options().database_url.to_string();
+                let check = self
+                    .primary
+                    .as_ref()
+                    .and_then(|following| following.watch.attrs.check());
+                Box::new(self.watched(pipe::Pipe::connect(&url, check)).await?)
+            }
+        };
+        pipe.begin_later(self.acquire_within);
+        Ok(pipe)
     }
 
     /// A connection of the pool, on the primary.

@@ -30,7 +30,7 @@ impl Engine {
             }
             // BEGIN goes with the transaction's first message, cut at the
             // outage budget as BEGIN alone was.
-            Engine::Pool { db, idle } => Ok(Conn::Pipe(db.begin_pipe_later(idle.take()).await?)),
+            Engine::Pool { db, idle } => Ok(Conn::Pipe(db.begin_pipe(idle.take()).await?)),
         }
     }
 
