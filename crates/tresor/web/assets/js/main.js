@@ -22,7 +22,7 @@ import { setupMoney, setupOpening } from './account.js';
 import { setupPlaytime } from './playtime.js';
 import { setupSecurity } from './security.js';
 import { setupDocuments } from './documents.js';
-import { $ } from './util.js';
+import { $, period } from './util.js';
 import { sessionHint } from './server.js';
 
 /** Whether this browser was logged in when last seen (asked of `/api/me` only then). */
@@ -371,7 +371,7 @@ async function boot() {
       }
     }
   };
-  setInterval(checkSession, SESSION_CHECK_MS);
+  setInterval(checkSession, period(SESSION_CHECK_MS));
   document.addEventListener('visibilitychange', checkSession);
 }
 

@@ -47,6 +47,15 @@ export function duration(ms) {
   return fastFlag ? Math.round(ms / 10) : ms;
 }
 
+/**
+ * How often a check of nominal period `ms` runs: a tenth when the page runs
+ * fast (the tests' speed, as the animations), so that a test waits seconds
+ * for what a player sees within a minute.
+ */
+export function period(ms) {
+  return fastFlag ? Math.round(ms / 10) : ms;
+}
+
 /** Whether movement is animated at all. */
 export function animated() {
   return !reducedMotion.matches;
