@@ -10,7 +10,7 @@ use crate::store::batch::{
     TransferRow,
 };
 use crate::trail::{self, Head, Record};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// Everything the batch writes, gathered while deciding.
 #[derive(Debug)]
@@ -83,26 +83,35 @@ impl Book<'_> {
         updates
     }
 
-    /// The accounts whose balance or hour of stakes changed, by id: a fixed
-    /// order, so that two servers never lock accounts crosswise.
     fn account_updates(&self) -> Vec<AccountUpdate> {
-        let mut accounts: Vec<AccountUpdate> = self
-            .deltas
-            .iter()
-            .filter(|(_, d)| **d != 0)
-            .map(|(&id, _)| id)
-            .chain(self.stake_hours.keys().copied())
-            .collect::<HashSet<i64>>()
-            .into_iter()
-            .map(|id| AccountUpdate {
-                id,
-                delta_cents: self.deltas.get(&id).copied().unwrap_or(0),
-                stake_hour: self.stake_hours.get(&id).copied(),
-            })
-            .collect();
-        accounts.sort_unstable_by_key(|a| a.id);
-        accounts
+        account_updates(&self.deltas, &self.stake_hours)
     }
+}
+
+/// The accounts a transfer names or whose hour of stakes changed, by id: a
+/// fixed order, so that two servers never lock accounts crosswise. An
+/// account whose moves net to zero is updated too: the update's row count,
+/// checked before the batch commits, then proves that every account the
+/// batch's transfers name exists, which PostgreSQL no longer checks with
+/// foreign keys, one locked row each (ARCHITECTURE.md, "Invariants": money).
+fn account_updates(
+    deltas: &HashMap<i64, i64>,
+    stake_hours: &HashMap<i64, (i64, i64)>,
+) -> Vec<AccountUpdate> {
+    let mut accounts: Vec<AccountUpdate> = deltas
+        .keys()
+        .chain(stake_hours.keys())
+        .copied()
+        .collect::<HashSet<i64>>()
+        .into_iter()
+        .map(|id| AccountUpdate {
+            id,
+            delta_cents: deltas.get(&id).copied().unwrap_or(0),
+            stake_hour: stake_hours.get(&id).copied(),
+        })
+        .collect();
+    accounts.sort_unstable_by_key(|a| a.id);
+    accounts
 }
 
 pub(super) async fn write(conn: &mut Conn, sqlite: bool, writes: &Writes) -> Result<(), Error> {
@@ -115,4 +124,24 @@ pub(super) async fn write(conn: &mut Conn, sqlite: bool, writes: &Writes) -> Res
     store::write(conn, sqlite, &writes.hours).await?;
     trail::defer_records(conn, sqlite, &writes.records).await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A buyer whose stake and prize cancel out, and a house account named
+    /// by a transfer, are updated all the same, in id order.
+    #[test]
+    fn every_account_a_transfer_names_is_updated_even_at_zero() {
+        let deltas = HashMap::from([(7, 0), (-1002, 200), (-1003, -200), (9, 0)]);
+        let stake_hours = HashMap::from([(9, (3_600_000, 200)), (11, (0, 100))]);
+        let updates = account_updates(&deltas, &stake_hours);
+        let ids: Vec<i64> = updates.iter().map(|a| a.id).collect();
+        assert_eq!(ids, [-1003, -1002, 7, 9, 11]);
+        let seven = &updates[2];
+        assert_eq!((seven.delta_cents, seven.stake_hour), (0, None));
+        assert_eq!(updates[3].stake_hour, Some((3_600_000, 200)));
+        assert_eq!(updates[4].delta_cents, 0);
+    }
 }

@@ -56,8 +56,12 @@ const BOTH: (Files, Files) = both!(
 );
 
 /// PostgreSQL's alone: the writers' batch records (how a writer finds out
-/// whether a COMMIT whose answer was lost took effect).
-const POSTGRES_ONLY: Files = files!("postgres": "0005_writer_batches.sql");
+/// whether a COMMIT whose answer was lost took effect), and the ledger's
+/// transfers without foreign keys (the batch checks their accounts).
+const POSTGRES_ONLY: Files = files!("postgres":
+    "0005_writer_batches.sql"
+    "0027_transfers_accounts_checked_by_the_writer.sql"
+);
 
 /// The files of `backend`'s folder.
 fn files(backend: Backend) -> impl Iterator<Item = &'static (&'static str, &'static str)> {
