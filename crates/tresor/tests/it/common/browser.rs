@@ -1,17 +1,15 @@
 //! The WebDriver client every browser test shares: a real headless Chromium
-//! driven through chromedriver, a few lines over `reqwest`, so nothing is
-//! downloaded. Without Chromium and chromedriver a test says it was skipped,
+//! driven through chromedriver (`chromedriver.rs`), a few lines over
+//! `reqwest`, so nothing is downloaded. Without Chromium and chromedriver a test says it was skipped,
 //! unless `TRESOR_REQUIRE_BROWSER=1` (as in CI), where it fails instead.
 //! Screenshots go to `target/screenshots/`.
 
+use super::chromedriver::{self, Kept};
 use super::wait::until;
 use serde_json::{Value, json};
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::sync::Mutex;
+use std::time::Duration;
 
 /// Browser tests take turns, [`BROWSER_TURNS`] at a time: each runs a
 /// server, chromedriver and a Chromium, and spends about half its time
@@ -83,123 +81,23 @@ pub fn browser_paths() -> (PathBuf, PathBuf) {
     skip("chromium or chromedriver is not installed")
 }
 
-/// Chromedriver, started in its own process group: on drop the whole group
-/// (chromedriver and every Chromium it started) is killed, so no browser
-/// process outlives the test.
-struct DriverProcess(Child);
-
-/// chromedriver on a port the kernel gives, which it says once it has bound
-/// it. It binds the kernel's IPv6 port, then the same number on IPv4, where
-/// another process of the machine may hold it already ("IPv4 port not
-/// available. Exiting..."): then it is started again, on another port.
-async fn driver_on_a_free_port(chromedriver: &Path) -> (DriverProcess, u16) {
-    for _ in 0..10 {
-        let mut child = Command::new(chromedriver)
-            .arg("--port=0")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .expect("chromedriver starts");
-        let printed = super::process::Printed::follow(&mut child);
-        let process = DriverProcess(child);
-        let port = printed
-            .wait_for_or_end("chromedriver's port", |line| {
-                line.strip_prefix("ChromeDriver was started successfully on port ")?
-                    .trim_end_matches('.')
-                    .parse::<u16>()
-                    .ok()
-            })
-            .await;
-        match port {
-            Some(port) => return (process, port),
-            None if printed
-                .lines()
-                .iter()
-                .any(|l| l.contains("port not available")) =>
-            {
-                continue;
-            }
-            None => panic!("chromedriver ended: {:?}", printed.lines()),
-        }
-    }
-    panic!("chromedriver found no port free on both IPv4 and IPv6 in 10 tries");
-}
-
-impl Drop for DriverProcess {
-    fn drop(&mut self) {
-        let pid = self.0.id();
-        let _ = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{pid}")])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-        // Chromium's helpers, orphaned by the kill, stay listed until the
-        // system reaps them: wait (a bounded while) until the group is gone.
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while group_is_listed(pid) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-/// Whether any process, a zombie included, is still in process group `pgid`.
-fn group_is_listed(pgid: u32) -> bool {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return false;
-    };
-    entries.flatten().any(|entry| {
-        std::fs::read_to_string(entry.path().join("stat")).is_ok_and(|stat| {
-            // After "pid (comm)": state, ppid, pgrp.
-            stat.rsplit_once(')')
-                .and_then(|(_, rest)| rest.split_whitespace().nth(2)?.parse::<u32>().ok())
-                == Some(pgid)
-        })
-    })
-}
-
-/// Ends a WebDriver session with a blocking raw HTTP/1.1 request (drop
-/// cannot await, and may run outside any async runtime). Chromedriver then
-/// closes its Chromium cleanly.
-fn delete_session(driver: &str, session: &str) {
-    let Some(authority) = driver.strip_prefix("http://") else {
-        return;
-    };
-    let Ok(addr) = authority.parse::<std::net::SocketAddr>() else {
-        return;
-    };
-    let timeout = Duration::from_secs(5);
-    let Ok(mut stream) = TcpStream::connect_timeout(&addr, timeout) else {
-        return;
-    };
-    let _ = stream.set_read_timeout(Some(timeout));
-    let _ = stream.set_write_timeout(Some(timeout));
-    let request = format!(
-        "DELETE /session/{session} HTTP/1.1\r\nHost: {authority}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-    );
-    if stream.write_all(request.as_bytes()).is_ok() {
-        let mut sink = Vec::new();
-        let _ = stream.read_to_end(&mut sink);
-    }
-}
-
-/// A WebDriver session on a fresh headless Chromium.
+/// A WebDriver session on a headless Chromium, fresh for this test
+/// (`chromedriver.rs`: kept from test to test, made fresh in between).
 pub struct Browser {
     http: reqwest::Client,
     session: String,
     driver: String,
-    _process: DriverProcess,
-    _profile: tempfile::TempDir,
+    /// Every origin this test opened, whose data the next test's session
+    /// clears.
+    origins: Mutex<Vec<String>>,
+    kept: Option<Kept>,
 }
 
 impl Drop for Browser {
     fn drop(&mut self) {
-        // Fields drop after this: the session ends first, then the
-        // chromedriver process group is killed.
-        if !self.session.is_empty() {
-            delete_session(&self.driver, &self.session);
+        if let Some(mut kept) = self.kept.take() {
+            kept.origins.append(&mut self.origins.lock().unwrap());
+            chromedriver::give_back(kept);
         }
     }
 }
@@ -253,45 +151,17 @@ impl Browser {
     }
 
     pub async fn start(chromium: &Path, chromedriver: &Path, width: u32, height: u32) -> Browser {
-        let (process, port) = driver_on_a_free_port(chromedriver).await;
-        let driver = format!("http://127.0.0.1:{port}");
         let http = reqwest::Client::new();
-        super::wait::answers(&format!("{driver}/status"), Duration::from_secs(20)).await;
-        let profile = tempfile::tempdir().unwrap();
-        let args = vec![
-            "--headless=new".to_owned(),
-            "--no-sandbox".to_owned(),
-            "--disable-gpu".to_owned(),
-            "--disable-dev-shm-usage".to_owned(),
-            "--disable-quic".to_owned(),
-            "--no-first-run".to_owned(),
-            "--disable-background-networking".to_owned(),
-            "--disable-component-update".to_owned(),
-            "--disable-sync".to_owned(),
-            "--hide-scrollbars".to_owned(),
-            format!("--window-size={width},{height}"),
-            format!("--user-data-dir={}", profile.path().display()),
-        ];
-        let capabilities = json!({"capabilities": {"alwaysMatch": {
-            "browserName": "chrome",
-            // The network's events too, so that a test can say which
-            // requests the page sent (`requests_sent`), whatever sent them.
-            "goog:loggingPrefs": {"browser": "ALL", "performance": "ALL"},
-            "goog:chromeOptions": {"binary": chromium, "args": args,
-                "perfLoggingPrefs": {"enableNetwork": true, "enablePage": false}},
-        }}});
-        let response = answer(http.post(format!("{driver}/session")).json(&capabilities)).await;
-        let session = response["value"]["sessionId"]
-            .as_str()
-            .unwrap_or_else(|| panic!("no WebDriver session: {response}"))
-            .to_owned();
-        Browser {
+        let kept = chromedriver::session(&http, chromium, chromedriver).await;
+        let browser = Browser {
             http,
-            session,
-            driver,
-            _process: process,
-            _profile: profile,
-        }
+            session: kept.session.clone(),
+            driver: kept.driver.clone(),
+            origins: Mutex::new(Vec::new()),
+            kept: Some(kept),
+        };
+        browser.set_window(width, height).await;
+        browser
     }
 
     pub async fn command(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
@@ -312,6 +182,8 @@ impl Browser {
     }
 
     pub async fn goto(&self, url: &str) {
+        let origin = chromedriver::origin(url);
+        self.origins.lock().unwrap().extend(origin);
         self.post("/url", json!({ "url": url })).await;
         self.wait_for("document.body.dataset.ready === 'true'")
             .await;
@@ -534,17 +406,13 @@ impl Browser {
             .collect()
     }
 
-    pub async fn close(mut self) {
-        let _ = self
-            .http
-            .delete(format!("{}/session/{}", self.driver, self.session))
-            .send()
-            .await;
-        // Ended: the drop has only the process group left to kill.
-        self.session.clear();
+    /// Ends this test's use of the browser (the next test's session is
+    /// made fresh from it: `chromedriver.rs`).
+    pub async fn close(self) {
+        drop(self);
     }
 
-    /// Checks that the console showed no error, then ends the session.
+    /// Checks that the console showed no error, then closes the browser.
     pub async fn close_without_console_errors(self) {
         let errors = self.console_errors().await;
         assert!(errors.is_empty(), "console errors: {errors:?}");

@@ -41,6 +41,7 @@ pub mod axe;
 pub mod before;
 pub mod browser;
 pub mod buying;
+pub mod chromedriver;
 pub mod cli;
 pub mod client;
 pub mod cluster;
