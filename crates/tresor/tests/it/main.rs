@@ -21,6 +21,7 @@ mod audit;
 mod backup;
 mod batches;
 mod bench;
+mod browser_reuse;
 mod catalog;
 mod checkpoints;
 mod cli_game;

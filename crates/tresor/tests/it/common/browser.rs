@@ -164,6 +164,30 @@ impl Browser {
         browser
     }
 
+    /// This browser's session, made fresh as the next test would get it.
+    pub async fn made_fresh(mut self, width: u32, height: u32) -> Browser {
+        let mut kept = self.kept.take().expect("a kept session");
+        kept.origins.append(&mut self.origins.lock().unwrap());
+        let kept = kept
+            .fresh(&self.http)
+            .await
+            .expect("the session made fresh");
+        let browser = Browser {
+            http: self.http.clone(),
+            session: kept.session.clone(),
+            driver: kept.driver.clone(),
+            origins: Mutex::new(Vec::new()),
+            kept: Some(kept),
+        };
+        browser.set_window(width, height).await;
+        browser
+    }
+
+    /// The WebDriver session's id.
+    pub fn session_id(&self) -> &str {
+        &self.session
+    }
+
     pub async fn command(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
         let url = format!("{}/session/{}{}", self.driver, self.session, path);
         let mut request = self.http.request(method, url);

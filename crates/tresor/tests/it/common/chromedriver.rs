@@ -60,7 +60,7 @@ pub fn origin(url: &str) -> Option<String> {
 impl Kept {
     /// This session as a new browser would be, or `None` (and ended) if it
     /// does not answer as it should.
-    async fn fresh(mut self, http: &reqwest::Client) -> Option<Kept> {
+    pub async fn fresh(mut self, http: &reqwest::Client) -> Option<Kept> {
         let _ = self
             .call(http, reqwest::Method::DELETE, "/actions", None)
             .await;
