@@ -153,6 +153,11 @@ impl Browser {
     pub async fn start(chromium: &Path, chromedriver: &Path, width: u32, height: u32) -> Browser {
         let http = reqwest::Client::new();
         let kept = chromedriver::session(&http, chromium, chromedriver).await;
+        Browser::on(http, kept, width, height).await
+    }
+
+    /// A browser on the `kept` session, its window `width` × `height`.
+    async fn on(http: reqwest::Client, kept: Kept, width: u32, height: u32) -> Browser {
         let browser = Browser {
             http,
             session: kept.session.clone(),
@@ -172,15 +177,7 @@ impl Browser {
             .fresh(&self.http)
             .await
             .expect("the session made fresh");
-        let browser = Browser {
-            http: self.http.clone(),
-            session: kept.session.clone(),
-            driver: kept.driver.clone(),
-            origins: Mutex::new(Vec::new()),
-            kept: Some(kept),
-        };
-        browser.set_window(width, height).await;
-        browser
+        Browser::on(self.http.clone(), kept, width, height).await
     }
 
     /// The WebDriver session's id.
