@@ -64,21 +64,9 @@ impl Kept {
         let _ = self
             .call(http, reqwest::Method::DELETE, "/actions", None)
             .await;
-        let _ = self
-            .call(
-                http,
-                reqwest::Method::POST,
-                "/alert/dismiss",
-                Some(json!({})),
-            )
-            .await;
+        let _ = self.post(http, "/alert/dismiss", json!({})).await;
         let new_tab = self
-            .call(
-                http,
-                reqwest::Method::POST,
-                "/window/new",
-                Some(json!({"type": "tab"})),
-            )
+            .post(http, "/window/new", json!({"type": "tab"}))
             .await?;
         let new_tab = new_tab["handle"].as_str()?.to_owned();
         let handles = self
@@ -88,25 +76,15 @@ impl Kept {
             if handle == new_tab {
                 continue;
             }
-            self.call(
-                http,
-                reqwest::Method::POST,
-                "/window",
-                Some(json!({"handle": handle})),
-            )
-            .await?;
+            self.post(http, "/window", json!({"handle": handle}))
+                .await?;
             let url = self.call(http, reqwest::Method::GET, "/url", None).await?;
             self.origins.extend(url.as_str().and_then(origin));
             self.call(http, reqwest::Method::DELETE, "/window", None)
                 .await?;
         }
-        self.call(
-            http,
-            reqwest::Method::POST,
-            "/window",
-            Some(json!({"handle": new_tab})),
-        )
-        .await?;
+        self.post(http, "/window", json!({"handle": new_tab}))
+            .await?;
         let origins = std::mem::take(&mut self.origins);
         let clear = origins
             .iter()
@@ -122,19 +100,18 @@ impl Kept {
             ]);
         for (cmd, params) in clear {
             let body = json!({"cmd": cmd, "params": params});
-            self.call(http, reqwest::Method::POST, "/goog/cdp/execute", Some(body))
-                .await?;
+            self.post(http, "/goog/cdp/execute", body).await?;
         }
         for log in ["browser", "performance"] {
-            self.call(
-                http,
-                reqwest::Method::POST,
-                "/se/log",
-                Some(json!({"type": log})),
-            )
-            .await?;
+            self.post(http, "/se/log", json!({"type": log})).await?;
         }
         Some(self)
+    }
+
+    /// [`Kept::call`] with `POST` and a JSON `body`.
+    async fn post(&self, http: &reqwest::Client, path: &str, body: Value) -> Option<Value> {
+        self.call(http, reqwest::Method::POST, path, Some(body))
+            .await
     }
 
     /// WebDriver's `value` for `method path` in this session, or `None`

@@ -43,8 +43,7 @@ function safeStorage(key) {
  * when the player asked the system for reduced motion.
  */
 export function duration(ms) {
-  if (reducedMotion.matches) return 0;
-  return fastFlag ? Math.round(ms / 10) : ms;
+  return reducedMotion.matches ? 0 : period(ms);
 }
 
 /**
